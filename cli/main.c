@@ -1,0 +1,147 @@
+/* main.c - `pccl` entry point: dispatches to the subcommand table. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "pccl.h"
+
+static const cli_command_t *const commands[] = {
+    &cli_cmd_master,
+    &cli_cmd_join,
+};
+#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
+
+void cli_longopts(const cli_flag_t *flags, struct option *out) {
+    int n = 0;
+    for (; flags && flags[n].name && n < 62; n++) {
+        out[n].name = flags[n].name;
+        out[n].has_arg = flags[n].has_arg;
+        out[n].flag = NULL;
+        out[n].val = 0;
+    }
+    out[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    out[n] = (struct option){0, 0, 0, 0};
+}
+
+void cli_print_help(const cli_command_t *cmd) {
+    printf("usage: pccl %s %s\n\n%s\n", cmd->name, cmd->usage, cmd->summary);
+    if (cmd->alias) printf("(also: pccl %s)\n", cmd->alias);
+    printf("\noptions:\n");
+    for (const cli_flag_t *f = cmd->flags; f && f->name; f++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", f->name, f->metavar ? " " : "", f->metavar ? f->metavar : "");
+        printf("  %-28s %s\n", left, f->help);
+    }
+    printf("  %-28s %s\n", "--help", "show this help");
+}
+
+int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pccl %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'pccl %s --help'.\n", cmd->name);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_parse_hostport(const char *s, ccoip_socket_address_t *out, unsigned short default_port) {
+    char host[256];
+    const char *colon = strrchr(s, ':');
+    size_t hl = colon ? (size_t)(colon - s) : strlen(s);
+    if (hl == 0 || hl >= sizeof host) return -1;
+    memcpy(host, s, hl);
+    host[hl] = 0;
+    long port = default_port;
+    if (colon) {
+        char *end;
+        port = strtol(colon + 1, &end, 10);
+        if (*end || end == colon + 1 || port < 0 || port > 65535) return -1;
+    }
+    if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
+    struct in_addr a;
+    if (inet_pton(AF_INET, host, &a) != 1) return -1;
+    memset(out, 0, sizeof *out);
+    out->inet.protocol = inetIPv4;
+    memcpy(out->inet.address.ipv4.data, &a.s_addr, 4);
+    out->port = (uint16_t)port;
+    return 0;
+}
+
+static void print_main_help(void) {
+    printf("usage: pccl [--version] [--help] COMMAND [ARGS]\n\n"
+           "pccl - fault-tolerant collective communications: run a master, join peers, inspect a run.\n\n"
+           "commands:\n");
+    for (size_t i = 0; i < NUM_COMMANDS; i++) printf("  %-18s %s\n", commands[i]->name, commands[i]->summary);
+    printf("  %-18s %s\n", "help COMMAND", "show help for COMMAND");
+    printf("\nExit codes: 0 ok, 1 failure, 2 usage error. See pccl(1).\n");
+}
+
+static const cli_command_t *find_command(const char *name) {
+    for (size_t i = 0; i < NUM_COMMANDS; i++) {
+        if (strcmp(commands[i]->name, name) == 0) return commands[i];
+        if (commands[i]->alias && strcmp(commands[i]->alias, name) == 0) return commands[i];
+    }
+    return NULL;
+}
+
+/* `pccl __complete [CMD]`: words for shell completion, one per line. */
+static int complete(int argc, char **argv) {
+    if (argc < 3) {
+        for (size_t i = 0; i < NUM_COMMANDS; i++) printf("%s\n", commands[i]->name);
+        printf("help\n");
+        return 0;
+    }
+    const cli_command_t *cmd = find_command(argv[2]);
+    if (!cmd) return 1;
+    for (const cli_flag_t *f = cmd->flags; f && f->name; f++) printf("--%s\n", f->name);
+    printf("--help\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help();
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        print_main_help();
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        pcclBuildInfo_t info;
+        pcclGetBuildInfo(&info);
+        printf("pccl %s (cuda: %s)\n", PCCL_VERSION_STRING, info.has_cuda_support ? "yes" : "no");
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "__complete") == 0) return complete(argc, argv);
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3) {
+            print_main_help();
+            return CLI_EXIT_OK;
+        }
+        const cli_command_t *cmd = find_command(argv[2]);
+        if (!cmd) {
+            fprintf(stderr, "pccl: unknown command '%s'. See 'pccl --help'.\n", argv[2]);
+            return CLI_EXIT_USAGE;
+        }
+        cli_print_help(cmd);
+        return CLI_EXIT_OK;
+    }
+    /* "pccl bench p2p" is the second spelling of bench-bandwidth. */
+    if (strcmp(name, "bench") == 0 && argc >= 3 && strcmp(argv[2], "p2p") == 0) {
+        const cli_command_t *cmd = find_command("bench-bandwidth");
+        if (cmd) return cmd->run(argc - 2, argv + 2);
+    }
+    const cli_command_t *cmd = find_command(name);
+    if (!cmd) {
+        fprintf(stderr, "pccl: unknown command '%s'. See 'pccl --help'.\n", name);
+        return CLI_EXIT_USAGE;
+    }
+    return cmd->run(argc - 1, argv + 1);
+}

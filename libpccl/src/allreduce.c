@@ -1,0 +1,372 @@
+/* allreduce.c - see allreduce.h. */
+#include "allreduce.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "p2p.h"
+#include "pccl_kernels.h"
+#include "ring.h"
+
+#define STAGING_BYTES (1u << 20)
+
+typedef struct pccl_op {
+    pcclComm_t *comm;
+    uint64_t tag;
+    const void *sendbuf;
+    void *recvbuf;
+    pcclReduceDescriptor_t desc;
+    pthread_t thread;
+    int abort_fd;
+    /* filled by the reader under comm->mu */
+    int got_commence, got_reject, got_end, end_ok;
+    uint8_t reject_reason;
+    uint64_t op_seq;
+    wire_msg_t commence;
+    /* result, written by the worker before it exits */
+    pcclResult_t result;
+    pcclReduceInfo_t info;
+    struct pccl_op *next;
+} pccl_op_t;
+
+static pccl_op_t *find_op(pcclComm_t *c, uint64_t tag) {
+    for (pccl_op_t *o = c->ops; o; o = o->next)
+        if (o->tag == tag) return o;
+    return NULL;
+}
+
+int comm_ops_outstanding(pcclComm_t *c) {
+    pthread_mutex_lock(&c->mu);
+    int any = c->ops != NULL;
+    pthread_mutex_unlock(&c->mu);
+    return any;
+}
+
+static void signal_abort(pccl_op_t *o) {
+    uint64_t one = 1;
+    ssize_t w = write(o->abort_fd, &one, sizeof one);
+    (void)w;
+}
+
+int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
+    uint64_t tag;
+    switch (msg->type) {
+    case M2C_COLL_COMMENCE: tag = msg->u.commence.tag; break;
+    case M2C_COLL_REJECT: tag = msg->u.reject.tag; break;
+    case M2C_COLL_ABORT: case M2C_COLL_COMPLETE: tag = msg->u.coll.tag; break;
+    default: return 0;
+    }
+    pthread_mutex_lock(&c->mu);
+    pccl_op_t *o = find_op(c, tag);
+    int taken = 0;
+    if (o) {
+        if (msg->type == M2C_COLL_COMMENCE && !o->got_commence && !o->got_reject) {
+            o->commence = *msg;
+            o->op_seq = msg->u.commence.op_seq;
+            o->got_commence = 1;
+            taken = 1;
+        } else if (msg->type == M2C_COLL_REJECT && !o->got_commence) {
+            o->got_reject = 1;
+            o->reject_reason = msg->u.reject.reason;
+        } else if ((msg->type == M2C_COLL_ABORT || msg->type == M2C_COLL_COMPLETE) && o->got_commence &&
+                   msg->u.coll.op_seq == o->op_seq && !o->got_end) {
+            /* An ABORT/COMPLETE for an older attempt of the same tag is ignored by the op_seq check. */
+            o->got_end = 1;
+            o->end_ok = msg->type == M2C_COLL_COMPLETE && msg->u.coll.ok;
+            if (!o->end_ok) signal_abort(o);
+        }
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!taken) wire_msg_free(msg);
+    return 1;
+}
+
+void allreduce_abort_all(pcclComm_t *c) {
+    pthread_mutex_lock(&c->mu);
+    for (pccl_op_t *o = c->ops; o; o = o->next) signal_abort(o);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Waits until pred(o) holds or the master is lost; returns 0 or -1 (lost). Holds no lock on return. */
+static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
+    pcclComm_t *c = o->comm;
+    pthread_mutex_lock(&c->mu);
+    while (!pred(o) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down))
+        pthread_cond_wait(&c->cv, &c->mu);
+    int ok = pred(o);
+    pthread_mutex_unlock(&c->mu);
+    return ok ? 0 : -1;
+}
+static int started(const pccl_op_t *o) { return o->got_commence || o->got_reject; }
+static int ended(const pccl_op_t *o) { return o->got_end; }
+
+static void send_done(pccl_op_t *o, int ok) {
+    wire_msg_t d = {.type = C2M_COLL_DONE};
+    d.u.coll.tag = o->tag;
+    d.u.coll.op_seq = o->op_seq;
+    d.u.coll.ok = (uint8_t)ok;
+    comm_send(o->comm, &d);
+}
+
+/* Runs the ring for a commenced op; returns the result code. */
+static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
+    pcclComm_t *c = o->comm;
+    const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
+    uint32_t n = cm->n, me = n;
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(cm->ring[i], c->uuid, 16) == 0) me = i;
+    comm_set_world(c, &cm->world);
+    o->info.local_world_size = n;
+    if (me == n || n < 2) {
+        PLOG_ERROR(c->log_name, "tag %llu: ring from the master is unusable", (unsigned long long)o->tag);
+        send_done(o, 0);
+        return pcclInternalError;
+    }
+    p2p_conn_t *tx = p2p_get_tx(c, cm->ring[(me + 1) % n], cm->slot, c->connect_timeout_ms);
+    p2p_conn_t *rx = tx ? p2p_get_rx(c, cm->ring[(me + n - 1) % n], cm->slot, c->timeout_ms, o->abort_fd) : NULL;
+    uint8_t *staging = malloc(STAGING_BYTES);
+    int rc = RING_IO_ERROR;
+    ring_io_t io = {.abort_fd = o->abort_fd, .timeout_ms = c->timeout_ms, .staging = staging,
+                    .staging_size = STAGING_BYTES};
+    if (tx && rx && staging) {
+        io.tx_fd = tx->fd;
+        io.rx_fd = rx->fd;
+        if (o->sendbuf != o->recvbuf) memcpy(o->recvbuf, o->sendbuf, bytes);
+        rc = ring_allreduce(&io, o->recvbuf, o->desc.count, o->desc.src_descriptor.datatype, o->desc.op, me, n,
+                            o->op_seq);
+    } else {
+        snprintf(io.err, sizeof io.err, "%s", !tx ? "cannot connect to ring successor"
+                                           : !rx ? "ring predecessor did not connect"
+                                                 : "out of memory");
+    }
+    free(staging);
+    o->info.tx_bytes = io.tx_bytes;
+    o->info.rx_bytes = io.rx_bytes;
+    pcclResult_t result = pcclSuccess;
+    if (rc == RING_OK) {
+        send_done(o, 1);
+        /* Keep the backup until everyone confirmed: another peer may still fail. */
+        if (wait_for(o, ended) != 0) result = pcclMasterConnectionFailed;
+        else if (!o->end_ok) result = pcclRankConnectionLost;
+    } else {
+        if (rc != RING_ABORTED) {
+            PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io.err);
+            send_done(o, 0);
+        }
+        result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
+    }
+    /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
+    p2p_release(c, tx, result != pcclSuccess);
+    p2p_release(c, rx, result != pcclSuccess);
+    if (result != pcclSuccess) memcpy(o->recvbuf, backup, bytes);
+    return result;
+}
+
+static void *worker(void *arg) {
+    pccl_op_t *o = arg;
+    size_t bytes = o->desc.count * pccl_dtype_size(o->desc.src_descriptor.datatype);
+    void *backup = malloc(bytes);
+    if (!backup) {
+        o->result = pcclInternalError;
+        return NULL;
+    }
+    memcpy(backup, o->recvbuf, bytes);
+    if (wait_for(o, started) != 0) {
+        o->result = pcclMasterConnectionFailed;
+    } else if (o->got_reject) {
+        switch (o->reject_reason) {
+        case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;
+        default:
+            PLOG_ERROR(o->comm->log_name, "all-reduce tag %llu rejected: peers passed different count/dtype/op/"
+                       "quantization for this tag", (unsigned long long)o->tag);
+            o->result = pcclInvalidUsage;
+            break;
+        }
+    } else {
+        o->result = perform(o, backup, bytes);
+    }
+    free(backup);
+    return NULL;
+}
+
+static pcclResult_t validate(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d) {
+    if (!sendbuf || !recvbuf || !d || d->count == 0) return pcclInvalidArgument;
+    pcclDataType_t dt = d->src_descriptor.datatype;
+    if (pccl_dtype_size(dt) == 0) return pcclInvalidArgument;
+    if (dt == pcclFloat16 || dt == pcclBFloat16) {
+        PLOG_ERROR("pccl", "all-reduce of float16/bfloat16 is not supported yet");
+        return pcclInvalidArgument;
+    }
+    if ((unsigned)d->op > pcclMin) return pcclInvalidArgument;
+    if (d->quantization_options.algorithm != pcclQuantNone) {
+        PLOG_ERROR("pccl", "quantized all-reduce is not supported yet (algorithm %d)",
+                   (int)d->quantization_options.algorithm);
+        return pcclInvalidArgument;
+    }
+    size_t bytes = d->count * pccl_dtype_size(dt);
+    if (bytes / pccl_dtype_size(dt) != d->count) return pcclInvalidArgument;
+    const uint8_t *s = sendbuf, *r = recvbuf;
+    if (s != r && s < r + bytes && r < s + bytes) return pcclInvalidArgument; /* partial overlap */
+    return pcclSuccess;
+}
+
+pcclResult_t pcclAllReduceAsync(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d,
+                                const pcclComm_t *cc, pcclAsyncReduceOp_t *handle) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    if (!handle) return pcclInvalidArgument;
+    if ((r = validate(sendbuf, recvbuf, d)) != pcclSuccess) return r;
+    pccl_op_t *o = calloc(1, sizeof *o);
+    if (!o) return pcclInternalError;
+    o->comm = c;
+    o->tag = d->tag;
+    o->sendbuf = sendbuf;
+    o->recvbuf = recvbuf;
+    o->desc = *d;
+    o->abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (o->abort_fd < 0) {
+        free(o);
+        return pcclInternalError;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (find_op(c, d->tag)) {
+        pthread_mutex_unlock(&c->mu);
+        close(o->abort_fd);
+        free(o);
+        PLOG_ERROR(c->log_name, "all-reduce tag %llu is already in flight", (unsigned long long)d->tag);
+        return pcclInvalidUsage;
+    }
+    o->next = c->ops;
+    c->ops = o;
+    pthread_mutex_unlock(&c->mu);
+
+    wire_msg_t init = {.type = C2M_COLL_INIT};
+    init.u.coll_init.tag = d->tag;
+    init.u.coll_init.count = d->count;
+    init.u.coll_init.dtype = (uint8_t)d->src_descriptor.datatype;
+    init.u.coll_init.op = (uint8_t)d->op;
+    init.u.coll_init.quant_algo = (uint8_t)d->quantization_options.algorithm;
+    init.u.coll_init.quant_dtype = (uint8_t)d->quantization_options.quantized_datatype;
+    /* The op is registered before the vote so that its COMMENCE can never be missed. */
+    comm_send(c, &init); /* a failure shows up as master_lost in the worker */
+    if (pthread_create(&o->thread, NULL, worker, o) != 0) {
+        pthread_mutex_lock(&c->mu);
+        for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
+            if (*pp == o) {
+                *pp = o->next;
+                break;
+            }
+        pthread_mutex_unlock(&c->mu);
+        close(o->abort_fd);
+        free(o);
+        return pcclInternalError;
+    }
+    handle->comm = c;
+    handle->tag = d->tag;
+    return pcclSuccess;
+}
+
+static pcclResult_t finish_op(pcclComm_t *c, pccl_op_t *o, pcclReduceInfo_t *info) {
+    pthread_join(o->thread, NULL);
+    pthread_mutex_lock(&c->mu);
+    for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
+        if (*pp == o) {
+            *pp = o->next;
+            break;
+        }
+    pthread_mutex_unlock(&c->mu);
+    pcclResult_t r = o->result;
+    if (info) *info = o->info;
+    wire_msg_free(&o->commence);
+    close(o->abort_fd);
+    free(o);
+    return r;
+}
+
+pcclResult_t pcclAwaitAsyncReduce(const pcclAsyncReduceOp_t *h, pcclReduceInfo_t *info) {
+    if (!h || !h->comm) return pcclInvalidArgument;
+    pcclComm_t *c = h->comm;
+    pthread_mutex_lock(&c->mu);
+    pccl_op_t *o = find_op(c, h->tag);
+    pthread_mutex_unlock(&c->mu);
+    if (!o) return pcclInvalidArgument;
+    return finish_op(c, o, info);
+}
+
+void allreduce_join_all(pcclComm_t *c) {
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        pccl_op_t *o = c->ops;
+        pthread_mutex_unlock(&c->mu);
+        if (!o) break;
+        finish_op(c, o, NULL);
+    }
+}
+
+pcclResult_t pcclAllReduce(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d,
+                           const pcclComm_t *c, pcclReduceInfo_t *info) {
+    pcclAsyncReduceOp_t h;
+    pcclResult_t r = pcclAllReduceAsync(sendbuf, recvbuf, d, c, &h);
+    if (r != pcclSuccess) return r;
+    return pcclAwaitAsyncReduce(&h, info);
+}
+
+pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescriptor_t *descs, size_t count,
+                                            const pcclComm_t *cc, pcclReduceInfo_t *info, int max_in_flight) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    if (!descs || count == 0 || max_in_flight <= 0) return pcclInvalidArgument;
+    for (size_t i = 0; i < count; i++)
+        if ((r = validate(descs[i].sendbuf, descs[i].recvbuf, &descs[i].descriptor)) != pcclSuccess) return r;
+    size_t *todo = malloc(count * sizeof *todo), *failed = malloc(count * sizeof *failed);
+    pcclAsyncReduceOp_t *h = malloc(count * sizeof *h);
+    if (!todo || !failed || !h) {
+        free(todo);
+        free(failed);
+        free(h);
+        return pcclInternalError;
+    }
+    pcclReduceInfo_t total = {0};
+    size_t ntodo = count;
+    for (size_t i = 0; i < count; i++) todo[i] = i;
+    pcclResult_t result = pcclSuccess;
+    /* Rounds: every peer sees the same per-tag outcomes, so every peer retries the same list. */
+    while (ntodo && result == pcclSuccess) {
+        size_t nfailed = 0, launched = 0, awaited = 0;
+        while (awaited < ntodo) {
+            while (launched < ntodo && launched - awaited < (size_t)max_in_flight) {
+                const pcclReduceOpDescriptor_t *d = &descs[todo[launched]];
+                pcclResult_t lr = pcclAllReduceAsync(d->sendbuf, d->recvbuf, &d->descriptor, c, &h[launched]);
+                if (lr != pcclSuccess) {
+                    result = lr;
+                    break;
+                }
+                launched++;
+            }
+            if (awaited == launched) break;
+            pcclReduceInfo_t one = {0};
+            pcclResult_t ar = pcclAwaitAsyncReduce(&h[awaited], &one);
+            total.tx_bytes += one.tx_bytes;
+            total.rx_bytes += one.rx_bytes;
+            if (one.local_world_size) total.local_world_size = one.local_world_size;
+            if (ar == pcclRankConnectionLost) failed[nfailed++] = todo[awaited];
+            else if (ar != pcclSuccess && result == pcclSuccess) result = ar;
+            awaited++;
+        }
+        memcpy(todo, failed, nfailed * sizeof *todo);
+        ntodo = nfailed;
+    }
+    free(todo);
+    free(failed);
+    free(h);
+    if (info) *info = total;
+    return result;
+}

@@ -1,0 +1,22 @@
+/*
+ * allreduce.h - all-reduce operations of a communicator (internal).
+ *
+ * Each launched operation has a worker thread: it votes COLL_INIT, waits for
+ * COMMENCE (which names the ring and the connection slot), runs the ring,
+ * reports COLL_DONE and keeps a backup of the caller's receive buffer until
+ * the master confirms COMPLETE for everyone; on ABORT (any peer failed) the
+ * buffer is restored, so a retry starts from the same input.
+ */
+#ifndef PCCL_ALLREDUCE_H
+#define PCCL_ALLREDUCE_H
+
+#include "comm.h"
+
+/* Called by the control reader: takes msg if it belongs to an operation (returns 1). */
+int allreduce_route(pcclComm_t *c, wire_msg_t *msg);
+/* Signals every operation to stop (master lost / destroy). */
+void allreduce_abort_all(pcclComm_t *c);
+/* Joins every worker (destroy). */
+void allreduce_join_all(pcclComm_t *c);
+
+#endif

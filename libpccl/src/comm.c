@@ -1,0 +1,402 @@
+/*
+ * comm.c - communicator lifecycle, the control connection to the master and
+ * its reader thread, and the run-wide calls (connect, update topology,
+ * are-peers-pending, optimize topology, attributes).
+ */
+#include "comm.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allreduce.h"
+#include "log.h"
+#include "net.h"
+#include "p2p.h"
+
+static atomic_int g_initialized;
+
+pcclResult_t pcclInit(void) {
+    atomic_store(&g_initialized, 1);
+    return pcclSuccess;
+}
+
+int pccl__initialized(void) { return atomic_load(&g_initialized); }
+
+const char *pcclResultString(pcclResult_t r) {
+    switch (r) {
+#define PCCL_RESULT_STR_(name, value, text) case name: return text;
+        PCCL_RESULT_MAP(PCCL_RESULT_STR_)
+#undef PCCL_RESULT_STR_
+    }
+    return "unknown result code";
+}
+
+pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info) {
+    if (!info) return pcclInvalidArgument;
+#ifdef PCCL_HAS_CUDA
+    info->has_cuda_support = true;
+#else
+    info->has_cuda_support = false;
+#endif
+    return pcclSuccess;
+}
+
+int comm_env_int(const char *name, int def, int min, int max) {
+    const char *s = getenv(name);
+    if (!s || !*s) return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < min || v > max) {
+        PLOG_WARN("pccl", "ignoring %s=%s (expected an integer in [%d, %d])", name, s, min, max);
+        return def;
+    }
+    return (int)v;
+}
+
+/* ---------- creation / destruction ---------- */
+
+pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclComm_t **comm_out) {
+    if (!pccl__initialized()) return pcclNotInitialized;
+    if (!params || !comm_out) return pcclInvalidArgument;
+    if (params->master_address.inet.protocol != inetIPv4) {
+        PLOG_ERROR("pccl", "only IPv4 master addresses are supported");
+        return pcclInvalidArgument;
+    }
+    pcclComm_t *c = calloc(1, sizeof *c);
+    if (!c) return pcclInternalError;
+    c->params = *params;
+    c->pool_size = params->p2p_connection_pool_size ? params->p2p_connection_pool_size : 1;
+    if (c->pool_size > 64) c->pool_size = 64;
+    c->timeout_ms = comm_env_int("PCCL_TIMEOUT_MS", 10000, 100, 3600000);
+    c->connect_timeout_ms = comm_env_int("PCCL_CONNECT_TIMEOUT_MS", 10000, 100, 3600000);
+    c->main_thread = pthread_self();
+    c->master_fd = -1;
+    c->p2p.listen_fd = -1;
+    snprintf(c->log_name, sizeof c->log_name, "peer");
+    pthread_mutex_init(&c->send_mu, NULL);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_init(&c->p2p.mu, NULL);
+    pthread_cond_init(&c->p2p.cv, NULL);
+    *comm_out = c;
+    return pcclSuccess;
+}
+
+static void inbox_clear(pcclComm_t *c) {
+    while (c->inbox_head) {
+        inbox_item_t *it = c->inbox_head;
+        c->inbox_head = it->next;
+        wire_msg_free(&it->msg);
+        free(it);
+    }
+    c->inbox_tail = NULL;
+}
+
+pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
+    if (!c) return pcclInvalidArgument;
+    atomic_store(&c->shutting_down, 1);
+    if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
+    allreduce_abort_all(c);
+    allreduce_join_all(c);
+    if (c->reader_started) pthread_join(c->reader, NULL);
+    p2p_stop(c);
+    if (c->master_fd >= 0) close(c->master_fd);
+    pthread_mutex_lock(&c->mu);
+    inbox_clear(c);
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_destroy(&c->send_mu);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->p2p.mu);
+    pthread_cond_destroy(&c->p2p.cv);
+    free(c);
+    return pcclSuccess;
+}
+
+/* ---------- control connection ---------- */
+
+int comm_send(pcclComm_t *c, const wire_msg_t *m) {
+    if (atomic_load(&c->master_lost)) return -1;
+    pthread_mutex_lock(&c->send_mu);
+    int rc = net_send_msg(c->master_fd, m);
+    pthread_mutex_unlock(&c->send_mu);
+    if (rc != 0) PLOG_WARN(c->log_name, "sending %s to the master failed", wire_type_name(m->type));
+    return rc;
+}
+
+void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
+    pthread_mutex_lock(&c->mu);
+    c->world = *w;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *reader_main(void *arg) {
+    pcclComm_t *c = arg;
+    for (;;) {
+        wire_msg_t msg;
+        char err[160];
+        if (net_recv_msg(c->master_fd, &msg, err, sizeof err) != 0) {
+            if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
+            break;
+        }
+        if (!wire_type_is_m2c(msg.type)) {
+            PLOG_ERROR(c->log_name, "master sent %s, which is not a master-to-peer message", wire_type_name(msg.type));
+            wire_msg_free(&msg);
+            break;
+        }
+        if (msg.type == M2C_KICK) {
+            PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
+            wire_msg_free(&msg);
+            break;
+        }
+        if (msg.type == M2C_HEARTBEAT) {
+            wire_msg_free(&msg);
+            continue;
+        }
+        if (allreduce_route(c, &msg)) continue; /* collective messages go to their operation */
+        inbox_item_t *it = malloc(sizeof *it);
+        if (!it) {
+            wire_msg_free(&msg);
+            continue;
+        }
+        it->msg = msg;
+        it->next = NULL;
+        pthread_mutex_lock(&c->mu);
+        if (c->inbox_tail) c->inbox_tail->next = it;
+        else c->inbox_head = it;
+        c->inbox_tail = it;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->master_lost, 1);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    allreduce_abort_all(c);
+    return NULL;
+}
+
+int comm_wait(pcclComm_t *c, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
+    uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        inbox_item_t *prev = NULL;
+        for (inbox_item_t *it = c->inbox_head; it; prev = it, it = it->next) {
+            int match = 0;
+            for (int i = 0; i < ntypes; i++) match |= it->msg.type == types[i];
+            if (!match) continue;
+            if (prev) prev->next = it->next;
+            else c->inbox_head = it->next;
+            if (c->inbox_tail == it) c->inbox_tail = prev;
+            *msg = it->msg;
+            free(it);
+            pthread_mutex_unlock(&c->mu);
+            return 0;
+        }
+        if (atomic_load(&c->master_lost)) {
+            pthread_mutex_unlock(&c->mu);
+            return -1;
+        }
+        if (timeout_ms >= 0) {
+            uint64_t now = net_now_ms();
+            if (now >= deadline) {
+                pthread_mutex_unlock(&c->mu);
+                return -2;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t left = deadline - now;
+            ts.tv_sec += (time_t)(left / 1000);
+            ts.tv_nsec += (long)(left % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        } else {
+            pthread_cond_wait(&c->cv, &c->mu);
+        }
+    }
+}
+
+pcclResult_t comm_check_ready(const pcclComm_t *c) {
+    if (!pccl__initialized()) return pcclNotInitialized;
+    if (!c) return pcclInvalidArgument;
+    if (!atomic_load(&c->accepted)) return pcclInvalidUsage;
+    if (atomic_load(&c->master_lost)) return pcclMasterConnectionFailed;
+    return pcclSuccess;
+}
+
+/* ---------- ring wiring ---------- */
+
+int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
+    const wire_peer_t *peers = e->u.establish.peers;
+    uint32_t n = e->u.establish.n;
+    p2p_set_peers(c, peers, n);
+    uint32_t me = n;
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(peers[i].uuid, c->uuid, 16) == 0) me = i;
+    if (me == n) {
+        PLOG_ERROR(c->log_name, "ring from the master does not contain this peer");
+        return -1;
+    }
+    if (n < 2) return 0;
+    const uint8_t *next = peers[(me + 1) % n].uuid;
+    for (uint32_t slot = 0; slot < c->pool_size; slot++) {
+        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms);
+        if (!k) return -1;
+        p2p_release(c, k, 0);
+    }
+    return 0;
+}
+
+/* One accept round from the peer's side: wire the ring, report, await the verdict. */
+static int run_round(pcclComm_t *c, const wire_msg_t *establish, int *ok_out) {
+    int ok = comm_establish(c, establish) == 0;
+    wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
+    r.u.flag.value = (uint8_t)ok;
+    if (comm_send(c, &r) != 0) return -1;
+    uint16_t t[] = {M2C_TOPOLOGY_DONE};
+    wire_msg_t done;
+    if (comm_wait(c, t, 1, -1, &done) != 0) return -1;
+    *ok_out = done.u.topo_done.ok;
+    if (done.u.topo_done.ok) comm_set_world(c, &done.u.topo_done.world);
+    wire_msg_free(&done);
+    return 0;
+}
+
+pcclResult_t pcclConnect(pcclComm_t *c) {
+    if (!pccl__initialized()) return pcclNotInitialized;
+    if (!c) return pcclInvalidArgument;
+    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (p2p_start(c) != 0) {
+        PLOG_ERROR(c->log_name, "cannot open the p2p listening socket: %s", strerror(errno));
+        return pcclInternalError;
+    }
+    const ccoip_socket_address_t *a = &c->params.master_address;
+    char ip[16];
+    net_ip_str(a->inet.address.ipv4.data, ip);
+    c->master_fd = net_connect(a->inet.address.ipv4.data, a->port, c->connect_timeout_ms);
+    if (c->master_fd < 0) {
+        PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port, strerror(errno));
+        p2p_stop(c);
+        return pcclMasterConnectionFailed;
+    }
+    atomic_store(&c->connected, 1);
+    wire_msg_t hello = {.type = C2M_HELLO};
+    hello.u.hello.magic = WIRE_MAGIC;
+    hello.u.hello.version = WIRE_VERSION;
+    hello.u.hello.peer_group = c->params.peer_group;
+    hello.u.hello.p2p_port = c->p2p.port;
+    hello.u.hello.pool_size = c->pool_size;
+    if (net_send_msg(c->master_fd, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
+        PLOG_ERROR(c->log_name, "handshake with the master at %s:%u failed", ip, a->port);
+        atomic_store(&c->master_lost, 1);
+        return pcclMasterConnectionFailed;
+    }
+    c->reader_started = 1;
+    uint16_t tw[] = {M2C_WELCOME};
+    wire_msg_t w;
+    int rc = comm_wait(c, tw, 1, c->connect_timeout_ms, &w);
+    if (rc != 0) {
+        PLOG_ERROR(c->log_name, "the master at %s:%u did not accept the handshake (%s)", ip, a->port,
+                   rc == -2 ? "timeout" : "connection closed");
+        shutdown(c->master_fd, SHUT_RDWR);
+        return pcclMasterConnectionFailed;
+    }
+    memcpy(c->uuid, w.u.welcome.uuid, 16);
+    snprintf(c->log_name, sizeof c->log_name, "peer:%02x%02x%02x%02x", c->uuid[0], c->uuid[1], c->uuid[2],
+             c->uuid[3]);
+    wire_msg_free(&w);
+    PLOG_INFO(c->log_name, "registered with the master at %s:%u; waiting to be accepted", ip, a->port);
+    /* Accept rounds may fail (a peer vanished while wiring): wait for the next one. */
+    for (;;) {
+        uint16_t te[] = {M2C_ESTABLISH_P2P};
+        wire_msg_t e;
+        if (comm_wait(c, te, 1, -1, &e) != 0) return pcclMasterConnectionFailed;
+        int ok = 0;
+        rc = run_round(c, &e, &ok);
+        wire_msg_free(&e);
+        if (rc != 0) return pcclMasterConnectionFailed;
+        if (ok) break;
+        PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
+    }
+    atomic_store(&c->accepted, 1);
+    PLOG_INFO(c->log_name, "accepted into the run");
+    return pcclSuccess;
+}
+
+pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
+    wire_msg_t v = {.type = C2M_UPDATE_TOPOLOGY};
+    if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
+    uint16_t t[] = {M2C_ESTABLISH_P2P, M2C_TOPOLOGY_DONE};
+    wire_msg_t m;
+    if (comm_wait(c, t, 2, -1, &m) != 0) return pcclMasterConnectionFailed;
+    int ok = 1;
+    if (m.type == M2C_TOPOLOGY_DONE) {
+        ok = m.u.topo_done.ok;
+        if (ok) comm_set_world(c, &m.u.topo_done.world);
+    } else if (run_round(c, &m, &ok) != 0) {
+        wire_msg_free(&m);
+        return pcclMasterConnectionFailed;
+    }
+    wire_msg_free(&m);
+    return ok ? pcclSuccess : pcclUpdateTopologyFailed;
+}
+
+pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    if (!pending_out) return pcclInvalidArgument;
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    wire_msg_t v = {.type = C2M_PEERS_PENDING};
+    if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
+    uint16_t t[] = {M2C_PEERS_PENDING};
+    wire_msg_t m;
+    if (comm_wait(c, t, 1, -1, &m) != 0) return pcclMasterConnectionFailed;
+    *pending_out = m.u.flag.value != 0;
+    wire_msg_free(&m);
+    return pcclSuccess;
+}
+
+pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcclArePeersPending(c, out); }
+
+pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
+    wire_msg_t v = {.type = C2M_OPTIMIZE_TOPOLOGY};
+    if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
+    uint16_t t[] = {M2C_OPTIMIZE_DONE};
+    wire_msg_t m;
+    if (comm_wait(c, t, 1, -1, &m) != 0) return pcclMasterConnectionFailed;
+    int ok = m.u.flag.value;
+    wire_msg_free(&m);
+    return ok ? pcclSuccess : pcclTopologyOptimizationFailed;
+}
+
+pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    if (!pccl__initialized()) return pcclNotInitialized;
+    if (!c || !out) return pcclInvalidArgument;
+    pthread_mutex_lock(&c->mu);
+    wire_world_t w = c->world;
+    pthread_mutex_unlock(&c->mu);
+    switch (attribute) {
+    case PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE: *out = (int)w.global_world_size; return pcclSuccess;
+    case PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE: *out = (int)w.group_world_size; return pcclSuccess;
+    case PCCL_ATTRIBUTE_NUM_DISTINCT_PEER_GROUPS: *out = (int)w.num_groups; return pcclSuccess;
+    case PCCL_ATTRIBUTE_LARGEST_PEER_GROUP_WORLD_SIZE: *out = (int)w.largest_group; return pcclSuccess;
+    }
+    return pcclInvalidArgument;
+}

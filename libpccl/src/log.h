@@ -1,0 +1,29 @@
+/*
+ * log.h - leveled logging to stderr (internal).
+ *
+ * Level comes from PCCL_LOG_LEVEL (error|warn|info|debug, default warn) or
+ * pccl_log_set_level; format from PCCL_LOG_FORMAT (text|json). Each line has a
+ * UTC timestamp, the level and the component (e.g. "master", or a peer's uuid prefix).
+ * Thread-safe: one write(2) per line.
+ */
+#ifndef PCCL_LOG_H
+#define PCCL_LOG_H
+
+typedef enum { PCCL_LOG_ERROR = 0, PCCL_LOG_WARN = 1, PCCL_LOG_INFO = 2, PCCL_LOG_DEBUG = 3 } pccl_log_level_t;
+
+void pccl_log_set_level(pccl_log_level_t level);
+/** Parses "error", "warn", "info", "debug"; returns -1 if unknown. */
+int pccl_log_parse_level(const char *s);
+void pccl_log_set_json(int json);
+int pccl_log_enabled(pccl_log_level_t level);
+void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define PLOG_ERROR(comp, ...) pccl_log(PCCL_LOG_ERROR, comp, __VA_ARGS__)
+#define PLOG_WARN(comp, ...) pccl_log(PCCL_LOG_WARN, comp, __VA_ARGS__)
+#define PLOG_INFO(comp, ...) \
+    do { if (pccl_log_enabled(PCCL_LOG_INFO)) pccl_log(PCCL_LOG_INFO, comp, __VA_ARGS__); } while (0)
+#define PLOG_DEBUG(comp, ...) \
+    do { if (pccl_log_enabled(PCCL_LOG_DEBUG)) pccl_log(PCCL_LOG_DEBUG, comp, __VA_ARGS__); } while (0)
+
+#endif

@@ -1,0 +1,144 @@
+/* net.c - see net.h. */
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t net_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void net_set_nodelay(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int net_set_nonblock(int fd, int on) {
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl < 0) return -1;
+    return fcntl(fd, F_SETFL, on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+}
+
+void net_set_timeouts(int fd, int ms) {
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+int net_listen_any(uint16_t *port_out) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
+    socklen_t len = sizeof sa;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 512) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    *port_out = ntohs(sa.sin_port);
+    return fd;
+}
+
+int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    memcpy(&sa.sin_addr.s_addr, ip, 4);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    if (rc != 0 && errno != EINPROGRESS) goto fail;
+    if (rc != 0) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int n;
+        do n = poll(&p, 1, timeout_ms);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            errno = n == 0 ? ETIMEDOUT : errno;
+            goto fail;
+        }
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            errno = err;
+            goto fail;
+        }
+    }
+    net_set_nonblock(fd, 0);
+    net_set_nodelay(fd);
+    return fd;
+fail:;
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+int net_send_all(int fd, const void *buf, size_t len) {
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int net_recv_all(int fd, void *buf, size_t len) {
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t n = recv(fd, p, len, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int net_send_msg(int fd, const wire_msg_t *m) {
+    wbuf_t b = {0};
+    int rc = wire_encode(m, &b) == 0 ? net_send_all(fd, b.data, b.len) : -1;
+    wbuf_free(&b);
+    return rc;
+}
+
+int net_recv_msg(int fd, wire_msg_t *out, char *err, size_t errlen) {
+    uint8_t hdr[4];
+    if (net_recv_all(fd, hdr, 4) != 0) {
+        snprintf(err, errlen, "connection closed");
+        return -1;
+    }
+    uint32_t body = wire_get_u32(hdr);
+    if (body < 2 || body > WIRE_MAX_BODY) {
+        snprintf(err, errlen, "packet length %u out of range", body);
+        return -1;
+    }
+    uint8_t *b = malloc(body);
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    if (net_recv_all(fd, b, body) != 0) snprintf(err, errlen, "connection closed mid-packet");
+    else rc = wire_decode(b, body, out, err, errlen);
+    free(b);
+    return rc;
+}
+
+void net_ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }

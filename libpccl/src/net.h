@@ -1,0 +1,33 @@
+/*
+ * net.h - blocking TCP helpers with bounded waits (internal).
+ * Every call that can wait takes or inherits a timeout; sends use
+ * MSG_NOSIGNAL so a vanished peer is an error, never SIGPIPE.
+ */
+#ifndef PCCL_NET_H
+#define PCCL_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+uint64_t net_now_ms(void);
+/* Listens on 0.0.0.0 with an ephemeral port; returns fd or -1. */
+int net_listen_any(uint16_t *port_out);
+/* Connects with a timeout; returns a blocking fd with TCP_NODELAY, or -1 (errno set). */
+int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms);
+void net_set_nodelay(int fd);
+int net_set_nonblock(int fd, int on);
+/* SO_RCVTIMEO / SO_SNDTIMEO in ms (0 = none). */
+void net_set_timeouts(int fd, int ms);
+/* Full send/receive on a blocking fd; -1 on error, timeout or EOF. */
+int net_send_all(int fd, const void *buf, size_t len);
+int net_recv_all(int fd, void *buf, size_t len);
+/* One framed control message. */
+int net_send_msg(int fd, const wire_msg_t *m);
+/* Reads and decodes one framed message; -1 with err on I/O error or malformed input. */
+int net_recv_msg(int fd, wire_msg_t *out, char *err, size_t errlen);
+/* "a.b.c.d" of an IPv4 address in network order. */
+void net_ip_str(const uint8_t ip[4], char out[16]);
+
+#endif

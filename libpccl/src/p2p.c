@@ -1,0 +1,269 @@
+/* p2p.c - see p2p.h. */
+#include "p2p.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+
+#define HANDSHAKE_TIMEOUT_MS 5000
+
+static void conn_free(p2p_conn_t *k) {
+    if (k->fd >= 0) close(k->fd);
+    free(k);
+}
+
+/* Unlinks k from the table (caller holds mu); the socket is shut down so any user wakes up. */
+static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
+    for (p2p_conn_t **pp = &c->p2p.conns; *pp; pp = &(*pp)->next)
+        if (*pp == k) {
+            *pp = k->next;
+            break;
+        }
+    k->next = NULL;
+    k->dead = 1;
+    shutdown(k->fd, SHUT_RDWR);
+    if (--k->refs == 0) conn_free(k);
+}
+
+static p2p_conn_t *find_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, uint32_t slot) {
+    for (p2p_conn_t *k = c->p2p.conns; k; k = k->next)
+        if (k->dir == dir && k->slot == slot && memcmp(k->uuid, uuid, 16) == 0) return k;
+    return NULL;
+}
+
+static void insert(pcclComm_t *c, int fd, const uint8_t uuid[16], int dir, uint32_t slot) {
+    p2p_conn_t *k = calloc(1, sizeof *k);
+    if (!k) {
+        close(fd);
+        return;
+    }
+    k->fd = fd;
+    k->refs = 1; /* the table's reference */
+    k->dir = dir;
+    k->slot = slot;
+    memcpy(k->uuid, uuid, 16);
+    pthread_mutex_lock(&c->p2p.mu);
+    p2p_conn_t *old = find_locked(c, uuid, dir, slot);
+    if (old) unlink_locked(c, old); /* the other side reconnected: its old stream is dead */
+    k->next = c->p2p.conns;
+    c->p2p.conns = k;
+    pthread_cond_broadcast(&c->p2p.cv);
+    pthread_mutex_unlock(&c->p2p.mu);
+}
+
+typedef struct accept_arg {
+    pcclComm_t *comm;
+    int fd;
+} accept_arg_t;
+
+static void *handle_incoming(void *arg) {
+    accept_arg_t a = *(accept_arg_t *)arg;
+    free(arg);
+    pcclComm_t *c = a.comm;
+    uint8_t hello[WIRE_P2P_HELLO_LEN], kind, uuid[16];
+    uint32_t slot;
+    net_set_nodelay(a.fd);
+    net_set_timeouts(a.fd, HANDSHAKE_TIMEOUT_MS);
+    if (net_recv_all(a.fd, hello, sizeof hello) != 0 || wire_p2p_hello_decode(hello, &kind, uuid, &slot) != 0) {
+        PLOG_INFO(c->log_name, "rejected p2p connection: bad handshake");
+        close(a.fd);
+    } else if (kind == P2P_KIND_RING) {
+        uint8_t ack = 1;
+        if (net_send_all(a.fd, &ack, 1) == 0) {
+            net_set_timeouts(a.fd, 0);
+            net_set_nonblock(a.fd, 1);
+            insert(c, a.fd, uuid, P2P_RX, slot);
+        } else {
+            close(a.fd);
+        }
+    } else if (kind == P2P_KIND_SHARED_STATE) {
+        net_set_timeouts(a.fd, c->timeout_ms);
+        ss_serve_connection(c, a.fd);
+        close(a.fd);
+    } else {
+        close(a.fd);
+    }
+    atomic_fetch_sub(&c->p2p.handlers, 1);
+    return NULL;
+}
+
+static void *acceptor(void *arg) {
+    pcclComm_t *c = arg;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = c->p2p.listen_fd, .events = POLLIN}, {.fd = c->p2p.wake_pipe[0], .events = POLLIN}};
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || (p[1].revents & POLLIN) || atomic_load(&c->shutting_down)) break;
+        if (!(p[0].revents & POLLIN)) continue;
+        int fd = accept4(c->p2p.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        accept_arg_t *a = malloc(sizeof *a);
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        atomic_fetch_add(&c->p2p.handlers, 1);
+        if (!a) {
+            atomic_fetch_sub(&c->p2p.handlers, 1);
+            close(fd);
+        } else {
+            a->comm = c;
+            a->fd = fd;
+            if (pthread_create(&t, &attr, handle_incoming, a) != 0) {
+                atomic_fetch_sub(&c->p2p.handlers, 1);
+                close(fd);
+                free(a);
+            }
+        }
+        pthread_attr_destroy(&attr);
+    }
+    return NULL;
+}
+
+int p2p_start(pcclComm_t *c) {
+    c->p2p.listen_fd = net_listen_any(&c->p2p.port);
+    if (c->p2p.listen_fd < 0) return -1;
+    if (pipe2(c->p2p.wake_pipe, O_CLOEXEC) != 0) {
+        close(c->p2p.listen_fd);
+        c->p2p.listen_fd = -1;
+        return -1;
+    }
+    if (pthread_create(&c->p2p.acceptor, NULL, acceptor, c) != 0) {
+        close(c->p2p.listen_fd);
+        close(c->p2p.wake_pipe[0]);
+        close(c->p2p.wake_pipe[1]);
+        c->p2p.listen_fd = -1;
+        return -1;
+    }
+    c->p2p.acceptor_started = 1;
+    return 0;
+}
+
+void p2p_stop(pcclComm_t *c) {
+    if (c->p2p.acceptor_started) {
+        ssize_t w = write(c->p2p.wake_pipe[1], "x", 1);
+        (void)w;
+        pthread_join(c->p2p.acceptor, NULL);
+        c->p2p.acceptor_started = 0;
+        close(c->p2p.wake_pipe[0]);
+        close(c->p2p.wake_pipe[1]);
+    }
+    if (c->p2p.listen_fd >= 0) close(c->p2p.listen_fd);
+    c->p2p.listen_fd = -1;
+    /* Handlers hold bounded socket timeouts; wait for them to leave. */
+    uint64_t deadline = net_now_ms() + (uint64_t)c->timeout_ms + HANDSHAKE_TIMEOUT_MS;
+    while (atomic_load(&c->p2p.handlers) > 0 && net_now_ms() < deadline) usleep(1000);
+    pthread_mutex_lock(&c->p2p.mu);
+    while (c->p2p.conns) unlink_locked(c, c->p2p.conns);
+    free(c->p2p.peers);
+    c->p2p.peers = NULL;
+    c->p2p.npeers = 0;
+    pthread_mutex_unlock(&c->p2p.mu);
+}
+
+void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
+    wire_peer_t *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && !copy) return;
+    if (n) memcpy(copy, peers, n * sizeof *copy);
+    pthread_mutex_lock(&c->p2p.mu);
+    free(c->p2p.peers);
+    c->p2p.peers = copy;
+    c->p2p.npeers = n;
+    for (p2p_conn_t *k = c->p2p.conns, *next; k; k = next) {
+        next = k->next;
+        int known = 0;
+        for (uint32_t i = 0; i < n && !known; i++) known = memcmp(peers[i].uuid, k->uuid, 16) == 0;
+        if (!known) unlink_locked(c, k);
+    }
+    pthread_mutex_unlock(&c->p2p.mu);
+}
+
+int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
+    int rc = -1;
+    pthread_mutex_lock(&c->p2p.mu);
+    for (uint32_t i = 0; i < c->p2p.npeers; i++)
+        if (memcmp(c->p2p.peers[i].uuid, uuid, 16) == 0) {
+            *out = c->p2p.peers[i];
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&c->p2p.mu);
+    return rc;
+}
+
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms) {
+    pthread_mutex_lock(&c->p2p.mu);
+    p2p_conn_t *k = find_locked(c, uuid, P2P_TX, slot);
+    if (k) k->refs++;
+    pthread_mutex_unlock(&c->p2p.mu);
+    if (k) return k;
+
+    wire_peer_t peer;
+    if (p2p_lookup(c, uuid, &peer) != 0) return NULL;
+    int fd = net_connect(peer.ip, peer.port, timeout_ms);
+    if (fd < 0) {
+        char ip[16];
+        net_ip_str(peer.ip, ip);
+        PLOG_WARN(c->log_name, "p2p connect to %s:%u failed: %s", ip, peer.port, strerror(errno));
+        return NULL;
+    }
+    uint8_t hello[WIRE_P2P_HELLO_LEN], ack = 0;
+    wire_p2p_hello_encode(hello, P2P_KIND_RING, c->uuid, slot);
+    net_set_timeouts(fd, timeout_ms);
+    if (net_send_all(fd, hello, sizeof hello) != 0 || net_recv_all(fd, &ack, 1) != 0 || ack != 1) {
+        PLOG_WARN(c->log_name, "p2p handshake with successor failed");
+        close(fd);
+        return NULL;
+    }
+    net_set_timeouts(fd, 0);
+    net_set_nonblock(fd, 1);
+    insert(c, fd, uuid, P2P_TX, slot);
+    pthread_mutex_lock(&c->p2p.mu);
+    k = find_locked(c, uuid, P2P_TX, slot);
+    if (k) k->refs++;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return k;
+}
+
+p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd) {
+    uint64_t deadline = net_now_ms() + (uint64_t)timeout_ms;
+    pthread_mutex_lock(&c->p2p.mu);
+    p2p_conn_t *k;
+    while (!(k = find_locked(c, uuid, P2P_RX, slot))) {
+        uint64_t now = net_now_ms();
+        if (now >= deadline || atomic_load(&c->shutting_down)) break;
+        if (abort_fd >= 0) {
+            struct pollfd p = {.fd = abort_fd, .events = POLLIN};
+            if (poll(&p, 1, 0) > 0) break;
+        }
+        /* Short waits so an abort is noticed promptly without a second wake-up channel. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t step = deadline - now < 20 ? deadline - now : 20;
+        ts.tv_nsec += (long)(step * 1000000);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+    }
+    if (k) k->refs++;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return k;
+}
+
+void p2p_release(pcclComm_t *c, p2p_conn_t *k, int kill) {
+    if (!k) return;
+    pthread_mutex_lock(&c->p2p.mu);
+    if (kill && !k->dead) unlink_locked(c, k);
+    if (--k->refs == 0) conn_free(k);
+    pthread_mutex_unlock(&c->p2p.mu);
+}

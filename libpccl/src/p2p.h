@@ -1,0 +1,33 @@
+/*
+ * p2p.h - peer-to-peer connections of a communicator (internal).
+ *
+ * Each peer listens on an ephemeral port announced to the master. Ring
+ * connections are keyed by (neighbour uuid, direction, slot): a peer opens TX
+ * connections to its ring successor, and accepts RX connections from its
+ * predecessor; slot k serves one all-reduce at a time (the master assigns
+ * slots). Shared-state requests arrive on the same port with their own kind.
+ * Connections are created on demand and dropped after any failure, so a
+ * retry always starts on fresh streams.
+ */
+#ifndef PCCL_P2P_H
+#define PCCL_P2P_H
+
+#include "comm.h"
+
+int p2p_start(pcclComm_t *c);
+void p2p_stop(pcclComm_t *c);
+/* Replaces the known peers (own group) and closes connections to peers no longer in it. */
+void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n);
+/* Address of a known peer; returns 0 and fills out, or -1. */
+int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out);
+/* TX connection to uuid for slot, connecting if needed (bounded by timeout_ms). NULL on failure. */
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms);
+/* RX connection from uuid for slot, waiting for it to arrive (bounded; abort_fd readable cancels). */
+p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd);
+/* Drops a reference; kill also removes it from the table and closes the socket. */
+void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
+
+/* Served on the p2p port; implemented in shared_state.c. */
+void ss_serve_connection(pcclComm_t *c, int fd);
+
+#endif

@@ -1,0 +1,181 @@
+/* ring.c - see ring.h. */
+#include "ring.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "net.h"
+#include "pccl_kernels.h"
+#include "wire.h"
+
+#define RING_HDR 16
+#define RING_MAGIC 0x52494E47u /* "RING" */
+#define MAX_IO (4u << 20)
+
+typedef struct chunking {
+    size_t base, rem, esz;
+    uint32_t n;
+} chunking_t;
+
+static size_t chunk_off(const chunking_t *c, uint32_t i) {
+    return (c->base * i + (i < c->rem ? i : c->rem)) * c->esz;
+}
+static size_t chunk_len(const chunking_t *c, uint32_t i) { return (c->base + (i < c->rem ? 1 : 0)) * c->esz; }
+
+int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
+                   uint32_t world, uint64_t op_seq) {
+    uint8_t *buf = vbuf;
+    const size_t esz = pccl_dtype_size(dt);
+    const uint32_t N = world;
+    chunking_t ck = {count / N, count % N, esz, N};
+    const uint32_t total = 2 * (N - 1); /* stream elements per direction */
+
+    uint8_t shdr[RING_HDR], rhdr[RING_HDR];
+    wire_put_u32(shdr, RING_MAGIC);
+    wire_put_u32(shdr + 4, N);
+    wire_put_u64(shdr + 8, op_seq);
+    size_t shdr_done = 0, rhdr_done = 0;
+
+    uint32_t sk = 0, rk = 0;      /* current stream element */
+    size_t soff = 0, rdone = 0;   /* bytes sent / processed of the current element */
+    size_t sfill = 0;             /* partial element bytes waiting in staging */
+    uint64_t last_progress = net_now_ms();
+    io->tx_bytes = io->rx_bytes = 0;
+    io->err[0] = 0;
+
+#define CHUNK_OF_SEND(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N + 2 * N) % N))
+#define CHUNK_OF_RECV(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N - 1 + 2 * N) % N))
+
+    for (;;) {
+        /* Skip empty chunks (count < world size). */
+        while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
+        while (sk < total && chunk_len(&ck, CHUNK_OF_SEND(sk)) == 0 && (sk == 0 || rk > sk - 1)) sk++;
+        int send_done = shdr_done == RING_HDR && sk >= total;
+        int recv_done = rhdr_done == RING_HDR && rk >= total;
+        if (send_done && recv_done) break;
+
+        /* How many bytes of the current send element are ready. */
+        size_t ready = 0, slen = 0;
+        if (!send_done && shdr_done == RING_HDR) {
+            slen = chunk_len(&ck, CHUNK_OF_SEND(sk));
+            if (sk == 0 || rk > sk - 1) ready = slen;
+            else if (rk == sk - 1) ready = rdone;
+        }
+        int want_send = shdr_done < RING_HDR || (!send_done && ready > soff);
+
+        struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
+                              {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
+                              {.fd = io->abort_fd, .events = POLLIN}};
+        uint64_t now = net_now_ms();
+        if (now - last_progress >= (uint64_t)io->timeout_ms) {
+            snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
+            return RING_TIMEOUT;
+        }
+        int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
+            return RING_IO_ERROR;
+        }
+        if (p[2].revents) {
+            snprintf(io->err, sizeof io->err, "aborted");
+            return RING_ABORTED;
+        }
+        if (n == 0) continue;
+        if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
+            snprintf(io->err, sizeof io->err, "socket error");
+            return RING_IO_ERROR;
+        }
+
+        if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
+            const uint8_t *src;
+            size_t len;
+            if (shdr_done < RING_HDR) {
+                src = shdr + shdr_done;
+                len = RING_HDR - shdr_done;
+            } else {
+                src = buf + chunk_off(&ck, CHUNK_OF_SEND(sk)) + soff;
+                len = ready - soff;
+            }
+            if (len > MAX_IO) len = MAX_IO;
+            ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
+                return RING_IO_ERROR;
+            }
+            if (w > 0) {
+                last_progress = net_now_ms();
+                if (shdr_done < RING_HDR) {
+                    shdr_done += (size_t)w;
+                } else {
+                    io->tx_bytes += (uint64_t)w;
+                    soff += (size_t)w;
+                    if (soff == slen) {
+                        sk++;
+                        soff = 0;
+                    }
+                }
+            }
+        }
+
+        if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
+            ssize_t r;
+            if (rhdr_done < RING_HDR) {
+                r = recv(io->rx_fd, rhdr + rhdr_done, RING_HDR - rhdr_done, MSG_DONTWAIT);
+                if (r > 0) {
+                    rhdr_done += (size_t)r;
+                    if (rhdr_done == RING_HDR &&
+                        (wire_get_u32(rhdr) != RING_MAGIC || wire_get_u32(rhdr + 4) != N ||
+                         wire_get_u64(rhdr + 8) != op_seq)) {
+                        snprintf(io->err, sizeof io->err, "predecessor is on another operation (seq %llu, want %llu)",
+                                 (unsigned long long)wire_get_u64(rhdr + 8), (unsigned long long)op_seq);
+                        return RING_PROTOCOL;
+                    }
+                }
+            } else {
+                uint32_t c = CHUNK_OF_RECV(rk);
+                size_t clen = chunk_len(&ck, c);
+                uint8_t *dst = buf + chunk_off(&ck, c);
+                int reduce = rk < N - 1;
+                if (reduce) {
+                    size_t want = clen - rdone - sfill;
+                    if (want > io->staging_size - sfill) want = io->staging_size - sfill;
+                    r = recv(io->rx_fd, io->staging + sfill, want, MSG_DONTWAIT);
+                    if (r > 0) {
+                        size_t have = sfill + (size_t)r, whole = have / esz * esz;
+                        pccl_reduce_into(dst + rdone, io->staging, whole / esz, dt, op);
+                        rdone += whole;
+                        sfill = have - whole;
+                        if (sfill) memmove(io->staging, io->staging + whole, sfill);
+                    }
+                } else {
+                    size_t want = clen - rdone;
+                    if (want > MAX_IO) want = MAX_IO;
+                    r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
+                    if (r > 0) rdone += (size_t)r;
+                }
+                if (r > 0) {
+                    io->rx_bytes += (uint64_t)r;
+                    if (rdone == clen) {
+                        rk++;
+                        rdone = 0;
+                    }
+                }
+            }
+            if (r == 0) {
+                snprintf(io->err, sizeof io->err, "predecessor closed the connection");
+                return RING_IO_ERROR;
+            }
+            if (r > 0) last_progress = net_now_ms();
+            else if (errno != EAGAIN && errno != EINTR) {
+                snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
+                return RING_IO_ERROR;
+            }
+        }
+    }
+    if (op == pcclAvg) pccl_reduce_finalize_avg(buf, count, dt, world);
+    return RING_OK;
+}

@@ -1,0 +1,46 @@
+/*
+ * ring.h - the pipelined ring all-reduce over one pair of sockets (internal).
+ *
+ * Algorithm: reduce-scatter then all-gather over world_size chunks
+ * (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+ * workstations", JPDC 2009; PCCL technical report section 4.1). Both phases
+ * are one continuous stream per direction: the k-th chunk sent is
+ * (rank - k) mod N and the k-th received is (rank - k - 1) mod N; bytes of a
+ * received chunk are forwarded as soon as they are reduced (reduce-scatter)
+ * or stored (all-gather), so sending, receiving and reducing overlap with no
+ * step barrier. A single poll loop drives both sockets and the abort fd, so
+ * an abort costs no extra I/O on the data path.
+ *
+ * Determinism: each chunk is reduced in a fixed order along the ring and its
+ * final bytes are copied unchanged to everyone, so all peers end bit-identical.
+ */
+#ifndef PCCL_RING_H
+#define PCCL_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pccl.h"
+
+enum { RING_OK = 0, RING_IO_ERROR = -1, RING_ABORTED = -2, RING_TIMEOUT = -3, RING_PROTOCOL = -4 };
+
+typedef struct ring_io {
+    int tx_fd, rx_fd; /* non-blocking sockets to the successor / from the predecessor */
+    int abort_fd;     /* readable = abort now */
+    int timeout_ms;   /* fail when no byte moves for this long */
+    uint8_t *staging; /* receive buffer for reduce-scatter */
+    size_t staging_size;
+    uint64_t tx_bytes, rx_bytes; /* out: payload bytes moved */
+    char err[128];               /* out: reason on failure */
+} ring_io_t;
+
+/*
+ * All-reduces count elements of dt in buf (in place). buf holds this peer's
+ * contribution on entry and the result on RING_OK; on failure it holds partial
+ * data (the caller restores it). pcclAvg divides by world_size at the end.
+ * op_seq is exchanged first so a stale stream is detected.
+ */
+int ring_allreduce(ring_io_t *io, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
+                   uint32_t world_size, uint64_t op_seq);
+
+#endif

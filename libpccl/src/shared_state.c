@@ -1,0 +1,228 @@
+/*
+ * shared_state.c - pcclSynchronizeSharedState and the p2p server that hands
+ * tensors to outdated peers.
+ *
+ * Transfer protocol (on a p2p connection of kind SHARED_STATE):
+ *   requester: u32 n, then n keys (u8 length + bytes)
+ *   server:    per key: u8 status (0 ok, 1 unavailable), u64 byte count, bytes
+ * The requester writes straight into its own tensor and checks the received
+ * bytes against the hash the master announced before accepting them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "log.h"
+#include "net.h"
+#include "p2p.h"
+#include "pccl_kernels.h"
+
+static size_t tensor_bytes(const pcclTensorInfo_t *t) { return t->count * pccl_dtype_size(t->datatype); }
+
+static const pcclTensorInfo_t *find_tensor(const pcclSharedState_t *s, const char *key) {
+    for (size_t i = 0; i < s->count; i++)
+        if (strcmp(s->infos[i].name, key) == 0) return &s->infos[i];
+    return NULL;
+}
+
+/* Takes a reference on the state being served, or NULL if this peer is not syncing. */
+static ss_serving_t *serving_get(pcclComm_t *c) {
+    pthread_mutex_lock(&c->mu);
+    ss_serving_t *s = c->serving;
+    if (s) s->refs++;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+static void serving_put(pcclComm_t *c, ss_serving_t *s) {
+    pthread_mutex_lock(&c->mu);
+    s->refs--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void ss_serve_connection(pcclComm_t *c, int fd) {
+    uint8_t b4[4];
+    if (net_recv_all(fd, b4, 4) != 0) return;
+    uint32_t n = wire_get_u32(b4);
+    if (n > WIRE_MAX_TENSORS) return;
+    ss_serving_t *s = serving_get(c);
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t kl;
+        char key[WIRE_MAX_KEY + 1];
+        if (net_recv_all(fd, &kl, 1) != 0 || net_recv_all(fd, key, kl) != 0) break;
+        key[kl] = 0;
+        const pcclTensorInfo_t *t = s ? find_tensor(s->state, key) : NULL;
+        uint8_t hdr[9] = {t ? 0 : 1};
+        uint64_t bytes = t ? tensor_bytes(t) : 0;
+        wire_put_u64(hdr + 1, bytes);
+        if (net_send_all(fd, hdr, sizeof hdr) != 0) break;
+        if (t && net_send_all(fd, t->data, bytes) != 0) break;
+        if (s) atomic_fetch_add(&s->tx_bytes, bytes);
+    }
+    if (s) serving_put(c, s);
+}
+
+/* Fetches the tensors of the plan from its source; 0 on success. */
+static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx) {
+    const __typeof__(plan->u.ss_plan) *p = &plan->u.ss_plan;
+    char ip[16];
+    net_ip_str(p->source.ip, ip);
+    int fd = net_connect(p->source.ip, p->source.port, c->connect_timeout_ms);
+    if (fd < 0) {
+        PLOG_WARN(c->log_name, "cannot reach shared-state source %s:%u", ip, p->source.port);
+        return -1;
+    }
+    net_set_timeouts(fd, c->timeout_ms);
+    wbuf_t req = {0};
+    uint8_t hello[WIRE_P2P_HELLO_LEN];
+    wire_p2p_hello_encode(hello, P2P_KIND_SHARED_STATE, c->uuid, 0);
+    int rc = net_send_all(fd, hello, sizeof hello);
+    uint8_t b4[4];
+    wire_put_u32(b4, p->n);
+    if (rc == 0) rc = net_send_all(fd, b4, 4);
+    for (uint32_t i = 0; i < p->n && rc == 0; i++) {
+        uint8_t kl = (uint8_t)strlen(p->fetch[i].key);
+        rc = net_send_all(fd, &kl, 1);
+        if (rc == 0) rc = net_send_all(fd, p->fetch[i].key, kl);
+    }
+    for (uint32_t i = 0; i < p->n && rc == 0; i++) {
+        const pcclTensorInfo_t *t = find_tensor(st, p->fetch[i].key);
+        uint8_t hdr[9];
+        if (!t || net_recv_all(fd, hdr, sizeof hdr) != 0) {
+            rc = -1;
+            break;
+        }
+        uint64_t bytes = wire_get_u64(hdr + 1);
+        if (hdr[0] != 0 || bytes != tensor_bytes(t)) {
+            PLOG_WARN(c->log_name, "shared-state source cannot provide '%s' (%llu bytes)", t->name,
+                      (unsigned long long)bytes);
+            rc = -1;
+            break;
+        }
+        if (net_recv_all(fd, t->data, bytes) != 0) {
+            PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s:%u broke off", t->name, ip, p->source.port);
+            rc = -1;
+            break;
+        }
+        *rx += bytes;
+        uint64_t h = pccl_simplehash(t->data, bytes);
+        if (h != p->fetch[i].hash) {
+            PLOG_ERROR(c->log_name, "received '%s' hashes to %016llx, the master announced %016llx", t->name,
+                       (unsigned long long)h, (unsigned long long)p->fetch[i].hash);
+            rc = -1;
+        }
+    }
+    wbuf_free(&req);
+    close(fd);
+    return rc;
+}
+
+static pcclResult_t validate(const pcclSharedState_t *s) {
+    if (!s || (s->count && !s->infos) || s->count > WIRE_MAX_TENSORS) return pcclInvalidArgument;
+    for (size_t i = 0; i < s->count; i++) {
+        const pcclTensorInfo_t *t = &s->infos[i];
+        if (!t->name || !t->name[0] || strlen(t->name) > WIRE_MAX_KEY || (!t->data && t->count) ||
+            pccl_dtype_size(t->datatype) == 0)
+            return pcclInvalidArgument;
+        if (t->device_type != pcclDeviceCpu) {
+            PLOG_ERROR("pccl", "shared-state tensor '%s': only CPU tensors are supported yet", t->name);
+            return pcclInvalidArgument;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->infos[j].name, t->name) == 0) {
+                PLOG_ERROR("pccl", "shared-state key '%s' appears twice", t->name);
+                return pcclInvalidArgument;
+            }
+    }
+    return pcclSuccess;
+}
+
+pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t *st,
+                                        pcclSharedStateSyncStrategy_t strategy, pcclSharedStateSyncInfo_t *info) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    if ((r = validate(st)) != pcclSuccess) return r;
+    if ((unsigned)strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return pcclInvalidArgument;
+    if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
+
+    wire_msg_t vote = {.type = C2M_SYNC_SHARED_STATE};
+    vote.u.sync.revision = st->revision;
+    vote.u.sync.strategy = (uint8_t)strategy;
+    vote.u.sync.n = (uint32_t)st->count;
+    vote.u.sync.tensors = calloc(st->count ? st->count : 1, sizeof(wire_tensor_t));
+    if (!vote.u.sync.tensors) return pcclInternalError;
+    for (size_t i = 0; i < st->count; i++) {
+        const pcclTensorInfo_t *t = &st->infos[i];
+        wire_tensor_t *w = &vote.u.sync.tensors[i];
+        snprintf(w->key, sizeof w->key, "%s", t->name);
+        w->dtype = (uint8_t)t->datatype;
+        w->count = t->count;
+        w->allow_inequality = t->allow_content_inequality;
+        w->hash = pccl_simplehash(t->data, tensor_bytes(t));
+    }
+
+    ss_serving_t serving = {.state = st, .refs = 0};
+    atomic_init(&serving.tx_bytes, 0);
+    pthread_mutex_lock(&c->mu);
+    c->serving = &serving;
+    pthread_mutex_unlock(&c->mu);
+
+    uint64_t rx = 0;
+    pcclResult_t result = pcclSuccess;
+    wire_msg_t plan = {0};
+    uint16_t tp[] = {M2C_SS_PLAN};
+    if (comm_send(c, &vote) != 0 || comm_wait(c, tp, 1, -1, &plan) != 0) {
+        result = pcclMasterConnectionFailed;
+        goto out;
+    }
+    switch (plan.u.ss_plan.status) {
+    case SS_OK: break;
+    case SS_REVISION_REFUSED:
+        PLOG_ERROR(c->log_name, "shared-state revision %llu refused: the group expects revision %llu",
+                   (unsigned long long)st->revision, (unsigned long long)plan.u.ss_plan.revision);
+        result = pcclInvalidUsage;
+        goto out;
+    case SS_LAYOUT_MISMATCH:
+        PLOG_ERROR(c->log_name, "shared-state keys, dtypes or counts differ from the group's popular state");
+        result = pcclInvalidUsage;
+        goto out;
+    case SS_CONFLICT:
+        PLOG_ERROR(c->log_name, "send-only shared state differs from the popular state");
+        result = pcclInvalidUsage;
+        goto out;
+    default:
+        PLOG_ERROR(c->log_name, "no peer of the group can provide shared state revision %llu",
+                   (unsigned long long)plan.u.ss_plan.revision);
+        result = pcclNoSharedStateAvailable;
+        goto out;
+    }
+    int ok = plan.u.ss_plan.n == 0 || fetch(c, st, &plan, &rx) == 0;
+    wire_msg_t done = {.type = C2M_SS_DIST_DONE};
+    done.u.flag.value = (uint8_t)ok;
+    wire_msg_t fin = {0};
+    uint16_t tf[] = {M2C_SS_DONE};
+    /* Keep serving until the master says every peer is done. */
+    if (comm_send(c, &done) != 0 || comm_wait(c, tf, 1, -1, &fin) != 0) {
+        result = pcclMasterConnectionFailed;
+        goto out;
+    }
+    if (!ok || !fin.u.flag.value) result = pcclRankConnectionLost;
+    else st->revision = plan.u.ss_plan.revision;
+    wire_msg_free(&fin);
+out:
+    pthread_mutex_lock(&c->mu);
+    c->serving = NULL;
+    while (serving.refs > 0) pthread_cond_wait(&c->cv, &c->mu); /* servers have bounded socket timeouts */
+    pthread_mutex_unlock(&c->mu);
+    wire_msg_free(&vote);
+    wire_msg_free(&plan);
+    if (info) {
+        info->tx_bytes = atomic_load(&serving.tx_bytes);
+        info->rx_bytes = rx;
+    }
+    return result;
+}

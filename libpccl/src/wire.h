@@ -1,0 +1,152 @@
+/*
+ * wire.h - the control protocol between peers and the master, and the p2p
+ * handshake (internal). Spec: docs/protocol.md.
+ *
+ * Framing: u32 body length (big-endian), then the body: u16 message type, then
+ * the payload. Bodies are at most WIRE_MAX_BODY bytes. The first message on a
+ * control connection is C2M_HELLO carrying magic and protocol version.
+ * Decoding is strict: every length is checked against the bytes present, and
+ * trailing bytes are an error. Decoded arrays are heap-allocated; release
+ * them with wire_msg_free.
+ */
+#ifndef PCCL_WIRE_H
+#define PCCL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
+#define WIRE_VERSION 1
+#define WIRE_MAX_BODY (8u << 20)
+#define WIRE_MAX_KEY 255
+#define WIRE_MAX_TENSORS 65536
+#define WIRE_MAX_PEERS 4096
+
+typedef enum wire_type {
+    /* peer -> master */
+    C2M_HELLO = 1,
+    C2M_UPDATE_TOPOLOGY = 2,
+    C2M_P2P_ESTABLISHED = 3,
+    C2M_PEERS_PENDING = 4,
+    C2M_SYNC_SHARED_STATE = 5,
+    C2M_SS_DIST_DONE = 6,
+    C2M_COLL_INIT = 7,
+    C2M_COLL_DONE = 8,
+    C2M_OPTIMIZE_TOPOLOGY = 9,
+    C2M_HEARTBEAT = 10,
+    C2M_MAX_,
+    /* master -> peer */
+    M2C_WELCOME = 101,
+    M2C_ESTABLISH_P2P = 102,
+    M2C_TOPOLOGY_DONE = 103,
+    M2C_PEERS_PENDING = 104,
+    M2C_SS_PLAN = 105,
+    M2C_SS_DONE = 106,
+    M2C_COLL_COMMENCE = 107,
+    M2C_COLL_ABORT = 108,
+    M2C_COLL_COMPLETE = 109,
+    M2C_COLL_REJECT = 110,
+    M2C_KICK = 111,
+    M2C_OPTIMIZE_DONE = 112,
+    M2C_HEARTBEAT = 113,
+    M2C_MAX_
+} wire_type_t;
+
+/* SS plan status. */
+enum { SS_OK = 0, SS_REVISION_REFUSED = 1, SS_LAYOUT_MISMATCH = 2, SS_NO_STATE = 3, SS_CONFLICT = 4 };
+/* Collective reject reasons. */
+enum { REJECT_PARAM_MISMATCH = 1, REJECT_TOO_FEW_PEERS = 2, REJECT_TAG_IN_USE = 3 };
+/* p2p connection kinds (first bytes on a p2p connection). */
+enum { P2P_KIND_RING = 1, P2P_KIND_SHARED_STATE = 2, P2P_KIND_BENCH = 3 };
+
+typedef struct wire_world {
+    uint32_t global_world_size;
+    uint32_t group_world_size;
+    uint32_t num_groups;
+    uint32_t largest_group;
+} wire_world_t;
+
+typedef struct wire_peer {
+    uint8_t uuid[16];
+    uint8_t ip[4];
+    uint16_t port;
+} wire_peer_t;
+
+typedef struct wire_tensor {
+    char key[WIRE_MAX_KEY + 1];
+    uint8_t dtype;
+    uint8_t allow_inequality;
+    uint64_t count;
+    uint64_t hash;
+} wire_tensor_t;
+
+typedef struct wire_msg {
+    uint16_t type;
+    union {
+        struct { uint32_t magic; uint16_t version; uint32_t peer_group; uint16_t p2p_port; uint32_t pool_size; } hello;
+        struct { uint8_t value; } flag; /* P2P_ESTABLISHED, SS_DIST_DONE, M2C_PEERS_PENDING, SS_DONE, OPTIMIZE_DONE */
+        struct { uint64_t revision; uint8_t strategy; uint32_t n; wire_tensor_t *tensors; } sync;
+        struct { uint64_t tag; uint64_t count; uint8_t dtype, op, quant_algo, quant_dtype; } coll_init;
+        struct { uint64_t tag; uint64_t op_seq; uint8_t ok; } coll; /* COLL_DONE, ABORT, COMPLETE */
+        struct { uint8_t uuid[16]; } welcome;
+        struct { wire_world_t world; uint32_t n; wire_peer_t *peers; } establish; /* ring order of own group */
+        struct { uint8_t ok; wire_world_t world; } topo_done;
+        struct {
+            uint8_t status;
+            uint64_t revision;    /* the group's revision after this sync (or the expected one) */
+            wire_peer_t source;   /* where to fetch from when n > 0 */
+            uint32_t n;
+            wire_tensor_t *fetch; /* keys to fetch, with the hash they must have */
+        } ss_plan;
+        struct {
+            uint64_t tag, op_seq;
+            uint32_t slot;
+            wire_world_t world;
+            uint32_t n;
+            uint8_t (*ring)[16]; /* uuids of the group in ring order */
+        } commence;
+        struct { uint64_t tag; uint8_t reason; } reject;
+        struct { char reason[256]; } kick;
+    } u;
+} wire_msg_t;
+
+/* Growable output buffer. */
+typedef struct wbuf {
+    uint8_t *data;
+    size_t len, cap;
+    int oom;
+} wbuf_t;
+
+void wbuf_free(wbuf_t *b);
+
+/** Appends the framed encoding of m to out. @return 0, or -1 (bad message or out of memory). */
+int wire_encode(const wire_msg_t *m, wbuf_t *out);
+
+/**
+ * Decodes one body (type + payload, without the length prefix).
+ * @return 0, or -1 with a reason in err (out is then empty, nothing to free).
+ */
+int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, size_t errlen);
+
+/** Frees arrays owned by a decoded or built message; safe on zeroed messages. */
+void wire_msg_free(wire_msg_t *m);
+
+const char *wire_type_name(uint16_t type);
+int wire_type_is_c2m(uint16_t type);
+int wire_type_is_m2c(uint16_t type);
+
+/* Big-endian helpers for small fixed headers. */
+void wire_put_u16(uint8_t *p, uint16_t v);
+void wire_put_u32(uint8_t *p, uint32_t v);
+void wire_put_u64(uint8_t *p, uint64_t v);
+uint16_t wire_get_u16(const uint8_t *p);
+uint32_t wire_get_u32(const uint8_t *p);
+uint64_t wire_get_u64(const uint8_t *p);
+
+/* p2p handshake: magic u32, version u16, kind u8, uuid[16], slot u32 = 27 bytes. */
+#define WIRE_P2P_HELLO_LEN 27
+void wire_p2p_hello_encode(uint8_t out[WIRE_P2P_HELLO_LEN], uint8_t kind, const uint8_t uuid[16], uint32_t slot);
+/** @return 0, or -1 for wrong magic/version/kind. */
+int wire_p2p_hello_decode(const uint8_t in[WIRE_P2P_HELLO_LEN], uint8_t *kind, uint8_t uuid[16], uint32_t *slot);
+
+#endif /* PCCL_WIRE_H */

@@ -1,0 +1,319 @@
+/*
+ * master_server.c - the master's I/O edge: a libuv loop on its own thread that
+ * accepts control connections, frames and decodes packets, and feeds the pure
+ * state machine (master_sm). A malformed, oversized or wrong-direction packet
+ * closes that one connection with a logged reason; everyone else is served on.
+ * Implements pcclCreateMaster / pcclRunMaster / pcclInterruptMaster /
+ * pcclMasterAwaitTermination / pcclDestroyMaster.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <uv.h>
+
+#include "log.h"
+#include "master_internal.h"
+#include "master_sm.h"
+#include "pccl.h"
+#include "wire.h"
+
+typedef struct mconn {
+    uv_tcp_t tcp;
+    pcclMasterInstance_t *master;
+    uint64_t id;
+    uint8_t *buf;
+    size_t len, cap;
+    int closing;
+    struct mconn *next;
+} mconn_t;
+
+typedef struct wreq {
+    uv_write_t req;
+    uv_buf_t buf;
+} wreq_t;
+
+static mconn_t *find_conn(pcclMasterInstance_t *m, uint64_t id) {
+    for (mconn_t *c = m->conns; c; c = c->next)
+        if (c->id == id && !c->closing) return c;
+    return NULL;
+}
+
+static void on_conn_closed(uv_handle_t *h) {
+    mconn_t *c = h->data;
+    pcclMasterInstance_t *m = c->master;
+    for (mconn_t **pp = &m->conns; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    free(c->buf);
+    free(c);
+}
+
+static void close_conn(mconn_t *c) {
+    if (c->closing) return;
+    c->closing = 1;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_written(uv_write_t *req, int status) {
+    wreq_t *w = (wreq_t *)req;
+    (void)status; /* a failed write surfaces as a read error/EOF on the same connection */
+    free(w->buf.base);
+    free(w);
+}
+
+static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
+    pcclMasterInstance_t *m = ctx;
+    mconn_t *c = find_conn(m, conn);
+    if (!c) return;
+    wbuf_t b = {0};
+    if (wire_encode(msg, &b) != 0) {
+        PLOG_ERROR("master", "cannot encode %s for conn=%llu", wire_type_name(msg->type), (unsigned long long)conn);
+        wbuf_free(&b);
+        return;
+    }
+    wreq_t *w = malloc(sizeof *w);
+    if (!w) {
+        wbuf_free(&b);
+        close_conn(c);
+        return;
+    }
+    w->buf = uv_buf_init((char *)b.data, (unsigned)b.len);
+    m->bytes_sent += b.len;
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, on_written) != 0) {
+        free(b.data);
+        free(w);
+        close_conn(c);
+    }
+}
+
+static void sm_close(void *ctx, uint64_t conn, const char *reason) {
+    pcclMasterInstance_t *m = ctx;
+    mconn_t *c = find_conn(m, conn);
+    if (!c) return;
+    PLOG_INFO("master", "closing conn=%llu: %s", (unsigned long long)conn, reason);
+    close_conn(c); /* pending writes (the KICK) are flushed by libuv before the close completes */
+}
+
+/* Drops a connection for a transport-level reason and tells the state machine. */
+static void drop_conn(mconn_t *c, const char *reason) {
+    if (c->closing) return;
+    PLOG_WARN("master", "dropping conn=%llu: %s", (unsigned long long)c->id, reason);
+    uint64_t id = c->id;
+    close_conn(c);
+    msm_on_disconnect(c->master->sm, id);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    mconn_t *c = h->data;
+    if (c->cap - c->len < 65536) {
+        size_t cap = c->cap ? c->cap * 2 : 131072;
+        while (cap - c->len < 65536) cap *= 2;
+        uint8_t *b = realloc(c->buf, cap);
+        if (!b) {
+            *buf = uv_buf_init(NULL, 0);
+            return;
+        }
+        c->buf = b;
+        c->cap = cap;
+    }
+    (void)suggested;
+    *buf = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+}
+
+static void process_frames(mconn_t *c) {
+    pcclMasterInstance_t *m = c->master;
+    size_t off = 0;
+    while (!c->closing && c->len - off >= 4) {
+        uint32_t body = wire_get_u32(c->buf + off);
+        if (body > WIRE_MAX_BODY || body < 2) {
+            char why[96];
+            snprintf(why, sizeof why, "packet length %u outside [2, %u]", body, WIRE_MAX_BODY);
+            drop_conn(c, why);
+            return;
+        }
+        if (c->len - off - 4 < body) break;
+        wire_msg_t msg;
+        char err[160];
+        if (wire_decode(c->buf + off + 4, body, &msg, err, sizeof err) != 0) {
+            drop_conn(c, err);
+            return;
+        }
+        off += 4 + (size_t)body;
+        m->packets_received++;
+        if (!wire_type_is_c2m(msg.type)) {
+            char why[96];
+            snprintf(why, sizeof why, "%s is not a peer-to-master message", wire_type_name(msg.type));
+            wire_msg_free(&msg);
+            drop_conn(c, why);
+            return;
+        }
+        msm_on_packet(m->sm, c->id, &msg);
+        wire_msg_free(&msg);
+    }
+    if (c->closing) return;
+    memmove(c->buf, c->buf + off, c->len - off);
+    c->len -= off;
+    /* Shrink buffers that grew for one large packet. */
+    if (c->cap > (1u << 20) && c->len < 65536) {
+        uint8_t *b = realloc(c->buf, 131072);
+        if (b) {
+            c->buf = b;
+            c->cap = 131072;
+        }
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    mconn_t *c = s->data;
+    (void)buf;
+    if (c->closing) return;
+    if (nread < 0) {
+        drop_conn(c, nread == UV_EOF ? "connection closed by peer" : uv_strerror((int)nread));
+        return;
+    }
+    if (nread == 0) return;
+    c->len += (size_t)nread;
+    process_frames(c);
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+    pcclMasterInstance_t *m = server->data;
+    if (status < 0) return;
+    mconn_t *c = calloc(1, sizeof *c);
+    if (!c) return;
+    uv_tcp_init(&m->loop, &c->tcp);
+    c->tcp.data = c;
+    c->master = m;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)free);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1); /* consensus packets are tiny: no Nagle/delayed-ACK stalls */
+    c->id = ++m->next_conn_id;
+    c->next = m->conns;
+    m->conns = c;
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    uint8_t ip[4] = {0};
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET)
+        memcpy(ip, &((struct sockaddr_in *)&ss)->sin_addr.s_addr, 4);
+    uint8_t uuid[16];
+    if (getrandom(uuid, sizeof uuid, 0) != (ssize_t)sizeof uuid) {
+        uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
+        for (int i = 0; i < 16; i++) uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
+    }
+    msm_on_connect(m->sm, c->id, ip, uuid);
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void on_stop(uv_async_t *a) {
+    pcclMasterInstance_t *m = a->data;
+    PLOG_INFO("master", "shutting down");
+    mconn_t *c = m->conns;
+    while (c) {
+        mconn_t *next = c->next;
+        if (!c->closing) {
+            c->closing = 1;
+            uv_read_stop((uv_stream_t *)&c->tcp);
+            uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+        }
+        c = next;
+    }
+    uv_close((uv_handle_t *)&m->server, NULL);
+    uv_close((uv_handle_t *)&m->stop_async, NULL);
+}
+
+static void *loop_thread(void *arg) {
+    pcclMasterInstance_t *m = arg;
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterInstance_t **out) {
+    if (!out || listen_address.inet.protocol != inetIPv4) return pcclInvalidArgument;
+    pcclMasterInstance_t *m = calloc(1, sizeof *m);
+    if (!m) return pcclInternalError;
+    if (uv_loop_init(&m->loop) != 0) {
+        free(m);
+        return pcclInternalError;
+    }
+    m->loop.data = m;
+    msm_io_t io = {.ctx = m, .send = sm_send, .close = sm_close};
+    m->sm = msm_create(io);
+    uv_tcp_init(&m->loop, &m->server);
+    m->server.data = m;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(listen_address.port)};
+    memcpy(&sa.sin_addr.s_addr, listen_address.inet.address.ipv4.data, 4);
+    int rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&sa, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&m->server, 511, on_connection);
+    if (rc != 0 || !m->sm) {
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+        PLOG_ERROR("master", "cannot listen on %s:%u: %s", ip, listen_address.port, rc ? uv_strerror(rc) : "no memory");
+        m->last_error = rc;
+        uv_close((uv_handle_t *)&m->server, NULL);
+        uv_run(&m->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&m->loop);
+        msm_destroy(m->sm);
+        free(m);
+        return pcclInternalError;
+    }
+    struct sockaddr_storage bound;
+    int blen = sizeof bound;
+    uv_tcp_getsockname(&m->server, (struct sockaddr *)&bound, &blen);
+    m->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    uv_async_init(&m->loop, &m->stop_async, on_stop);
+    m->stop_async.data = m;
+    *out = m;
+    return pcclSuccess;
+}
+
+pcclResult_t pcclRunMaster(pcclMasterInstance_t *m) {
+    if (!m || atomic_load(&m->running)) return pcclInvalidArgument;
+    atomic_store(&m->running, 1);
+    if (pthread_create(&m->thread, NULL, loop_thread, m) != 0) {
+        atomic_store(&m->running, 0);
+        return pcclInternalError;
+    }
+    return pcclSuccess;
+}
+
+pcclResult_t pcclInterruptMaster(pcclMasterInstance_t *m) {
+    if (!m || !atomic_load(&m->running)) return pcclInvalidArgument;
+    if (atomic_exchange(&m->interrupted, 1)) return pcclSuccess;
+    uv_async_send(&m->stop_async); /* async-signal-safe */
+    return pcclSuccess;
+}
+
+pcclResult_t pcclMasterAwaitTermination(pcclMasterInstance_t *m) {
+    if (!m || !atomic_load(&m->running)) return pcclInvalidArgument;
+    pthread_join(m->thread, NULL);
+    atomic_store(&m->running, 0);
+    atomic_store(&m->joined, 1);
+    return pcclSuccess;
+}
+
+pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
+    if (!m) return pcclInvalidArgument;
+    if (atomic_load(&m->running)) return pcclInvalidUsage;
+    if (!atomic_load(&m->joined)) {
+        /* Never run: close the listener and stop handle on this thread. */
+        uv_close((uv_handle_t *)&m->server, NULL);
+        uv_close((uv_handle_t *)&m->stop_async, NULL);
+        uv_run(&m->loop, UV_RUN_DEFAULT);
+    }
+    uv_loop_close(&m->loop);
+    msm_destroy(m->sm);
+    free(m);
+    return pcclSuccess;
+}
+
+uint16_t pccl__master_port(const pcclMasterInstance_t *m) { return m ? m->port : 0; }

@@ -1,0 +1,289 @@
+/*
+ * master_sm.c - the master's consensus state machine (see master_sm.h).
+ *
+ * Consensus scopes (PCCL architecture, "Peer Groups & Communicators"):
+ *  - accept new peers, are-peers-pending, optimize topology: all accepted peers of the run;
+ *  - shared-state sync and collectives: the accepted peers of one peer group.
+ * Every vote is re-evaluated whenever a peer leaves, so no vote waits for a
+ * peer that is gone.
+ */
+#include "master_sm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "msm_internal.h"
+
+/* ---------- small helpers ---------- */
+
+msm_peer_t *msm_find(msm_t *m, uint64_t conn) {
+    for (int i = 0; i < m->npeers; i++)
+        if (m->peers[i].conn == conn) return &m->peers[i];
+    return NULL;
+}
+
+msm_group_t *msm_group(msm_t *m, uint32_t id, int create) {
+    for (int i = 0; i < m->ngroups; i++)
+        if (m->groups[i].id == id) return &m->groups[i];
+    if (!create) return NULL;
+    if (m->ngroups == m->cap_groups) {
+        int cap = m->cap_groups ? m->cap_groups * 2 : 4;
+        msm_group_t *g = realloc(m->groups, (size_t)cap * sizeof *g);
+        if (!g) return NULL;
+        m->groups = g;
+        m->cap_groups = cap;
+    }
+    msm_group_t *g = &m->groups[m->ngroups++];
+    memset(g, 0, sizeof *g);
+    g->id = id;
+    return g;
+}
+
+void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg) { m->io.send(m->io.ctx, conn, msg); }
+
+static void remove_peer_record(msm_t *m, uint64_t conn);
+
+void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) {
+    char reason[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    uint64_t conn = p->conn;
+    PLOG_WARN("master", "kicking peer conn=%llu: %s", (unsigned long long)conn, reason);
+    wire_msg_t k = {.type = M2C_KICK};
+    snprintf(k.u.kick.reason, sizeof k.u.kick.reason, "%s", reason);
+    msm_send(m, conn, &k);
+    m->stats.peers_kicked++;
+    m->io.close(m->io.ctx, conn, reason);
+    remove_peer_record(m, conn);
+}
+
+void msm_world(const msm_t *m, uint32_t group, wire_world_t *w) {
+    memset(w, 0, sizeof *w);
+    for (int i = 0; i < m->ngroups; i++) {
+        uint32_t n = (uint32_t)m->groups[i].ring_len;
+        if (!n) continue;
+        w->global_world_size += n;
+        w->num_groups++;
+        if (n > w->largest_group) w->largest_group = n;
+        if (m->groups[i].id == group) w->group_world_size = n;
+    }
+}
+
+static void ring_remove(msm_group_t *g, uint64_t conn) {
+    for (int i = 0; i < g->ring_len; i++) {
+        if (g->ring[i] != conn) continue;
+        memmove(&g->ring[i], &g->ring[i + 1], (size_t)(g->ring_len - i - 1) * sizeof g->ring[0]);
+        g->ring_len--;
+        g->wired = 0;
+        return;
+    }
+}
+
+int msm_ring_append(msm_group_t *g, uint64_t conn) {
+    if (g->ring_len == g->ring_cap) {
+        int cap = g->ring_cap ? g->ring_cap * 2 : 8;
+        uint64_t *r = realloc(g->ring, (size_t)cap * sizeof *r);
+        if (!r) return -1;
+        g->ring = r;
+        g->ring_cap = cap;
+    }
+    g->ring[g->ring_len++] = conn;
+    return 0;
+}
+
+/* ---------- lifecycle ---------- */
+
+msm_t *msm_create(msm_io_t io) {
+    msm_t *m = calloc(1, sizeof *m);
+    if (m) m->io = io;
+    return m;
+}
+
+void msm_destroy(msm_t *m) {
+    if (!m) return;
+    for (int i = 0; i < m->npeers; i++) free(m->peers[i].ss_tensors);
+    for (int i = 0; i < m->ngroups; i++) {
+        msm_coll_free_all(&m->groups[i]);
+        free(m->groups[i].ring);
+    }
+    free(m->peers);
+    free(m->groups);
+    free(m);
+}
+
+void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t uuid[16]) {
+    if (m->npeers == m->cap_peers) {
+        int cap = m->cap_peers ? m->cap_peers * 2 : 16;
+        msm_peer_t *p = realloc(m->peers, (size_t)cap * sizeof *p);
+        if (!p) {
+            m->io.close(m->io.ctx, conn, "master out of memory");
+            return;
+        }
+        m->peers = p;
+        m->cap_peers = cap;
+    }
+    msm_peer_t *p = &m->peers[m->npeers++];
+    memset(p, 0, sizeof *p);
+    p->conn = conn;
+    memcpy(p->ip, ip, 4);
+    memcpy(p->uuid, uuid, 16);
+}
+
+/* ---------- HELLO ---------- */
+
+static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
+    if (msg->u.hello.magic != WIRE_MAGIC || msg->u.hello.version != WIRE_VERSION) {
+        msm_kick(m, p, "protocol mismatch: master speaks version %u, peer sent version %u (magic 0x%08x)",
+                 WIRE_VERSION, msg->u.hello.version, msg->u.hello.magic);
+        return;
+    }
+    if (msg->u.hello.p2p_port == 0) {
+        msm_kick(m, p, "peer announced p2p port 0");
+        return;
+    }
+    p->hello = 1;
+    p->group = msg->u.hello.peer_group;
+    p->p2p_port = msg->u.hello.p2p_port;
+    p->pool = msg->u.hello.pool_size ? msg->u.hello.pool_size : 1;
+    if (p->pool > 64) p->pool = 64;
+    wire_msg_t w = {.type = M2C_WELCOME};
+    memcpy(w.u.welcome.uuid, p->uuid, 16);
+    msm_send(m, p->conn, &w);
+    PLOG_INFO("master", "peer conn=%llu registered (group %u, p2p port %u)", (unsigned long long)p->conn, p->group,
+              p->p2p_port);
+    msm_topo_on_registered(m);
+}
+
+/* ---------- dispatch ---------- */
+
+void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
+    msm_peer_t *p = msm_find(m, conn);
+    if (!p) return;
+    if (!p->hello) {
+        if (msg->type != C2M_HELLO) {
+            msm_kick(m, p, "expected HELLO, got %s", wire_type_name(msg->type));
+            return;
+        }
+        on_hello(m, p, msg);
+        return;
+    }
+    switch (msg->type) {
+    case C2M_HELLO:
+        msm_kick(m, p, "duplicate HELLO");
+        return;
+    case C2M_HEARTBEAT: {
+        wire_msg_t ack = {.type = M2C_HEARTBEAT};
+        msm_send(m, conn, &ack);
+        return;
+    }
+    case C2M_P2P_ESTABLISHED:
+        msm_topo_on_established(m, p, msg->u.flag.value);
+        return;
+    default:
+        break;
+    }
+    if (!p->accepted) {
+        msm_kick(m, p, "%s is not allowed before the peer is accepted", wire_type_name(msg->type));
+        return;
+    }
+    switch (msg->type) {
+    case C2M_UPDATE_TOPOLOGY: msm_topo_on_vote(m, p); break;
+    case C2M_PEERS_PENDING: msm_topo_on_pending_vote(m, p); break;
+    case C2M_OPTIMIZE_TOPOLOGY: msm_topo_on_optimize_vote(m, p); break;
+    case C2M_SYNC_SHARED_STATE: msm_ss_on_vote(m, p, msg); break;
+    case C2M_SS_DIST_DONE: msm_ss_on_dist_done(m, p, msg->u.flag.value); break;
+    case C2M_COLL_INIT: msm_coll_on_init(m, p, msg); break;
+    case C2M_COLL_DONE: msm_coll_on_done(m, p, msg); break;
+    default: msm_kick(m, p, "unexpected message %s", wire_type_name(msg->type)); break;
+    }
+}
+
+/* ---------- departure ---------- */
+
+static void remove_peer_record(msm_t *m, uint64_t conn) {
+    msm_peer_t *p = msm_find(m, conn);
+    if (!p) return;
+    uint32_t group = p->group;
+    int was_accepted = p->accepted;
+    free(p->ss_tensors);
+    *p = m->peers[--m->npeers];
+    if (was_accepted) {
+        msm_group_t *g = msm_group(m, group, 0);
+        if (g) {
+            ring_remove(g, conn);
+            /* A group that emptied forgets its revision: the next sync may resume from any checkpoint. */
+            if (g->ring_len == 0) g->has_revision = 0;
+        }
+    }
+    /* Re-evaluate every consensus the departed peer could have been holding up. */
+    m->reevaluate_pending = 1;
+    if (!m->in_reevaluate) {
+        m->in_reevaluate = 1;
+        while (m->reevaluate_pending) {
+            m->reevaluate_pending = 0;
+            msm_topo_on_departure(m, conn);
+            for (int i = 0; i < m->ngroups; i++) {
+                msm_ss_reevaluate(m, &m->groups[i]);
+                msm_coll_on_departure(m, &m->groups[i], conn);
+            }
+        }
+        m->in_reevaluate = 0;
+    }
+}
+
+void msm_on_disconnect(msm_t *m, uint64_t conn) {
+    if (!msm_find(m, conn)) return;
+    PLOG_INFO("master", "peer conn=%llu disconnected", (unsigned long long)conn);
+    remove_peer_record(m, conn);
+}
+
+/* ---------- views ---------- */
+
+int msm_peer_count(const msm_t *m) { return m->npeers; }
+
+int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
+    if (index < 0 || index >= m->npeers) return -1;
+    const msm_peer_t *p = &m->peers[index];
+    out->conn = p->conn;
+    memcpy(out->uuid, p->uuid, 16);
+    memcpy(out->ip, p->ip, 4);
+    out->p2p_port = p->p2p_port;
+    out->group = p->group;
+    out->accepted = p->accepted;
+    out->revision = p->ss_revision;
+    out->state = !p->hello ? "connecting"
+                 : p->establishing ? "establishing"
+                 : p->vote_update ? "vote_accept"
+                 : p->ss_phase ? "sync"
+                 : p->vote_optimize ? "vote_optimize"
+                 : !p->accepted ? "registered"
+                 : "idle";
+    return 0;
+}
+
+void msm_get_stats(const msm_t *m, msm_stats_t *out) {
+    *out = m->stats;
+    out->registered = 0;
+    out->accepted = 0;
+    out->groups = 0;
+    for (int i = 0; i < m->npeers; i++) {
+        if (m->peers[i].accepted) out->accepted++;
+        else if (m->peers[i].hello) out->registered++;
+    }
+    for (int i = 0; i < m->ngroups; i++)
+        if (m->groups[i].ring_len) out->groups++;
+}
+
+int msm_group_ring(const msm_t *m, uint32_t group, uint64_t *conns, int max) {
+    for (int i = 0; i < m->ngroups; i++) {
+        if (m->groups[i].id != group) continue;
+        int n = m->groups[i].ring_len < max ? m->groups[i].ring_len : max;
+        memcpy(conns, m->groups[i].ring, (size_t)n * sizeof *conns);
+        return n;
+    }
+    return 0;
+}

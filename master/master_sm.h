@@ -1,0 +1,65 @@
+/*
+ * master_sm.h - the master's consensus state machine (pure: events in, actions out).
+ *
+ * Owns: the registry of peers (registered vs accepted), each peer group's ring
+ * order, shared-state revision and per-tag collective operations, and every
+ * micro-consensus (accept new peers, are-peers-pending, optimize topology,
+ * shared-state sync, collective initiate/complete). It performs no I/O: the
+ * caller feeds connection events and decoded packets, and the state machine
+ * answers through the two callbacks in msm_io_t (send a message, close a
+ * connection). It never calls back into itself from a callback, never blocks
+ * and is single-threaded (the master's event loop owns it).
+ *
+ * Illegal input (a packet that is out of state for that peer) kicks that peer:
+ * a KICK message with the reason, then close. Everyone else is unaffected.
+ */
+#ifndef PCCL_MASTER_SM_H
+#define PCCL_MASTER_SM_H
+
+#include <stdint.h>
+
+#include "wire.h"
+
+typedef struct msm_io {
+    void *ctx;
+    void (*send)(void *ctx, uint64_t conn, const wire_msg_t *msg);
+    /* After close the state machine has forgotten conn; do not report it again. */
+    void (*close)(void *ctx, uint64_t conn, const char *reason);
+} msm_io_t;
+
+typedef struct msm msm_t;
+
+msm_t *msm_create(msm_io_t io);
+void msm_destroy(msm_t *m);
+
+/* A control connection was accepted from ip (IPv4, network order); uuid is fresh and random. */
+void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t uuid[16]);
+/* A decoded peer->master packet arrived on conn. */
+void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
+/* conn closed or failed (not after msm_io_t.close for it). */
+void msm_on_disconnect(msm_t *m, uint64_t conn);
+
+/* Read-only views for the admin port and tests. */
+typedef struct msm_peer_view {
+    uint64_t conn;
+    uint8_t uuid[16];
+    uint8_t ip[4];
+    uint16_t p2p_port;
+    uint32_t group;
+    int accepted;
+    const char *state;   /* e.g. "idle", "vote_accept", "establishing", "sync", "collective" */
+    uint64_t revision;   /* last revision reported in a shared-state sync */
+} msm_peer_view_t;
+
+typedef struct msm_stats {
+    uint32_t registered, accepted, groups;
+    uint64_t collectives_completed, collectives_aborted, syncs_completed, peers_kicked;
+} msm_stats_t;
+
+int msm_peer_count(const msm_t *m);
+int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out);
+void msm_get_stats(const msm_t *m, msm_stats_t *out);
+/* Ring of group g as conn ids; returns the count written (at most max). */
+int msm_group_ring(const msm_t *m, uint32_t group, uint64_t *conns, int max);
+
+#endif /* PCCL_MASTER_SM_H */

@@ -1,0 +1,99 @@
+/*
+ * msm_internal.h - data of the master state machine shared by its parts:
+ * master_sm.c (registry, dispatch, departures), msm_topology.c (accept,
+ * pending, optimize votes), msm_shared_state.c, msm_collective.c.
+ */
+#ifndef PCCL_MSM_INTERNAL_H
+#define PCCL_MSM_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "master_sm.h"
+
+typedef struct msm_peer {
+    uint64_t conn;
+    uint8_t uuid[16];
+    uint8_t ip[4];
+    uint16_t p2p_port;
+    uint32_t group;
+    uint32_t pool;
+    int hello;    /* HELLO received: registered */
+    int accepted; /* phase PEER_ACCEPTED */
+    /* run-wide votes */
+    int vote_update, vote_pending, vote_optimize;
+    int establishing, established_reported, established_ok;
+    /* shared-state sync (ss_phase: 0 none, 1 voted, 2 distributing, 3 distribution done) */
+    int ss_phase;
+    int ss_dist_ok;
+    uint8_t ss_strategy;
+    uint64_t ss_revision;
+    uint32_t ss_n;
+    wire_tensor_t *ss_tensors;
+} msm_peer_t;
+
+typedef struct msm_coll {
+    uint64_t tag;
+    int running; /* 0: voting to initiate, 1: performing */
+    uint64_t op_seq;
+    uint32_t slot;
+    uint64_t count;
+    uint8_t dtype, op, quant_algo, quant_dtype;
+    int mismatch;
+    char mismatch_reason[160];
+    int nvoters;
+    uint64_t *voters; /* voting: conns that voted; running: members */
+    uint8_t *done;    /* running: member reported done */
+    struct msm_coll *next;
+} msm_coll_t;
+
+typedef struct msm_group {
+    uint32_t id;
+    uint64_t *ring; /* accepted conns in ring order */
+    int ring_len, ring_cap;
+    int wired; /* p2p connections match the ring */
+    int has_revision;
+    uint64_t last_revision;
+    int ss_active; /* sync in distribution phase */
+    uint64_t ss_target;
+    msm_coll_t *colls;
+} msm_group_t;
+
+struct msm {
+    msm_io_t io;
+    msm_peer_t *peers;
+    int npeers, cap_peers;
+    msm_group_t *groups;
+    int ngroups, cap_groups;
+    int establishing; /* an accept round is running */
+    int round_lost_peer; /* a peer of the running round left: it fails */
+    uint64_t next_op_seq;
+    int in_reevaluate, reevaluate_pending;
+    msm_stats_t stats;
+};
+
+msm_peer_t *msm_find(msm_t *m, uint64_t conn);
+msm_group_t *msm_group(msm_t *m, uint32_t id, int create);
+void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg);
+void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void msm_world(const msm_t *m, uint32_t group, wire_world_t *w);
+int msm_ring_append(msm_group_t *g, uint64_t conn);
+
+void msm_topo_on_registered(msm_t *m);
+void msm_topo_on_vote(msm_t *m, msm_peer_t *p);
+void msm_topo_on_established(msm_t *m, msm_peer_t *p, int ok);
+void msm_topo_on_pending_vote(msm_t *m, msm_peer_t *p);
+void msm_topo_on_optimize_vote(msm_t *m, msm_peer_t *p);
+void msm_topo_on_departure(msm_t *m, uint64_t conn);
+
+void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, int ok);
+void msm_ss_reevaluate(msm_t *m, msm_group_t *g);
+
+void msm_coll_on_init(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+void msm_coll_on_departure(msm_t *m, msm_group_t *g, uint64_t conn);
+int msm_peer_in_running_coll(msm_t *m, const msm_peer_t *p);
+void msm_coll_free_all(msm_group_t *g);
+
+#endif

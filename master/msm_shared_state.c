@@ -1,0 +1,239 @@
+/*
+ * msm_shared_state.c - shared-state sync consensus of one peer group.
+ *
+ * When every accepted peer of the group voted (SYNC_SHARED_STATE with its
+ * revision, strategy and per-tensor hashes) the master
+ *  1. fixes the target revision: previous + 1 once the group has synced,
+ *     otherwise the highest revision offered (resume from a checkpoint);
+ *     a peer ahead of the target is refused, a peer behind it is outdated;
+ *  2. elects the popular content among up-to-date peers that may send
+ *     (not RECEIVE_ONLY; SEND_ONLY peers must agree and win);
+ *  3. sends each peer its plan: which tensors to fetch and from whom.
+ * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "msm_internal.h"
+#include "pccl.h"
+
+/* Tensors of a and b have the same layout (keys, dtypes, counts, in order). */
+static int same_layout(const msm_peer_t *a, const msm_peer_t *b) {
+    if (a->ss_n != b->ss_n) return 0;
+    for (uint32_t i = 0; i < a->ss_n; i++) {
+        const wire_tensor_t *x = &a->ss_tensors[i], *y = &b->ss_tensors[i];
+        if (strcmp(x->key, y->key) || x->dtype != y->dtype || x->count != y->count) return 0;
+    }
+    return 1;
+}
+
+/* Same content for popularity: layout, and hashes of tensors that must be equal. */
+static int same_content(const msm_peer_t *a, const msm_peer_t *b) {
+    if (!same_layout(a, b)) return 0;
+    for (uint32_t i = 0; i < a->ss_n; i++) {
+        const wire_tensor_t *x = &a->ss_tensors[i], *y = &b->ss_tensors[i];
+        if (!x->allow_inequality && x->hash != y->hash) return 0;
+    }
+    return 1;
+}
+
+static void send_plan(msm_t *m, msm_peer_t *p, uint8_t status, uint64_t revision, const msm_peer_t *src,
+                      wire_tensor_t *fetch, uint32_t nfetch) {
+    wire_msg_t w = {.type = M2C_SS_PLAN};
+    w.u.ss_plan.status = status;
+    w.u.ss_plan.revision = revision;
+    if (src) {
+        memcpy(w.u.ss_plan.source.uuid, src->uuid, 16);
+        memcpy(w.u.ss_plan.source.ip, src->ip, 4);
+        w.u.ss_plan.source.port = src->p2p_port;
+    }
+    w.u.ss_plan.n = nfetch;
+    w.u.ss_plan.fetch = fetch;
+    msm_send(m, p->conn, &w);
+}
+
+static void reset_peer(msm_peer_t *p) {
+    p->ss_phase = 0;
+    p->ss_dist_ok = 0;
+    free(p->ss_tensors);
+    p->ss_tensors = NULL;
+    p->ss_n = 0;
+}
+
+/* Indices into m->peers of the group's accepted members, in ring order. */
+static int group_members(msm_t *m, msm_group_t *g, int *idx) {
+    int n = 0;
+    for (int r = 0; r < g->ring_len; r++)
+        for (int i = 0; i < m->npeers; i++)
+            if (m->peers[i].conn == g->ring[r] && m->peers[i].accepted) idx[n++] = i;
+    return n;
+}
+
+static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
+    uint64_t target = 0;
+    if (g->has_revision) {
+        target = g->last_revision + 1;
+    } else {
+        for (int k = 0; k < n; k++)
+            if (m->peers[idx[k]].ss_revision > target) target = m->peers[idx[k]].ss_revision;
+    }
+    /* Popularity among up-to-date peers that may send; SEND_ONLY peers decide if present. */
+    int best = -1, best_votes = 0, send_only_best = -1;
+    for (int k = 0; k < n; k++) {
+        msm_peer_t *a = &m->peers[idx[k]];
+        if (a->ss_revision != target || a->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY) continue;
+        int votes = 0;
+        for (int j = 0; j < n; j++) {
+            msm_peer_t *b = &m->peers[idx[j]];
+            if (b->ss_revision == target && b->ss_strategy != PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY &&
+                same_content(a, b))
+                votes++;
+        }
+        if (votes > best_votes) {
+            best = idx[k];
+            best_votes = votes;
+        }
+        if (a->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY && send_only_best < 0) send_only_best = idx[k];
+    }
+    if (send_only_best >= 0) best = send_only_best;
+
+    int rr = 0; /* round-robin over sources */
+    for (int k = 0; k < n; k++) {
+        msm_peer_t *p = &m->peers[idx[k]];
+        if (p->ss_revision > target) {
+            PLOG_WARN("master", "peer conn=%llu offered revision %llu, group %u expects %llu",
+                      (unsigned long long)p->conn, (unsigned long long)p->ss_revision, g->id,
+                      (unsigned long long)target);
+            send_plan(m, p, SS_REVISION_REFUSED, target, NULL, NULL, 0);
+            reset_peer(p);
+            continue;
+        }
+        if (best < 0) {
+            send_plan(m, p, SS_NO_STATE, target, NULL, NULL, 0);
+            reset_peer(p);
+            continue;
+        }
+        msm_peer_t *pop = &m->peers[best];
+        if (!same_layout(p, pop)) {
+            send_plan(m, p, SS_LAYOUT_MISMATCH, target, NULL, NULL, 0);
+            reset_peer(p);
+            continue;
+        }
+        if (p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY && !same_content(p, pop)) {
+            send_plan(m, p, SS_CONFLICT, target, NULL, NULL, 0);
+            reset_peer(p);
+            continue;
+        }
+        int outdated = p->ss_revision < target || p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY;
+        /* Source: a peer with the popular content that is allowed to send. */
+        msm_peer_t *src = NULL;
+        for (int tries = 0; tries < n && !src; tries++) {
+            msm_peer_t *c = &m->peers[idx[(rr + tries) % n]];
+            if (c != p && c->ss_revision == target && c->ss_strategy != PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY &&
+                same_content(c, pop)) {
+                src = c;
+                rr = (rr + tries + 1) % n;
+            }
+        }
+        wire_tensor_t *fetch = calloc(p->ss_n ? p->ss_n : 1, sizeof *fetch);
+        uint32_t nf = 0;
+        if (src && fetch) {
+            for (uint32_t t = 0; t < p->ss_n; t++) {
+                const wire_tensor_t *mine = &p->ss_tensors[t], *theirs = &src->ss_tensors[t];
+                if (mine->hash == theirs->hash) continue;
+                if (mine->allow_inequality && !outdated) continue;
+                fetch[nf++] = *theirs;
+            }
+        }
+        send_plan(m, p, SS_OK, target, nf ? src : NULL, fetch, nf);
+        free(fetch);
+        p->ss_phase = 2;
+    }
+    g->ss_active = 1;
+    g->ss_target = target;
+}
+
+static void maybe_finish(msm_t *m, msm_group_t *g) {
+    int idx[m->npeers + 1];
+    int n = group_members(m, g, idx);
+    for (int k = 0; k < n; k++)
+        if (m->peers[idx[k]].ss_phase == 2) return;
+    int completed = 0;
+    for (int k = 0; k < n; k++) {
+        msm_peer_t *p = &m->peers[idx[k]];
+        if (p->ss_phase != 3) continue;
+        completed += p->ss_dist_ok;
+        wire_msg_t d = {.type = M2C_SS_DONE};
+        d.u.flag.value = (uint8_t)p->ss_dist_ok;
+        msm_send(m, p->conn, &d);
+        p->ss_revision = g->ss_target;
+        reset_peer(p);
+    }
+    g->ss_active = 0;
+    if (completed) {
+        g->has_revision = 1;
+        g->last_revision = g->ss_target;
+        m->stats.syncs_completed++;
+    }
+}
+
+void msm_ss_reevaluate(msm_t *m, msm_group_t *g) {
+    int idx[m->npeers + 1];
+    int n = group_members(m, g, idx);
+    if (g->ss_active) {
+        maybe_finish(m, g);
+        return;
+    }
+    if (n == 0) return;
+    for (int k = 0; k < n; k++)
+        if (m->peers[idx[k]].ss_phase != 1) return;
+    elect_and_plan(m, g, idx, n);
+    /* Every member got a plan; those with nothing to do still report DIST_DONE. */
+    maybe_finish(m, g);
+}
+
+void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
+    if (p->ss_phase) {
+        msm_kick(m, p, "SYNC_SHARED_STATE while a sync of this peer is in progress");
+        return;
+    }
+    if (p->vote_update || p->vote_optimize || msm_peer_in_running_coll(m, p)) {
+        msm_kick(m, p, "SYNC_SHARED_STATE while another operation of this peer is in progress");
+        return;
+    }
+    if (msg->u.sync.strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) {
+        msm_kick(m, p, "unknown shared-state strategy %u", msg->u.sync.strategy);
+        return;
+    }
+    msm_group_t *g = msm_group(m, p->group, 0);
+    if (!g || g->ss_active) {
+        msm_kick(m, p, "SYNC_SHARED_STATE while the group's sync is distributing");
+        return;
+    }
+    p->ss_phase = 1;
+    p->ss_strategy = msg->u.sync.strategy;
+    p->ss_revision = msg->u.sync.revision;
+    p->ss_n = msg->u.sync.n;
+    p->ss_tensors = NULL;
+    if (p->ss_n) {
+        p->ss_tensors = malloc(p->ss_n * sizeof(wire_tensor_t));
+        if (!p->ss_tensors) {
+            msm_kick(m, p, "master out of memory");
+            return;
+        }
+        memcpy(p->ss_tensors, msg->u.sync.tensors, p->ss_n * sizeof(wire_tensor_t));
+    }
+    msm_ss_reevaluate(m, g);
+}
+
+void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, int ok) {
+    if (p->ss_phase != 2) {
+        msm_kick(m, p, "SS_DIST_DONE outside of a shared-state distribution");
+        return;
+    }
+    p->ss_phase = 3;
+    p->ss_dist_ok = ok != 0;
+    msm_group_t *g = msm_group(m, p->group, 0);
+    if (g) maybe_finish(m, g);
+}
