@@ -41,6 +41,9 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute_
 struct ccoip_socket_address_t;
 int cli_parse_hostport(const char *s, struct ccoip_socket_address_t *out, unsigned short default_port);
 
+/* Applies --log-level/--log-format; 0 if applied, CLI_EXIT_USAGE on a bad value, -1 if not a log flag. */
+int cli_apply_log_flag(const cli_command_t *cmd, const char *name, const char *value);
+
 extern const cli_command_t cli_cmd_master;
 extern const cli_command_t cli_cmd_join;
 

@@ -3,9 +3,9 @@
  *
  * When every accepted peer of the group voted (SYNC_SHARED_STATE with its
  * revision, strategy and per-tensor hashes) the master
- *  1. fixes the target revision: previous + 1 once the group has synced,
- *     otherwise the highest revision offered (resume from a checkpoint);
- *     a peer ahead of the target is refused, a peer behind it is outdated;
+ *  1. fixes the target revision: the highest offered, at most previous + 1
+ *     (any value on the group's first sync: resume from a checkpoint); a peer
+ *     ahead of the target is refused, a peer behind it is outdated;
  *  2. elects the popular content among up-to-date peers that may send
  *     (not RECEIVE_ONLY; SEND_ONLY peers must agree and win);
  *  3. sends each peer its plan: which tensors to fetch and from whom.
@@ -71,12 +71,19 @@ static int group_members(msm_t *m, msm_group_t *g, int *idx) {
 }
 
 static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
+    /* Target: the highest revision offered, capped at previous + 1. Nobody may roll the group back:
+     * if every offer is older than the group's revision, no peer has the state. Offering the
+     * group's current revision again is allowed (nobody advanced, e.g. a step was discarded). */
     uint64_t target = 0;
+    for (int k = 0; k < n; k++)
+        if (m->peers[idx[k]].ss_revision > target) target = m->peers[idx[k]].ss_revision;
+    int rollback = 0;
     if (g->has_revision) {
-        target = g->last_revision + 1;
-    } else {
-        for (int k = 0; k < n; k++)
-            if (m->peers[idx[k]].ss_revision > target) target = m->peers[idx[k]].ss_revision;
+        if (target > g->last_revision + 1) target = g->last_revision + 1;
+        if (target < g->last_revision) {
+            target = g->last_revision;
+            rollback = 1;
+        }
     }
     /* Popularity among up-to-date peers that may send; SEND_ONLY peers decide if present. */
     int best = -1, best_votes = 0, send_only_best = -1;
@@ -97,6 +104,7 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
         if (a->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY && send_only_best < 0) send_only_best = idx[k];
     }
     if (send_only_best >= 0) best = send_only_best;
+    if (rollback) best = -1;
 
     int rr = 0; /* round-robin over sources */
     for (int k = 0; k < n; k++) {

@@ -20,8 +20,9 @@ static void conn_free(p2p_conn_t *k) {
     free(k);
 }
 
-/* Unlinks k from the table (caller holds mu); the socket is shut down so any user wakes up. */
-static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
+/* Unlinks k from the table (caller holds mu) and drops the table's reference; the socket is
+ * shut down so any user wakes up. */
+static void unlink_only(pcclComm_t *c, p2p_conn_t *k) {
     for (p2p_conn_t **pp = &c->p2p.conns; *pp; pp = &(*pp)->next)
         if (*pp == k) {
             *pp = k->next;
@@ -30,6 +31,10 @@ static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
     k->next = NULL;
     k->dead = 1;
     shutdown(k->fd, SHUT_RDWR);
+}
+
+static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
+    unlink_only(c, k);
     if (--k->refs == 0) conn_free(k);
 }
 
@@ -263,7 +268,12 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
 void p2p_release(pcclComm_t *c, p2p_conn_t *k, int kill) {
     if (!k) return;
     pthread_mutex_lock(&c->p2p.mu);
-    if (kill && !k->dead) unlink_locked(c, k);
-    if (--k->refs == 0) conn_free(k);
+    int drop = 1;
+    if (kill && !k->dead) {
+        unlink_only(c, k);
+        drop = 2; /* ours and the table's */
+    }
+    k->refs -= drop;
+    if (k->refs == 0) conn_free(k);
     pthread_mutex_unlock(&c->p2p.mu);
 }

@@ -1,0 +1,152 @@
+/* cmd_join.c - `pccl join`: join a run as a peer and run a workload. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "join.h"
+#include "log.h"
+#include "pccl.h"
+
+static const cli_flag_t flags[] = {
+    {"master", required_argument, "HOST:PORT", "master control address (required)"},
+    {"workload", required_argument, "NAME", "fashion-mnist (DiLoCo training) or synthetic (checked all-reduces)"},
+    {"steps", required_argument, "N", "stop when the shared-state revision reaches N (default 50)"},
+    {"peer-group", required_argument, "G", "peer group (default 0)"},
+    {"data", required_argument, "DIR", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)"},
+    {"size", required_argument, "BYTES", "synthetic: bytes all-reduced per step (default 409600)"},
+    {"tensors", required_argument, "N", "synthetic: concurrent all-reduces per step (default 1)"},
+    {"pool", required_argument, "N", "p2p connections per neighbour (default: --tensors)"},
+    {"inner-steps", required_argument, "H", "fashion-mnist: inner AdamW steps per outer step (default 25)"},
+    {"batch", required_argument, "B", "fashion-mnist: mini-batch size (default 64)"},
+    {"inner-lr", required_argument, "LR", "fashion-mnist: inner AdamW learning rate (default 0.002)"},
+    {"outer-lr", required_argument, "LR", "fashion-mnist: outer Nesterov learning rate (default 0.7)"},
+    {"outer-momentum", required_argument, "MU", "fashion-mnist: outer Nesterov momentum (default 0.9)"},
+    {"seed", required_argument, "S", "data-order seed of this peer (default: from the pid)"},
+    {"step-delay", required_argument, "MS", "synthetic: pause after each step"},
+    {"json", no_argument, NULL, "print one JSON object per event"},
+    {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
+    {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
+    {0},
+};
+
+static int run(int argc, char **argv);
+
+const cli_command_t cli_cmd_join = {
+    .name = "join",
+    .summary = "join a run as a peer and run a workload (the canonical PCCL training loop)",
+    .usage = "--master HOST:PORT [--workload fashion-mnist|synthetic] [--steps N] [--peer-group G] [--json] ...",
+    .flags = flags,
+    .run = run,
+};
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || end == s || s[0] == '-' || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, float *out) {
+    char *end;
+    float v = strtof(s, &end);
+    if (*end || end == s || v != v) return -1;
+    *out = v;
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    join_opts_t o = {.workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
+                     .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u};
+    ccoip_socket_address_t master = {0};
+    int have_master = 0;
+    uint64_t v;
+    struct option opts[64];
+    cli_longopts(flags, opts);
+    optind = 1;
+    opterr = 0;
+    int c, idx;
+    const cli_command_t *cmd = &cli_cmd_join;
+    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
+        if (c == 'h') {
+            cli_print_help(cmd);
+            return CLI_EXIT_OK;
+        }
+        if (c == '?') return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        const char *n = opts[idx].name;
+        int bad = 0;
+        if (!strcmp(n, "master")) {
+            bad = cli_parse_hostport(optarg, &master, CCOIP_PROTOCOL_PORT_MASTER) != 0;
+            have_master = !bad;
+        } else if (!strcmp(n, "workload")) {
+            if (strcmp(optarg, "fashion-mnist") && strcmp(optarg, "synthetic"))
+                return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", optarg);
+            o.workload = optarg;
+        } else if (!strcmp(n, "steps")) {
+            bad = parse_u64(optarg, 1u << 30, &o.steps);
+        } else if (!strcmp(n, "peer-group")) {
+            bad = parse_u64(optarg, UINT32_MAX, &v);
+            o.peer_group = (uint32_t)v;
+        } else if (!strcmp(n, "data")) {
+            o.data_dir = optarg;
+        } else if (!strcmp(n, "size")) {
+            bad = parse_u64(optarg, 1ull << 36, &o.size_bytes) || o.size_bytes < 4;
+        } else if (!strcmp(n, "tensors")) {
+            bad = parse_u64(optarg, 64, &v) || v == 0;
+            o.tensors = (uint32_t)v;
+        } else if (!strcmp(n, "pool")) {
+            bad = parse_u64(optarg, 64, &v) || v == 0;
+            o.pool = (uint32_t)v;
+        } else if (!strcmp(n, "inner-steps")) {
+            bad = parse_u64(optarg, 100000, &v) || v == 0;
+            o.inner_steps = (uint32_t)v;
+        } else if (!strcmp(n, "batch")) {
+            bad = parse_u64(optarg, 4096, &v) || v == 0;
+            o.batch = (uint32_t)v;
+        } else if (!strcmp(n, "inner-lr")) {
+            bad = parse_float(optarg, &o.inner_lr) || o.inner_lr <= 0;
+        } else if (!strcmp(n, "outer-lr")) {
+            bad = parse_float(optarg, &o.outer_lr) || o.outer_lr <= 0;
+        } else if (!strcmp(n, "outer-momentum")) {
+            bad = parse_float(optarg, &o.outer_momentum) || o.outer_momentum < 0 || o.outer_momentum >= 1;
+        } else if (!strcmp(n, "seed")) {
+            bad = parse_u64(optarg, UINT64_MAX, &o.seed);
+        } else if (!strcmp(n, "step-delay")) {
+            bad = parse_u64(optarg, 60000, &v);
+            o.step_delay_ms = (uint32_t)v;
+        } else if (!strcmp(n, "json")) {
+            o.json = 1;
+        } else {
+            int lr = cli_apply_log_flag(cmd, n, optarg);
+            if (lr > 0) return lr;
+        }
+        if (bad) return cli_usage_error(cmd, "bad value '%s' for --%s", optarg, n);
+    }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
+
+    pcclInit();
+    pcclCommCreateParams_t params = {.master_address = master, .peer_group = o.peer_group,
+                                     .p2p_connection_pool_size = o.pool ? o.pool : o.tensors};
+    pcclComm_t *comm = NULL;
+    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) {
+        fprintf(stderr, "pccl join: cannot create a communicator\n");
+        return CLI_EXIT_FAIL;
+    }
+    pcclResult_t r = pcclConnect(comm);
+    if (r != pcclSuccess) {
+        fprintf(stderr, "pccl join: cannot join the run at %s: %s\n", argv[0], pcclResultString(r));
+        pcclDestroyCommunicator(comm);
+        return CLI_EXIT_FAIL;
+    }
+    int rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o);
+    pcclDestroyCommunicator(comm);
+    if (rc == 1) fprintf(stderr, "pccl join: the run ended abnormally (master gone or fatal error)\n");
+    return rc;
+}

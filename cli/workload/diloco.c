@@ -1,0 +1,170 @@
+/*
+ * diloco.c - `pccl join --workload fashion-mnist`: DiLoCo (Douillard et al.
+ * 2023, arXiv:2311.08105; PCCL technical report section 3.2) training the
+ * 784-128-10 MLP on Fashion-MNIST.
+ *
+ * Shared state: the outer parameters and the outer Nesterov momentum
+ * (101,770 floats each). Each outer step: H inner AdamW steps on this peer's
+ * own batches starting from the outer parameters, all-reduce (average) of the
+ * pseudo-gradient outer - inner, then the outer Nesterov SGD step, which is
+ * element-wise and therefore bit-identical on every peer. The inner AdamW
+ * state is private to the peer and persists across outer steps.
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "join.h"
+#include "mlp.h"
+#include "mnist.h"
+#include "optim.h"
+#include "pccl_kernels.h"
+#include "sampler.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void emit_error(const join_opts_t *o, const char *event, pcclResult_t r) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", event);
+    cJSON_AddStringToObject(e, "error", pcclResultString(r));
+    join_emit(o, e);
+}
+
+int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
+    char err[256];
+    mnist_set_t train = {0}, test = {0};
+    const char *dir = o->data_dir ? o->data_dir : MNIST_DEFAULT_DIR;
+    if (mnist_load(dir, "train", &train, err, sizeof err) != 0 || mnist_load(dir, "t10k", &test, err, sizeof err) != 0) {
+        fprintf(stderr, "pccl join: cannot load Fashion-MNIST from %s: %s\n", dir, err);
+        mnist_free(&train);
+        return 1;
+    }
+    const size_t np = MLP_NPARAMS;
+    float *outer = malloc(np * sizeof *outer), *momentum = calloc(np, sizeof *momentum);
+    float *inner = malloc(np * sizeof *inner), *grad = malloc(np * sizeof *grad), *delta = malloc(np * sizeof *delta);
+    uint32_t batch = o->batch ? o->batch : 64;
+    uint32_t *idx = malloc(batch * sizeof *idx);
+    mlp_scratch_t *scratch = mlp_scratch_new(batch > 1000 ? batch : 1000);
+    adamw_state_t adam = {0};
+    mnist_sampler_t sampler = {0};
+    int rc = 0;
+    if (!outer || !momentum || !inner || !grad || !delta || !idx || !scratch || adamw_init(&adam, np) != 0 ||
+        mnist_sampler_init(&sampler, train.n, 0, 1, o->seed) != 0) {
+        fprintf(stderr, "pccl join: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
+    mlp_init(outer, 42);
+    adamw_config_t cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : 2e-3f);
+    pcclTensorInfo_t infos[2] = {
+        {.name = "mlp.params", .data = outer, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
+        {.name = "outer.momentum", .data = momentum, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
+    };
+    pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
+    uint32_t H = o->inner_steps ? o->inner_steps : 25;
+    uint64_t retries = 0, tx_total = 0, rx_total = 0;
+
+    int first = 1;
+    while (ss.revision < o->steps) {
+        double t0 = now_ms();
+        if (join_await_world(comm, o, 2, &first) != 0) {
+            rc = 1;
+            break;
+        }
+        pcclSharedStateSyncInfo_t si = {0};
+        pcclResult_t r = pcclSynchronizeSharedState(comm, &ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
+        if (r == pcclMasterConnectionFailed) {
+            rc = 1;
+            break;
+        }
+        if (r != pcclSuccess) {
+            emit_error(o, "sync_failed", r);
+            continue;
+        }
+        if (ss.revision >= o->steps) break;
+
+        memcpy(inner, outer, np * sizeof *inner);
+        float loss = 0;
+        for (uint32_t h = 0; h < H; h++) {
+            mnist_sampler_next(&sampler, idx, batch);
+            loss += mlp_loss_grad(inner, train.images, train.labels, idx, batch, grad, scratch);
+            adamw_step(&adam, &cfg, inner, grad);
+        }
+        loss /= (float)H;
+        outer_pseudo_grad(outer, inner, delta, np);
+        pcclReduceOpDescriptor_t d = {
+            .sendbuf = delta, .recvbuf = delta,
+            .descriptor = {.count = np, .op = pcclAvg, .tag = 0,
+                           .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNormal},
+                           .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}}};
+        pcclReduceInfo_t ri = {0};
+        r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
+        tx_total += ri.tx_bytes;
+        rx_total += ri.rx_bytes;
+        if (r == pcclTooFewPeers || r == pcclRankConnectionLost) {
+            retries++;
+            emit_error(o, "step_discarded", r);
+            continue;
+        }
+        if (r != pcclSuccess) {
+            fprintf(stderr, "pccl join: all-reduce failed: %s\n", pcclResultString(r));
+            rc = 1;
+            break;
+        }
+        outer_nesterov_step(outer, delta, momentum, np, o->outer_lr > 0 ? o->outer_lr : 0.7f,
+                            o->outer_momentum >= 0 ? o->outer_momentum : 0.9f);
+        ss.revision++;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "step");
+        cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
+        cJSON_AddNumberToObject(e, "world_size", ri.local_world_size);
+        cJSON_AddNumberToObject(e, "loss", loss);
+        cJSON_AddNumberToObject(e, "tx_bytes", (double)ri.tx_bytes);
+        cJSON_AddNumberToObject(e, "rx_bytes", (double)ri.rx_bytes);
+        cJSON_AddNumberToObject(e, "ss_tx_bytes", (double)si.tx_bytes);
+        cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
+        cJSON_AddNumberToObject(e, "ms", now_ms() - t0);
+        join_emit(o, e);
+    }
+    if (rc == 0) {
+        pcclSharedStateSyncInfo_t si = {0};
+        pcclResult_t r = pcclSynchronizeSharedState(comm, &ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
+        float acc = 0, tloss = 0;
+        mlp_evaluate(outer, &test, scratch, &acc, &tloss);
+        char hp[17], hm[17];
+        join_hex64(pccl_simplehash(outer, np * sizeof *outer), hp);
+        join_hex64(pccl_simplehash(momentum, np * sizeof *momentum), hm);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "done");
+        cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
+        cJSON_AddNumberToObject(e, "test_accuracy", acc);
+        cJSON_AddNumberToObject(e, "test_loss", tloss);
+        cJSON_AddStringToObject(e, "hash", hp);
+        cJSON_AddStringToObject(e, "momentum_hash", hm);
+        cJSON_AddBoolToObject(e, "final_sync_ok", r == pcclSuccess);
+        cJSON_AddNumberToObject(e, "allreduce_tx_bytes", (double)tx_total);
+        cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)rx_total);
+        cJSON_AddNumberToObject(e, "retries", (double)retries);
+        join_emit(o, e);
+    }
+out:
+    mnist_free(&train);
+    mnist_free(&test);
+    free(outer);
+    free(momentum);
+    free(inner);
+    free(grad);
+    free(delta);
+    free(idx);
+    mlp_scratch_free(scratch);
+    adamw_free(&adam);
+    mnist_sampler_free(&sampler);
+    return rc;
+}

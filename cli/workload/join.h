@@ -1,0 +1,43 @@
+/*
+ * join.h - what `pccl join` runs once connected: the canonical PCCL loop
+ * (update topology, sync shared state, all-reduce, deterministic update)
+ * around a workload.
+ */
+#ifndef PCCL_JOIN_H
+#define PCCL_JOIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pccl.h"
+
+typedef struct join_opts {
+    const char *workload; /* "fashion-mnist" or "synthetic" */
+    uint64_t steps;       /* stop when the shared-state revision reaches this */
+    uint32_t peer_group;
+    const char *data_dir;
+    int json;
+    uint64_t size_bytes; /* synthetic: bytes all-reduced per step */
+    uint32_t tensors;    /* synthetic: concurrent all-reduces per step */
+    uint32_t pool;       /* p2p connection pool size */
+    uint64_t seed;
+    uint32_t inner_steps; /* DiLoCo H */
+    uint32_t batch;
+    float inner_lr, outer_lr, outer_momentum;
+    uint32_t step_delay_ms; /* synthetic: pause per step (lets tests kill peers mid-run) */
+} join_opts_t;
+
+struct cJSON;
+/* Prints one event (a JSON object) as one line: JSON with --json, else "key=value" pairs; frees obj. */
+void join_emit(const join_opts_t *o, struct cJSON *obj);
+/* Hex string of a 64-bit hash (static buffer per call site is not used: out must hold 17 bytes). */
+void join_hex64(uint64_t v, char out[17]);
+
+/* Accepts pending peers until that succeeds and the group has at least min_world peers.
+ * *first marks the first call after pcclConnect. 0, or -1 if the master is gone. */
+int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first);
+
+int workload_synthetic(pcclComm_t *comm, const join_opts_t *o);
+int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o);
+
+#endif

@@ -1,0 +1,65 @@
+/* join_common.c - reporting and topology helpers shared by the join workloads. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "join.h"
+
+void join_hex64(uint64_t v, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)v); }
+
+void join_emit(const join_opts_t *o, cJSON *obj) {
+    if (o->json) {
+        char *s = cJSON_PrintUnformatted(obj);
+        if (s) printf("%s\n", s);
+        cJSON_free(s);
+    } else {
+        const cJSON *it;
+        int first = 1;
+        cJSON_ArrayForEach(it, obj) {
+            if (!first) fputc(' ', stdout);
+            first = 0;
+            if (cJSON_IsString(it)) printf("%s=%s", it->string, it->valuestring);
+            else if (cJSON_IsBool(it)) printf("%s=%s", it->string, cJSON_IsTrue(it) ? "true" : "false");
+            else if (cJSON_IsNumber(it) && it->valuedouble == (double)(long long)it->valuedouble)
+                printf("%s=%lld", it->string, (long long)it->valuedouble);
+            else if (cJSON_IsNumber(it)) printf("%s=%.4f", it->string, it->valuedouble);
+        }
+        fputc('\n', stdout);
+    }
+    fflush(stdout);
+    cJSON_Delete(obj);
+}
+
+int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first) {
+    /* pcclConnect returned inside the same accept round that the others' pcclUpdateTopology
+     * completed, so a newcomer skips its first update or it would vote alone (PCCL's "if i > 0"). */
+    if (*first) {
+        *first = 0;
+        int ws = 0;
+        pcclGetAttribute(comm, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
+        if (ws >= min_world) return 0;
+    }
+    for (int attempt = 0;; attempt++) {
+        pcclResult_t r = pcclUpdateTopology(comm);
+        if (r == pcclMasterConnectionFailed) return -1;
+        if (r != pcclSuccess) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "event", "update_topology_failed");
+            cJSON_AddStringToObject(e, "error", pcclResultString(r));
+            join_emit(o, e);
+            usleep(100000);
+            continue;
+        }
+        int ws = 0;
+        pcclGetAttribute(comm, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
+        if (ws >= min_world) return 0;
+        if (attempt % 50 == 0) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "event", "waiting_for_peers");
+            cJSON_AddNumberToObject(e, "world_size", ws);
+            join_emit(o, e);
+        }
+        usleep(100000);
+    }
+}
