@@ -27,6 +27,7 @@ static const cli_flag_t flags[] = {
     {"outer-momentum", required_argument, "MU", "fashion-mnist: outer Nesterov momentum (default 0.9)"},
     {"seed", required_argument, "S", "data-order seed of this peer (default: from the pid)"},
     {"step-delay", required_argument, "MS", "synthetic: pause after each step"},
+    {"min-world", required_argument, "N", "wait for N peers in the group before the first step (default 2)"},
     {"json", no_argument, NULL, "print one JSON object per event"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
@@ -120,6 +121,9 @@ static int run(int argc, char **argv) {
         } else if (!strcmp(n, "step-delay")) {
             bad = parse_u64(optarg, 60000, &v);
             o.step_delay_ms = (uint32_t)v;
+        } else if (!strcmp(n, "min-world")) {
+            bad = parse_u64(optarg, 4096, &v) || v < 2;
+            o.min_world = (uint32_t)v;
         } else if (!strcmp(n, "json")) {
             o.json = 1;
         } else {

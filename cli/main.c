@@ -12,6 +12,7 @@
 static const cli_command_t *const commands[] = {
     &cli_cmd_master,
     &cli_cmd_join,
+    &cli_cmd_solve_topology,
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

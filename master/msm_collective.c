@@ -248,6 +248,8 @@ void msm_coll_on_departure(msm_t *m, msm_group_t *g, uint64_t conn) {
         for (msm_coll_t *c = g->colls; c; c = c->next) {
             if (!has_member(c, conn)) continue;
             if (c->running) {
+                PLOG_INFO("master", "group %u tag %llu: member conn=%llu left mid-operation, aborting", g->id,
+                          (unsigned long long)c->tag, (unsigned long long)conn);
                 /* Remove the departed member first so it is not messaged. */
                 for (int i = 0; i < c->nvoters; i++)
                     if (c->voters[i] == conn) {

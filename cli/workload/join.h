@@ -25,6 +25,7 @@ typedef struct join_opts {
     uint32_t batch;
     float inner_lr, outer_lr, outer_momentum;
     uint32_t step_delay_ms; /* synthetic: pause per step (lets tests kill peers mid-run) */
+    uint32_t min_world;     /* wait for this many peers before the first step (default 2) */
 } join_opts_t;
 
 struct cJSON;

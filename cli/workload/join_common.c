@@ -32,6 +32,10 @@ void join_emit(const join_opts_t *o, cJSON *obj) {
 }
 
 int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first) {
+    /* Until the first step ran, wait for --min-world peers so that runs start together. */
+    static int started;
+    if (!started && (int)o->min_world > min_world) min_world = (int)o->min_world;
+    started = 1;
     /* pcclConnect returned inside the same accept round that the others' pcclUpdateTopology
      * completed, so a newcomer skips its first update or it would vote alone (PCCL's "if i > 0"). */
     if (*first) {

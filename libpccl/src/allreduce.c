@@ -153,11 +153,18 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         send_done(o, 1);
         /* Keep the backup until everyone confirmed: another peer may still fail. */
         if (wait_for(o, ended) != 0) result = pcclMasterConnectionFailed;
-        else if (!o->end_ok) result = pcclRankConnectionLost;
+        else if (!o->end_ok) {
+            result = pcclRankConnectionLost;
+            PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
+                      (unsigned long long)o->tag);
+        }
     } else {
         if (rc != RING_ABORTED) {
             PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io.err);
             send_done(o, 0);
+        } else {
+            PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
+                      (unsigned long long)o->tag);
         }
         result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
     }

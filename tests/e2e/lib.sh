@@ -1,0 +1,92 @@
+# lib.sh - helpers for end-to-end tests: processes on loopback, every wait
+# bounded, every process started here killed by PID on exit.
+set -u
+BIN=${1:?usage: $0 BIN_DIR}
+PCCL="$BIN/pccl"
+WORK=$(mktemp -d /tmp/pccl-e2e.XXXXXX)
+PIDS=()
+
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    if [ "${KEEP_WORK:-0}" = 1 ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; } >&2; done
+    exit 1
+}
+
+# start_master: sets MASTER_PID and PORT
+start_master() {
+    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen 127.0.0.1:0 > "$WORK/master.log" 2>&1 &
+    MASTER_PID=$!
+    PIDS+=("$MASTER_PID")
+    for _ in $(seq 1 100); do
+        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
+        [ -n "$PORT" ] && return 0
+        sleep 0.05
+    done
+    fail "master did not start"
+}
+
+# start_peer NAME ARGS...: sets LAST_PID; output in $WORK/NAME.log
+start_peer() {
+    local name=$1; shift
+    "$PCCL" join --master "127.0.0.1:$PORT" --json "$@" > "$WORK/$name.log" 2> "$WORK/$name.err" &
+    LAST_PID=$!
+    PIDS+=("$LAST_PID")
+}
+
+# wait_pid PID SECONDS: waits for exit, returns its status, fails on timeout
+wait_pid() {
+    local pid=$1 limit=$2 i
+    for i in $(seq 1 $((limit * 20))); do
+        if ! kill -0 "$pid" 2>/dev/null; then wait "$pid"; return $?; fi
+        sleep 0.05
+    done
+    fail "process $pid still running after ${limit}s"
+}
+
+# count_events FILE EVENT
+count_events() { grep -c "\"event\":\"$2\"" "$1" 2>/dev/null || true; }
+
+# wait_events FILE EVENT N SECONDS
+wait_events() {
+    local i
+    for i in $(seq 1 $(($4 * 20))); do
+        [ "$(count_events "$1" "$2")" -ge "$3" ] && return 0
+        sleep 0.05
+    done
+    fail "$1: fewer than $3 '$2' events after $4 s"
+}
+
+# json_field FILE EVENT FIELD: value of FIELD in the last EVENT line
+json_field() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+val = None
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line.startswith('{'): continue
+    o = json.loads(line)
+    if o.get('event') == sys.argv[2] and sys.argv[3] in o: val = o[sys.argv[3]]
+print('' if val is None else (str(val).lower() if isinstance(val, bool) else val))
+PY
+}
+
+# sum_field FILE EVENT FIELD: sum over all EVENT lines
+sum_field() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+s = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if line.startswith('{'):
+        o = json.loads(line)
+        if o.get('event') == sys.argv[2]: s += o.get(sys.argv[3], 0)
+print(int(s))
+PY
+}
