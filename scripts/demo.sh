@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# demo.sh - the main job: a pccl master on loopback and 4 peers training a
+# 784-128-10 MLP on Fashion-MNIST with DiLoCo. Mid-run one peer is SIGKILLed
+# and a new one joins through the accept phase and receives the shared state.
+# At the end: test accuracy and every surviving peer's shared-state hash.
+#
+# Environment: STEPS (outer steps, default 100), INNER (inner steps, default 30),
+# PEERS (default 4), KEEP_LOGS=1 to keep the logs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+./scripts/build.sh build
+PCCL=$PWD/build/bin/pccl
+STEPS=${STEPS:-100}
+INNER=${INNER:-30}
+PEERS=${PEERS:-4}
+LOGS=$(mktemp -d /tmp/pccl-demo.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [ "${KEEP_LOGS:-0}" = 1 ] && echo "logs: $LOGS" || rm -rf "$LOGS"
+}
+trap cleanup EXIT
+
+"$PCCL" master --listen 127.0.0.1:0 > "$LOGS/master.log" 2>&1 &
+MASTER=$!; PIDS+=("$MASTER")
+PORT=""
+for _ in $(seq 1 100); do
+    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$LOGS/master.log" | sed 's/.*://' || true)
+    [ -n "$PORT" ] && break; sleep 0.05
+done
+[ -n "$PORT" ] || { echo "master did not start"; cat "$LOGS/master.log"; exit 1; }
+echo "master on 127.0.0.1:$PORT; $PEERS peers, $STEPS outer steps of $INNER inner AdamW steps"
+
+peer() { # peer NAME: starts `pccl join` in the background, sets LAST
+    "$PCCL" join --master "127.0.0.1:$PORT" --workload fashion-mnist --steps "$STEPS" --inner-steps "$INNER" \
+        --min-world "$PEERS" --seed "$RANDOM$RANDOM" --json > "$LOGS/$1.log" 2> "$LOGS/$1.err" &
+    LAST=$!; PIDS+=("$LAST")
+}
+revision() { grep -o '"revision":[0-9]*' "$LOGS/$1.log" 2>/dev/null | tail -1 | cut -d: -f2 || true; }
+
+declare -A PID_OF
+for i in $(seq 1 "$PEERS"); do peer "peer$i"; PID_OF[peer$i]=$LAST; done
+start=$(date +%s)
+victim=peer$PEERS
+# Kill one peer once a third of the run is done, then let a new one join.
+until [ "$(revision peer1)" != "" ] && [ "$(revision peer1)" -ge $((STEPS / 3)) ]; do
+    sleep 0.2
+    [ $(( $(date +%s) - start )) -lt 600 ] || { echo "no progress"; exit 1; }
+done
+kill -9 "${PID_OF[$victim]}"
+wait "${PID_OF[$victim]}" 2>/dev/null || true
+echo "t=$(( $(date +%s) - start ))s revision $(revision peer1): SIGKILLed $victim"
+sleep 1
+peer newcomer; PID_OF[newcomer]=$LAST
+echo "t=$(( $(date +%s) - start ))s started newcomer"
+
+survivors=()
+for n in "${!PID_OF[@]}"; do [ "$n" = "$victim" ] || survivors+=("$n"); done
+fail=0
+for n in "${survivors[@]}"; do
+    if ! wait "${PID_OF[$n]}"; then echo "$n exited with an error:"; tail -5 "$LOGS/$n.err"; fail=1; fi
+done
+echo "finished in $(( $(date +%s) - start ))s"
+python3 - "$LOGS" "${survivors[@]}" <<'PY' || fail=1
+import json, sys
+logs, names = sys.argv[1], sorted(sys.argv[2:])
+rows, hashes = [], set()
+for n in names:
+    done, first, rx = None, None, 0
+    for line in open(f"{logs}/{n}.log"):
+        if not line.startswith("{"): continue
+        o = json.loads(line)
+        if o.get("event") == "step":
+            first = first if first is not None else o["revision"]
+            rx += o.get("ss_rx_bytes", 0)
+        if o.get("event") == "done": done = o
+    if not done:
+        print(f"{n}: no final report"); sys.exit(1)
+    hashes.add((done["hash"], done["momentum_hash"]))
+    rows.append((n, first, done["revision"], rx, done["test_accuracy"], done["hash"], done["momentum_hash"]))
+print(f"{'peer':10} {'first rev':>9} {'final rev':>9} {'state rx B':>10} {'test acc':>8}  shared-state hash (params / momentum)")
+for r in rows:
+    print(f"{r[0]:10} {r[1]:>9} {r[2]:>9} {r[3]:>10} {r[4]:>8.4f}  {r[5]} / {r[6]}")
+acc = rows[0][4]
+print(f"test accuracy: {acc:.4f}")
+print("shared-state hashes equal on all surviving peers:", "yes" if len(hashes) == 1 else "NO")
+sys.exit(0 if len(hashes) == 1 and acc >= 0.80 else 1)
+PY
+kill -INT "$MASTER"; wait "$MASTER" || true
+exit $fail
