@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# CLI behaviour of the pccl binary: help, version, usage errors, master lifecycle.
+
+setup() {
+    PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
+    TMP=$(mktemp -d)
+}
+
+teardown() {
+    [ -n "${MPID:-}" ] && kill -9 "$MPID" 2>/dev/null || true
+    [ -n "${SPID:-}" ] && kill -9 "$SPID" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+
+start_master() {
+    "$PCCL" master --listen 127.0.0.1:0 > "$TMP/master.out" 2> "$TMP/master.err" &
+    MPID=$!
+    for _ in $(seq 1 100); do
+        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        [ -n "$PORT" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+@test "pccl --help lists every command and exits 0" {
+    run "$PCCL" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"master"* ]]
+    [[ "$output" == *"join"* ]]
+}
+
+@test "pccl without arguments prints usage and exits 2" {
+    run "$PCCL"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"usage: pccl"* ]]
+}
+
+@test "pccl --version prints the version" {
+    run "$PCCL" --version
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ ^pccl\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+}
+
+@test "pccl help CMD and CMD --help show the command's flags" {
+    run "$PCCL" help master
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--listen"* ]]
+    run "$PCCL" join --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--workload"* ]]
+}
+
+@test "an unknown command is a usage error (exit 2)" {
+    run "$PCCL" frobnicate
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown command"* ]]
+}
+
+@test "an unknown flag is a usage error (exit 2)" {
+    run "$PCCL" master --bogus
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown option '--bogus'"* ]]
+    run "$PCCL" join --master 127.0.0.1:1 --nope
+    [ "$status" -eq 2 ]
+}
+
+@test "bad flag values are usage errors (exit 2)" {
+    run "$PCCL" master --listen not-an-address
+    [ "$status" -eq 2 ]
+    run "$PCCL" join --master 127.0.0.1:99999
+    [ "$status" -eq 2 ]
+    run "$PCCL" join --master 127.0.0.1:1 --workload bogus
+    [ "$status" -eq 2 ]
+    run "$PCCL" join --master 127.0.0.1:1 --steps -3
+    [ "$status" -eq 2 ]
+    run "$PCCL" join
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--master HOST:PORT is required"* ]]
+}
+
+@test "pccl master starts, and stops cleanly on SIGINT and on SIGTERM" {
+    start_master
+    kill -INT "$MPID"
+    run timeout 10 tail --pid="$MPID" -f /dev/null
+    [ "$status" -eq 0 ]
+    wait "$MPID"
+    MPID=
+    start_master
+    kill -TERM "$MPID"
+    wait "$MPID"
+    MPID=
+}
+
+@test "a port in use is a one-line error and exit 1" {
+    start_master
+    run timeout 10 "$PCCL" master --listen 127.0.0.1:"$PORT"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"cannot listen on 127.0.0.1:$PORT"* ]]
+}
+
+@test "an unreachable master is an error within a bounded time" {
+    run timeout 20 "$PCCL" join --master 127.0.0.1:1 --workload synthetic
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"cannot join the run"* ]]
+}
+
+@test "a master that never answers the handshake times out (PCCL_CONNECT_TIMEOUT_MS)" {
+    python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept(); time.sleep(30)
+' > "$TMP/port" &
+    SPID=$!
+    for _ in $(seq 1 50); do [ -s "$TMP/port" ] && break; sleep 0.1; done
+    start=$(date +%s)
+    PCCL_CONNECT_TIMEOUT_MS=500 run timeout 20 "$PCCL" join --master 127.0.0.1:"$(cat "$TMP/port")" --workload synthetic
+    [ "$status" -eq 1 ]
+    [ $(( $(date +%s) - start )) -le 5 ]
+}
+
+@test "join --json reports steps as one JSON object per line" {
+    start_master
+    "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 3 --json > "$TMP/a.log" &
+    A=$!
+    run timeout 30 "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 3 --json
+    [ "$status" -eq 0 ]
+    wait "$A"
+    echo "$output" | python3 -c '
+import json, sys
+evs = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+steps = [e for e in evs if e["event"] == "step"]
+done = [e for e in evs if e["event"] == "done"]
+assert done and done[-1]["revision"] == 3, done
+for e in steps:
+    for k in ("revision", "world_size", "tx_bytes", "rx_bytes", "ms"): assert k in e, (k, e)
+'
+}
