@@ -94,12 +94,27 @@ static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
     }
 }
 
+static void on_shutdown(uv_shutdown_t *req, int status) {
+    mconn_t *c = req->data;
+    (void)status;
+    free(req);
+    if (!uv_is_closing((uv_handle_t *)&c->tcp)) uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
 static void sm_close(void *ctx, uint64_t conn, const char *reason) {
     pcclMasterInstance_t *m = ctx;
     mconn_t *c = find_conn(m, conn);
     if (!c) return;
     PLOG_INFO("master", "closing conn=%llu: %s", (unsigned long long)conn, reason);
-    close_conn(c); /* pending writes (the KICK) are flushed by libuv before the close completes */
+    /* uv_close would cancel the queued KICK; shutdown first flushes it, then the callback closes. */
+    c->closing = 1;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_shutdown_t *req = malloc(sizeof *req);
+    if (req) req->data = c;
+    if (!req || uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        free(req);
+        uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    }
 }
 
 /* Drops a connection for a transport-level reason and tells the state machine. */
@@ -220,10 +235,10 @@ static void on_stop(uv_async_t *a) {
     mconn_t *c = m->conns;
     while (c) {
         mconn_t *next = c->next;
-        if (!c->closing) {
-            c->closing = 1;
+        c->closing = 1;
+        if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
             uv_read_stop((uv_stream_t *)&c->tcp);
-            uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+            uv_close((uv_handle_t *)&c->tcp, on_conn_closed); /* also cancels a pending shutdown */
         }
         c = next;
     }

@@ -209,8 +209,12 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     if (!p) return;
     uint32_t group = p->group;
     int was_accepted = p->accepted;
+    if (p->establishing) m->round_lost_peer = 1; /* the ring being wired lost a member */
     free(p->ss_tensors);
-    *p = m->peers[--m->npeers];
+    /* Order-preserving removal: newcomers are appended to rings in table order. */
+    size_t at = (size_t)(p - m->peers);
+    memmove(p, p + 1, (size_t)(m->npeers - 1 - (int)at) * sizeof *p);
+    m->npeers--;
     if (was_accepted) {
         msm_group_t *g = msm_group(m, group, 0);
         if (g) {

@@ -184,6 +184,7 @@ static void maybe_finish(msm_t *m, msm_group_t *g) {
         g->last_revision = g->ss_target;
         m->stats.syncs_completed++;
     }
+    msm_ss_reevaluate(m, g); /* votes that arrived during the distribution */
 }
 
 void msm_ss_reevaluate(msm_t *m, msm_group_t *g) {
@@ -215,10 +216,11 @@ void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
         return;
     }
     msm_group_t *g = msm_group(m, p->group, 0);
-    if (!g || g->ss_active) {
-        msm_kick(m, p, "SYNC_SHARED_STATE while the group's sync is distributing");
+    if (!g) {
+        msm_kick(m, p, "SYNC_SHARED_STATE from a peer without a group");
         return;
     }
+    /* A vote arriving while the group still distributes (e.g. a refused peer retrying) waits for the next round. */
     p->ss_phase = 1;
     p->ss_strategy = msg->u.sync.strategy;
     p->ss_revision = msg->u.sync.revision;

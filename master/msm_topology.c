@@ -64,6 +64,8 @@ static void send_establish(msm_t *m, msm_peer_t *to) {
     free(list);
 }
 
+static void maybe_start_round(msm_t *m);
+
 static void finish_round(msm_t *m) {
     int ok = 1;
     for (int i = 0; i < m->npeers; i++) {
@@ -95,6 +97,8 @@ static void finish_round(msm_t *m) {
         /* A newcomer that was not accepted keeps waiting for the next round. */
         send_topology_done(m, p, ok);
     }
+    /* Peers that registered meanwhile, or a failed round with nobody accepted left, start the next one. */
+    maybe_start_round(m);
 }
 
 static void maybe_start_round(msm_t *m) {
@@ -203,8 +207,7 @@ void msm_topo_on_optimize_vote(msm_t *m, msm_peer_t *p) {
 void msm_topo_on_departure(msm_t *m, uint64_t conn) {
     (void)conn;
     if (m->establishing) {
-        /* The departed peer was part of the ring being wired: the round fails once the rest reported. */
-        m->round_lost_peer = 1;
+        /* If the departed peer was being wired (round_lost_peer), the round fails once the rest reported. */
         maybe_finish_round(m);
     } else {
         maybe_start_round(m);

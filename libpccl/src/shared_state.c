@@ -48,12 +48,21 @@ void ss_serve_connection(pcclComm_t *c, int fd) {
     if (net_recv_all(fd, b4, 4) != 0) return;
     uint32_t n = wire_get_u32(b4);
     if (n > WIRE_MAX_TENSORS) return;
-    ss_serving_t *s = serving_get(c);
+    /* Read the whole request before answering: a requester that writes a long key list
+     * before reading must not block on a full socket while we block writing to it. */
+    char(*keys)[WIRE_MAX_KEY + 1] = malloc((size_t)(n ? n : 1) * sizeof *keys);
+    if (!keys) return;
     for (uint32_t i = 0; i < n; i++) {
         uint8_t kl;
-        char key[WIRE_MAX_KEY + 1];
-        if (net_recv_all(fd, &kl, 1) != 0 || net_recv_all(fd, key, kl) != 0) break;
-        key[kl] = 0;
+        if (net_recv_all(fd, &kl, 1) != 0 || net_recv_all(fd, keys[i], kl) != 0) {
+            free(keys);
+            return;
+        }
+        keys[i][kl] = 0;
+    }
+    ss_serving_t *s = serving_get(c);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *key = keys[i];
         const pcclTensorInfo_t *t = s ? find_tensor(s->state, key) : NULL;
         uint8_t hdr[9] = {t ? 0 : 1};
         uint64_t bytes = t ? tensor_bytes(t) : 0;
@@ -63,6 +72,7 @@ void ss_serve_connection(pcclComm_t *c, int fd) {
         if (s) atomic_fetch_add(&s->tx_bytes, bytes);
     }
     if (s) serving_put(c, s);
+    free(keys);
 }
 
 /* Fetches the tensors of the plan from its source; 0 on success. */
