@@ -122,6 +122,8 @@ static int commence(msm_t *m, msm_group_t *g, msm_coll_t *c) {
     w.u.commence.n = (uint32_t)n;
     w.u.commence.ring = ring;
     for (int i = 0; i < n; i++) msm_send(m, members[i], &w);
+    PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slot %u, %d peers", g->id, (unsigned long long)c->tag,
+               (unsigned long long)c->op_seq, slot, n);
     free(ring);
     return 1;
 }

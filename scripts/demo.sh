@@ -4,15 +4,15 @@
 # and a new one joins through the accept phase and receives the shared state.
 # At the end: test accuracy and every surviving peer's shared-state hash.
 #
-# Environment: STEPS (outer steps, default 100), INNER (inner steps, default 30),
+# Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
 # PEERS (default 4), KEEP_LOGS=1 to keep the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 ./scripts/build.sh build
 PCCL=$PWD/build/bin/pccl
-STEPS=${STEPS:-100}
-INNER=${INNER:-30}
+STEPS=${STEPS:-60}
+INNER=${INNER:-25}
 PEERS=${PEERS:-4}
 LOGS=$(mktemp -d /tmp/pccl-demo.XXXXXX)
 PIDS=()

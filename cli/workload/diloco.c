@@ -48,7 +48,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     const size_t np = MLP_NPARAMS;
     float *outer = malloc(np * sizeof *outer), *momentum = calloc(np, sizeof *momentum);
     float *inner = malloc(np * sizeof *inner), *grad = malloc(np * sizeof *grad), *delta = malloc(np * sizeof *delta);
-    uint32_t batch = o->batch ? o->batch : 64;
+    uint32_t batch = o->batch ? o->batch : 128;
     uint32_t *idx = malloc(batch * sizeof *idx);
     mlp_scratch_t *scratch = mlp_scratch_new(batch > 1000 ? batch : 1000);
     adamw_state_t adam = {0};
@@ -62,7 +62,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     }
     /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
     mlp_init(outer, 42);
-    adamw_config_t cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : 2e-3f);
+    adamw_config_t cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : 3e-3f);
     pcclTensorInfo_t infos[2] = {
         {.name = "mlp.params", .data = outer, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
         {.name = "outer.momentum", .data = momentum, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},

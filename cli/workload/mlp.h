@@ -56,8 +56,10 @@ void mlp_init(float *params, uint64_t seed);
 
 /*
  * Mean softmax cross-entropy over the batch and its gradient.
- * images: n_total*784 floats, labels: n_total labels (e.g. an mnist_set_t).
- * idx: batch example indices into images/labels, or NULL for rows 0..batch-1.
+ * images: n_total*784 floats, labels: n_total labels in 0..9 (e.g. an
+ * mnist_set_t, whose loader validates them; they are not re-checked per step).
+ * idx: batch example indices (< n_total) into images/labels, or NULL for rows
+ * 0..batch-1.
  * grad: MLP_NPARAMS floats, overwritten with d(mean loss)/d(params).
  * Returns the mean loss (NAN if batch == 0).
  */

@@ -20,7 +20,9 @@
 #define MNIST_CLASSES 10
 
 /* Where Debian's dataset-fashion-mnist package installs the data. */
+#ifndef MNIST_DEFAULT_DIR
 #define MNIST_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
+#endif
 
 typedef struct mnist_set {
     uint32_t n;      /* number of examples */

@@ -4,14 +4,16 @@
 # the remaining peers; the exact result checks and equal final hashes prove
 # that the retried sums started from the restored input.
 . "$(dirname "$0")/lib.sh"
+PCCL_LOG_LEVEL=debug start_master
 export PCCL_LOG_LEVEL=info
-start_master
 args=(--workload synthetic --steps 12 --size 48000000 --min-world 3)
 start_peer p1 "${args[@]}"; P1=$LAST_PID
 start_peer p2 "${args[@]}"; P2=$LAST_PID
 start_peer p3 "${args[@]}"; P3=$LAST_PID
 wait_events "$WORK/p1.log" step 3 60
-sleep 0.15   # an all-reduce of 48 MB takes several hundred ms here: land inside it
+# Kill just after the master commenced the next all-reduce (48 MB take several hundred ms here).
+for _ in $(seq 1 600); do [ "$(grep -c commenced "$WORK/master.log")" -ge 4 ] && break; sleep 0.01; done
+sleep 0.05
 kill -9 "$P2"
 for p in "$P1" "$P3"; do wait_pid "$p" 120 || fail "a surviving peer exited with $?"; done
 h=$(json_field "$WORK/p1.log" done hash)
