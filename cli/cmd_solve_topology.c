@@ -19,7 +19,7 @@
 static const cli_flag_t flags[] = {
     {"matrix", required_argument, "FILE", "bandwidth matrix in Mbit/s, CSV or JSON (row i = from peer i)"},
     {"json", no_argument, NULL, "print the result as one JSON object"},
-    {"time-limit", required_argument, "MS", "heuristic budget in ms (default 1000; 0 = one quick descent)"},
+    {"time-limit", required_argument, "MS", "heuristic budget in ms (default 1000; 0 = no deadline, deterministic descents only)"},
     {0},
 };
 

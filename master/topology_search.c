@@ -46,8 +46,8 @@ static void topo_note_best(topo_search_t *s, const topo_tour_t *r) {
 /* Iterated local search from cur (a local optimum): kick a copy, descend,
  * keep it when not worse. Ends at `until`, on a context stop, or after
  * `patience` kicks in a row without improvement (0: no such limit).
- * bottleneck_phase: also repair bad edges after each descent, and stop as
- * soon as cur has no bad edge. */
+ * bottleneck_phase: also repair bad edges after each descent, compare by
+ * the bad-edge count only, and stop as soon as cur has no bad edge. */
 static void topo_ils(topo_search_t *s, topo_tour_t *cur, topo_tour_t *trial, double until, long patience,
                      int bottleneck_phase) {
     long idle = 0;
@@ -58,7 +58,10 @@ static void topo_ils(topo_search_t *s, topo_tour_t *cur, topo_tour_t *trial, dou
         topo_descend(s, trial);
         if (bottleneck_phase) topo_repair(s, trial);
         topo_note_best(s, trial);
-        int cmp = topo_pen_cmp(trial, cur);
+        /* Bottleneck phase: only the bad-edge count matters, and walking the
+         * plateau of equal counts (whatever the sum) is what finds the way
+         * down; requiring the sum not to grow traps the walk in one basin. */
+        int cmp = bottleneck_phase ? (trial->bad > cur->bad) - (trial->bad < cur->bad) : topo_pen_cmp(trial, cur);
         idle = cmp < 0 ? 0 : idle + 1;
         if (cmp <= 0) {
             topo_tour_t sw = *cur;
@@ -167,10 +170,7 @@ int topo_search(topo_ctx_t *c, double bound, int iterate, int *order) {
     double phase_end = c->deadline_s > 0 ? start + 0.5 * (c->deadline_s - start) : start;
     long patience = 200 + 20L * n;
     if (topo_values_collect(&vs, c->bw, n, s.best_b, bound) != 0) rc = -2; /* then no phase 1 */
-    /* A probe that fails hands its ring to the next, lower probe: it has
-     * fewer bad edges there than the best ring has, and a probe cut short by
-     * its time slice does not lose its work. */
-    topo_tour_set(&s, &cur, s.best);
+    int handoff = 0;
     for (int first = 1; vs.m > 0; first = 0) {
         topo_set_slice(c, 0);
         if (topo_check_stop(c)) break;
@@ -178,12 +178,17 @@ int topo_search(topo_ctx_t *c, double bound, int iterate, int *order) {
         topo_set_slice(c, slice_end);
         /* The bound first: on typical matrices it is reachable. */
         s.thr = first ? topo_values_max(&vs) : topo_values_median(&vs);
-        topo_tour_eval(&s, &cur);
+        /* A probe cut short by its time slice hands its ring to the next,
+         * lower probe, so its work is not lost (large n); one that stalled
+         * restarts from the best ring, away from where it got stuck. */
+        if (handoff) topo_tour_eval(&s, &cur);
+        else topo_tour_set(&s, &cur, s.best);
         topo_mark_all(&s, &cur);
         topo_descend(&s, &cur);
         topo_repair(&s, &cur);
         topo_note_best(&s, &cur);
         if (cur.bad > 0 && iterate) topo_ils(&s, &cur, &trial, slice_end, patience, 1);
+        handoff = cur.bad > 0 && c->slice_over;
         if (cur.bad > 0) topo_values_keep_below(&vs, s.thr);
         topo_values_keep_above(&vs, s.best_b);
     }

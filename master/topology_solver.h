@@ -26,16 +26,18 @@
  * Algorithms (see docs/topology.md):
  *   - exact for n <= TOPO_EXACT_MAX_N (default; up to TOPO_EXACT_HARD_MAX_N
  *     through topo_options_t.exact_max_n): binary search for the optimal
- *     bottleneck B* over the distinct edge values, where "feasible" means a
+ *     bottleneck B* over the edge values, where "feasible" means a
  *     Hamiltonian cycle exists using only edges >= B* (bitset DP over
  *     subsets), then Held-Karp DP minimizing the sum of 1/bw over edges >= B*.
- *     n = 16 takes a few ms and ~4 MiB; n = 20 ~0.5 s and ~90 MiB.
+ *     n = 16 takes ~1-15 ms and ~4 MiB; n = 20 ~0.1-0.4 s and ~90 MiB.
  *   - heuristic above that: nearest-neighbour construction from several
  *     starts, a proven upper bound on the bottleneck (strong connectivity +
  *     cycle cover), a search that raises the bottleneck towards the bound,
  *     then iterated local search on the total time. All moves keep every
  *     segment's direction (asymmetric costs): 3-opt segment insertion
- *     (which includes or-opt), node swap, and a segment-reorder kick.
+ *     (which includes or-opt), node swap, a two-segment bad-edge repair and
+ *     a segment-reorder kick. At n = 12..20 with 50 ms it matched the exact
+ *     optimum on 899 of 900 test matrices.
  *
  * Time budget: the master runs a quick solve with TOPO_QUICK_TIME_MS (50 ms)
  * when the topology changes, then may keep a "moonshot" topo_solve running
@@ -54,7 +56,7 @@
 
 #define TOPO_EXACT_MAX_N 16      /* default: solve exactly when n <= this */
 #define TOPO_EXACT_HARD_MAX_N 20 /* exact DP refuses more (memory grows as 2^n * n) */
-#define TOPO_MAX_N 2048          /* larger inputs are rejected (memory ~ 3 * 8 n^2 bytes) */
+#define TOPO_MAX_N 2048          /* larger inputs are rejected (the solver allocates ~2 * 8 n^2 bytes) */
 #define TOPO_QUICK_TIME_MS 50.0  /* budget of the master's quick solve */
 #define TOPO_DEFAULT_TIME_MS 1000.0 /* default budget of `pccl solve-topology` */
 #define TOPO_TIME_RTOL 1e-9      /* relative tolerance when comparing total times */
@@ -71,8 +73,8 @@ typedef struct topo_solution {
 
 typedef struct topo_options {
     double time_limit_ms;      /* > 0: deadline for the whole call; <= 0: no deadline
-                                  (exact runs to the end, the heuristic does one
-                                  deterministic descent and no iterated search) */
+                                  (exact runs to the end, the heuristic only does
+                                  deterministic descents, no iterated search) */
     const atomic_bool *cancel; /* optional; when it becomes true the call returns
                                   the best ring found so far (within ~1 ms) */
     int exact_max_n;           /* exact when n <= this (clamped to TOPO_EXACT_HARD_MAX_N);
