@@ -21,6 +21,7 @@ struct pcclMasterInstanceState_t {
     uv_loop_t loop;
     uv_tcp_t server;
     uv_async_t stop_async;
+    uv_timer_t tick; /* silent-peer check */
     pthread_t thread;
     atomic_int running, interrupted, joined;
     msm_t *sm;

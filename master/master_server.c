@@ -123,6 +123,7 @@ static void drop_conn(mconn_t *c, const char *reason) {
     PLOG_WARN("master", "dropping conn=%llu: %s", (unsigned long long)c->id, reason);
     uint64_t id = c->id;
     close_conn(c);
+    msm_set_time(c->master->sm, uv_now(&c->master->loop));
     msm_on_disconnect(c->master->sm, id);
 }
 
@@ -170,6 +171,7 @@ static void process_frames(mconn_t *c) {
             drop_conn(c, why);
             return;
         }
+        msm_set_time(m->sm, uv_now(&m->loop));
         msm_on_packet(m->sm, c->id, &msg);
         wire_msg_free(&msg);
     }
@@ -225,8 +227,16 @@ static void on_connection(uv_stream_t *server, int status) {
         uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
         for (int i = 0; i < 16; i++) uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
     }
+    msm_set_time(m->sm, uv_now(&m->loop));
     msm_on_connect(m->sm, c->id, ip, uuid);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+/* Kicks peers that went silent (no heartbeat), e.g. a SIGSTOPped process whose kernel still ACKs. */
+static void on_tick(uv_timer_t *t) {
+    pcclMasterInstance_t *m = t->data;
+    msm_set_time(m->sm, uv_now(&m->loop));
+    msm_on_tick(m->sm);
 }
 
 static void on_stop(uv_async_t *a) {
@@ -244,6 +254,7 @@ static void on_stop(uv_async_t *a) {
     }
     uv_close((uv_handle_t *)&m->server, NULL);
     uv_close((uv_handle_t *)&m->stop_async, NULL);
+    uv_close((uv_handle_t *)&m->tick, NULL);
 }
 
 static void *loop_thread(void *arg) {
@@ -287,6 +298,12 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     m->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
     uv_async_init(&m->loop, &m->stop_async, on_stop);
     m->stop_async.data = m;
+    uv_timer_init(&m->loop, &m->tick);
+    m->tick.data = m;
+    const char *pt = getenv("PCCL_PEER_TIMEOUT_MS");
+    long timeout = pt && *pt ? strtol(pt, NULL, 10) : 10000;
+    msm_set_peer_timeout(m->sm, timeout > 0 ? (uint64_t)timeout : 0);
+    uv_timer_start(&m->tick, on_tick, 250, 250);
     *out = m;
     return pcclSuccess;
 }
@@ -323,6 +340,7 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
         /* Never run: close the listener and stop handle on this thread. */
         uv_close((uv_handle_t *)&m->server, NULL);
         uv_close((uv_handle_t *)&m->stop_async, NULL);
+        uv_close((uv_handle_t *)&m->tick, NULL);
         uv_run(&m->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&m->loop);

@@ -99,8 +99,26 @@ int msm_ring_append(msm_group_t *g, uint64_t conn) {
 
 msm_t *msm_create(msm_io_t io) {
     msm_t *m = calloc(1, sizeof *m);
-    if (m) m->io = io;
+    if (m) {
+        m->io = io;
+        m->peer_timeout = 10000;
+    }
     return m;
+}
+
+void msm_set_time(msm_t *m, uint64_t now_ms) { m->now = now_ms; }
+void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
+
+void msm_on_tick(msm_t *m) {
+    if (!m->peer_timeout) return;
+    for (;;) {
+        msm_peer_t *late = NULL;
+        for (int i = 0; i < m->npeers && !late; i++)
+            if (m->now > m->peers[i].last_seen + m->peer_timeout) late = &m->peers[i];
+        if (!late) return;
+        /* Kicking removes the peer, so rescan from the start each time (bounded by npeers). */
+        msm_kick(m, late, "no packet or heartbeat for %llu ms", (unsigned long long)(m->now - late->last_seen));
+    }
 }
 
 void msm_destroy(msm_t *m) {
@@ -129,6 +147,7 @@ void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t 
     msm_peer_t *p = &m->peers[m->npeers++];
     memset(p, 0, sizeof *p);
     p->conn = conn;
+    p->last_seen = m->now;
     memcpy(p->ip, ip, 4);
     memcpy(p->uuid, uuid, 16);
 }
@@ -163,6 +182,7 @@ static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     msm_peer_t *p = msm_find(m, conn);
     if (!p) return;
+    p->last_seen = m->now;
     if (!p->hello) {
         if (msg->type != C2M_HELLO) {
             msm_kick(m, p, "expected HELLO, got %s", wire_type_name(msg->type));
@@ -259,6 +279,7 @@ int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
     out->group = p->group;
     out->accepted = p->accepted;
     out->revision = p->ss_revision;
+    out->last_seen_ms = p->last_seen;
     out->state = !p->hello ? "connecting"
                  : p->establishing ? "establishing"
                  : p->vote_update ? "vote_accept"

@@ -32,6 +32,13 @@ typedef struct msm msm_t;
 msm_t *msm_create(msm_io_t io);
 void msm_destroy(msm_t *m);
 
+/* Current time in ms (monotonic), set by the caller before each event: the state machine reads no clock. */
+void msm_set_time(msm_t *m, uint64_t now_ms);
+/* A peer silent for longer than this (no packet, heartbeats included) is kicked; 0 disables. */
+void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms);
+/* Periodic check of silent peers. */
+void msm_on_tick(msm_t *m);
+
 /* A control connection was accepted from ip (IPv4, network order); uuid is fresh and random. */
 void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t uuid[16]);
 /* A decoded peer->master packet arrived on conn. */
@@ -49,6 +56,7 @@ typedef struct msm_peer_view {
     int accepted;
     const char *state;   /* e.g. "idle", "vote_accept", "establishing", "sync", "collective" */
     uint64_t revision;   /* last revision reported in a shared-state sync */
+    uint64_t last_seen_ms; /* time of its last packet (msm_set_time clock) */
 } msm_peer_view_t;
 
 typedef struct msm_stats {

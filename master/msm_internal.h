@@ -18,6 +18,7 @@ typedef struct msm_peer {
     uint16_t p2p_port;
     uint32_t group;
     uint32_t pool;
+    uint64_t last_seen; /* ms, msm clock */
     int hello;    /* HELLO received: registered */
     int accepted; /* phase PEER_ACCEPTED */
     /* run-wide votes */
@@ -69,6 +70,7 @@ struct msm {
     int round_lost_peer; /* a peer of the running round left: it fails */
     uint64_t next_op_seq;
     int in_reevaluate, reevaluate_pending;
+    uint64_t now, peer_timeout;
     msm_stats_t stats;
 };
 

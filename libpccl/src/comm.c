@@ -75,6 +75,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     if (c->pool_size > 64) c->pool_size = 64;
     c->timeout_ms = comm_env_int("PCCL_TIMEOUT_MS", 10000, 100, 3600000);
     c->connect_timeout_ms = comm_env_int("PCCL_CONNECT_TIMEOUT_MS", 10000, 100, 3600000);
+    c->heartbeat_ms = comm_env_int("PCCL_HEARTBEAT_MS", 1000, 10, 600000);
     c->main_thread = pthread_self();
     c->master_fd = -1;
     c->p2p.listen_fd = -1;
@@ -104,6 +105,10 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
     allreduce_abort_all(c);
     allreduce_join_all(c);
+    pthread_mutex_lock(&c->mu);
+    pthread_cond_broadcast(&c->cv); /* wakes the heartbeat thread */
+    pthread_mutex_unlock(&c->mu);
+    if (c->heartbeat_started) pthread_join(c->heartbeat, NULL);
     if (c->reader_started) pthread_join(c->reader, NULL);
     p2p_stop(c);
     if (c->master_fd >= 0) close(c->master_fd);
@@ -179,6 +184,30 @@ static void *reader_main(void *arg) {
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     allreduce_abort_all(c);
+    return NULL;
+}
+
+/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. */
+static void *heartbeat_main(void *arg) {
+    pcclComm_t *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!atomic_load(&c->shutting_down) && !atomic_load(&c->master_lost)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += c->heartbeat_ms / 1000;
+        ts.tv_nsec += (long)(c->heartbeat_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        if (atomic_load(&c->shutting_down) || atomic_load(&c->master_lost)) break;
+        pthread_mutex_unlock(&c->mu);
+        wire_msg_t hb = {.type = C2M_HEARTBEAT};
+        comm_send(c, &hb);
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
@@ -301,6 +330,10 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
         return pcclMasterConnectionFailed;
     }
     c->reader_started = 1;
+    /* The master answers heartbeats, so silence longer than the timeout means it is gone or hung;
+     * the send timeout bounds writes to a master that stopped reading. */
+    net_set_timeouts(c->master_fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
+    if (pthread_create(&c->heartbeat, NULL, heartbeat_main, c) == 0) c->heartbeat_started = 1;
     uint16_t tw[] = {M2C_WELCOME};
     wire_msg_t w;
     int rc = comm_wait(c, tw, 1, c->connect_timeout_ms, &w);

@@ -5,6 +5,8 @@
  *  - the user's main thread: every API call except the async all-reduce pair;
  *  - the control reader (comm.c): reads master packets, routes collective
  *    messages to their operation by tag, everything else to the inbox;
+ *  - the heartbeat thread (comm.c): a HEARTBEAT to the master every
+ *    PCCL_HEARTBEAT_MS so a hung peer is told apart from a busy one;
  *  - the p2p acceptor (p2p.c): accepts ring connections and shared-state requests;
  *  - one worker per in-flight all-reduce (allreduce.c);
  *  - one short-lived server thread per shared-state request (shared_state.c).
@@ -73,6 +75,9 @@ struct pcclComm_t {
     pthread_mutex_t send_mu; /* one writer at a time on master_fd */
     pthread_t reader;
     int reader_started;
+    pthread_t heartbeat;
+    int heartbeat_started;
+    int heartbeat_ms;
     atomic_int connected, accepted, master_lost, shutting_down;
     uint8_t uuid[16];
     char log_name[24]; /* "peer:xxxxxxxx" */
