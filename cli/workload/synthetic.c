@@ -114,11 +114,14 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         if (rc) break;
         for (size_t i = 0; i < n; i++) state[i] += buf[i] * 0.5f;
         ss.revision++;
+        char hex[17];
+        join_hex64(pccl_simplehash(state, n * sizeof *state), hex);
         int gws = 0;
         pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &gws);
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "step");
         cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
+        cJSON_AddStringToObject(e, "hash", hex);
         cJSON_AddNumberToObject(e, "world_size", ri.local_world_size);
         cJSON_AddNumberToObject(e, "global_world_size", gws);
         cJSON_AddNumberToObject(e, "tx_bytes", (double)ri.tx_bytes);

@@ -206,10 +206,6 @@ static pcclResult_t validate(const void *sendbuf, void *recvbuf, const pcclReduc
     if (!sendbuf || !recvbuf || !d || d->count == 0) return pcclInvalidArgument;
     pcclDataType_t dt = d->src_descriptor.datatype;
     if (pccl_dtype_size(dt) == 0) return pcclInvalidArgument;
-    if (dt == pcclFloat16 || dt == pcclBFloat16) {
-        PLOG_ERROR("pccl", "all-reduce of float16/bfloat16 is not supported yet");
-        return pcclInvalidArgument;
-    }
     if ((unsigned)d->op > pcclMin) return pcclInvalidArgument;
     if (d->quantization_options.algorithm != pcclQuantNone) {
         PLOG_ERROR("pccl", "quantized all-reduce is not supported yet (algorithm %d)",

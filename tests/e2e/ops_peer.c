@@ -4,7 +4,7 @@
  * Each peer knows its index RANK (given by the harness, not by pccl) so it can
  * compute the exact expected result of every op over every dtype from the
  * contributions f(rank, i) of all WORLD peers. Covers: every integer type,
- * float and double x sum/avg/prod/max/min; in place and out of place; several
+ * float, double, float16 and bfloat16 x sum/avg/prod/max/min; in place and out of place; several
  * async all-reduces in flight on a pool; parameter mismatch -> pcclInvalidUsage
  * on every peer; unsupported dtypes/quantization -> pcclInvalidArgument;
  * attributes; are-peers-pending; a duplicate in-flight tag.
@@ -32,10 +32,11 @@ static int failures;
 static int g_rank, g_world;
 
 /* Contribution of `rank` at element i, small enough that products never overflow. */
+static int is_int(pcclDataType_t dt);
+
 static double contrib(int rank, size_t i, pcclDataType_t dt) {
     int v = (int)((i * 31 + (size_t)rank * 17) % 5) + 1; /* 1..5 */
-    if (dt == pcclInt8 || dt == pcclInt16 || dt == pcclInt32 || dt == pcclInt64 || dt == pcclFloat ||
-        dt == pcclDouble)
+    if (dt == pcclInt8 || dt == pcclInt16 || dt == pcclInt32 || dt == pcclInt64 || !is_int(dt))
         if ((i + (size_t)rank) % 3 == 0) v = -v;
     return v;
 }
@@ -52,6 +53,8 @@ static void store(void *buf, size_t i, pcclDataType_t dt, double v) {
     case pcclInt64: ((int64_t *)buf)[i] = (int64_t)v; break;
     case pcclFloat: ((float *)buf)[i] = (float)v; break;
     case pcclDouble: ((double *)buf)[i] = v; break;
+    case pcclFloat16: ((uint16_t *)buf)[i] = pccl_float_to_half((float)v); break;
+    case pcclBFloat16: ((uint16_t *)buf)[i] = pccl_float_to_bf16((float)v); break;
     default: break;
     }
 }
@@ -68,11 +71,15 @@ static double load(const void *buf, size_t i, pcclDataType_t dt) {
     case pcclInt64: return (double)((const int64_t *)buf)[i];
     case pcclFloat: return ((const float *)buf)[i];
     case pcclDouble: return ((const double *)buf)[i];
+    case pcclFloat16: return pccl_half_to_float(((const uint16_t *)buf)[i]);
+    case pcclBFloat16: return pccl_bf16_to_float(((const uint16_t *)buf)[i]);
     default: return NAN;
     }
 }
 
-static int is_int(pcclDataType_t dt) { return dt != pcclFloat && dt != pcclDouble; }
+static int is_int(pcclDataType_t dt) {
+    return dt != pcclFloat && dt != pcclDouble && dt != pcclFloat16 && dt != pcclBFloat16;
+}
 
 static double expected(size_t i, pcclDataType_t dt, pcclRedOp_t op) {
     double acc = contrib(0, i, dt);
@@ -87,6 +94,8 @@ static double expected(size_t i, pcclDataType_t dt, pcclRedOp_t op) {
     }
     if (op == pcclAvg) acc = is_int(dt) ? trunc(acc / g_world) : acc / g_world;
     if (dt == pcclFloat) acc = (float)acc;
+    if (dt == pcclFloat16) acc = pccl_half_to_float(pccl_float_to_half((float)acc));
+    if (dt == pcclBFloat16) acc = pccl_bf16_to_float(pccl_float_to_bf16((float)acc));
     return acc;
 }
 
@@ -136,8 +145,8 @@ int main(int argc, char **argv) {
     bool pending = true;
     EXPECT(pcclArePeersPending(comm, &pending) == pcclSuccess && !pending, "peers pending");
 
-    const pcclDataType_t dts[] = {pcclUint8, pcclInt8, pcclUint16, pcclInt16, pcclUint32,
-                                  pcclInt32, pcclUint64, pcclInt64, pcclFloat, pcclDouble};
+    const pcclDataType_t dts[] = {pcclUint8, pcclInt8,  pcclUint16, pcclInt16,   pcclUint32, pcclInt32,
+                                  pcclUint64, pcclInt64, pcclFloat, pcclDouble, pcclFloat16, pcclBFloat16};
     const size_t counts[] = {1, 2, 7, 1000, 100003};
     uint64_t tag = 100;
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
@@ -204,8 +213,8 @@ int main(int argc, char **argv) {
     EXPECT(memcmp(x, y, sizeof x) == 0, "buffer changed by a rejected all-reduce");
 
     /* Locally invalid arguments never reach the master. */
-    pcclReduceDescriptor_t bad = desc(16, pcclSum, 6000, pcclFloat16);
-    EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "float16 accepted");
+    pcclReduceDescriptor_t bad = desc(16, pcclSum, 6000, (pcclDataType_t)1);
+    EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "reserved dtype accepted");
     bad = desc(16, pcclSum, 6001, pcclFloat);
     bad.quantization_options.algorithm = pcclQuantMinMax;
     EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "quantization accepted");
