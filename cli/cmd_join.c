@@ -28,6 +28,7 @@ static const cli_flag_t flags[] = {
     {"seed", required_argument, "S", "data-order seed of this peer (default: from the pid)"},
     {"step-delay", required_argument, "MS", "synthetic: pause after each step"},
     {"min-world", required_argument, "N", "wait for N peers in the group before the first step (default 2)"},
+    {"optimize", no_argument, NULL, "re-order the ring by measured bandwidth whenever the membership changed"},
     {"json", no_argument, NULL, "print one JSON object per event"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
@@ -124,6 +125,8 @@ static int run(int argc, char **argv) {
         } else if (!strcmp(n, "min-world")) {
             bad = parse_u64(optarg, 4096, &v) || v < 2;
             o.min_world = (uint32_t)v;
+        } else if (!strcmp(n, "optimize")) {
+            o.optimize = 1;
         } else if (!strcmp(n, "json")) {
             o.json = 1;
         } else {

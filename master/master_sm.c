@@ -130,6 +130,7 @@ void msm_destroy(msm_t *m) {
     }
     free(m->peers);
     free(m->groups);
+    free(m->bw);
     free(m);
 }
 
@@ -213,7 +214,8 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     switch (msg->type) {
     case C2M_UPDATE_TOPOLOGY: msm_topo_on_vote(m, p); break;
     case C2M_PEERS_PENDING: msm_topo_on_pending_vote(m, p); break;
-    case C2M_OPTIMIZE_TOPOLOGY: msm_topo_on_optimize_vote(m, p); break;
+    case C2M_OPTIMIZE_TOPOLOGY: msm_opt_on_vote(m, p); break;
+    case C2M_BENCH_RESULT: msm_opt_on_result(m, p, msg); break;
     case C2M_SYNC_SHARED_STATE: msm_ss_on_vote(m, p, msg); break;
     case C2M_SS_DIST_DONE: msm_ss_on_dist_done(m, p, msg->u.flag.value); break;
     case C2M_COLL_INIT: msm_coll_on_init(m, p, msg); break;

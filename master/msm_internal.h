@@ -24,6 +24,7 @@ typedef struct msm_peer {
     /* run-wide votes */
     int vote_update, vote_pending, vote_optimize;
     int establishing, established_reported, established_ok;
+    int bench_pending; /* asked to measure bandwidth, no result yet */
     /* shared-state sync (ss_phase: 0 none, 1 voted, 2 distributing, 3 distribution done) */
     int ss_phase;
     int ss_dist_ok;
@@ -32,6 +33,11 @@ typedef struct msm_peer {
     uint32_t ss_n;
     wire_tensor_t *ss_tensors;
 } msm_peer_t;
+
+typedef struct msm_bw {
+    uint64_t from, to; /* conns */
+    double mbps;
+} msm_bw_t;
 
 typedef struct msm_coll {
     uint64_t tag;
@@ -66,7 +72,11 @@ struct msm {
     int npeers, cap_peers;
     msm_group_t *groups;
     int ngroups, cap_groups;
-    int establishing; /* an accept round is running */
+    int establishing; /* a wiring round is running */
+    int round_optimize; /* ... started by optimize topology (answered with OPTIMIZE_DONE) */
+    int optimizing, bench_failed; /* optimize topology: bandwidth measurements in progress */
+    msm_bw_t *bw; /* bandwidth store: measured directed pairs */
+    int nbw, cap_bw;
     int round_lost_peer; /* a peer of the running round left: it fails */
     uint64_t next_op_seq;
     int in_reevaluate, reevaluate_pending;
@@ -85,8 +95,15 @@ void msm_topo_on_registered(msm_t *m);
 void msm_topo_on_vote(msm_t *m, msm_peer_t *p);
 void msm_topo_on_established(msm_t *m, msm_peer_t *p, int ok);
 void msm_topo_on_pending_vote(msm_t *m, msm_peer_t *p);
-void msm_topo_on_optimize_vote(msm_t *m, msm_peer_t *p);
 void msm_topo_on_departure(msm_t *m, uint64_t conn);
+/* Starts a wiring round of all accepted peers for the current rings (optimize: no newcomers). */
+void msm_topo_start_rewire(msm_t *m);
+void msm_topo_finish_optimize(msm_t *m, int ok);
+
+void msm_opt_on_vote(msm_t *m, msm_peer_t *p);
+void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+void msm_opt_on_departure(msm_t *m, uint64_t conn);
+double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to);
 
 void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, int ok);

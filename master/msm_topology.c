@@ -73,6 +73,15 @@ static void finish_round(msm_t *m) {
         if (p->establishing && !p->established_ok) ok = 0;
     }
     if (m->round_lost_peer) ok = 0;
+    if (m->round_optimize) {
+        m->establishing = m->round_optimize = m->round_lost_peer = 0;
+        for (int i = 0; i < m->npeers; i++) m->peers[i].establishing = 0;
+        if (ok)
+            for (int i = 0; i < m->ngroups; i++) m->groups[i].wired = 1;
+        msm_topo_finish_optimize(m, ok);
+        maybe_start_round(m);
+        return;
+    }
     if (ok) {
         for (int i = 0; i < m->npeers; i++) {
             msm_peer_t *p = &m->peers[i];
@@ -102,7 +111,7 @@ static void finish_round(msm_t *m) {
 }
 
 static void maybe_start_round(msm_t *m) {
-    if (m->establishing) return;
+    if (m->establishing || m->optimizing) return;
     int newcomers = 0, unwired = 0, accepted = 0;
     for (int i = 0; i < m->npeers; i++) {
         if (m->peers[i].accepted) accepted++;
@@ -186,22 +195,29 @@ void msm_topo_on_pending_vote(msm_t *m, msm_peer_t *p) {
     }
 }
 
-void msm_topo_on_optimize_vote(msm_t *m, msm_peer_t *p) {
-    if (p->vote_optimize) {
-        msm_kick(m, p, "duplicate OPTIMIZE_TOPOLOGY vote");
-        return;
-    }
-    p->vote_optimize = 1;
-    if (!all_accepted_voted(m, offsetof(msm_peer_t, vote_optimize))) return;
-    /* Without bandwidth measurements the current ring is kept: "unchanged without error". */
+void msm_topo_finish_optimize(msm_t *m, int ok) {
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *q = &m->peers[i];
         if (!q->vote_optimize) continue;
         q->vote_optimize = 0;
         wire_msg_t r = {.type = M2C_OPTIMIZE_DONE};
-        r.u.flag.value = 1;
+        r.u.flag.value = (uint8_t)ok;
         msm_send(m, q->conn, &r);
     }
+}
+
+void msm_topo_start_rewire(msm_t *m) {
+    m->establishing = 1;
+    m->round_optimize = 1;
+    m->round_lost_peer = 0;
+    for (int i = 0; i < m->npeers; i++) {
+        msm_peer_t *p = &m->peers[i];
+        if (!p->accepted) continue;
+        p->establishing = 1;
+        p->established_reported = p->established_ok = 0;
+    }
+    for (int i = 0; i < m->npeers; i++)
+        if (m->peers[i].establishing) send_establish(m, &m->peers[i]);
 }
 
 void msm_topo_on_departure(msm_t *m, uint64_t conn) {
@@ -212,7 +228,7 @@ void msm_topo_on_departure(msm_t *m, uint64_t conn) {
     } else {
         maybe_start_round(m);
     }
-    /* Pending and optimize votes complete without the departed peer. */
+    /* Pending votes complete without the departed peer. */
     for (int i = 0; i < m->npeers; i++) {
         if (m->peers[i].vote_pending) {
             msm_peer_t *q = &m->peers[i];
@@ -221,12 +237,5 @@ void msm_topo_on_departure(msm_t *m, uint64_t conn) {
             break;
         }
     }
-    for (int i = 0; i < m->npeers; i++) {
-        if (m->peers[i].vote_optimize) {
-            msm_peer_t *q = &m->peers[i];
-            q->vote_optimize = 0;
-            msm_topo_on_optimize_vote(m, q);
-            break;
-        }
-    }
+    msm_opt_on_departure(m, conn);
 }

@@ -26,6 +26,7 @@ typedef struct join_opts {
     float inner_lr, outer_lr, outer_momentum;
     uint32_t step_delay_ms; /* synthetic: pause per step (lets tests kill peers mid-run) */
     uint32_t min_world;     /* wait for this many peers before the first step (default 2) */
+    int optimize;           /* run pcclOptimizeTopology whenever the world changed */
 } join_opts_t;
 
 struct cJSON;
@@ -37,6 +38,8 @@ void join_hex64(uint64_t v, char out[17]);
 /* Accepts pending peers until that succeeds and the group has at least min_world peers.
  * *first marks the first call after pcclConnect. 0, or -1 if the master is gone. */
 int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first);
+
+void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
 
 int workload_synthetic(pcclComm_t *comm, const join_opts_t *o);
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o);

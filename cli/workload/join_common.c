@@ -31,6 +31,23 @@ void join_emit(const join_opts_t *o, cJSON *obj) {
     cJSON_Delete(obj);
 }
 
+/* Re-orders the ring by measured bandwidth after the membership changed (all peers see the
+ * same global world size after an update, so they all call it together). */
+void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o) {
+    static int last_world = -1;
+    int gws = 0;
+    pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &gws);
+    if (!o->optimize || gws == last_world) return;
+    pcclResult_t r = pcclOptimizeTopology(comm);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "optimize_topology");
+    cJSON_AddBoolToObject(e, "ok", r == pcclSuccess);
+    if (r != pcclSuccess) cJSON_AddStringToObject(e, "error", pcclResultString(r));
+    cJSON_AddNumberToObject(e, "world_size", gws);
+    join_emit(o, e);
+    if (r == pcclSuccess) last_world = gws;
+}
+
 int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first) {
     /* Until the first step ran, wait for --min-world peers so that runs start together. */
     static int started;
@@ -42,7 +59,10 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
         *first = 0;
         int ws = 0;
         pcclGetAttribute(comm, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
-        if (ws >= min_world) return 0;
+        if (ws >= min_world) {
+            join_maybe_optimize(comm, o);
+            return 0;
+        }
     }
     for (int attempt = 0;; attempt++) {
         pcclResult_t r = pcclUpdateTopology(comm);
@@ -57,7 +77,10 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
         }
         int ws = 0;
         pcclGetAttribute(comm, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
-        if (ws >= min_world) return 0;
+        if (ws >= min_world) {
+            join_maybe_optimize(comm, o);
+            return 0;
+        }
         if (attempt % 50 == 0) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "event", "waiting_for_peers");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "allreduce.h"
+#include "bandwidth.h"
 #include "log.h"
 #include "net.h"
 #include "p2p.h"
@@ -403,6 +404,28 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
 
 pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcclArePeersPending(c, out); }
 
+/* Measures bandwidth toward each requested peer (one at a time, so this peer's
+ * probes do not compete with each other) and reports the results. */
+static int run_bench(pcclComm_t *c, const wire_msg_t *req) {
+    uint32_t n = req->u.bench_req.n;
+    wire_bw_t *res = calloc(n ? n : 1, sizeof *res);
+    if (!res) return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const wire_peer_t *t = &req->u.bench_req.peers[i];
+        bw_result_t r;
+        memcpy(res[i].uuid, t->uuid, 16);
+        res[i].mbps = bw_measure(t->ip, t->port, c->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
+                                 c->timeout_ms, &r) == 0 ? r.mbps : 0;
+        if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
+    }
+    wire_msg_t out = {.type = C2M_BENCH_RESULT};
+    out.u.bench_res.n = n;
+    out.u.bench_res.results = res;
+    int rc = comm_send(c, &out);
+    free(res);
+    return rc;
+}
+
 pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
     pcclComm_t *c = (pcclComm_t *)cc;
     pcclResult_t r = comm_check_ready(c);
@@ -410,12 +433,28 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
     wire_msg_t v = {.type = C2M_OPTIMIZE_TOPOLOGY};
     if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
-    uint16_t t[] = {M2C_OPTIMIZE_DONE};
-    wire_msg_t m;
-    if (comm_wait(c, t, 1, -1, &m) != 0) return pcclMasterConnectionFailed;
-    int ok = m.u.flag.value;
-    wire_msg_free(&m);
-    return ok ? pcclSuccess : pcclTopologyOptimizationFailed;
+    /* The master may ask for measurements and then for re-wiring before it answers. */
+    for (;;) {
+        uint16_t t[] = {M2C_OPTIMIZE_DONE, M2C_BENCH_REQUEST, M2C_ESTABLISH_P2P};
+        wire_msg_t m;
+        if (comm_wait(c, t, 3, -1, &m) != 0) return pcclMasterConnectionFailed;
+        int rc = 0;
+        if (m.type == M2C_OPTIMIZE_DONE) {
+            int ok = m.u.flag.value;
+            wire_msg_free(&m);
+            return ok ? pcclSuccess : pcclTopologyOptimizationFailed;
+        }
+        if (m.type == M2C_BENCH_REQUEST) {
+            rc = run_bench(c, &m);
+        } else {
+            wire_msg_t e = {.type = C2M_P2P_ESTABLISHED};
+            e.u.flag.value = comm_establish(c, &m) == 0;
+            if (e.u.flag.value) comm_set_world(c, &m.u.establish.world);
+            rc = comm_send(c, &e);
+        }
+        wire_msg_free(&m);
+        if (rc != 0) return pcclMasterConnectionFailed;
+    }
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

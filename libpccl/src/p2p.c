@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bandwidth.h"
 #include "log.h"
 #include "net.h"
 
@@ -89,6 +90,9 @@ static void *handle_incoming(void *arg) {
         } else {
             close(a.fd);
         }
+    } else if (kind == P2P_KIND_BENCH) {
+        bw_serve_connection(a.fd, c->timeout_ms);
+        close(a.fd);
     } else if (kind == P2P_KIND_SHARED_STATE) {
         net_set_timeouts(a.fd, c->timeout_ms);
         ss_serve_connection(c, a.fd);

@@ -149,6 +149,22 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
     case M2C_KICK:
         wb_str(out, u->kick.reason);
         break;
+    case M2C_BENCH_REQUEST:
+        if (u->bench_req.n > WIRE_MAX_PEERS) goto bad;
+        wb_u32(out, u->bench_req.duration_ms);
+        wb_u32(out, u->bench_req.n);
+        for (uint32_t i = 0; i < u->bench_req.n; i++) wb_peer(out, &u->bench_req.peers[i]);
+        break;
+    case C2M_BENCH_RESULT:
+        if (u->bench_res.n > WIRE_MAX_PEERS) goto bad;
+        wb_u32(out, u->bench_res.n);
+        for (uint32_t i = 0; i < u->bench_res.n; i++) {
+            uint64_t bits;
+            memcpy(&bits, &u->bench_res.results[i].mbps, 8);
+            wb_bytes(out, u->bench_res.results[i].uuid, 16);
+            wb_u64(out, bits);
+        }
+        break;
     default:
         goto bad;
     }
@@ -327,6 +343,27 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case M2C_KICK:
         rd_str(&r, u->kick.reason, "reason");
         break;
+    case M2C_BENCH_REQUEST:
+        u->bench_req.duration_ms = rd_u32(&r, "duration");
+        u->bench_req.n = rd_u32(&r, "peer count");
+        if (rd_count(&r, u->bench_req.n, 22, WIRE_MAX_PEERS, "too many peers") == 0 && u->bench_req.n) {
+            u->bench_req.peers = calloc(u->bench_req.n, sizeof(wire_peer_t));
+            if (!u->bench_req.peers) { r.err = 1; r.what = "out of memory"; break; }
+            for (uint32_t i = 0; i < u->bench_req.n && !r.err; i++) rd_peer(&r, &u->bench_req.peers[i]);
+        }
+        break;
+    case C2M_BENCH_RESULT:
+        u->bench_res.n = rd_u32(&r, "result count");
+        if (rd_count(&r, u->bench_res.n, 24, WIRE_MAX_PEERS, "too many results") == 0 && u->bench_res.n) {
+            u->bench_res.results = calloc(u->bench_res.n, sizeof(wire_bw_t));
+            if (!u->bench_res.results) { r.err = 1; r.what = "out of memory"; break; }
+            for (uint32_t i = 0; i < u->bench_res.n && !r.err; i++) {
+                rd_bytes(&r, u->bench_res.results[i].uuid, 16, "result uuid");
+                uint64_t bits = rd_u64(&r, "result value");
+                memcpy(&u->bench_res.results[i].mbps, &bits, 8);
+            }
+        }
+        break;
     default:
         snprintf(err, errlen, "unknown message type %u", out->type);
         memset(out, 0, sizeof *out);
@@ -350,6 +387,8 @@ void wire_msg_free(wire_msg_t *m) {
     case M2C_ESTABLISH_P2P: free(m->u.establish.peers); break;
     case M2C_SS_PLAN: free(m->u.ss_plan.fetch); break;
     case M2C_COLL_COMMENCE: free(m->u.commence.ring); break;
+    case M2C_BENCH_REQUEST: free(m->u.bench_req.peers); break;
+    case C2M_BENCH_RESULT: free(m->u.bench_res.results); break;
     default: break;
     }
     memset(m, 0, sizeof *m);
@@ -380,6 +419,8 @@ const char *wire_type_name(uint16_t type) {
     case M2C_KICK: return "KICK";
     case M2C_OPTIMIZE_DONE: return "OPTIMIZE_DONE";
     case M2C_HEARTBEAT: return "HEARTBEAT_ACK";
+    case M2C_BENCH_REQUEST: return "BENCH_REQUEST";
+    case C2M_BENCH_RESULT: return "BENCH_RESULT";
     default: return "UNKNOWN";
     }
 }

@@ -34,6 +34,7 @@ typedef enum wire_type {
     C2M_COLL_DONE = 8,
     C2M_OPTIMIZE_TOPOLOGY = 9,
     C2M_HEARTBEAT = 10,
+    C2M_BENCH_RESULT = 11,
     C2M_MAX_,
     /* master -> peer */
     M2C_WELCOME = 101,
@@ -49,6 +50,7 @@ typedef enum wire_type {
     M2C_KICK = 111,
     M2C_OPTIMIZE_DONE = 112,
     M2C_HEARTBEAT = 113,
+    M2C_BENCH_REQUEST = 114,
     M2C_MAX_
 } wire_type_t;
 
@@ -80,6 +82,11 @@ typedef struct wire_tensor {
     uint64_t hash;
 } wire_tensor_t;
 
+typedef struct wire_bw {
+    uint8_t uuid[16];
+    double mbps; /* measured bandwidth to that peer, Mbit/s; <= 0 = measurement failed */
+} wire_bw_t;
+
 typedef struct wire_msg {
     uint16_t type;
     union {
@@ -107,6 +114,8 @@ typedef struct wire_msg {
         } commence;
         struct { uint64_t tag; uint8_t reason; } reject;
         struct { char reason[256]; } kick;
+        struct { uint32_t duration_ms; uint32_t n; wire_peer_t *peers; } bench_req; /* peers to measure toward */
+        struct { uint32_t n; wire_bw_t *results; } bench_res;
     } u;
 } wire_msg_t;
 

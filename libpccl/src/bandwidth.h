@@ -1,0 +1,38 @@
+/*
+ * bandwidth.h - point-to-point bandwidth measurement (internal).
+ *
+ * Sub-protocol on a p2p connection after the hello of kind P2P_KIND_BENCH:
+ *   client -> server: u8 direction (BW_CLIENT_SENDS or BW_SERVER_SENDS), u32 duration in ms
+ *   the sender streams bytes as fast as it can for that long, then half-closes;
+ *   the receiver counts bytes from the first to the last one; if the server was
+ *   the receiver it answers u64 bytes, u64 nanoseconds.
+ * Measuring at the receiver excludes the time the sender spends filling socket
+ * buffers. The result is in Mbit/s (10^6 bits per second).
+ */
+#ifndef PCCL_BANDWIDTH_H
+#define PCCL_BANDWIDTH_H
+
+#include <stdint.h>
+
+enum { BW_CLIENT_SENDS = 1, BW_SERVER_SENDS = 2 };
+#define BW_MAX_DURATION_MS 60000
+
+typedef struct bw_result {
+    uint64_t bytes;
+    uint64_t ns;
+    double mbps;
+} bw_result_t;
+
+/*
+ * Measures one direction over `streams` parallel connections to ip:port
+ * (a pccl peer's p2p port or a `pccl bench-bandwidth --server`).
+ * uuid identifies the caller in the hello. Bounded by duration_ms + timeout_ms.
+ * @return 0 and *out (summed over streams), or -1.
+ */
+int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], int direction, int duration_ms,
+               int streams, int timeout_ms, bw_result_t *out);
+
+/* Serves one BENCH connection whose hello was already read (blocking, bounded by timeout_ms). */
+void bw_serve_connection(int fd, int timeout_ms);
+
+#endif

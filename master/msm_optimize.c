@@ -1,0 +1,195 @@
+/*
+ * msm_optimize.c - optimize-topology consensus (run-wide).
+ *
+ * When every accepted peer voted OPTIMIZE_TOPOLOGY, the master asks peers to
+ * measure only the directed pairs missing from its bandwidth store
+ * (BENCH_REQUEST; each peer sends to its targets for MSM_PROBE_MS), stores the
+ * results, solves each group's ring with the ATSP solver within
+ * TOPO_QUICK_TIME_MS (maximize the bottleneck, then minimize the summed
+ * per-edge time; docs/topology.md), and, if a ring changed, runs a wiring
+ * round of the accepted peers only (no newcomers are admitted). Any failed
+ * measurement, failed wiring or departure answers OPTIMIZE_DONE(0): the
+ * peers' pcclOptimizeTopology returns pcclTopologyOptimizationFailed and a
+ * retry measures what is still missing.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "msm_internal.h"
+#include "topology_solver.h"
+
+#define MSM_PROBE_MS 300
+
+double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to) {
+    for (int i = 0; i < m->nbw; i++)
+        if (m->bw[i].from == from && m->bw[i].to == to) return m->bw[i].mbps;
+    return -1;
+}
+
+static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps) {
+    for (int i = 0; i < m->nbw; i++)
+        if (m->bw[i].from == from && m->bw[i].to == to) {
+            m->bw[i].mbps = mbps;
+            return 0;
+        }
+    if (m->nbw == m->cap_bw) {
+        int cap = m->cap_bw ? m->cap_bw * 2 : 64;
+        msm_bw_t *b = realloc(m->bw, (size_t)cap * sizeof *b);
+        if (!b) return -1;
+        m->bw = b;
+        m->cap_bw = cap;
+    }
+    m->bw[m->nbw++] = (msm_bw_t){from, to, mbps};
+    return 0;
+}
+
+static int all_voted(msm_t *m) {
+    int any = 0;
+    for (int i = 0; i < m->npeers; i++) {
+        if (!m->peers[i].accepted) continue;
+        any = 1;
+        if (!m->peers[i].vote_optimize) return 0;
+    }
+    return any;
+}
+
+/* Rings of 2 have one order; larger rings are re-solved from the store. */
+static void solve_groups(msm_t *m) {
+    for (int gi = 0; gi < m->ngroups; gi++) {
+        msm_group_t *g = &m->groups[gi];
+        int n = g->ring_len;
+        if (n < 3) continue;
+        double *bw = calloc((size_t)n * (size_t)n, sizeof *bw);
+        if (!bw) continue;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                if (i != j) bw[i * n + j] = msm_bw_get(m, g->ring[i], g->ring[j]);
+        topo_solution_t sol = {0};
+        if (topo_solve(bw, n, TOPO_QUICK_TIME_MS, NULL, &sol) == 0) {
+            /* Both rings are cyclic sequences starting at ring[0] (solver convention: order[0] == 0). */
+            int same = 1;
+            for (int i = 0; i < n; i++) same &= sol.order[i] == i;
+            if (!same) {
+                uint64_t *ring = malloc((size_t)n * sizeof *ring);
+                if (ring) {
+                    for (int i = 0; i < n; i++) ring[i] = g->ring[sol.order[i]];
+                    memcpy(g->ring, ring, (size_t)n * sizeof *ring);
+                    free(ring);
+                    g->wired = 0;
+                    PLOG_INFO("master", "group %u: new ring, bottleneck %.1f Mbit/s%s", g->id, sol.bottleneck_mbps,
+                              sol.optimal ? " (proven optimal)" : "");
+                }
+            }
+        }
+        topo_solution_free(&sol);
+        free(bw);
+    }
+}
+
+static void finish(msm_t *m) {
+    m->optimizing = 0;
+    if (m->bench_failed) {
+        m->bench_failed = 0;
+        msm_topo_finish_optimize(m, 0);
+        return;
+    }
+    solve_groups(m);
+    int unwired = 0;
+    for (int i = 0; i < m->ngroups; i++)
+        if (m->groups[i].ring_len >= 2 && !m->groups[i].wired) unwired = 1;
+    if (unwired) msm_topo_start_rewire(m);
+    else msm_topo_finish_optimize(m, 1);
+}
+
+static void maybe_start(msm_t *m) {
+    if (m->optimizing || m->establishing || !all_voted(m)) return;
+    int asked = 0;
+    for (int i = 0; i < m->npeers; i++) {
+        msm_peer_t *p = &m->peers[i];
+        msm_group_t *g = p->accepted ? msm_group(m, p->group, 0) : NULL;
+        if (!g || g->ring_len < 3) continue;
+        wire_peer_t *targets = calloc((size_t)g->ring_len, sizeof *targets);
+        if (!targets) continue;
+        uint32_t nt = 0;
+        for (int r = 0; r < g->ring_len; r++) {
+            msm_peer_t *q = msm_find(m, g->ring[r]);
+            if (!q || q == p || msm_bw_get(m, p->conn, q->conn) > 0) continue;
+            memcpy(targets[nt].uuid, q->uuid, 16);
+            memcpy(targets[nt].ip, q->ip, 4);
+            targets[nt++].port = q->p2p_port;
+        }
+        if (nt) {
+            wire_msg_t req = {.type = M2C_BENCH_REQUEST};
+            req.u.bench_req.duration_ms = MSM_PROBE_MS;
+            req.u.bench_req.n = nt;
+            req.u.bench_req.peers = targets;
+            msm_send(m, p->conn, &req);
+            p->bench_pending = 1;
+            asked = 1;
+        }
+        free(targets);
+    }
+    if (asked) {
+        m->optimizing = 1;
+        m->bench_failed = 0;
+        return;
+    }
+    m->optimizing = 1;
+    finish(m);
+}
+
+void msm_opt_on_vote(msm_t *m, msm_peer_t *p) {
+    if (p->vote_optimize) {
+        msm_kick(m, p, "duplicate OPTIMIZE_TOPOLOGY vote");
+        return;
+    }
+    if (p->vote_update || p->ss_phase || msm_peer_in_running_coll(m, p)) {
+        msm_kick(m, p, "OPTIMIZE_TOPOLOGY while another operation of this peer is in progress");
+        return;
+    }
+    p->vote_optimize = 1;
+    maybe_start(m);
+}
+
+static void maybe_finish(msm_t *m) {
+    if (!m->optimizing) return;
+    for (int i = 0; i < m->npeers; i++)
+        if (m->peers[i].bench_pending) return;
+    finish(m);
+}
+
+void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
+    if (!p->bench_pending) {
+        msm_kick(m, p, "BENCH_RESULT without a request");
+        return;
+    }
+    p->bench_pending = 0;
+    for (uint32_t i = 0; i < msg->u.bench_res.n; i++) {
+        const wire_bw_t *r = &msg->u.bench_res.results[i];
+        msm_peer_t *q = NULL;
+        for (int k = 0; k < m->npeers && !q; k++)
+            if (memcmp(m->peers[k].uuid, r->uuid, 16) == 0) q = &m->peers[k];
+        if (!q || !isfinite(r->mbps) || r->mbps <= 0 || q->group != p->group) {
+            /* A failed or nonsensical measurement fails this optimization; the pair stays missing. */
+            m->bench_failed = 1;
+            continue;
+        }
+        if (bw_set(m, p->conn, q->conn, r->mbps) != 0) m->bench_failed = 1;
+    }
+    maybe_finish(m);
+}
+
+void msm_opt_on_departure(msm_t *m, uint64_t conn) {
+    int kept = 0;
+    for (int i = 0; i < m->nbw; i++)
+        if (m->bw[i].from != conn && m->bw[i].to != conn) m->bw[kept++] = m->bw[i];
+    m->nbw = kept;
+    if (m->optimizing) {
+        m->bench_failed = 1; /* membership changed under the measurement */
+        maybe_finish(m);
+    } else {
+        maybe_start(m);
+    }
+}
