@@ -125,13 +125,13 @@ int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], int d
         for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     memset(out, 0, sizeof *out);
     if (started != streams) return -1;
-    double mbps = 0;
     for (int i = 0; i < streams; i++) {
         if (args[i].rc != 0) return -1;
         out->bytes += args[i].bytes;
         if (args[i].ns > out->ns) out->ns = args[i].ns;
-        mbps += (double)args[i].bytes * 8.0 / ((double)args[i].ns / 1e9) / 1e6;
     }
-    out->mbps = mbps;
+    /* All bytes over the longest stream's receive window: never overstates a link whose
+     * streams did not fully overlap. */
+    out->mbps = (double)out->bytes * 8.0 / ((double)out->ns / 1e9) / 1e6;
     return 0;
 }

@@ -1,0 +1,182 @@
+/*
+ * cmd_bench_bandwidth.c - `pccl bench-bandwidth` (also `pccl bench p2p`):
+ * measures one link in each direction with the same probe the master uses for
+ * topology optimization (libpccl/src/bandwidth.c). A server side
+ * (`--server`) answers probes; a client (`--connect`) measures upload
+ * (client -> server) then download (server -> client). A pccl peer's p2p port
+ * answers the same probes.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+
+#include "bandwidth.h"
+#include "cli.h"
+#include "net.h"
+#include "pccl.h"
+#include "wire.h"
+
+static const cli_flag_t flags[] = {
+    {"server", no_argument, NULL, "answer probes until SIGINT/SIGTERM"},
+    {"listen", required_argument, "HOST:PORT", "server address (default 0.0.0.0:48150; port 0 = any)"},
+    {"connect", required_argument, "HOST:PORT", "measure the link to a server (or a peer's p2p port)"},
+    {"seconds", required_argument, "S", "seconds per direction (default 3, at most 60)"},
+    {"streams", required_argument, "N", "parallel TCP connections (default 1, at most 64)"},
+    {"json", no_argument, NULL, "print the result as JSON"},
+    {0},
+};
+
+static int run(int argc, char **argv);
+
+const cli_command_t cli_cmd_bench_bandwidth = {
+    .name = "bench-bandwidth",
+    .alias = "bench p2p",
+    .summary = "measure point-to-point bandwidth in each direction",
+    .usage = "--server [--listen HOST:PORT] | --connect HOST:PORT [--seconds S] [--streams N] [--json]",
+    .flags = flags,
+    .run = run,
+};
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static void *serve_one(void *arg) {
+    int fd = (int)(intptr_t)arg;
+    uint8_t hello[WIRE_P2P_HELLO_LEN], kind, uuid[16];
+    uint32_t slot;
+    net_set_timeouts(fd, 5000);
+    if (net_recv_all(fd, hello, sizeof hello) == 0 && wire_p2p_hello_decode(hello, &kind, uuid, &slot) == 0 &&
+        kind == P2P_KIND_BENCH)
+        bw_serve_connection(fd, 10000);
+    close(fd);
+    return NULL;
+}
+
+static int serve(const ccoip_socket_address_t *addr) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
+    memcpy(&sa.sin_addr.s_addr, addr->inet.address.ipv4.data, 4);
+    socklen_t len = sizeof sa;
+    char ip[16];
+    net_ip_str(addr->inet.address.ipv4.data, ip);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        fprintf(stderr, "pccl bench-bandwidth: cannot listen on %s:%u: %s\n", ip, addr->port, strerror(errno));
+        if (fd >= 0) close(fd);
+        return CLI_EXIT_FAIL;
+    }
+    struct sigaction act = {.sa_handler = on_signal};
+    sigaction(SIGINT, &act, NULL);
+    sigaction(SIGTERM, &act, NULL);
+    printf("pccl bench-bandwidth server listening on %s:%u\n", ip, ntohs(sa.sin_port));
+    fflush(stdout);
+    while (!g_stop) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 200) <= 0) continue;
+        int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        net_set_nodelay(c);
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &at, serve_one, (void *)(intptr_t)c) != 0) close(c);
+        pthread_attr_destroy(&at);
+    }
+    close(fd);
+    return CLI_EXIT_OK;
+}
+
+static int measure(const ccoip_socket_address_t *addr, int seconds, int streams, int json) {
+    static const uint8_t uuid[16] = {0};
+    const char *names[2] = {"upload", "download"};
+    const int dirs[2] = {BW_CLIENT_SENDS, BW_SERVER_SENDS};
+    bw_result_t res[2];
+    char ip[16];
+    net_ip_str(addr->inet.address.ipv4.data, ip);
+    for (int d = 0; d < 2; d++) {
+        /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
+        fprintf(stderr, "measuring %s to %s:%u for %d s over %d stream(s)...\n", names[d], ip, addr->port, seconds,
+                streams);
+        if (bw_measure(addr->inet.address.ipv4.data, addr->port, uuid, dirs[d], seconds * 1000, streams, 10000,
+                       &res[d]) != 0) {
+            fprintf(stderr, "pccl bench-bandwidth: %s measurement to %s:%u failed\n", names[d], ip, addr->port);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "target", ip);
+        cJSON_AddNumberToObject(o, "port", addr->port);
+        cJSON_AddNumberToObject(o, "streams", streams);
+        cJSON_AddNumberToObject(o, "seconds", seconds);
+        for (int d = 0; d < 2; d++) {
+            cJSON *r = cJSON_AddObjectToObject(o, names[d]);
+            cJSON_AddNumberToObject(r, "mbps", res[d].mbps);
+            cJSON_AddNumberToObject(r, "bytes", (double)res[d].bytes);
+        }
+        char *s = cJSON_Print(o);
+        printf("%s\n", s);
+        cJSON_free(s);
+        cJSON_Delete(o);
+    } else {
+        printf("%-10s %8s %14s %12s\n", "direction", "streams", "bytes", "Mbit/s");
+        for (int d = 0; d < 2; d++)
+            printf("%-10s %8d %14llu %12.1f\n", names[d], streams, (unsigned long long)res[d].bytes, res[d].mbps);
+    }
+    return CLI_EXIT_OK;
+}
+
+static int run(int argc, char **argv) {
+    const cli_command_t *cmd = &cli_cmd_bench_bandwidth;
+    ccoip_socket_address_t listen_addr = {.inet.protocol = inetIPv4, .port = 48150}, target = {0};
+    int server = 0, have_target = 0, json = 0;
+    long seconds = 3, streams = 1;
+    struct option opts[64];
+    cli_longopts(flags, opts);
+    optind = 1;
+    opterr = 0;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
+        if (c == 'h') {
+            cli_print_help(cmd);
+            return CLI_EXIT_OK;
+        }
+        if (c == '?') return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        const char *n = opts[idx].name;
+        char *end = NULL;
+        if (!strcmp(n, "server")) server = 1;
+        else if (!strcmp(n, "json")) json = 1;
+        else if (!strcmp(n, "listen")) {
+            if (cli_parse_hostport(optarg, &listen_addr, 48150) != 0)
+                return cli_usage_error(cmd, "bad --listen '%s'", optarg);
+        } else if (!strcmp(n, "connect")) {
+            if (cli_parse_hostport(optarg, &target, 48150) != 0)
+                return cli_usage_error(cmd, "bad --connect '%s'", optarg);
+            have_target = 1;
+        } else if (!strcmp(n, "seconds")) {
+            seconds = strtol(optarg, &end, 10);
+            if (*end || seconds < 1 || seconds > 60) return cli_usage_error(cmd, "--seconds must be 1..60");
+        } else if (!strcmp(n, "streams")) {
+            streams = strtol(optarg, &end, 10);
+            if (*end || streams < 1 || streams > 64) return cli_usage_error(cmd, "--streams must be 1..64");
+        }
+    }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (server == have_target) return cli_usage_error(cmd, "give exactly one of --server and --connect HOST:PORT");
+    return server ? serve(&listen_addr) : measure(&target, (int)seconds, (int)streams, json);
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# pccl bench-bandwidth (and its alias pccl bench p2p): server, client, JSON, errors.
+
+setup() {
+    PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
+    TMP=$(mktemp -d)
+}
+
+teardown() {
+    [ -n "${SPID:-}" ] && kill -9 "$SPID" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+
+start_server() {
+    "$PCCL" bench-bandwidth --server --listen 127.0.0.1:0 > "$TMP/server.out" 2>&1 &
+    SPID=$!
+    for _ in $(seq 1 100); do
+        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/server.out" 2>/dev/null | sed 's/.*://')
+        [ -n "$PORT" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+@test "client measures both directions against a server (table)" {
+    start_server
+    run timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"upload"* ]]
+    [[ "$output" == *"download"* ]]
+    [[ "$output" == *"measuring upload"* ]]   # progress while it measures
+}
+
+@test "bench p2p alias with --json and several streams" {
+    start_server
+    timeout 30 "$PCCL" bench p2p --connect 127.0.0.1:"$PORT" --seconds 1 --streams 3 --json > "$TMP/out.json"
+    python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["streams"] == 3 and o["seconds"] == 1, o
+for d in ("upload", "download"):
+    assert o[d]["mbps"] > 0 and o[d]["bytes"] > 0, o
+' "$TMP/out.json"
+}
+
+@test "server stops cleanly on SIGINT" {
+    start_server
+    kill -INT "$SPID"
+    wait "$SPID"
+    SPID=
+}
+
+@test "a pccl peer's p2p port cannot be probed through a closed port: error exit 1" {
+    run timeout 20 "$PCCL" bench-bandwidth --connect 127.0.0.1:1 --seconds 1
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"failed"* ]]
+}
+
+@test "usage errors exit 2" {
+    run "$PCCL" bench-bandwidth
+    [ "$status" -eq 2 ]
+    run "$PCCL" bench-bandwidth --server --connect 127.0.0.1:1
+    [ "$status" -eq 2 ]
+    run "$PCCL" bench-bandwidth --connect 127.0.0.1:1 --seconds 0
+    [ "$status" -eq 2 ]
+    run "$PCCL" bench-bandwidth --connect 127.0.0.1:1 --streams 65
+    [ "$status" -eq 2 ]
+    run "$PCCL" bench-bandwidth --connect nowhere
+    [ "$status" -eq 2 ]
+}
