@@ -72,6 +72,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     uint64_t retries = 0, tx_total = 0, rx_total = 0;
 
     int first = 1;
+    uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (ss.revision < o->steps) {
         double t0 = now_ms();
         if (join_await_world(comm, o, 2, &first) != 0) {
@@ -123,6 +124,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         ss.revision++;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "step");
+        cJSON_AddNumberToObject(e, "step", (double)++steps_done);
         cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
         cJSON_AddNumberToObject(e, "world_size", ri.local_world_size);
         cJSON_AddNumberToObject(e, "loss", loss);

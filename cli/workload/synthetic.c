@@ -61,6 +61,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     int rc = 0;
     uint64_t retries = 0;
     int first = 1;
+    uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (ss.revision < o->steps) {
         double t0 = now_ms();
         if (join_await_world(comm, o, 2, &first) != 0) {
@@ -120,6 +121,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &gws);
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "step");
+        cJSON_AddNumberToObject(e, "step", (double)++steps_done);
         cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
         cJSON_AddStringToObject(e, "hash", hex);
         cJSON_AddNumberToObject(e, "world_size", ri.local_world_size);

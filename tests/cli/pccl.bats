@@ -134,6 +134,6 @@ steps = [e for e in evs if e["event"] == "step"]
 done = [e for e in evs if e["event"] == "done"]
 assert done and done[-1]["revision"] == 3, done
 for e in steps:
-    for k in ("revision", "world_size", "tx_bytes", "rx_bytes", "ms"): assert k in e, (k, e)
+    for k in ("step", "revision", "world_size", "tx_bytes", "rx_bytes", "ms"): assert k in e, (k, e)
 '
 }
