@@ -13,8 +13,11 @@
  * retry measures what is still missing.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "log.h"
 #include "msm_internal.h"
@@ -55,6 +58,31 @@ static int all_voted(msm_t *m) {
     return any;
 }
 
+/* One machine-readable line per solve: peers (uuid prefixes in the current ring order), the
+ * measured matrix in that order, and the chosen ring as indices into it. */
+static void log_solution(const msm_t *m, const msm_group_t *g, const double *bw, int n, const topo_solution_t *sol) {
+    if (!pccl_log_enabled(PCCL_LOG_INFO)) return;
+    cJSON *o = cJSON_CreateObject(), *peers = cJSON_AddArrayToObject(o, "peers");
+    cJSON *mat = cJSON_AddArrayToObject(o, "matrix_mbps"), *ring = cJSON_AddArrayToObject(o, "ring");
+    for (int i = 0; i < n; i++) {
+        char id[9] = "?";
+        msm_peer_t *p = msm_find((msm_t *)m, g->ring[i]);
+        if (p) snprintf(id, sizeof id, "%02x%02x%02x%02x", p->uuid[0], p->uuid[1], p->uuid[2], p->uuid[3]);
+        cJSON_AddItemToArray(peers, cJSON_CreateString(id));
+        cJSON *row = cJSON_CreateArray();
+        for (int j = 0; j < n; j++) cJSON_AddItemToArray(row, cJSON_CreateNumber(i == j ? 0 : bw[i * n + j]));
+        cJSON_AddItemToArray(mat, row);
+        cJSON_AddItemToArray(ring, cJSON_CreateNumber(sol->order[i]));
+    }
+    cJSON_AddNumberToObject(o, "group", g->id);
+    cJSON_AddNumberToObject(o, "bottleneck_mbps", sol->bottleneck_mbps);
+    cJSON_AddBoolToObject(o, "optimal", sol->optimal != 0);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) PLOG_INFO("master", "topology solved: %s", s);
+    cJSON_free(s);
+    cJSON_Delete(o);
+}
+
 /* Rings of 2 have one order; larger rings are re-solved from the store. */
 static void solve_groups(msm_t *m) {
     for (int gi = 0; gi < m->ngroups; gi++) {
@@ -68,6 +96,7 @@ static void solve_groups(msm_t *m) {
                 if (i != j) bw[i * n + j] = msm_bw_get(m, g->ring[i], g->ring[j]);
         topo_solution_t sol = {0};
         if (topo_solve(bw, n, TOPO_QUICK_TIME_MS, NULL, &sol) == 0) {
+            log_solution(m, g, bw, n, &sol);
             /* Both rings are cyclic sequences starting at ring[0] (solver convention: order[0] == 0). */
             int same = 1;
             for (int i = 0; i < n; i++) same &= sol.order[i] == i;

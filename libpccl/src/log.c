@@ -49,7 +49,7 @@ int pccl_log_enabled(pccl_log_level_t level) { return (int)level <= level_now();
 void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {
     static const char *names[] = {"error", "warn", "info", "debug"};
     if (!pccl_log_enabled(level)) return;
-    char msg[1024];
+    char msg[8192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -63,7 +63,7 @@ void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ..
     snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(ts.tv_nsec / 1000000) % 1000);
 
-    char line[1400];
+    char line[8600];
     int n;
     if (json_now()) {
         cJSON *o = cJSON_CreateObject();
