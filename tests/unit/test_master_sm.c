@@ -82,6 +82,9 @@ static void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
     case M2C_COLL_COMMENCE:
         e->msg.u.commence.ring = dup_bytes(msg->u.commence.ring, (size_t)msg->u.commence.n * 16);
         break;
+    case M2C_BENCH_REQUEST:
+        e->msg.u.bench_req.peers = dup_bytes(msg->u.bench_req.peers, msg->u.bench_req.n * sizeof(wire_peer_t));
+        break;
     default: break;
     }
 }
@@ -561,7 +564,21 @@ static void test_update_nothing_new(void) {
     teardown();
 }
 
+/* Reports bandwidth from `from` to each conn in `to` (mbps[i]; <= 0 = failed probe). */
+static void bench_result(uint64_t from, const uint64_t *to, const double *mbps, int n) {
+    wire_msg_t m = {.type = C2M_BENCH_RESULT};
+    wire_bw_t r[8];
+    for (int i = 0; i < n; i++) {
+        uuid_of(to[i], r[i].uuid);
+        r[i].mbps = mbps[i];
+    }
+    m.u.bench_res.n = (uint32_t)n;
+    m.u.bench_res.results = r;
+    msm_on_packet(M, from, &m);
+}
+
 static void test_optimize(void) {
+    /* two peers: one ring exists, nothing to measure */
     setup();
     make_group(2);
     pkt(1, C2M_OPTIMIZE_TOPOLOGY);
@@ -570,17 +587,72 @@ static void test_optimize(void) {
     pkt(2, C2M_OPTIMIZE_TOPOLOGY);
     CHECK(last_to(1, M2C_OPTIMIZE_DONE) && last_to(1, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
     CHECK(last_to(2, M2C_OPTIMIZE_DONE) && last_to(2, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
-    /* a departure completes the vote of the others */
-    join(3);
-    pkt(1, C2M_UPDATE_TOPOLOGY);
-    pkt(2, C2M_UPDATE_TOPOLOGY);
-    for (uint64_t c = 1; c <= 3; c++) p2p_ok(c, 1);
-    clear_log();
-    pkt(1, C2M_OPTIMIZE_TOPOLOGY);
-    pkt(2, C2M_OPTIMIZE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 0);
+    teardown();
+
+    /* three peers: missing pairs are measured, the ring is solved and re-wired */
+    setup();
+    make_group(3); /* ring 1 -> 2 -> 3 -> 1 */
+    for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 3);
+    CHECK(last_to(1, M2C_BENCH_REQUEST) && last_to(1, M2C_BENCH_REQUEST)->u.bench_req.n == 2);
     CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 0);
+    /* 1->2, 2->3, 3->1 are slow; the reverse direction is fast: the best ring is 1 -> 3 -> 2 -> 1 */
+    uint64_t t1[] = {2, 3}, t2[] = {1, 3}, t3[] = {1, 2};
+    double b1[] = {100, 1000}, b2[] = {1000, 100}, b3[] = {100, 1000};
+    bench_result(1, t1, b1, 2);
+    bench_result(2, t2, b2, 2);
+    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
+    bench_result(3, t3, b3, 2);
+    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 3); /* ring changed: re-wire, no newcomers */
+    uint64_t want[] = {1, 3, 2};
+    check_establish_ring(1, want, 3);
+    for (uint64_t c = 1; c <= 3; c++) p2p_ok(c, 1);
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 3);
+    CHECK(last_to(2, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
+    CHECK_EQ_U64(count_type(M2C_TOPOLOGY_DONE), 0);
+    /* a second optimization measures nothing new and keeps the ring */
+    clear_log();
+    for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 0);
+    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 3);
+    teardown();
+
+    /* a failed probe fails the optimization for everyone; a retry measures the missing pair */
+    setup();
+    make_group(3);
+    for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    double bad[] = {0, 500}, ok2[] = {500, 500};
+    bench_result(1, t1, bad, 2);
+    bench_result(2, t2, ok2, 2);
+    bench_result(3, t3, ok2, 2);
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 3);
+    CHECK(last_to(1, M2C_OPTIMIZE_DONE)->u.flag.value == 0);
+    clear_log();
+    for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 1);
+    CHECK(last_to(1, M2C_BENCH_REQUEST) && last_to(1, M2C_BENCH_REQUEST)->u.bench_req.n == 1);
+    teardown();
+
+    /* a result without a request, or a NaN, is handled: kick / failure */
+    setup();
+    make_group(3);
+    double nan_bw[] = {0.0 / 0.0, 1};
+    bench_result(2, t2, nan_bw, 2);
+    CHECK(kicked(2));
+    teardown();
+
+    /* a departure during the measurements fails the optimization once the rest reported */
+    setup();
+    make_group(3);
+    for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
     disconnect(3);
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 0);
+    bench_result(1, t1, b1, 2);
+    bench_result(2, t2, b2, 2);
     CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 2);
+    CHECK(last_to(1, M2C_OPTIMIZE_DONE)->u.flag.value == 0);
     teardown();
 }
 
