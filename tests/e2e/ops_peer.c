@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pccl.h"
 #include "pccl_kernels.h"
@@ -128,10 +129,12 @@ int main(int argc, char **argv) {
     pcclComm_t *comm;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) return 1;
     int ws = 0;
-    for (int tries = 0; tries < 300; tries++) {
+    /* Bounded in time, not attempts: under sanitizers a peer may take seconds to start. */
+    for (int tries = 0; tries < 1200; tries++) {
         pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &ws);
         if (ws >= g_world) break;
         pcclUpdateTopology(comm);
+        usleep(50000);
     }
     EXPECT(ws == g_world, "world size %d, want %d", ws, g_world);
     int a = 0;
