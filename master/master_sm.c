@@ -110,15 +110,15 @@ void msm_set_time(msm_t *m, uint64_t now_ms) { m->now = now_ms; }
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
 
 void msm_on_tick(msm_t *m) {
-    if (!m->peer_timeout) return;
-    for (;;) {
+    while (m->peer_timeout) {
         msm_peer_t *late = NULL;
         for (int i = 0; i < m->npeers && !late; i++)
             if (m->now > m->peers[i].last_seen + m->peer_timeout) late = &m->peers[i];
-        if (!late) return;
+        if (!late) break;
         /* Kicking removes the peer, so rescan from the start each time (bounded by npeers). */
         msm_kick(m, late, "no packet or heartbeat for %llu ms", (unsigned long long)(m->now - late->last_seen));
     }
+    msm_check_stuck(m);
 }
 
 void msm_destroy(msm_t *m) {

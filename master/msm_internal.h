@@ -104,6 +104,8 @@ void msm_opt_on_vote(msm_t *m, msm_peer_t *p);
 void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 void msm_opt_on_departure(msm_t *m, uint64_t conn);
 double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to);
+/* Fails votes that can never complete because peers called different operations (msm_stuck.c). */
+void msm_check_stuck(msm_t *m);
 
 void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, int ok);

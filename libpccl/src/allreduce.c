@@ -189,6 +189,11 @@ static void *worker(void *arg) {
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;
+        case REJECT_CONFLICT:
+            PLOG_ERROR(o->comm->log_name, "all-reduce tag %llu rejected: other peers are in a different operation "
+                       "(the run's peers are out of lockstep)", (unsigned long long)o->tag);
+            o->result = pcclInvalidUsage;
+            break;
         default:
             PLOG_ERROR(o->comm->log_name, "all-reduce tag %llu rejected: peers passed different count/dtype/op/"
                        "quantization for this tag", (unsigned long long)o->tag);

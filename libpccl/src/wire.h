@@ -55,9 +55,9 @@ typedef enum wire_type {
 } wire_type_t;
 
 /* SS plan status. */
-enum { SS_OK = 0, SS_REVISION_REFUSED = 1, SS_LAYOUT_MISMATCH = 2, SS_NO_STATE = 3, SS_CONFLICT = 4 };
+enum { SS_OK = 0, SS_REVISION_REFUSED = 1, SS_LAYOUT_MISMATCH = 2, SS_NO_STATE = 3, SS_CONFLICT = 4, SS_ABORTED = 5 };
 /* Collective reject reasons. */
-enum { REJECT_PARAM_MISMATCH = 1, REJECT_TOO_FEW_PEERS = 2, REJECT_TAG_IN_USE = 3 };
+enum { REJECT_PARAM_MISMATCH = 1, REJECT_TOO_FEW_PEERS = 2, REJECT_TAG_IN_USE = 3, REJECT_CONFLICT = 4 };
 /* p2p connection kinds (first bytes on a p2p connection). */
 enum { P2P_KIND_RING = 1, P2P_KIND_SHARED_STATE = 2, P2P_KIND_BENCH = 3 };
 
