@@ -130,7 +130,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     }
     p2p_conn_t *tx = p2p_get_tx(c, cm->ring[(me + 1) % n], cm->slot, c->connect_timeout_ms);
     p2p_conn_t *rx = tx ? p2p_get_rx(c, cm->ring[(me + n - 1) % n], cm->slot, c->timeout_ms, o->abort_fd) : NULL;
-    uint8_t *staging = malloc(STAGING_BYTES);
+    size_t staging_cap = 0;
+    uint8_t *staging = bufpool_get(&c->buffers, STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
     ring_io_t io = {.abort_fd = o->abort_fd, .timeout_ms = c->timeout_ms, .staging = staging,
                     .staging_size = STAGING_BYTES};
@@ -145,7 +146,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
                                            : !rx ? "ring predecessor did not connect"
                                                  : "out of memory");
     }
-    free(staging);
+    bufpool_put(&c->buffers, staging, staging_cap);
     o->info.tx_bytes = io.tx_bytes;
     o->info.rx_bytes = io.rx_bytes;
     pcclResult_t result = pcclSuccess;
@@ -177,8 +178,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
 
 static void *worker(void *arg) {
     pccl_op_t *o = arg;
-    size_t bytes = o->desc.count * pccl_dtype_size(o->desc.src_descriptor.datatype);
-    void *backup = malloc(bytes);
+    size_t bytes = o->desc.count * pccl_dtype_size(o->desc.src_descriptor.datatype), backup_cap = 0;
+    void *backup = bufpool_get(&o->comm->buffers, bytes, &backup_cap);
     if (!backup) {
         o->result = pcclInternalError;
         return NULL;
@@ -203,7 +204,7 @@ static void *worker(void *arg) {
     } else {
         o->result = perform(o, backup, bytes);
     }
-    free(backup);
+    bufpool_put(&o->comm->buffers, backup, backup_cap);
     return NULL;
 }
 

@@ -86,6 +86,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     pthread_cond_init(&c->cv, NULL);
     pthread_mutex_init(&c->p2p.mu, NULL);
     pthread_cond_init(&c->p2p.cv, NULL);
+    bufpool_init(&c->buffers);
     *comm_out = c;
     return pcclSuccess;
 }
@@ -121,6 +122,7 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->p2p.mu);
     pthread_cond_destroy(&c->p2p.cv);
+    bufpool_destroy(&c->buffers);
     free(c);
     return pcclSuccess;
 }

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "bufpool.h"
 #include "pccl.h"
 #include "wire.h"
 
@@ -90,6 +91,7 @@ struct pcclComm_t {
     ss_serving_t *serving;
 
     p2p_state_t p2p;
+    bufpool_t buffers; /* staging and backup buffers of all-reduces */
 };
 
 /* Sends one control message to the master; -1 if the master is gone. */

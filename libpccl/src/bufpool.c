@@ -1,0 +1,63 @@
+/* bufpool.c - see bufpool.h. */
+#include "bufpool.h"
+
+#include <stdlib.h>
+
+void bufpool_init(bufpool_t *p) {
+    pthread_mutex_init(&p->mu, NULL);
+    for (int i = 0; i < BUFPOOL_SLOTS; i++) p->buf[i] = NULL, p->size[i] = 0;
+    p->total = 0;
+}
+
+void bufpool_destroy(bufpool_t *p) {
+    for (int i = 0; i < BUFPOOL_SLOTS; i++) free(p->buf[i]);
+    pthread_mutex_destroy(&p->mu);
+}
+
+void *bufpool_get(bufpool_t *p, size_t size, size_t *cap) {
+    pthread_mutex_lock(&p->mu);
+    int best = -1;
+    for (int i = 0; i < BUFPOOL_SLOTS; i++)
+        if (p->buf[i] && p->size[i] >= size && (best < 0 || p->size[i] < p->size[best])) best = i;
+    if (best >= 0) {
+        void *b = p->buf[best];
+        *cap = p->size[best];
+        p->total -= p->size[best];
+        p->buf[best] = NULL;
+        p->size[best] = 0;
+        pthread_mutex_unlock(&p->mu);
+        return b;
+    }
+    pthread_mutex_unlock(&p->mu);
+    *cap = size;
+    return malloc(size ? size : 1);
+}
+
+void bufpool_put(bufpool_t *p, void *buf, size_t cap) {
+    if (!buf) return;
+    pthread_mutex_lock(&p->mu);
+    if (p->total + cap <= BUFPOOL_MAX_BYTES)
+        for (int i = 0; i < BUFPOOL_SLOTS; i++)
+            if (!p->buf[i]) {
+                p->buf[i] = buf;
+                p->size[i] = cap;
+                p->total += cap;
+                pthread_mutex_unlock(&p->mu);
+                return;
+            }
+    /* Full: drop the smallest cached buffer if the new one is larger, else free the new one. */
+    int small = 0;
+    for (int i = 1; i < BUFPOOL_SLOTS; i++)
+        if (p->size[i] < p->size[small]) small = i;
+    if (p->buf[small] && p->size[small] < cap && p->total - p->size[small] + cap <= BUFPOOL_MAX_BYTES) {
+        void *old = p->buf[small];
+        p->total = p->total - p->size[small] + cap;
+        p->buf[small] = buf;
+        p->size[small] = cap;
+        pthread_mutex_unlock(&p->mu);
+        free(old);
+        return;
+    }
+    pthread_mutex_unlock(&p->mu);
+    free(buf);
+}

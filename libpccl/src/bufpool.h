@@ -1,0 +1,33 @@
+/*
+ * bufpool.h - a small caching allocator for per-operation buffers (internal).
+ *
+ * Every all-reduce needs a staging buffer and a backup of the caller's buffer.
+ * Fresh malloc'd memory of that size comes from mmap and is page-faulted in on
+ * first touch, which costs more than a small all-reduce itself; the pool keeps
+ * released buffers (up to BUFPOOL_SLOTS, and only up to BUFPOOL_MAX_BYTES in
+ * total) and hands the smallest one that fits back out. Thread-safe.
+ */
+#ifndef PCCL_BUFPOOL_H
+#define PCCL_BUFPOOL_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#define BUFPOOL_SLOTS 16
+#define BUFPOOL_MAX_BYTES ((size_t)1 << 30)
+
+typedef struct bufpool {
+    pthread_mutex_t mu;
+    void *buf[BUFPOOL_SLOTS];
+    size_t size[BUFPOOL_SLOTS];
+    size_t total;
+} bufpool_t;
+
+void bufpool_init(bufpool_t *p);
+void bufpool_destroy(bufpool_t *p);
+/* A buffer of at least `size` bytes (NULL when out of memory); *cap receives its real size. */
+void *bufpool_get(bufpool_t *p, size_t size, size_t *cap);
+/* Returns a buffer of capacity cap obtained from bufpool_get (or frees it if the pool is full). */
+void bufpool_put(bufpool_t *p, void *buf, size_t cap);
+
+#endif
