@@ -46,6 +46,9 @@ int cli_apply_log_flag(const cli_command_t *cmd, const char *name, const char *v
 
 extern const cli_command_t cli_cmd_master;
 extern const cli_command_t cli_cmd_join;
+extern const cli_command_t cli_cmd_bench_bandwidth;
 extern const cli_command_t cli_cmd_solve_topology;
+extern const cli_command_t cli_cmd_status;
+extern const cli_command_t cli_cmd_hash_tensor;
 
 #endif

@@ -12,7 +12,10 @@
 static const cli_command_t *const commands[] = {
     &cli_cmd_master,
     &cli_cmd_join,
+    &cli_cmd_bench_bandwidth,
     &cli_cmd_solve_topology,
+    &cli_cmd_status,
+    &cli_cmd_hash_tensor,
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -63,4 +63,17 @@ uint16_t pccl_float_to_half(float f);
 float pccl_bf16_to_float(uint16_t h);
 uint16_t pccl_float_to_bf16(float f);
 
+
+#ifdef PCCL_HAS_CUDA
+/* Synchronous CUDA runtime helpers (kernels/cuda_copy.cu) for C callers.
+ * @return 0 on success, -1 on a CUDA error (logged). */
+int pccl_cuda_alloc(void **dptr, size_t nbytes);
+void pccl_cuda_free(void *dptr);
+int pccl_cuda_copy_h2d(void *dst, const void *src, size_t nbytes);
+int pccl_cuda_copy_d2h(void *dst, const void *src, size_t nbytes);
+/** Pinned host memory, or NULL if it cannot be had (use malloc then). */
+void *pccl_cuda_host_alloc(size_t nbytes);
+void pccl_cuda_host_free(void *p);
+#endif
+
 #endif /* PCCL_KERNELS_H */

@@ -16,6 +16,7 @@
 #include "pccl.h"
 
 struct mconn;
+struct pccl_master_admin; /* master_admin.c; NULL unless pccl__master_enable_admin was called */
 
 struct pcclMasterInstanceState_t {
     uv_loop_t loop;
@@ -30,9 +31,26 @@ struct pcclMasterInstanceState_t {
     uint16_t port;
     int last_error;
     uint64_t bytes_sent, packets_received;
+    struct pccl_master_admin *admin;
 };
 
 /* Port the master listens on (useful after binding port 0). */
 uint16_t pccl__master_port(const pcclMasterInstance_t *m);
+
+/*
+ * Admin port (master_admin.c, admin.c). Not started by pcclCreateMaster: the
+ * `pccl master` command enables it between pcclCreateMaster and pcclRunMaster.
+ * addr: where to serve HTTP (port 0 = any); token: bearer token for kick and
+ * shutdown, NULL = refused. Fails if the port cannot be bound.
+ */
+pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token);
+/* Bound admin port, 0 if not enabled. */
+uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m);
+/* Whether pcclInterruptMaster was called (also by an admin shutdown). */
+int pccl__master_interrupted(pcclMasterInstance_t *m);
+/* Loop thread (or the destroying thread of a never-run master): stops HTTP, closes the handles. */
+void pccl__admin_on_stop(pcclMasterInstance_t *m);
+/* After the loop has ended. */
+void pccl__admin_free(pcclMasterInstance_t *m);
 
 #endif

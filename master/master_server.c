@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,7 @@ static void on_tick(uv_timer_t *t) {
 static void on_stop(uv_async_t *a) {
     pcclMasterInstance_t *m = a->data;
     PLOG_INFO("master", "shutting down");
+    pccl__admin_on_stop(m); /* first: joins the HTTP thread before its wake-up handle closes */
     mconn_t *c = m->conns;
     while (c) {
         mconn_t *next = c->next;
@@ -259,6 +261,12 @@ static void on_stop(uv_async_t *a) {
 
 static void *loop_thread(void *arg) {
     pcclMasterInstance_t *m = arg;
+    /* A write to a peer that just vanished must fail with EPIPE, not kill the process with SIGPIPE
+     * (libuv writes with write(2)); the signal is thread-directed, so blocking it here suffices. */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
     uv_run(&m->loop, UV_RUN_DEFAULT);
     return NULL;
 }
@@ -338,12 +346,14 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
     if (atomic_load(&m->running)) return pcclInvalidUsage;
     if (!atomic_load(&m->joined)) {
         /* Never run: close the listener and stop handle on this thread. */
+        pccl__admin_on_stop(m);
         uv_close((uv_handle_t *)&m->server, NULL);
         uv_close((uv_handle_t *)&m->stop_async, NULL);
         uv_close((uv_handle_t *)&m->tick, NULL);
         uv_run(&m->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&m->loop);
+    pccl__admin_free(m);
     msm_destroy(m->sm);
     free(m);
     return pcclSuccess;

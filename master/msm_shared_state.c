@@ -7,7 +7,8 @@
  *     (any value on the group's first sync: resume from a checkpoint); a peer
  *     ahead of the target is refused, a peer behind it is outdated;
  *  2. elects the popular content among up-to-date peers that may send
- *     (not RECEIVE_ONLY; SEND_ONLY peers must agree and win);
+ *     (not RECEIVE_ONLY; agreeing SEND_ONLY peers win, disagreeing ones
+ *     get SS_CONFLICT and are kicked);
  *  3. sends each peer its plan: which tensors to fetch and from whom.
  * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync.
  */
@@ -70,41 +71,80 @@ static int group_members(msm_t *m, msm_group_t *g, int *idx) {
     return n;
 }
 
-static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
-    /* Target: the highest revision offered, capped at previous + 1. Nobody may roll the group back:
-     * if every offer is older than the group's revision, no peer has the state. Offering the
-     * group's current revision again is allowed (nobody advanced, e.g. a step was discarded). */
+static int is_recv_only(const msm_peer_t *p) { return p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY; }
+static int is_send_only(const msm_peer_t *p) { return p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY; }
+
+/* Target revision: the highest offered by a peer whose content may count (RECEIVE_ONLY peers declare
+ * their state wrong, so their revision must not pull the group forward), capped at previous + 1.
+ * Nobody may roll the group back: if every offer is older than the group's revision, no peer has the
+ * state (*rollback). Offering the group's current revision again is allowed (a step was discarded). */
+static uint64_t pick_target(msm_t *m, msm_group_t *g, const int *idx, int n, int *rollback) {
     uint64_t target = 0;
-    for (int k = 0; k < n; k++)
-        if (m->peers[idx[k]].ss_revision > target) target = m->peers[idx[k]].ss_revision;
-    int rollback = 0;
+    int any_sender = 0;
+    for (int k = 0; k < n; k++) any_sender |= !is_recv_only(&m->peers[idx[k]]);
+    for (int k = 0; k < n; k++) {
+        const msm_peer_t *p = &m->peers[idx[k]];
+        if ((!any_sender || !is_recv_only(p)) && p->ss_revision > target) target = p->ss_revision;
+    }
+    *rollback = 0;
     if (g->has_revision) {
         if (target > g->last_revision + 1) target = g->last_revision + 1;
         if (target < g->last_revision) {
             target = g->last_revision;
-            rollback = 1;
+            *rollback = 1;
         }
     }
-    /* Popularity among up-to-date peers that may send; SEND_ONLY peers decide if present. */
-    int best = -1, best_votes = 0, send_only_best = -1;
+    return target;
+}
+
+/* May this member provide content at target? excluded[k] marks send-only peers in conflict. */
+static int may_send(const msm_peer_t *p, uint64_t target, int excluded) {
+    return !excluded && p->ss_revision == target && !is_recv_only(p);
+}
+
+/*
+ * Popular content (index into m->peers, or -1), per seed 002:
+ *  - SEND_ONLY peers at the target that all agree decide: their content is chosen even if fewer peers
+ *    hold it. If they disagree, every one of them is in conflict (marked in conflict[], kicked later)
+ *    and the remaining senders elect among themselves.
+ *  - otherwise the content held by most ENFORCE_POPULAR/SEND_ONLY peers at the target wins (ties: the
+ *    first in ring order). RECEIVE_ONLY content never counts.
+ */
+static int elect(msm_t *m, const int *idx, int n, uint64_t target, int *conflict) {
+    int first_so = -1, so_agree = 1;
     for (int k = 0; k < n; k++) {
-        msm_peer_t *a = &m->peers[idx[k]];
-        if (a->ss_revision != target || a->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY) continue;
+        const msm_peer_t *a = &m->peers[idx[k]];
+        if (!is_send_only(a) || a->ss_revision != target) continue;
+        if (first_so < 0) first_so = k;
+        else if (!same_content(a, &m->peers[idx[first_so]])) so_agree = 0;
+    }
+    if (first_so >= 0 && so_agree) return idx[first_so];
+    if (first_so >= 0)
+        for (int k = 0; k < n; k++)
+            conflict[k] = is_send_only(&m->peers[idx[k]]) && m->peers[idx[k]].ss_revision == target;
+    int best = -1, best_votes = 0;
+    for (int k = 0; k < n; k++) {
+        const msm_peer_t *a = &m->peers[idx[k]];
+        if (!may_send(a, target, conflict[k])) continue;
         int votes = 0;
-        for (int j = 0; j < n; j++) {
-            msm_peer_t *b = &m->peers[idx[j]];
-            if (b->ss_revision == target && b->ss_strategy != PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY &&
-                same_content(a, b))
-                votes++;
-        }
+        for (int j = 0; j < n; j++)
+            votes += may_send(&m->peers[idx[j]], target, conflict[j]) && same_content(a, &m->peers[idx[j]]);
         if (votes > best_votes) {
             best = idx[k];
             best_votes = votes;
         }
-        if (a->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY && send_only_best < 0) send_only_best = idx[k];
     }
-    if (send_only_best >= 0) best = send_only_best;
-    if (rollback) best = -1;
+    return best;
+}
+
+static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
+    int rollback;
+    uint64_t target = pick_target(m, g, idx, n, &rollback);
+    int conflict[n];
+    memset(conflict, 0, sizeof conflict);
+    int best = rollback ? -1 : elect(m, idx, n, target, conflict);
+    uint64_t kick[n];
+    int nkick = 0;
 
     int rr = 0; /* round-robin over sources */
     for (int k = 0; k < n; k++) {
@@ -115,6 +155,13 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
                       (unsigned long long)target);
             send_plan(m, p, SS_REVISION_REFUSED, target, NULL, NULL, 0);
             reset_peer(p);
+            continue;
+        }
+        if (conflict[k]) {
+            /* The error first, so the peer's call returns a reason; then the kick the seed demands. */
+            send_plan(m, p, SS_CONFLICT, target, NULL, NULL, 0);
+            reset_peer(p);
+            kick[nkick++] = p->conn;
             continue;
         }
         if (best < 0) {
@@ -128,25 +175,26 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
             reset_peer(p);
             continue;
         }
-        if (p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY && !same_content(p, pop)) {
+        /* SEND_ONLY never receives: an outdated one or one holding other content fails instead. */
+        if (is_send_only(p) && (p->ss_revision != target || !same_content(p, pop))) {
             send_plan(m, p, SS_CONFLICT, target, NULL, NULL, 0);
             reset_peer(p);
             continue;
         }
-        int outdated = p->ss_revision < target || p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY;
+        int outdated = p->ss_revision < target || is_recv_only(p);
         /* Source: a peer with the popular content that is allowed to send. */
         msm_peer_t *src = NULL;
         for (int tries = 0; tries < n && !src; tries++) {
-            msm_peer_t *c = &m->peers[idx[(rr + tries) % n]];
-            if (c != p && c->ss_revision == target && c->ss_strategy != PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY &&
-                same_content(c, pop)) {
+            int j = (rr + tries) % n;
+            msm_peer_t *c = &m->peers[idx[j]];
+            if (c != p && may_send(c, target, conflict[j]) && same_content(c, pop)) {
                 src = c;
-                rr = (rr + tries + 1) % n;
+                rr = (j + 1) % n;
             }
         }
         wire_tensor_t *fetch = calloc(p->ss_n ? p->ss_n : 1, sizeof *fetch);
         uint32_t nf = 0;
-        if (src && fetch) {
+        if (src && fetch && !is_send_only(p)) {
             for (uint32_t t = 0; t < p->ss_n; t++) {
                 const wire_tensor_t *mine = &p->ss_tensors[t], *theirs = &src->ss_tensors[t];
                 if (mine->hash == theirs->hash) continue;
@@ -160,6 +208,11 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
     }
     g->ss_active = 1;
     g->ss_target = target;
+    /* Kicks last: a kick removes the peer record (shifting m->peers) and re-evaluates the group. */
+    for (int k = 0; k < nkick; k++) {
+        msm_peer_t *p = msm_find(m, kick[k]);
+        if (p) msm_kick(m, p, "SEND_ONLY shared state differs from another SEND_ONLY peer's");
+    }
 }
 
 static void maybe_finish(msm_t *m, msm_group_t *g) {

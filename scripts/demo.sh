@@ -23,7 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$PCCL" master --listen 127.0.0.1:0 > "$LOGS/master.log" 2>&1 &
+"$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$LOGS/master.log" 2>&1 &
 MASTER=$!; PIDS+=("$MASTER")
 PORT=""
 for _ in $(seq 1 100); do

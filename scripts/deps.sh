@@ -2,8 +2,8 @@
 # deps.sh - installs the Debian packages pccl needs to build, test and run its demo.
 # Idempotent: only calls apt-get when something is missing.
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config libuv1-dev libcjson-dev zlib1g-dev libomp-dev
-      bats python3 dataset-fashion-mnist iproute2 procps)
+PKGS=(build-essential cmake pkg-config libuv1-dev libcjson-dev zlib1g-dev libomp-dev libmicrohttpd-dev
+      scdoc bats python3 curl dataset-fashion-mnist iproute2 procps)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -5,8 +5,9 @@
  * Transfer protocol (on a p2p connection of kind SHARED_STATE):
  *   requester: u32 n, then n keys (u8 length + bytes)
  *   server:    per key: u8 status (0 ok, 1 unavailable), u64 byte count, bytes
- * The requester writes straight into its own tensor and checks the received
- * bytes against the hash the master announced before accepting them.
+ * The requester writes straight into its own tensor (CUDA tensors through a
+ * bounded host staging buffer, see ss_device.c) and checks the received bytes
+ * against the hash the master announced before accepting them.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,8 @@
 #include "net.h"
 #include "p2p.h"
 #include "pccl_kernels.h"
+#include "ss_device.h"
 
-static size_t tensor_bytes(const pcclTensorInfo_t *t) { return t->count * pccl_dtype_size(t->datatype); }
 
 static const pcclTensorInfo_t *find_tensor(const pcclSharedState_t *s, const char *key) {
     for (size_t i = 0; i < s->count; i++)
@@ -61,16 +62,17 @@ void ss_serve_connection(pcclComm_t *c, int fd) {
         keys[i][kl] = 0;
     }
     ss_serving_t *s = serving_get(c);
+    ss_staging_t stg = {0};
     for (uint32_t i = 0; i < n; i++) {
         const char *key = keys[i];
         const pcclTensorInfo_t *t = s ? find_tensor(s->state, key) : NULL;
         uint8_t hdr[9] = {t ? 0 : 1};
-        uint64_t bytes = t ? tensor_bytes(t) : 0;
+        uint64_t bytes = t ? ss_tensor_bytes(t) : 0;
         wire_put_u64(hdr + 1, bytes);
         if (net_send_all(fd, hdr, sizeof hdr) != 0) break;
-        if (t && net_send_all(fd, t->data, bytes) != 0) break;
-        if (s) atomic_fetch_add(&s->tx_bytes, bytes);
+        if (t && ss_send_tensor(fd, t, &stg, &s->tx_bytes) != 0) break;
     }
+    ss_staging_free(&stg);
     if (s) serving_put(c, s);
     free(keys);
 }
@@ -87,6 +89,7 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
     }
     net_set_timeouts(fd, c->timeout_ms);
     wbuf_t req = {0};
+    ss_staging_t stg = {0};
     uint8_t hello[WIRE_P2P_HELLO_LEN];
     wire_p2p_hello_encode(hello, P2P_KIND_SHARED_STATE, c->uuid, 0);
     int rc = net_send_all(fd, hello, sizeof hello);
@@ -106,25 +109,26 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
             break;
         }
         uint64_t bytes = wire_get_u64(hdr + 1);
-        if (hdr[0] != 0 || bytes != tensor_bytes(t)) {
+        if (hdr[0] != 0 || bytes != ss_tensor_bytes(t)) {
             PLOG_WARN(c->log_name, "shared-state source cannot provide '%s' (%llu bytes)", t->name,
                       (unsigned long long)bytes);
             rc = -1;
             break;
         }
-        if (net_recv_all(fd, t->data, bytes) != 0) {
+        if (ss_recv_tensor(fd, t, &stg) != 0) {
             PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s:%u broke off", t->name, ip, p->source.port);
             rc = -1;
             break;
         }
         *rx += bytes;
-        uint64_t h = pccl_simplehash(t->data, bytes);
-        if (h != p->fetch[i].hash) {
+        uint64_t h = 0;
+        if (ss_hash(t, &h) != 0 || h != p->fetch[i].hash) {
             PLOG_ERROR(c->log_name, "received '%s' hashes to %016llx, the master announced %016llx", t->name,
                        (unsigned long long)h, (unsigned long long)p->fetch[i].hash);
             rc = -1;
         }
     }
+    ss_staging_free(&stg);
     wbuf_free(&req);
     close(fd);
     return rc;
@@ -137,10 +141,7 @@ static pcclResult_t validate(const pcclSharedState_t *s) {
         if (!t->name || !t->name[0] || strlen(t->name) > WIRE_MAX_KEY || (!t->data && t->count) ||
             pccl_dtype_size(t->datatype) == 0)
             return pcclInvalidArgument;
-        if (t->device_type != pcclDeviceCpu) {
-            PLOG_ERROR("pccl", "shared-state tensor '%s': only CPU tensors are supported yet", t->name);
-            return pcclInvalidArgument;
-        }
+        if (ss_device_check(t) != 0) return pcclInvalidArgument;
         for (size_t j = 0; j < i; j++)
             if (strcmp(s->infos[j].name, t->name) == 0) {
                 PLOG_ERROR("pccl", "shared-state key '%s' appears twice", t->name);
@@ -172,7 +173,11 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
         w->dtype = (uint8_t)t->datatype;
         w->count = t->count;
         w->allow_inequality = t->allow_content_inequality;
-        w->hash = pccl_simplehash(t->data, tensor_bytes(t));
+        if (ss_hash(t, &w->hash) != 0) {
+            PLOG_ERROR(c->log_name, "cannot hash shared-state tensor '%s'", t->name);
+            wire_msg_free(&vote);
+            return pcclInternalError;
+        }
     }
 
     ss_serving_t serving = {.state = st, .refs = 0};
@@ -201,7 +206,15 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
         result = pcclInvalidUsage;
         goto out;
     case SS_CONFLICT:
-        PLOG_ERROR(c->log_name, "send-only shared state differs from the popular state");
+        PLOG_ERROR(c->log_name,
+                   "SEND_ONLY shared state refused: another SEND_ONLY peer holds different content (the master "
+                   "kicks both), or this peer is behind revision %llu and would have to receive",
+                   (unsigned long long)plan.u.ss_plan.revision);
+        result = pcclInvalidUsage;
+        goto out;
+    case SS_ABORTED:
+        PLOG_ERROR(c->log_name, "shared-state sync aborted: other peers are in a different operation "
+                   "(the run's peers are out of lockstep)");
         result = pcclInvalidUsage;
         goto out;
     default:

@@ -13,7 +13,7 @@ teardown() {
 }
 
 start_master() {
-    "$PCCL" master --listen 127.0.0.1:0 > "$TMP/master.out" 2> "$TMP/master.err" &
+    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$TMP/master.out" 2> "$TMP/master.err" &
     MPID=$!
     for _ in $(seq 1 100); do
         PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
@@ -94,7 +94,7 @@ start_master() {
 
 @test "a port in use is a one-line error and exit 1" {
     start_master
-    run timeout 10 "$PCCL" master --listen 127.0.0.1:"$PORT"
+    run timeout 10 "$PCCL" master --listen 127.0.0.1:"$PORT" --no-admin
     [ "$status" -eq 1 ]
     [[ "$output" == *"cannot listen on 127.0.0.1:$PORT"* ]]
 }

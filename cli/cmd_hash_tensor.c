@@ -1,0 +1,210 @@
+/*
+ * cmd_hash_tensor.c - `pccl hash-tensor`: the SimpleHash pccl's shared-state
+ * sync would compute for tensors stored in a file, to check a checkpoint
+ * against the hashes a run logs without starting a run.
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "pccl_kernels.h"
+#include "tensor_file.h"
+
+static const cli_flag_t flags[] = {
+    {"format", required_argument, "raw|npy|safetensors",
+     "file format (default: npy by magic, safetensors by extension, else raw)"},
+    {"dtype", required_argument, "T", "element type (required for raw; for npy/safetensors it must match)"},
+    {"offset", required_argument, "B", "raw: first byte of the range (default 0)"},
+    {"count", required_argument, "N", "raw: number of elements (default: up to the end of the file)"},
+    {"device", required_argument, "cpu|cuda", "hash on the CPU (default) or copy to the GPU and hash there"},
+    {"json", no_argument, NULL, "print one JSON object"},
+    {0},
+};
+
+static int run(int argc, char **argv);
+
+const cli_command_t cli_cmd_hash_tensor = {
+    .name = "hash-tensor",
+    .alias = NULL,
+    .summary = "print the SimpleHash of each tensor in a raw, npy or safetensors file",
+    .usage = "FILE [--format raw|npy|safetensors] [--dtype T] [--offset B] [--count N] [--device cpu|cuda] [--json]",
+    .flags = flags,
+    .run = run,
+};
+
+enum { FMT_AUTO, FMT_RAW, FMT_NPY, FMT_SAFETENSORS };
+
+static int parse_u64(const char *s, uint64_t *out) {
+    char *end;
+    if (!s || !*s || *s == '-') return -1;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (*end) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Hash of one tensor's bytes on the chosen device; 0 on success. */
+static int hash_bytes(const uint8_t *p, uint64_t n, int cuda, uint64_t *h, char *err, size_t errlen) {
+    if (!cuda) {
+        *h = pccl_simplehash(p, (size_t)n);
+        return 0;
+    }
+#ifdef PCCL_HAS_CUDA
+    if (!pccl_cuda_available()) return snprintf(err, errlen, "--device cuda: no CUDA device is available"), -1;
+    void *d = NULL;
+    int rc = pccl_cuda_alloc(&d, (size_t)n);
+    if (rc == 0) rc = pccl_cuda_copy_h2d(d, p, (size_t)n);
+    if (rc == 0) rc = pccl_simplehash_cuda(d, (size_t)n, h);
+    pccl_cuda_free(d);
+    if (rc != 0) snprintf(err, errlen, "--device cuda: hashing on the GPU failed");
+    return rc;
+#else
+    (void)p, (void)n, (void)h;
+    snprintf(err, errlen, "--device cuda: this pccl was built without CUDA support");
+    return -1;
+#endif
+}
+
+static void shape_str(const tf_tensor_t *t, char *out, size_t len) {
+    size_t k = (size_t)snprintf(out, len, "[");
+    for (int i = 0; i < t->ndim && k < len; i++)
+        k += (size_t)snprintf(out + k, len - k, "%s%" PRIu64, i ? "," : "", t->shape[i]);
+    if (k < len) snprintf(out + k, len - k, "]");
+}
+
+static int run(int argc, char **argv) {
+    const cli_command_t *cmd = &cli_cmd_hash_tensor;
+    struct option opts[64];
+    cli_longopts(flags, opts);
+    int fmt = FMT_AUTO, json = 0, cuda = 0, have_dtype = 0, have_offset = 0;
+    pcclDataType_t dtype = pcclUint8;
+    uint64_t offset = 0, count = 0;
+    int64_t scount = -1;
+    opterr = 0;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
+        if (c == 'h') {
+            cli_print_help(cmd);
+            return CLI_EXIT_OK;
+        }
+        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        if (c == '?') {
+            if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+        const char *name = opts[idx].name;
+        if (!strcmp(name, "format")) {
+            if (!strcmp(optarg, "raw")) fmt = FMT_RAW;
+            else if (!strcmp(optarg, "npy")) fmt = FMT_NPY;
+            else if (!strcmp(optarg, "safetensors")) fmt = FMT_SAFETENSORS;
+            else return cli_usage_error(cmd, "--format wants raw, npy or safetensors, got '%s'", optarg);
+        } else if (!strcmp(name, "dtype")) {
+            if (tf_dtype_parse(optarg, &dtype) != 0) return cli_usage_error(cmd, "unknown dtype '%s'", optarg);
+            have_dtype = 1;
+        } else if (!strcmp(name, "offset")) {
+            if (parse_u64(optarg, &offset) != 0)
+                return cli_usage_error(cmd, "--offset wants a byte count, got '%s'", optarg);
+            have_offset = 1;
+        } else if (!strcmp(name, "count")) {
+            if (parse_u64(optarg, &count) != 0 || count > INT64_MAX)
+                return cli_usage_error(cmd, "--count wants a number of elements, got '%s'", optarg);
+            scount = (int64_t)count;
+        } else if (!strcmp(name, "device")) {
+            if (!strcmp(optarg, "cpu")) cuda = 0;
+            else if (!strcmp(optarg, "cuda")) cuda = 1;
+            else return cli_usage_error(cmd, "--device wants cpu or cuda, got '%s'", optarg);
+        } else if (!strcmp(name, "json")) {
+            json = 1;
+        }
+    }
+    if (optind >= argc) return cli_usage_error(cmd, "FILE is required");
+    if (optind + 1 < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    const char *path = argv[optind];
+
+    char err[512];
+    const uint8_t *buf;
+    size_t len;
+    if (tf_map(path, &buf, &len, err, sizeof err) != 0) {
+        fprintf(stderr, "pccl %s: %s\n", cmd->name, err);
+        return CLI_EXIT_FAIL;
+    }
+    if (fmt == FMT_AUTO) {
+        size_t pl = strlen(path);
+        if (len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) fmt = FMT_NPY;
+        else if (pl > 12 && !strcmp(path + pl - 12, ".safetensors")) fmt = FMT_SAFETENSORS;
+        else fmt = FMT_RAW;
+    }
+    int rc = CLI_EXIT_OK;
+    if (fmt == FMT_RAW && !have_dtype) rc = cli_usage_error(cmd, "raw data needs --dtype");
+    else if (fmt != FMT_RAW && (have_offset || scount >= 0))
+        rc = cli_usage_error(cmd, "--offset and --count apply to raw data only");
+    if (rc != CLI_EXIT_OK) {
+        tf_unmap(buf, len);
+        return rc;
+    }
+
+    tf_tensor_t one, *ts = &one;
+    size_t n = 1;
+    int prc;
+    if (fmt == FMT_NPY) prc = tf_parse_npy(buf, len, &one, err, sizeof err);
+    else if (fmt == FMT_SAFETENSORS) prc = tf_parse_safetensors(buf, len, &ts, &n, err, sizeof err);
+    else prc = tf_raw_range(len, dtype, offset, scount, &one, err, sizeof err);
+    if (prc == 0 && fmt != FMT_SAFETENSORS) {
+        const char *base = strrchr(path, '/');
+        snprintf(one.name, sizeof one.name, "%s", base ? base + 1 : path);
+    }
+    for (size_t i = 0; prc == 0 && have_dtype && fmt != FMT_RAW && i < n; i++)
+        if (ts[i].dtype != dtype) {
+            snprintf(err, sizeof err, "tensor '%s' is %s, --dtype says %s", ts[i].name, tf_dtype_name(ts[i].dtype),
+                     tf_dtype_name(dtype));
+            prc = -1;
+        }
+    cJSON *root = NULL, *arr = NULL;
+    if (prc == 0 && json) {
+        root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "file", path);
+        const char *fname = fmt == FMT_NPY ? "npy" : fmt == FMT_SAFETENSORS ? "safetensors" : "raw";
+        cJSON_AddStringToObject(root, "format", fname);
+        cJSON_AddStringToObject(root, "device", cuda ? "cuda" : "cpu");
+        arr = cJSON_AddArrayToObject(root, "tensors");
+    }
+    for (size_t i = 0; prc == 0 && i < n; i++) {
+        const tf_tensor_t *t = &ts[i];
+        uint64_t h;
+        const uint8_t *bytes = buf ? buf + t->offset : (const uint8_t *)""; /* an empty file maps to NULL */
+        if ((prc = hash_bytes(bytes, t->nbytes, cuda, &h, err, sizeof err)) != 0) break;
+        char hex[17], shape[512];
+        snprintf(hex, sizeof hex, "%016" PRIx64, h);
+        shape_str(t, shape, sizeof shape);
+        if (!json) {
+            printf("%s %s %s %s\n", t->name, tf_dtype_name(t->dtype), shape, hex);
+            continue;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON_AddStringToObject(o, "dtype", tf_dtype_name(t->dtype));
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        for (int d = 0; d < t->ndim; d++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)t->shape[d]));
+        cJSON_AddNumberToObject(o, "offset", (double)t->offset);
+        cJSON_AddNumberToObject(o, "bytes", (double)t->nbytes);
+        cJSON_AddStringToObject(o, "hash", hex);
+        cJSON_AddItemToArray(arr, o);
+    }
+    if (prc != 0) {
+        fprintf(stderr, "pccl %s: %s: %s\n", cmd->name, path, err);
+        rc = CLI_EXIT_FAIL;
+    } else if (root) {
+        char *s = cJSON_PrintUnformatted(root);
+        if (s) printf("%s\n", s);
+        free(s);
+    }
+    cJSON_Delete(root);
+    if (ts != &one) free(ts);
+    tf_unmap(buf, len);
+    return rc;
+}

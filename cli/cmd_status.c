@@ -1,0 +1,337 @@
+/*
+ * cmd_status.c - `pccl status`: asks a master's admin port for /v1/status and
+ * prints a table (or the raw JSON), once or every few seconds. The exit code
+ * is the health verdict, so scripts can branch on it:
+ *   0 healthy, 3 master unreachable, 4 run stalled, 2 usage error.
+ * Stalled: the run has accepted peers and an operation has been voting or
+ * running for longer than --stall-after seconds.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "pccl.h"
+
+#define STATUS_EXIT_UNREACHABLE 3
+#define STATUS_EXIT_STALLED 4
+#define ADMIN_DEFAULT_PORT 48149
+#define MAX_RESPONSE (16u << 20)
+
+static const cli_flag_t flags[] = {
+    {"master", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48149)"},
+    {"json", no_argument, NULL, "print the raw /v1/status JSON"},
+    {"watch", optional_argument, "[SECONDS]", "refresh every SECONDS (default 2) until interrupted"},
+    {"stall-after", required_argument, "SECONDS", "an operation in flight longer than this is a stall (default 60)"},
+    {"timeout", required_argument, "MS", "connect and read timeout (default 3000)"},
+    {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
+    {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
+    {0},
+};
+
+static int run(int argc, char **argv);
+
+const cli_command_t cli_cmd_status = {
+    .name = "status",
+    .summary = "show the peers, rings and operations of a run (exit 0 healthy, 3 unreachable, 4 stalled)",
+    .usage = "[--master HOST:PORT] [--json] [--watch [SECONDS]] [--stall-after SECONDS] [--timeout MS]",
+    .flags = flags,
+    .run = run,
+};
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+static long ms_left(const struct timespec *deadline) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long ms = (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+    return ms > 0 ? ms : 0;
+}
+
+/* Waits for fd to become ready for events before the deadline; 0 when ready. */
+static int wait_fd(int fd, short events, const struct timespec *deadline) {
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        int r = poll(&p, 1, (int)ms_left(deadline));
+        if (r > 0) return 0;
+        if (r == 0 || errno != EINTR || stop_requested) return -1;
+    }
+}
+
+/*
+ * GET path over HTTP/1.0 (so the body is never chunked) within timeout_ms in
+ * total. Returns the body (malloc'd) and the status code, or NULL with err.
+ */
+static char *http_get(const ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
+                      size_t errlen) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return NULL;
+    }
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
+    memcpy(&sa.sin_addr.s_addr, addr->inet.address.ipv4.data, 4);
+    char *resp = NULL;
+    size_t len = 0, cap = 0;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int soerr = errno;
+        socklen_t sl = sizeof soerr;
+        if (soerr == EINPROGRESS) {
+            if (wait_fd(fd, POLLOUT, &deadline) != 0) {
+                snprintf(err, errlen, "connect timed out");
+                goto fail;
+            }
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0) soerr = errno;
+        }
+        if (soerr != 0) {
+            snprintf(err, errlen, "cannot connect: %s", strerror(soerr));
+            goto fail;
+        }
+    }
+    char req[256];
+    int rl = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: pccl\r\nConnection: close\r\n\r\n", path);
+    for (int off = 0; off < rl;) {
+        if (wait_fd(fd, POLLOUT, &deadline) != 0) {
+            snprintf(err, errlen, "timed out sending the request");
+            goto fail;
+        }
+        ssize_t n = send(fd, req + off, (size_t)(rl - off), MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            snprintf(err, errlen, "send: %s", strerror(errno));
+            goto fail;
+        }
+        if (n > 0) off += (int)n;
+    }
+    for (;;) {
+        if (wait_fd(fd, POLLIN, &deadline) != 0) {
+            snprintf(err, errlen, "timed out reading the response");
+            goto fail;
+        }
+        if (cap - len < 4096) {
+            cap = cap ? cap * 2 : 65536;
+            char *b = cap <= MAX_RESPONSE ? realloc(resp, cap + 1) : NULL;
+            if (!b) {
+                snprintf(err, errlen, "response too large");
+                goto fail;
+            }
+            resp = b;
+        }
+        ssize_t n = recv(fd, resp + len, cap - len, 0);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) continue;
+            snprintf(err, errlen, "recv: %s", strerror(errno));
+            goto fail;
+        }
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!resp) {
+        snprintf(err, errlen, "empty response");
+        return NULL;
+    }
+    resp[len] = 0;
+    char *body = strstr(resp, "\r\n\r\n");
+    if (strncmp(resp, "HTTP/1.", 7) != 0 || !body || sscanf(resp + 8, " %d", code) != 1) {
+        snprintf(err, errlen, "not an HTTP response");
+        free(resp);
+        return NULL;
+    }
+    memmove(resp, body + 4, strlen(body + 4) + 1);
+    return resp;
+fail:
+    close(fd);
+    free(resp);
+    return NULL;
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return s ? s : "?";
+}
+
+/* Accepted peers exist and some operation is older than stall_ms. */
+static int is_stalled(const cJSON *st, double stall_ms, double *oldest) {
+    int accepted = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(st, "peers")) accepted += strcmp(str(p, "phase"), "accepted") == 0;
+    *oldest = num(st, "oldest_operation_age_ms");
+    return accepted > 0 && *oldest > stall_ms;
+}
+
+static void print_ops(const cJSON *ops) {
+    const cJSON *op;
+    cJSON_ArrayForEach(op, ops) {
+        const cJSON *tag = cJSON_GetObjectItemCaseSensitive(op, "tag");
+        const cJSON *seq = cJSON_GetObjectItemCaseSensitive(op, "op_seq");
+        printf("  %s", str(op, "kind"));
+        if (cJSON_IsNumber(tag)) printf(" tag %.0f", tag->valuedouble);
+        printf(": %s", str(op, "state"));
+        if (cJSON_IsNumber(seq)) printf(" (op_seq %.0f)", seq->valuedouble);
+        printf(", %.0f members, %.1fs\n", num(op, "members"), num(op, "age_ms") / 1000);
+    }
+}
+
+static void print_table(const cJSON *st, const char *where, int stalled, double oldest) {
+    const cJSON *peers = cJSON_GetObjectItemCaseSensitive(st, "peers");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(st, "counters");
+    printf("master %s (pccl %s, control port %.0f, up %.0fs): %d peers\n\n", where, str(st, "version"),
+           num(st, "master_port"), num(st, "uptime_ms") / 1000, cJSON_GetArraySize(peers));
+    printf("%-10s %-21s %5s  %-10s %-13s %9s %10s\n", "PEER", "ADDRESS", "GROUP", "PHASE", "STATE", "REVISION",
+           "HEARTBEAT");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, peers) {
+        char addr[32];
+        snprintf(addr, sizeof addr, "%s:%.0f", str(p, "address"), num(p, "p2p_port"));
+        printf("%-10.8s %-21s %5.0f  %-10s %-13s %9.0f %8.1fs\n", str(p, "uuid"), addr, num(p, "group"),
+               str(p, "phase"), str(p, "state"), num(p, "revision"), num(p, "last_heartbeat_ms_ago") / 1000);
+    }
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(st, "groups")) {
+        printf("\ngroup %.0f ring:", num(g, "id"));
+        const cJSON *r;
+        int first = 1;
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(g, "ring")) {
+            printf("%s%.8s", first ? " " : " -> ", cJSON_GetStringValue(r) ? cJSON_GetStringValue(r) : "?");
+            first = 0;
+        }
+        if (first) printf(" (empty)");
+        const cJSON *rev = cJSON_GetObjectItemCaseSensitive(g, "last_revision");
+        if (cJSON_IsNumber(rev)) printf("  (revision %.0f)", rev->valuedouble);
+        printf("\n");
+        print_ops(cJSON_GetObjectItemCaseSensitive(g, "operations"));
+    }
+    const cJSON *run_ops = cJSON_GetObjectItemCaseSensitive(st, "run_operations");
+    if (cJSON_GetArraySize(run_ops) > 0) {
+        printf("\nrun-wide:\n");
+        print_ops(run_ops);
+    }
+    printf("\ncollectives: %.0f completed, %.0f aborted; syncs: %.0f; peers kicked: %.0f; "
+           "control: %.0f packets in, %.0f bytes out\n",
+           num(c, "collectives_completed"), num(c, "collectives_aborted"), num(c, "syncs"), num(c, "peers_kicked"),
+           num(c, "control_packets_received"), num(c, "control_bytes_sent"));
+    if (stalled) printf("health: STALLED (an operation has been in flight for %.1fs)\n", oldest / 1000);
+    else printf("health: ok\n");
+}
+
+/* One poll of the admin port; prints and returns the exit code. */
+static int status_once(const ccoip_socket_address_t *addr, const char *where, int json, int timeout_ms,
+                       double stall_ms) {
+    char err[160];
+    int code = 0;
+    char *body = http_get(addr, "/v1/status", timeout_ms, &code, err, sizeof err);
+    if (!body) {
+        fprintf(stderr, "pccl status: master admin port %s unreachable: %s\n", where, err);
+        return STATUS_EXIT_UNREACHABLE;
+    }
+    cJSON *st = code == 200 ? cJSON_Parse(body) : NULL;
+    if (!cJSON_IsObject(st)) {
+        fprintf(stderr, "pccl status: %s did not answer with a status document (HTTP %d)\n", where, code);
+        cJSON_Delete(st);
+        free(body);
+        return STATUS_EXIT_UNREACHABLE;
+    }
+    double oldest;
+    int stalled = is_stalled(st, stall_ms, &oldest);
+    if (json) printf("%s\n", body);
+    else print_table(st, where, stalled, oldest);
+    fflush(stdout);
+    cJSON_Delete(st);
+    free(body);
+    return stalled ? STATUS_EXIT_STALLED : CLI_EXIT_OK;
+}
+
+static int parse_positive(const char *s, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || end == s || !(v > 0) || v > 86400.0 * 365) return -1;
+    *out = v;
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    const cli_command_t *cmd = &cli_cmd_status;
+    ccoip_socket_address_t addr;
+    const char *where = "127.0.0.1:48149";
+    cli_parse_hostport(where, &addr, ADMIN_DEFAULT_PORT);
+    int json = 0, watch = 0;
+    double every = 2, stall_s = 60, timeout = 3000;
+    struct option opts[64];
+    cli_longopts(flags, opts);
+    optind = 1;
+    opterr = 0;
+    int c, idx;
+    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
+        if (c == 'h') {
+            cli_print_help(cmd);
+            printf("\nexit codes: 0 healthy, 2 usage error, 3 master unreachable, 4 run stalled (accepted peers and an\n"
+                   "operation voting or running for longer than --stall-after)\n");
+            return CLI_EXIT_OK;
+        }
+        if (c == '?') return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        const char *name = opts[idx].name;
+        if (strcmp(name, "master") == 0) {
+            if (cli_parse_hostport(optarg, &addr, ADMIN_DEFAULT_PORT) != 0)
+                return cli_usage_error(cmd, "bad --master '%s' (want IPV4:PORT)", optarg);
+            where = optarg;
+        } else if (strcmp(name, "json") == 0) {
+            json = 1;
+        } else if (strcmp(name, "watch") == 0) {
+            watch = 1;
+            /* Accept "--watch 5" as well as "--watch=5": take a following number as the interval. */
+            const char *v = optarg;
+            if (!v && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') v = argv[optind++];
+            if (v && parse_positive(v, &every) != 0) return cli_usage_error(cmd, "bad --watch interval '%s'", v);
+        } else if (strcmp(name, "stall-after") == 0) {
+            if (parse_positive(optarg, &stall_s) != 0) return cli_usage_error(cmd, "bad --stall-after '%s'", optarg);
+        } else if (strcmp(name, "timeout") == 0) {
+            if (parse_positive(optarg, &timeout) != 0 || timeout > 600000)
+                return cli_usage_error(cmd, "bad --timeout '%s' (milliseconds)", optarg);
+        } else if (cli_apply_log_flag(cmd, name, optarg) > 0) {
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!watch) return status_once(&addr, where, json, (int)timeout, stall_s * 1000);
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int rc = CLI_EXIT_OK;
+    while (!stop_requested) {
+        if (!json) printf("\033[H\033[2J"); /* clear the screen */
+        rc = status_once(&addr, where, json, (int)timeout, stall_s * 1000);
+        struct timespec d = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
+        while (!stop_requested && nanosleep(&d, &d) != 0 && errno == EINTR) {
+        }
+    }
+    return rc;
+}

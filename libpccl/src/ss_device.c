@@ -1,0 +1,114 @@
+/*
+ * ss_device.c - see ss_device.h. Every socket call is bounded by the
+ * SO_SNDTIMEO/SO_RCVTIMEO the caller set on fd, so a silent peer ends a
+ * transfer instead of hanging it.
+ */
+#include "ss_device.h"
+
+#include <stdlib.h>
+
+#include "log.h"
+#include "net.h"
+#include "pccl_kernels.h"
+
+size_t ss_tensor_bytes(const pcclTensorInfo_t *t) { return t->count * pccl_dtype_size(t->datatype); }
+
+int ss_device_check(const pcclTensorInfo_t *t) {
+    if (t->device_type == pcclDeviceCpu) return 0;
+#ifdef PCCL_HAS_CUDA
+    if (t->device_type == pcclDeviceCuda) {
+        if (pccl_cuda_available()) return 0;
+        PLOG_ERROR("pccl", "shared-state tensor '%s' is a CUDA tensor but no CUDA device is usable", t->name);
+        return -1;
+    }
+#else
+    if (t->device_type == pcclDeviceCuda) {
+        PLOG_ERROR("pccl", "shared-state tensor '%s' is a CUDA tensor but this pccl was built without CUDA", t->name);
+        return -1;
+    }
+#endif
+    PLOG_ERROR("pccl", "shared-state tensor '%s': unknown device type %d", t->name, (int)t->device_type);
+    return -1;
+}
+
+int ss_hash(const pcclTensorInfo_t *t, uint64_t *out) {
+#ifdef PCCL_HAS_CUDA
+    if (t->device_type == pcclDeviceCuda) return pccl_simplehash_cuda(t->data, ss_tensor_bytes(t), out);
+#endif
+    *out = pccl_simplehash(t->data, ss_tensor_bytes(t));
+    return 0;
+}
+
+#ifdef PCCL_HAS_CUDA
+static int staging_get(ss_staging_t *stg) {
+    if (stg->buf) return 0;
+    stg->buf = pccl_cuda_host_alloc(SS_CHUNK);
+    stg->pinned = stg->buf != NULL;
+    if (!stg->buf) stg->buf = malloc(SS_CHUNK); /* pageable is slower but works */
+    return stg->buf ? 0 : -1;
+}
+#endif
+
+void ss_staging_free(ss_staging_t *stg) {
+#ifdef PCCL_HAS_CUDA
+    if (stg->pinned) pccl_cuda_host_free(stg->buf);
+    else free(stg->buf);
+#else
+    free(stg->buf);
+#endif
+    stg->buf = NULL;
+    stg->pinned = 0;
+}
+
+int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
+    const uint8_t *p = t->data;
+    size_t left = ss_tensor_bytes(t);
+#ifdef PCCL_HAS_CUDA
+    int staged = t->device_type == pcclDeviceCuda;
+    if (staged && staging_get(stg) != 0) return -1;
+#else
+    (void)stg;
+#endif
+    while (left) {
+        size_t n = left < SS_CHUNK ? left : SS_CHUNK;
+        const void *src = p;
+#ifdef PCCL_HAS_CUDA
+        if (staged) {
+            if (pccl_cuda_copy_d2h(stg->buf, p, n) != 0) return -1;
+            src = stg->buf;
+        }
+#endif
+        if (net_send_all(fd, src, n) != 0) return -1;
+        if (tx) atomic_fetch_add(tx, n);
+        p += n;
+        left -= n;
+    }
+    return 0;
+}
+
+int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg) {
+    uint8_t *p = t->data;
+    size_t left = ss_tensor_bytes(t);
+#ifdef PCCL_HAS_CUDA
+    if (t->device_type == pcclDeviceCuda) {
+        if (staging_get(stg) != 0) return -1;
+        while (left) {
+            size_t n = left < SS_CHUNK ? left : SS_CHUNK;
+            if (net_recv_all(fd, stg->buf, n) != 0 || pccl_cuda_copy_h2d(p, stg->buf, n) != 0) return -1;
+            p += n;
+            left -= n;
+        }
+        return 0;
+    }
+#else
+    (void)stg;
+#endif
+    /* CPU: straight into the user's tensor, in bounded reads so each one is covered by the timeout. */
+    while (left) {
+        size_t n = left < SS_CHUNK ? left : SS_CHUNK;
+        if (net_recv_all(fd, p, n) != 0) return -1;
+        p += n;
+        left -= n;
+    }
+    return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * ss_device.h - the device-dependent steps of a shared-state sync: hashing a
+ * tensor and streaming it over a socket in bounded chunks. CPU tensors are
+ * sent from and received into the user's memory directly; CUDA tensors (only
+ * with PCCL_HAS_CUDA) pass through one host staging buffer of SS_CHUNK bytes
+ * per connection, so memory never doubles for either kind.
+ */
+#ifndef PCCL_SS_DEVICE_H
+#define PCCL_SS_DEVICE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pccl.h"
+
+/* Largest single write/read; also the staging buffer size. */
+#define SS_CHUNK ((size_t)4 << 20)
+
+typedef struct ss_staging {
+    void *buf;
+    int pinned;
+} ss_staging_t;
+
+size_t ss_tensor_bytes(const pcclTensorInfo_t *t);
+/* 0 if this build and machine can sync the tensor's device type; otherwise logs why and returns -1. */
+int ss_device_check(const pcclTensorInfo_t *t);
+/* SimpleHash of the tensor's bytes wherever they live; 0 on success. */
+int ss_hash(const pcclTensorInfo_t *t, uint64_t *out);
+/* Sends the tensor's bytes, adding each chunk to *tx once written; 0 on success. */
+int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx);
+/* Receives exactly the tensor's bytes into it; 0 on success. */
+int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg);
+void ss_staging_free(ss_staging_t *stg);
+
+#endif

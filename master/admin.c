@@ -1,0 +1,259 @@
+/*
+ * admin.c - the admin port's HTTP side (libmicrohttpd, one internal polling
+ * thread). Handlers only read the latest published snapshot (copied under a
+ * mutex) or queue a command for the loop thread; they never block on the
+ * master, so a slow or hostile HTTP client cannot delay a collective.
+ */
+#include "admin.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <microhttpd.h>
+
+#define QUEUE_CAP 64
+
+struct admin_server {
+    struct MHD_Daemon *daemon;
+    uint16_t port;
+    char *token; /* NULL: POST endpoints always refused */
+    admin_notify_fn notify;
+    void *ctx;
+    pthread_mutex_t mu; /* guards the snapshot and the queue */
+    char *status, *topology, *metrics;
+    uint8_t *uuids;
+    int nuuids;
+    admin_cmd_t queue[QUEUE_CAP];
+    int qhead, qlen;
+};
+
+void admin_uuid_hex(const uint8_t uuid[16], char out[33]) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[uuid[i] >> 4];
+        out[2 * i + 1] = hex[uuid[i] & 15];
+    }
+    out[32] = 0;
+}
+
+static int parse_uuid(const char *s, size_t len, uint8_t out[16]) {
+    if (len != 32) return -1;
+    for (int i = 0; i < 32; i++) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (v < 0) return -1;
+        if (i % 2 == 0) out[i / 2] = (uint8_t)(v << 4);
+        else out[i / 2] |= (uint8_t)v;
+    }
+    return 0;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *type, const char *body,
+                               const char *allow) {
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    enum MHD_Result ret = MHD_queue_response(conn, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Error bodies are built from fixed text only: nothing from the request is echoed. */
+static enum MHD_Result respond_error(struct MHD_Connection *conn, unsigned code, const char *msg, const char *allow) {
+    char body[256];
+    snprintf(body, sizeof body, "{\"error\":\"%s\",\"code\":%u}\n", msg, code);
+    return respond(conn, code, "application/json", body, allow);
+}
+
+/* Copies one published document under the lock and sends it. */
+static enum MHD_Result respond_snapshot(admin_server_t *s, struct MHD_Connection *conn, char *const *doc,
+                                        const char *type) {
+    pthread_mutex_lock(&s->mu);
+    char *copy = *doc ? strdup(*doc) : NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (!copy) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet", NULL);
+    enum MHD_Result r = respond(conn, MHD_HTTP_OK, type, copy, NULL);
+    free(copy);
+    return r;
+}
+
+/* Constant-time comparison so the token cannot be guessed byte by byte from timings. */
+static int token_ok(const admin_server_t *s, struct MHD_Connection *conn) {
+    if (!s->token) return 0;
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncmp(h, "Bearer ", 7) != 0) return 0;
+    const char *given = h + 7;
+    size_t gl = strlen(given), tl = strlen(s->token);
+    unsigned diff = (unsigned)(gl ^ tl);
+    for (size_t i = 0; i < tl; i++) diff |= (unsigned char)s->token[i] ^ (unsigned char)(i < gl ? given[i] : 0);
+    return diff == 0;
+}
+
+static int push_cmd(admin_server_t *s, const admin_cmd_t *c) {
+    pthread_mutex_lock(&s->mu);
+    int ok = s->qlen < QUEUE_CAP;
+    if (ok) s->queue[(s->qhead + s->qlen++) % QUEUE_CAP] = *c;
+    pthread_mutex_unlock(&s->mu);
+    if (ok) s->notify(s->ctx);
+    return ok;
+}
+
+static int uuid_known(admin_server_t *s, const uint8_t uuid[16]) {
+    pthread_mutex_lock(&s->mu);
+    int found = 0;
+    for (int i = 0; i < s->nuuids && !found; i++) found = memcmp(s->uuids + 16 * i, uuid, 16) == 0;
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+static enum MHD_Result handle_kick(admin_server_t *s, struct MHD_Connection *conn, const char *id, size_t idlen) {
+    admin_cmd_t c = {.type = ADMIN_CMD_KICK};
+    if (parse_uuid(id, idlen, c.uuid) != 0)
+        return respond_error(conn, MHD_HTTP_NOT_FOUND, "peer uuid must be 32 hex digits", NULL);
+    if (!token_ok(s, conn))
+        return respond_error(conn, MHD_HTTP_FORBIDDEN, "a valid admin token is required", NULL);
+    if (!uuid_known(s, c.uuid)) return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such peer", NULL);
+    if (!push_cmd(s, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
+    char hex[33], body[96];
+    admin_uuid_hex(c.uuid, hex);
+    snprintf(body, sizeof body, "{\"kicked\":\"%s\"}\n", hex);
+    return respond(conn, MHD_HTTP_ACCEPTED, "application/json", body, NULL);
+}
+
+static enum MHD_Result handle_shutdown(admin_server_t *s, struct MHD_Connection *conn) {
+    if (!token_ok(s, conn))
+        return respond_error(conn, MHD_HTTP_FORBIDDEN, "a valid admin token is required", NULL);
+    admin_cmd_t c = {.type = ADMIN_CMD_SHUTDOWN};
+    if (!push_cmd(s, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
+    return respond(conn, MHD_HTTP_ACCEPTED, "application/json", "{\"shutdown\":true}\n", NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size, void **state) {
+    admin_server_t *s = cls;
+    static int marker;
+    (void)version;
+    (void)upload_data;
+    /* First call: headers only. Request bodies are ignored (discarded below). */
+    if (!*state) {
+        *state = &marker;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    if (strcmp(url, "/v1/status") == 0) {
+        if (!get) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, HEAD");
+        return respond_snapshot(s, conn, &s->status, "application/json");
+    }
+    if (strcmp(url, "/v1/topology") == 0) {
+        if (!get) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, HEAD");
+        return respond_snapshot(s, conn, &s->topology, "application/json");
+    }
+    if (strcmp(url, "/metrics") == 0) {
+        if (!get) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, HEAD");
+        return respond_snapshot(s, conn, &s->metrics, "text/plain; version=0.0.4; charset=utf-8");
+    }
+    if (strcmp(url, "/v1/shutdown") == 0) {
+        if (!post) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+        return handle_shutdown(s, conn);
+    }
+    static const char prefix[] = "/v1/peers/", suffix[] = "/kick";
+    size_t ul = strlen(url), pl = sizeof prefix - 1, sl = sizeof suffix - 1;
+    if (ul > pl + sl && strncmp(url, prefix, pl) == 0 && strcmp(url + ul - sl, suffix) == 0 &&
+        !memchr(url + pl, '/', ul - pl - sl)) {
+        if (!post) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+        return handle_kick(s, conn, url + pl, ul - pl - sl);
+    }
+    return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found", NULL);
+}
+
+admin_server_t *admin_server_start(const uint8_t ip[4], uint16_t port, const char *token, admin_notify_fn notify,
+                                   void *ctx, char *err, size_t errlen) {
+    admin_server_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->notify = notify;
+    s->ctx = ctx;
+    if (token && *token && !(s->token = strdup(token))) {
+        snprintf(err, errlen, "out of memory");
+        admin_server_free(s);
+        return NULL;
+    }
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    memcpy(&sa.sin_addr.s_addr, ip, 4);
+    /* Bounded: idle HTTP connections are closed after 10 s, and at most 64 are served at once. */
+    s->daemon = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+    if (!s->daemon) {
+        char a[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, ip, a, sizeof a);
+        snprintf(err, errlen, "cannot serve the admin port on %s:%u (port in use or address not local)", a, port);
+        admin_server_free(s);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : port;
+    return s;
+}
+
+uint16_t admin_server_port(const admin_server_t *s) { return s ? s->port : 0; }
+
+void admin_server_publish(admin_server_t *s, char *status_json, char *topology_json, char *metrics_text,
+                          uint8_t *uuids, int n) {
+    pthread_mutex_lock(&s->mu);
+    char *old[3] = {s->status, s->topology, s->metrics};
+    uint8_t *old_uuids = s->uuids;
+    s->status = status_json;
+    s->topology = topology_json;
+    s->metrics = metrics_text;
+    s->uuids = uuids;
+    s->nuuids = n;
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < 3; i++) free(old[i]);
+    free(old_uuids);
+}
+
+int admin_server_take(admin_server_t *s, admin_cmd_t *out) {
+    pthread_mutex_lock(&s->mu);
+    int got = s->qlen > 0;
+    if (got) {
+        *out = s->queue[s->qhead];
+        s->qhead = (s->qhead + 1) % QUEUE_CAP;
+        s->qlen--;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return got;
+}
+
+void admin_server_stop(admin_server_t *s) {
+    if (!s || !s->daemon) return;
+    MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+}
+
+void admin_server_free(admin_server_t *s) {
+    if (!s) return;
+    admin_server_stop(s);
+    free(s->status);
+    free(s->topology);
+    free(s->metrics);
+    free(s->uuids);
+    free(s->token);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,376 @@
+/*
+ * master_admin.c - the loop-thread side of the admin port (see admin.h).
+ *
+ * Three libuv handles on the master's loop: a check handle that runs after
+ * every event batch and tracks since when each operation has been in flight
+ * (the state machine reads no clock of its own for that), a 250 ms timer that
+ * rebuilds and publishes the snapshot documents, and an async handle through
+ * which the HTTP thread wakes the loop for queued kick/shutdown commands.
+ * Everything here runs on the loop thread, so it may read the state machine.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include "admin.h"
+#include "log.h"
+#include "master_internal.h"
+#include "msm_admin.h"
+
+typedef struct op_age {
+    msm_op_view_t op;
+    uint64_t since_ms;
+} op_age_t;
+
+struct pccl_master_admin {
+    admin_server_t *srv;
+    uv_timer_t timer;
+    uv_check_t check;
+    uv_async_t async;
+    int closed;
+    uint64_t started_ms;
+    op_age_t *ops;
+    int nops;
+};
+
+#define OPS_MAX 4096
+
+static int same_op(const msm_op_view_t *a, const msm_op_view_t *b) {
+    return strcmp(a->kind, b->kind) == 0 && a->group == b->group && a->tag == b->tag && a->running == b->running &&
+           a->op_seq == b->op_seq;
+}
+
+/*
+ * After every event batch: an operation keeps its start time while it is the
+ * same operation; one that went from voting to running inherits the vote's.
+ * A completed op and its successor with the same tag never meet in one batch
+ * (the successor's votes need the COMPLETE first), so ages are exact.
+ */
+static void track_ops(pcclMasterInstance_t *m) {
+    struct pccl_master_admin *a = m->admin;
+    int n = msm_op_views(m->sm, NULL, 0);
+    if (n > OPS_MAX) n = OPS_MAX;
+    msm_op_view_t *views = n ? malloc((size_t)n * sizeof *views) : NULL;
+    op_age_t *next = n ? malloc((size_t)n * sizeof *next) : NULL;
+    if (n && (!views || !next)) {
+        free(views);
+        free(next);
+        return;
+    }
+    msm_op_views(m->sm, views, n);
+    uint64_t now = uv_now(&m->loop);
+    for (int i = 0; i < n; i++) {
+        next[i] = (op_age_t){.op = views[i], .since_ms = now};
+        for (int j = 0; j < a->nops; j++) {
+            const msm_op_view_t *o = &a->ops[j].op;
+            int voted_then_ran = views[i].running && !o->running && strcmp(o->kind, views[i].kind) == 0 &&
+                                 o->group == views[i].group && o->tag == views[i].tag;
+            if (same_op(o, &views[i]) || voted_then_ran) {
+                next[i].since_ms = a->ops[j].since_ms;
+                if (!voted_then_ran) break;
+            }
+        }
+    }
+    free(views);
+    free(a->ops);
+    a->ops = next;
+    a->nops = n;
+}
+
+static void on_check(uv_check_t *h) { track_ops(h->data); }
+
+static void ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }
+
+static const char *phase_of(const msm_peer_view_t *v) {
+    if (v->accepted) return "accepted";
+    return strcmp(v->state, "connecting") == 0 ? "connected" : "registered";
+}
+
+static cJSON *ring_json(pcclMasterInstance_t *m, uint32_t group, int len, int detailed) {
+    cJSON *ring = cJSON_CreateArray();
+    uint64_t *conns = len > 0 ? malloc((size_t)len * sizeof *conns) : NULL;
+    int n = conns ? msm_group_ring(m->sm, group, conns, len) : 0;
+    int np = msm_peer_count(m->sm);
+    for (int i = 0; i < n; i++) {
+        msm_peer_view_t v;
+        for (int j = 0; j < np; j++) {
+            if (msm_peer_view(m->sm, j, &v) != 0 || v.conn != conns[i]) continue;
+            char hex[33], ip[16];
+            admin_uuid_hex(v.uuid, hex);
+            if (!detailed) {
+                cJSON_AddItemToArray(ring, cJSON_CreateString(hex));
+                break;
+            }
+            ip_str(v.ip, ip);
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "uuid", hex);
+            cJSON_AddStringToObject(e, "address", ip);
+            cJSON_AddNumberToObject(e, "p2p_port", v.p2p_port);
+            cJSON_AddItemToArray(ring, e);
+            break;
+        }
+    }
+    free(conns);
+    return ring;
+}
+
+static cJSON *peers_json(pcclMasterInstance_t *m, uint64_t now, uint8_t **uuids_out, int *nuuids) {
+    cJSON *peers = cJSON_CreateArray();
+    int np = msm_peer_count(m->sm);
+    uint8_t *uuids = np ? malloc((size_t)np * 16) : NULL;
+    int nu = 0;
+    for (int i = 0; i < np; i++) {
+        msm_peer_view_t v;
+        if (msm_peer_view(m->sm, i, &v) != 0) continue;
+        if (uuids) memcpy(uuids + 16 * nu++, v.uuid, 16);
+        char hex[33], ip[16];
+        admin_uuid_hex(v.uuid, hex);
+        ip_str(v.ip, ip);
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddStringToObject(p, "uuid", hex);
+        cJSON_AddStringToObject(p, "address", ip);
+        cJSON_AddNumberToObject(p, "p2p_port", v.p2p_port);
+        cJSON_AddNumberToObject(p, "group", v.group);
+        cJSON_AddStringToObject(p, "phase", phase_of(&v));
+        cJSON_AddStringToObject(p, "state", v.state);
+        cJSON_AddNumberToObject(p, "revision", (double)v.revision);
+        /* Any packet counts: heartbeats are the only traffic of an idle peer. */
+        cJSON_AddNumberToObject(p, "last_heartbeat_ms_ago", now >= v.last_seen_ms ? (double)(now - v.last_seen_ms) : 0);
+        cJSON_AddItemToArray(peers, p);
+    }
+    *uuids_out = uuids;
+    *nuuids = nu;
+    return peers;
+}
+
+/* Appends the in-flight operations of group (or MSM_RUN_WIDE) to arr, with their ages. */
+static void ops_json(const struct pccl_master_admin *a, uint32_t group, uint64_t now, cJSON *arr) {
+    for (int j = 0; j < a->nops; j++) {
+        const msm_op_view_t *o = &a->ops[j].op;
+        if (o->group != group) continue;
+        int coll = strcmp(o->kind, "collective") == 0;
+        cJSON *op = cJSON_CreateObject();
+        cJSON_AddStringToObject(op, "kind", o->kind);
+        if (coll) cJSON_AddNumberToObject(op, "tag", (double)o->tag);
+        else cJSON_AddNullToObject(op, "tag");
+        cJSON_AddStringToObject(op, "state", o->running ? "running" : "voting");
+        if (coll && o->running) cJSON_AddNumberToObject(op, "op_seq", (double)o->op_seq);
+        else cJSON_AddNullToObject(op, "op_seq");
+        cJSON_AddNumberToObject(op, "members", o->members);
+        cJSON_AddNumberToObject(op, "age_ms", (double)(now - a->ops[j].since_ms));
+        cJSON_AddItemToArray(arr, op);
+    }
+}
+
+static cJSON *groups_json(pcclMasterInstance_t *m, uint64_t now, int topology) {
+    cJSON *groups = cJSON_CreateArray();
+    msm_group_view_t gv[256];
+    int ng = msm_group_views(m->sm, gv, 256);
+    if (ng > 256) ng = 256;
+    struct pccl_master_admin *a = m->admin;
+    for (int i = 0; i < ng; i++) {
+        if (gv[i].ring_len == 0 && !topology) {
+            int has_ops = 0;
+            for (int j = 0; j < a->nops; j++) has_ops |= a->ops[j].op.group == gv[i].id;
+            if (!has_ops) continue;
+        }
+        cJSON *g = cJSON_CreateObject();
+        cJSON_AddNumberToObject(g, "id", gv[i].id);
+        cJSON_AddItemToObject(g, "ring", ring_json(m, gv[i].id, gv[i].ring_len, topology));
+        if (!topology) {
+            if (gv[i].has_revision) cJSON_AddNumberToObject(g, "last_revision", (double)gv[i].last_revision);
+            else cJSON_AddNullToObject(g, "last_revision");
+            cJSON *ops = cJSON_AddArrayToObject(g, "operations");
+            ops_json(a, gv[i].id, now, ops);
+        }
+        cJSON_AddItemToArray(groups, g);
+    }
+    return groups;
+}
+
+/* Measured links (from optimize topology) as [{from, to, mbps}] by uuid; null while nothing was measured. */
+static cJSON *bandwidth_json(pcclMasterInstance_t *m) {
+    int n = msm_bw_views(m->sm, NULL, 0);
+    msm_bw_view_t *bw = n > 0 ? malloc((size_t)n * sizeof *bw) : NULL;
+    if (!bw) return cJSON_CreateNull();
+    n = msm_bw_views(m->sm, bw, n);
+    int np = msm_peer_count(m->sm);
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        char from[33] = "", to[33] = "";
+        for (int j = 0; j < np; j++) {
+            msm_peer_view_t v;
+            if (msm_peer_view(m->sm, j, &v) != 0) continue;
+            if (v.conn == bw[i].from) admin_uuid_hex(v.uuid, from);
+            if (v.conn == bw[i].to) admin_uuid_hex(v.uuid, to);
+        }
+        if (!from[0] || !to[0]) continue; /* a departed peer's link */
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "from", from);
+        cJSON_AddStringToObject(e, "to", to);
+        cJSON_AddNumberToObject(e, "mbps", bw[i].mbps);
+        cJSON_AddItemToArray(arr, e);
+    }
+    free(bw);
+    return arr;
+}
+
+static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32_t connected) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    fprintf(f, "# HELP pccl_peers Peers known to the master by phase.\n# TYPE pccl_peers gauge\n");
+    fprintf(f, "pccl_peers{phase=\"connected\"} %u\n", connected);
+    fprintf(f, "pccl_peers{phase=\"registered\"} %u\n", st->registered);
+    fprintf(f, "pccl_peers{phase=\"accepted\"} %u\n", st->accepted);
+    fprintf(f, "# HELP pccl_groups Peer groups with at least one accepted peer.\n# TYPE pccl_groups gauge\n");
+    fprintf(f, "pccl_groups %u\n", st->groups);
+    fprintf(f, "# HELP pccl_collectives_total Collective operations finished, by result.\n"
+               "# TYPE pccl_collectives_total counter\n");
+    fprintf(f, "pccl_collectives_total{result=\"completed\"} %llu\n", (unsigned long long)st->collectives_completed);
+    fprintf(f, "pccl_collectives_total{result=\"aborted\"} %llu\n", (unsigned long long)st->collectives_aborted);
+    fprintf(f, "# HELP pccl_syncs_total Shared-state syncs completed.\n# TYPE pccl_syncs_total counter\n");
+    fprintf(f, "pccl_syncs_total %llu\n", (unsigned long long)st->syncs_completed);
+    fprintf(f, "# HELP pccl_peers_kicked_total Peers kicked by the master.\n# TYPE pccl_peers_kicked_total counter\n");
+    fprintf(f, "pccl_peers_kicked_total %llu\n", (unsigned long long)st->peers_kicked);
+    fprintf(f, "# HELP pccl_master_packets_received_total Control packets received.\n"
+               "# TYPE pccl_master_packets_received_total counter\n");
+    fprintf(f, "pccl_master_packets_received_total %llu\n", (unsigned long long)m->packets_received);
+    fprintf(f, "# HELP pccl_master_bytes_sent_total Control bytes sent.\n"
+               "# TYPE pccl_master_bytes_sent_total counter\n");
+    fprintf(f, "pccl_master_bytes_sent_total %llu\n", (unsigned long long)m->bytes_sent);
+    fclose(f);
+    return buf;
+}
+
+static void publish(pcclMasterInstance_t *m) {
+    struct pccl_master_admin *a = m->admin;
+    uint64_t now = uv_now(&m->loop);
+    msm_stats_t st;
+    msm_get_stats(m->sm, &st);
+    uint8_t *uuids = NULL;
+    int nuuids = 0;
+
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "version", PCCL_VERSION_STRING);
+    cJSON_AddNumberToObject(s, "master_port", m->port);
+    cJSON_AddNumberToObject(s, "uptime_ms", (double)(now - a->started_ms));
+    cJSON *peers = peers_json(m, now, &uuids, &nuuids);
+    cJSON_AddItemToObject(s, "peers", peers);
+    cJSON_AddItemToObject(s, "groups", groups_json(m, now, 0));
+    ops_json(a, MSM_RUN_WIDE, now, cJSON_AddArrayToObject(s, "run_operations"));
+    cJSON *c = cJSON_AddObjectToObject(s, "counters");
+    cJSON_AddNumberToObject(c, "collectives_completed", (double)st.collectives_completed);
+    cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);
+    cJSON_AddNumberToObject(c, "syncs", (double)st.syncs_completed);
+    cJSON_AddNumberToObject(c, "peers_kicked", (double)st.peers_kicked);
+    cJSON_AddNumberToObject(c, "control_bytes_sent", (double)m->bytes_sent);
+    cJSON_AddNumberToObject(c, "control_packets_received", (double)m->packets_received);
+    uint64_t oldest = 0;
+    for (int i = 0; i < a->nops; i++)
+        if (now - a->ops[i].since_ms > oldest) oldest = now - a->ops[i].since_ms;
+    cJSON_AddNumberToObject(s, "oldest_operation_age_ms", (double)oldest);
+
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddItemToObject(t, "groups", groups_json(m, now, 1));
+    cJSON_AddItemToObject(t, "bandwidth", bandwidth_json(m));
+
+    uint32_t connected = (uint32_t)msm_peer_count(m->sm) - st.registered - st.accepted;
+    char *status = cJSON_PrintUnformatted(s), *topo = cJSON_PrintUnformatted(t);
+    char *metrics = metrics_text(m, &st, connected);
+    cJSON_Delete(s);
+    cJSON_Delete(t);
+    if (!status || !topo || !metrics) {
+        free(status);
+        free(topo);
+        free(metrics);
+        free(uuids);
+        return; /* keep the previous snapshot */
+    }
+    admin_server_publish(a->srv, status, topo, metrics, uuids, nuuids);
+}
+
+static void on_timer(uv_timer_t *h) { publish(h->data); }
+
+static void on_commands(uv_async_t *h) {
+    pcclMasterInstance_t *m = h->data;
+    admin_cmd_t cmd;
+    while (admin_server_take(m->admin->srv, &cmd)) {
+        if (cmd.type == ADMIN_CMD_SHUTDOWN) {
+            PLOG_INFO("master", "shutdown requested on the admin port");
+            pcclInterruptMaster(m);
+            continue;
+        }
+        char hex[33];
+        admin_uuid_hex(cmd.uuid, hex);
+        msm_set_time(m->sm, uv_now(&m->loop));
+        if (msm_kick_uuid(m->sm, cmd.uuid, "kicked by the operator (admin port)") != 0)
+            PLOG_INFO("master", "admin kick of %s: no such peer (already gone)", hex);
+        else
+            PLOG_INFO("master", "peer %s kicked on the admin port", hex);
+    }
+    publish(m);
+}
+
+/* Runs on the HTTP thread: only wakes the loop (uv_async_send is thread-safe). */
+static void notify_loop(void *ctx) {
+    pcclMasterInstance_t *m = ctx;
+    uv_async_send(&m->admin->async);
+}
+
+pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token) {
+    if (!m || m->admin || atomic_load(&m->running) || addr.inet.protocol != inetIPv4) return pcclInvalidUsage;
+    struct pccl_master_admin *a = calloc(1, sizeof *a);
+    if (!a) return pcclInternalError;
+    m->admin = a;
+    /* The handles exist before the HTTP thread can call notify_loop. */
+    uv_async_init(&m->loop, &a->async, on_commands);
+    uv_timer_init(&m->loop, &a->timer);
+    uv_check_init(&m->loop, &a->check);
+    a->async.data = a->timer.data = a->check.data = m;
+    a->started_ms = uv_now(&m->loop);
+    char err[160];
+    a->srv = admin_server_start(addr.inet.address.ipv4.data, addr.port, token, notify_loop, m, err, sizeof err);
+    if (!a->srv) {
+        PLOG_ERROR("master", "%s", err);
+        pccl__admin_on_stop(m);
+        uv_run(&m->loop, UV_RUN_NOWAIT); /* run the close callbacks */
+        free(a);
+        m->admin = NULL;
+        return pcclInternalError;
+    }
+    publish(m);
+    uv_timer_start(&a->timer, on_timer, 250, 250);
+    uv_check_start(&a->check, on_check);
+    return pcclSuccess;
+}
+
+uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m) {
+    return m && m->admin ? admin_server_port(m->admin->srv) : 0;
+}
+
+int pccl__master_interrupted(pcclMasterInstance_t *m) { return m ? atomic_load(&m->interrupted) : 0; }
+
+void pccl__admin_on_stop(pcclMasterInstance_t *m) {
+    struct pccl_master_admin *a = m->admin;
+    if (!a || a->closed) return;
+    a->closed = 1;
+    /* Join the HTTP thread first: after this nothing can uv_async_send on a closing handle. */
+    admin_server_stop(a->srv);
+    uv_close((uv_handle_t *)&a->async, NULL);
+    uv_close((uv_handle_t *)&a->timer, NULL);
+    uv_close((uv_handle_t *)&a->check, NULL);
+}
+
+void pccl__admin_free(pcclMasterInstance_t *m) {
+    struct pccl_master_admin *a = m->admin;
+    if (!a) return;
+    admin_server_free(a->srv);
+    free(a->ops);
+    free(a);
+    m->admin = NULL;
+}

@@ -1,0 +1,47 @@
+/*
+ * msm_admin.h - read-only views of the state machine's groups and operations,
+ * and the operator's kick, for the admin port. Loop thread only, like every
+ * other msm_* call.
+ */
+#ifndef PCCL_MSM_ADMIN_H
+#define PCCL_MSM_ADMIN_H
+
+#include <stdint.h>
+
+#include "master_sm.h"
+
+typedef struct msm_group_view {
+    uint32_t id;
+    int ring_len;
+    int has_revision;
+    uint64_t last_revision;
+} msm_group_view_t;
+
+#define MSM_RUN_WIDE UINT32_MAX /* group of a run-wide operation (accept round, votes of all accepted peers) */
+
+typedef struct msm_op_view {
+    const char *kind; /* "collective", "shared_state_sync", "update_topology", "peers_pending", "optimize_topology" */
+    uint32_t group;   /* MSM_RUN_WIDE for the run-wide kinds */
+    uint64_t tag;     /* collective only */
+    int running;     /* 0: voting to initiate, 1: performing */
+    uint64_t op_seq; /* running only */
+    int members;     /* voters so far (voting) or members (running) */
+    /* The other kinds: running = the distribution phase of a sync, or an accept round wiring the ring. */
+} msm_op_view_t;
+
+/* Fills up to max views; returns the total number (may exceed max). */
+int msm_group_views(const msm_t *m, msm_group_view_t *out, int max);
+int msm_op_views(const msm_t *m, msm_op_view_t *out, int max);
+
+/* A measured directed link (optimize topology's bandwidth store), by conn id. */
+typedef struct msm_bw_view {
+    uint64_t from, to;
+    double mbps;
+} msm_bw_view_t;
+
+int msm_bw_views(const msm_t *m, msm_bw_view_t *out, int max);
+
+/* Kicks the peer with this uuid through the normal kick path; 0 if kicked, -1 if unknown. */
+int msm_kick_uuid(msm_t *m, const uint8_t uuid[16], const char *reason);
+
+#endif

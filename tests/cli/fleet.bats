@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# scripts/fleet: master.sh creates a token and serves the admin port, peer.sh
+# rejoins after its peer is kicked, watch.sh acts on `pccl status` exit codes.
+
+setup() {
+    REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+    export PCCL=${PCCL_BIN:-$REPO/build/bin/pccl}
+    TMP=$(mktemp -d)
+    PIDS=()
+}
+
+teardown() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    sleep 0.3
+    for p in "${PIDS[@]}"; do
+        for c in $(ps -o pid= --ppid "$p" 2>/dev/null); do kill -9 "$c" 2>/dev/null || true; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+
+accepted_uuids() {
+    "$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
+        python3 -c 'import json,sys; print(" ".join(sorted(p["uuid"] for p in json.load(sys.stdin)["peers"] if p["phase"]=="accepted")))'
+}
+
+@test "peer.sh rejoins after a kick; master.sh made a private token" {
+    LISTEN=127.0.0.1:0 ADMIN=127.0.0.1:0 TOKEN_FILE="$TMP/token" "$REPO/scripts/fleet/master.sh" > "$TMP/m.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do grep -q 'admin on' "$TMP/m.out" && break; sleep 0.05; done
+    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    [ "$(stat -c %a "$TMP/token")" = 600 ]
+    for i in 1 2; do
+        MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 1000000 --step-delay 20 \
+            > "$TMP/p$i.out" 2>&1 &
+        PIDS+=($!)
+    done
+    for _ in $(seq 1 100); do [ "$(accepted_uuids | wc -w)" -eq 2 ] && break; sleep 0.1; done
+    before=$(accepted_uuids)
+    victim=${before%% *}
+    python3 -c '
+import sys, urllib.request
+r = urllib.request.Request(sys.argv[1], method="POST", data=b"", headers={"Authorization": "Bearer " + sys.argv[2]})
+print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/peers/$victim/kick" "$(cat "$TMP/token")"
+    # The kicked peer's peer.sh restarts it after 1 s; it is accepted again under a new uuid.
+    for _ in $(seq 1 150); do
+        now=$(accepted_uuids)
+        [ "$(wc -w <<< "$now")" -eq 2 ] && [[ "$now" != *"$victim"* ]] && break
+        sleep 0.1
+    done
+    [ "$(wc -w <<< "$now")" -eq 2 ]
+    [[ "$now" != *"$victim"* ]]
+    grep -q 'rejoining in 1s' "$TMP"/p*.out
+}
+
+@test "watch.sh runs ON_DOWN when the master stays unreachable (exit 3)" {
+    ADMIN=127.0.0.1:1 INTERVAL=0.2 UNREACHABLE_LIMIT=2 ON_DOWN="touch $TMP/down" \
+        timeout 10 "$REPO/scripts/fleet/watch.sh" > "$TMP/w.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 50); do [ -f "$TMP/down" ] && break; sleep 0.1; done
+    [ -f "$TMP/down" ]
+    grep -q 'master unreachable (2/2)' "$TMP/w.out"
+}

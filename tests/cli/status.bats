@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# `pccl status` and the master's admin port: table and --json against a real
+# master, exit codes (3 unreachable, 4 stalled, 2 usage), --watch, the HTTP
+# endpoints (200/403/404/405), a kick that removes a real peer and a shutdown.
+# PCCL_BIN points at the binary (default build/bin/pccl under the repo root).
+# HTTP requests use python3's urllib (always installed with the test deps).
+
+setup() {
+    PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
+    TMP=$(mktemp -d)
+    PEERS=()
+}
+
+teardown() {
+    for p in "${PEERS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    if [ -n "${MPID:-}" ]; then kill -9 "$MPID" 2>/dev/null || true; fi
+    for p in "${PEERS[@]}" ${MPID:-}; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+}
+
+# start_master [ARGS...]: sets MPID, PORT (control) and APORT (admin)
+start_master() {
+    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 "$@" > "$TMP/master.out" 2> "$TMP/master.err" &
+    MPID=$!
+    for _ in $(seq 1 100); do
+        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        [ -n "$PORT" ] && [ -n "$APORT" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# start_peer: a synthetic peer that runs until killed; appends to PEERS, sets LAST
+start_peer() {
+    "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 1000000 --step-delay 20 \
+        > "$TMP/peer$#.out" 2>&1 &
+    LAST=$!
+    PEERS+=("$LAST")
+}
+
+# http METHOD PATH [TOKEN]: prints "CODE BODY"
+http() {
+    python3 - "$1" "http://127.0.0.1:$APORT$2" "${3:-}" <<'PY'
+import sys, urllib.request, urllib.error
+method, url, token = sys.argv[1], sys.argv[2], sys.argv[3]
+req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+if token: req.add_header("Authorization", "Bearer " + token)
+try:
+    with urllib.request.urlopen(req, timeout=5) as r: print(r.status, r.read().decode())
+except urllib.error.HTTPError as e: print(e.code, e.read().decode())
+PY
+}
+
+# wait_accepted N: until the status shows N accepted peers (10 s)
+wait_accepted() {
+    for _ in $(seq 1 100); do
+        n=$("$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
+            python3 -c 'import json,sys; print(sum(p["phase"]=="accepted" for p in json.load(sys.stdin)["peers"]))' 2>/dev/null)
+        [ "${n:-0}" -eq "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+@test "status prints a table of peers and rings and exits 0 on a healthy run" {
+    start_master
+    start_peer; start_peer
+    wait_accepted 2
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"PEER"*"ADDRESS"*"PHASE"* ]]
+    [[ "$output" == *"accepted"* ]]
+    [[ "$output" == *"group 0 ring:"*"->"* ]]
+    [[ "$output" == *"health: ok"* ]]
+}
+
+@test "status --json is the /v1/status document" {
+    start_master
+    start_peer; start_peer
+    wait_accepted 2
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --json
+    [ "$status" -eq 0 ]
+    echo "$output" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert len(s["peers"]) == 2, s
+for p in s["peers"]:
+    assert len(p["uuid"]) == 32 and int(p["uuid"], 16) >= 0
+    for k in ("address", "p2p_port", "group", "phase", "state", "revision", "last_heartbeat_ms_ago"): assert k in p, k
+g = s["groups"][0]
+assert g["id"] == 0 and sorted(g["ring"]) == sorted(p["uuid"] for p in s["peers"])
+assert isinstance(g["operations"], list) and isinstance(s["run_operations"], list)
+for k in ("collectives_completed", "collectives_aborted", "syncs", "peers_kicked", "control_bytes_sent",
+          "control_packets_received"): assert k in s["counters"], k
+'
+}
+
+@test "admin port: /v1/topology lists measured links once peers optimize the ring" {
+    start_master
+    # Three peers: a ring of two has one order only, so nothing would be measured.
+    for i in 1 2 3; do
+        "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 1000000 --step-delay 20 --optimize \
+            > "$TMP/opt$i.out" 2>&1 &
+        PEERS+=($!)
+    done
+    for _ in $(seq 1 150); do
+        run http GET /v1/topology
+        [[ "$output" == *'"mbps"'* ]] && break
+        sleep 0.1
+    done
+    echo "${output#200 }" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)
+ring = [p["uuid"] for p in t["groups"][0]["ring"]]
+assert len(ring) == 3 and t["bandwidth"], t
+for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbps"] > 0, l
+'
+}
+
+@test "status exits 3 when the master is unreachable, within the timeout" {
+    start=$(date +%s)
+    run timeout 20 "$PCCL" status --master 127.0.0.1:1 --timeout 1000
+    [ "$status" -eq 3 ]
+    [[ "$output" == *"unreachable"* ]]
+    [ $(( $(date +%s) - start )) -le 5 ]
+}
+
+@test "status exits 4 when an operation is stuck (a peer stopped mid-run)" {
+    start_master
+    start_peer; A=$LAST; start_peer
+    wait_accepted 2
+    kill -STOP "$A"
+    sleep 2
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --stall-after 1
+    kill -CONT "$A"
+    [ "$status" -eq 4 ]
+    [[ "$output" == *"STALLED"* ]]
+}
+
+@test "status --watch refreshes until interrupted" {
+    start_master
+    run timeout -s INT 3 "$PCCL" status --master 127.0.0.1:"$APORT" --watch 1
+    [ "$(grep -c 'health: ok' <<< "$output")" -ge 2 ]
+    [[ "$output" == *$'\033[H\033[2J'* ]]
+}
+
+@test "status usage errors exit 2" {
+    run "$PCCL" status --bogus
+    [ "$status" -eq 2 ]
+    run "$PCCL" status --master nowhere
+    [ "$status" -eq 2 ]
+    run "$PCCL" status --watch=-1
+    [ "$status" -eq 2 ]
+    run "$PCCL" status extra
+    [ "$status" -eq 2 ]
+    run "$PCCL" status --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"3 master unreachable"* ]]
+}
+
+@test "admin port: GET endpoints are 200, unknown paths 404, wrong methods 405" {
+    start_master
+    run http GET /v1/status
+    [[ "$output" == "200 {"* ]]
+    run http GET /v1/topology
+    [[ "$output" == "200 {"*'"bandwidth":null'* ]]
+    run http GET /metrics
+    [[ "$output" == "200 "* ]]
+    [[ "$output" == *'pccl_peers{phase="accepted"} 0'* ]]
+    [[ "$output" == *'pccl_collectives_total{result="completed"}'* ]]
+    for m in pccl_groups pccl_syncs_total pccl_peers_kicked_total pccl_master_packets_received_total \
+             pccl_master_bytes_sent_total; do [[ "$output" == *"# TYPE $m "* ]]; done
+    run http GET /nope
+    [[ "$output" == "404 {\"error\""* ]]
+    run http POST /v1/status
+    [[ "$output" == "405 {\"error\""* ]]
+    run http GET /v1/shutdown
+    [[ "$output" == "405 "* ]]
+}
+
+@test "admin port: kick and shutdown are 403 without a configured token, or with a wrong one" {
+    start_master
+    run http POST /v1/shutdown
+    [[ "$output" == "403 "* ]]
+    run http POST /v1/shutdown anything
+    [[ "$output" == "403 "* ]]
+    kill -9 "$MPID"; wait "$MPID" 2>/dev/null || true
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    run http POST /v1/shutdown
+    [[ "$output" == "403 "* ]]
+    run http POST /v1/shutdown wrong
+    [[ "$output" == "403 "* ]]
+    run http POST /v1/peers/00000000000000000000000000000000/kick wrong
+    [[ "$output" == "403 "* ]]
+    run http POST /v1/peers/00000000000000000000000000000000/kick s3cret
+    [[ "$output" == "404 "* ]]
+    kill -0 "$MPID"
+}
+
+@test "admin port: a kick with the token removes a real peer" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    start_peer; A=$LAST; start_peer
+    wait_accepted 2
+    uuid=$(http GET /v1/status | cut -d' ' -f2- | python3 -c 'import json,sys; print(json.load(sys.stdin)["peers"][0]["uuid"])')
+    run http POST "/v1/peers/$uuid/kick" s3cret
+    [[ "$output" == "202 "*"$uuid"* ]]
+    for _ in $(seq 1 100); do
+        http GET /v1/status | grep -q "$uuid" || break
+        sleep 0.1
+    done
+    run http GET /v1/status
+    [[ "$output" == "200 "* && "$output" != *"$uuid"* ]]
+    run http GET /metrics
+    [[ "$output" == *"pccl_peers_kicked_total 1"* ]]
+}
+
+@test "admin port: shutdown with the token stops the master (exit 0)" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    run http POST /v1/shutdown s3cret
+    [[ "$output" == "202 "* ]]
+    run timeout 10 tail --pid="$MPID" -f /dev/null
+    [ "$status" -eq 0 ]
+    wait "$MPID"
+    MPID=
+}
+
+@test "master --no-admin serves no admin port; a bad token file is an error" {
+    "$PCCL" master --listen 127.0.0.1:0 --no-admin > "$TMP/out" 2>&1 &
+    MPID=$!
+    for _ in $(seq 1 100); do grep -q listening "$TMP/out" && break; sleep 0.05; done
+    run grep -c 'admin on' "$TMP/out"
+    [ "$output" = 0 ]
+    run "$PCCL" master --listen 127.0.0.1:0 --admin-token-file "$TMP/missing"
+    [ "$status" -eq 1 ]
+    run "$PCCL" master --admin bogus
+    [ "$status" -eq 2 ]
+}
+
+@test "a taken admin port: explicit --admin is exit 1, the default only a warning" {
+    start_master
+    run timeout 10 "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:"$APORT"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"cannot serve the admin port on 127.0.0.1:$APORT"* ]]
+    # The default port (48149) may or may not be free on this host: either way the master must start.
+    "$PCCL" master --listen 127.0.0.1:0 > "$TMP/second.out" 2> "$TMP/second.err" &
+    PEERS+=($!)
+    for _ in $(seq 1 100); do grep -q 'listening on' "$TMP/second.out" && break; sleep 0.05; done
+    grep -q 'listening on' "$TMP/second.out"
+    grep -q 'admin on 127.0.0.1:48149' "$TMP/second.out" || grep -q 'running without it' "$TMP/second.err"
+}
