@@ -67,7 +67,7 @@ static int run(int argc, char **argv) {
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
-    uint64_t v;
+    uint64_t v = 0;
     struct option opts[64];
     cli_longopts(flags, opts);
     optind = 1;

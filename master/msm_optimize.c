@@ -141,9 +141,14 @@ static void maybe_start(msm_t *m) {
         if (!g || g->ring_len < 3) continue;
         wire_peer_t *targets = calloc((size_t)g->ring_len, sizeof *targets);
         if (!targets) continue;
+        /* Targets in ring-offset order: in probe slot k every peer sends to the peer k places ahead,
+         * so each receiver takes one probe at a time instead of several competing ones. */
+        int pos = 0;
+        for (int r = 0; r < g->ring_len; r++)
+            if (g->ring[r] == p->conn) pos = r;
         uint32_t nt = 0;
-        for (int r = 0; r < g->ring_len; r++) {
-            msm_peer_t *q = msm_find(m, g->ring[r]);
+        for (int k = 1; k < g->ring_len; k++) {
+            msm_peer_t *q = msm_find(m, g->ring[(pos + k) % g->ring_len]);
             if (!q || q == p || msm_bw_get(m, p->conn, q->conn) > 0) continue;
             memcpy(targets[nt].uuid, q->uuid, 16);
             memcpy(targets[nt].ip, q->ip, 4);
