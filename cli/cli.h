@@ -10,6 +10,7 @@
 #define PCCL_CLI_H
 
 #include <getopt.h>
+#include <stddef.h>
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
@@ -40,6 +41,15 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute_
 /* Parses "HOST:PORT" (IPv4 or "localhost"); returns 0 on success. */
 struct ccoip_socket_address_t;
 int cli_parse_hostport(const char *s, struct ccoip_socket_address_t *out, unsigned short default_port);
+
+/*
+ * GET http://addr/path with one deadline of timeout_ms. Returns the body (malloc'd, NUL-terminated)
+ * and the HTTP status in *code, or NULL with a one-line reason in err.
+ */
+char *cli_http_get(const struct ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
+                   size_t errlen);
+/* Default admin port of a master. */
+#define CLI_ADMIN_DEFAULT_PORT 48149
 
 /* Applies --log-level/--log-format; 0 if applied, CLI_EXIT_USAGE on a bad value, -1 if not a log flag. */
 int cli_apply_log_flag(const cli_command_t *cmd, const char *name, const char *value);

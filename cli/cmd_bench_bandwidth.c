@@ -31,6 +31,7 @@ static const cli_flag_t flags[] = {
     {"connect", required_argument, "HOST:PORT", "measure the link to a server (or a peer's p2p port)"},
     {"seconds", required_argument, "S", "seconds per direction (default 3, at most 60)"},
     {"streams", required_argument, "N", "parallel TCP connections (default 1, at most 64)"},
+    {"master", required_argument, "HOST:PORT", "print the run's measured bandwidth matrix (master admin port)"},
     {"json", no_argument, NULL, "print the result as JSON"},
     {0},
 };
@@ -41,7 +42,8 @@ const cli_command_t cli_cmd_bench_bandwidth = {
     .name = "bench-bandwidth",
     .alias = "bench p2p",
     .summary = "measure point-to-point bandwidth in each direction",
-    .usage = "--server [--listen HOST:PORT] | --connect HOST:PORT [--seconds S] [--streams N] [--json]",
+    .usage = "--server [--listen HOST:PORT] | --connect HOST:PORT [--seconds S] [--streams N] [--json] | "
+             "--master HOST:PORT [--json]",
     .flags = flags,
     .run = run,
 };
@@ -140,10 +142,69 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
     return CLI_EXIT_OK;
 }
 
+/* Index of id in ids (adding it if new). */
+static int peer_index(const char **ids, int *n, const char *id) {
+    for (int i = 0; i < *n; i++)
+        if (strcmp(ids[i], id) == 0) return i;
+    ids[*n] = id;
+    return (*n)++;
+}
+
+/* The run's measured links from GET /v1/topology, as a from x to matrix (Mbit/s). */
+static int show_matrix(const ccoip_socket_address_t *admin, int json) {
+    char err[160];
+    int code = 0;
+    char *body = cli_http_get(admin, "/v1/topology", 5000, &code, err, sizeof err);
+    if (!body || code != 200) {
+        fprintf(stderr, "pccl bench-bandwidth: cannot read the master's topology: %s\n", body ? "bad HTTP status" : err);
+        free(body);
+        return CLI_EXIT_FAIL;
+    }
+    if (json) {
+        printf("%s\n", body);
+        free(body);
+        return CLI_EXIT_OK;
+    }
+    cJSON *doc = cJSON_Parse(body);
+    free(body);
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(doc, "bandwidth");
+    if (!cJSON_IsArray(bw) || cJSON_GetArraySize(bw) == 0) {
+        printf("no bandwidth measured yet (peers measure during pcclOptimizeTopology)\n");
+        cJSON_Delete(doc);
+        return CLI_EXIT_OK;
+    }
+    int n = 0, cap = 2 * cJSON_GetArraySize(bw);
+    const char **ids = calloc((size_t)cap, sizeof *ids);
+    double *m = calloc((size_t)cap * (size_t)cap, sizeof *m);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, bw) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "from"), *t = cJSON_GetObjectItemCaseSensitive(e, "to");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "mbps");
+        if (!cJSON_IsString(f) || !cJSON_IsString(t) || !cJSON_IsNumber(v)) continue;
+        int i = peer_index(ids, &n, f->valuestring), j = peer_index(ids, &n, t->valuestring);
+        m[i * cap + j] = v->valuedouble;
+    }
+    printf("measured bandwidth, Mbit/s (rows send, columns receive; - = not measured)\n%-10s", "from\\to");
+    for (int j = 0; j < n; j++) printf(" %10.8s", ids[j]);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("%-10.8s", ids[i]);
+        for (int j = 0; j < n; j++)
+            if (m[i * cap + j] > 0) printf(" %10.1f", m[i * cap + j]);
+            else printf(" %10s", "-");
+        printf("\n");
+    }
+    free(ids);
+    free(m);
+    cJSON_Delete(doc);
+    return CLI_EXIT_OK;
+}
+
 static int run(int argc, char **argv) {
     const cli_command_t *cmd = &cli_cmd_bench_bandwidth;
     ccoip_socket_address_t listen_addr = {.inet.protocol = inetIPv4, .port = 48150}, target = {0};
-    int server = 0, have_target = 0, json = 0;
+    ccoip_socket_address_t admin = {0};
+    int server = 0, have_target = 0, have_master = 0, json = 0;
     long seconds = 3, streams = 1;
     struct option opts[64];
     cli_longopts(flags, opts);
@@ -168,6 +229,10 @@ static int run(int argc, char **argv) {
             if (cli_parse_hostport(optarg, &target, 48150) != 0)
                 return cli_usage_error(cmd, "bad --connect '%s'", optarg);
             have_target = 1;
+        } else if (!strcmp(n, "master")) {
+            if (cli_parse_hostport(optarg, &admin, CLI_ADMIN_DEFAULT_PORT) != 0)
+                return cli_usage_error(cmd, "bad --master '%s'", optarg);
+            have_master = 1;
         } else if (!strcmp(n, "seconds")) {
             seconds = strtol(optarg, &end, 10);
             if (*end || seconds < 1 || seconds > 60) return cli_usage_error(cmd, "--seconds must be 1..60");
@@ -177,6 +242,8 @@ static int run(int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (server == have_target) return cli_usage_error(cmd, "give exactly one of --server and --connect HOST:PORT");
+    if (server + have_target + have_master != 1)
+        return cli_usage_error(cmd, "give exactly one of --server, --connect HOST:PORT and --master HOST:PORT");
+    if (have_master) return show_matrix(&admin, json);
     return server ? serve(&listen_addr) : measure(&target, (int)seconds, (int)streams, json);
 }

@@ -26,7 +26,6 @@
 #define STATUS_EXIT_UNREACHABLE 3
 #define STATUS_EXIT_STALLED 4
 #define ADMIN_DEFAULT_PORT 48149
-#define MAX_RESPONSE (16u << 20)
 
 static const cli_flag_t flags[] = {
     {"master", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48149)"},
@@ -53,118 +52,6 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) {
     (void)sig;
     stop_requested = 1;
-}
-
-static long ms_left(const struct timespec *deadline) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long ms = (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
-    return ms > 0 ? ms : 0;
-}
-
-/* Waits for fd to become ready for events before the deadline; 0 when ready. */
-static int wait_fd(int fd, short events, const struct timespec *deadline) {
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = events};
-        int r = poll(&p, 1, (int)ms_left(deadline));
-        if (r > 0) return 0;
-        if (r == 0 || errno != EINTR || stop_requested) return -1;
-    }
-}
-
-/*
- * GET path over HTTP/1.0 (so the body is never chunked) within timeout_ms in
- * total. Returns the body (malloc'd) and the status code, or NULL with err.
- */
-static char *http_get(const ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
-                      size_t errlen) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "socket: %s", strerror(errno));
-        return NULL;
-    }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
-    memcpy(&sa.sin_addr.s_addr, addr->inet.address.ipv4.data, 4);
-    char *resp = NULL;
-    size_t len = 0, cap = 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        int soerr = errno;
-        socklen_t sl = sizeof soerr;
-        if (soerr == EINPROGRESS) {
-            if (wait_fd(fd, POLLOUT, &deadline) != 0) {
-                snprintf(err, errlen, "connect timed out");
-                goto fail;
-            }
-            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0) soerr = errno;
-        }
-        if (soerr != 0) {
-            snprintf(err, errlen, "cannot connect: %s", strerror(soerr));
-            goto fail;
-        }
-    }
-    char req[256];
-    int rl = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: pccl\r\nConnection: close\r\n\r\n", path);
-    for (int off = 0; off < rl;) {
-        if (wait_fd(fd, POLLOUT, &deadline) != 0) {
-            snprintf(err, errlen, "timed out sending the request");
-            goto fail;
-        }
-        ssize_t n = send(fd, req + off, (size_t)(rl - off), MSG_NOSIGNAL);
-        if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            snprintf(err, errlen, "send: %s", strerror(errno));
-            goto fail;
-        }
-        if (n > 0) off += (int)n;
-    }
-    for (;;) {
-        if (wait_fd(fd, POLLIN, &deadline) != 0) {
-            snprintf(err, errlen, "timed out reading the response");
-            goto fail;
-        }
-        if (cap - len < 4096) {
-            cap = cap ? cap * 2 : 65536;
-            char *b = cap <= MAX_RESPONSE ? realloc(resp, cap + 1) : NULL;
-            if (!b) {
-                snprintf(err, errlen, "response too large");
-                goto fail;
-            }
-            resp = b;
-        }
-        ssize_t n = recv(fd, resp + len, cap - len, 0);
-        if (n == 0) break;
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR) continue;
-            snprintf(err, errlen, "recv: %s", strerror(errno));
-            goto fail;
-        }
-        len += (size_t)n;
-    }
-    close(fd);
-    if (!resp) {
-        snprintf(err, errlen, "empty response");
-        return NULL;
-    }
-    resp[len] = 0;
-    char *body = strstr(resp, "\r\n\r\n");
-    if (strncmp(resp, "HTTP/1.", 7) != 0 || !body || sscanf(resp + 8, " %d", code) != 1) {
-        snprintf(err, errlen, "not an HTTP response");
-        free(resp);
-        return NULL;
-    }
-    memmove(resp, body + 4, strlen(body + 4) + 1);
-    return resp;
-fail:
-    close(fd);
-    free(resp);
-    return NULL;
 }
 
 static double num(const cJSON *o, const char *k) {
@@ -246,7 +133,7 @@ static int status_once(const ccoip_socket_address_t *addr, const char *where, in
                        double stall_ms) {
     char err[160];
     int code = 0;
-    char *body = http_get(addr, "/v1/status", timeout_ms, &code, err, sizeof err);
+    char *body = cli_http_get(addr, "/v1/status", timeout_ms, &code, err, sizeof err);
     if (!body) {
         fprintf(stderr, "pccl status: master admin port %s unreachable: %s\n", where, err);
         return STATUS_EXIT_UNREACHABLE;

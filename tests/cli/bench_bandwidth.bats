@@ -68,3 +68,34 @@ for d in ("upload", "download"):
     run "$PCCL" bench-bandwidth --connect nowhere
     [ "$status" -eq 2 ]
 }
+
+@test "--master prints the run's measured bandwidth matrix from the admin port" {
+    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$TMP/master.out" 2>&1 &
+    SPID=$!
+    for _ in $(seq 1 100); do
+        AP=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        CP=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        [ -n "$AP" ] && [ -n "$CP" ] && break
+        sleep 0.05
+    done
+    run "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"no bandwidth measured yet"* ]]
+    pids=()
+    for i in 1 2 3; do
+        "$PCCL" join --master 127.0.0.1:"$CP" --workload synthetic --steps 100000 --min-world 3 --optimize \
+            --step-delay 20 > /dev/null 2>&1 &
+        pids+=($!)
+    done
+    for _ in $(seq 1 100); do
+        "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP" --json > "$TMP/topo.json" 2>/dev/null || true
+        python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["bandwidth"]; sys.exit(0 if b and len(b)==6 else 1)' \
+            "$TMP/topo.json" && break
+        sleep 0.1
+    done
+    run "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP"
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"measured bandwidth"* ]]
+    [ "$(echo "$output" | wc -l)" -eq 5 ]   # title, header, 3 peers
+}
