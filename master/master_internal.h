@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -22,7 +23,15 @@ struct pcclMasterInstanceState_t {
     uv_loop_t loop;
     uv_tcp_t server;
     uv_async_t stop_async;
-    uv_timer_t tick; /* silent-peer check */
+    uv_timer_t tick; /* silent-peer check, background-search launch */
+    /* Background ("moonshot") ring search: at most one thread at a time. */
+    uv_async_t moon_async;
+    pthread_t moon_thread;
+    int moon_running;
+    atomic_bool moon_cancel;
+    msm_moonshot_t moon_req;
+    int *moon_order; /* result, valid when moon_ok */
+    int moon_ok;
     pthread_t thread;
     atomic_int running, interrupted, joined;
     msm_t *sm;

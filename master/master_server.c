@@ -21,6 +21,7 @@
 #include "master_internal.h"
 #include "master_sm.h"
 #include "pccl.h"
+#include "topology_solver.h"
 #include "wire.h"
 
 typedef struct mconn {
@@ -233,11 +234,67 @@ static void on_connection(uv_stream_t *server, int status) {
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-/* Kicks peers that went silent (no heartbeat), e.g. a SIGSTOPped process whose kernel still ACKs. */
+#define MASTER_MOONSHOT_MS 2000.0
+
+/* Background ring search, off the loop thread: long budget, cancelled on shutdown. */
+static void *moon_main(void *arg) {
+    pcclMasterInstance_t *m = arg;
+    topo_solution_t sol = {0};
+    m->moon_ok = topo_solve(m->moon_req.bw, m->moon_req.n, MASTER_MOONSHOT_MS, &m->moon_cancel, &sol) == 0 &&
+                 !atomic_load(&m->moon_cancel);
+    if (m->moon_ok) {
+        m->moon_order = malloc((size_t)m->moon_req.n * sizeof *m->moon_order);
+        if (m->moon_order) memcpy(m->moon_order, sol.order, (size_t)m->moon_req.n * sizeof *m->moon_order);
+        else m->moon_ok = 0;
+    }
+    topo_solution_free(&sol);
+    uv_async_send(&m->moon_async);
+    return NULL;
+}
+
+/* Joins a finished or cancelled search thread and frees its request and result. */
+static void moon_release(pcclMasterInstance_t *m) {
+    pthread_join(m->moon_thread, NULL);
+    m->moon_running = 0;
+    free(m->moon_req.conns);
+    free(m->moon_req.bw);
+    free(m->moon_order);
+    m->moon_req = (msm_moonshot_t){0};
+    m->moon_order = NULL;
+}
+
+static void on_moon_done(uv_async_t *a) {
+    pcclMasterInstance_t *m = a->data;
+    if (!m->moon_running) return;
+    pthread_join(m->moon_thread, NULL); /* the thread sent this wake-up as its last act */
+    if (m->moon_ok)
+        msm_on_moonshot_result(m->sm, m->moon_req.group, m->moon_req.epoch, m->moon_req.conns, m->moon_order,
+                               m->moon_req.n);
+    m->moon_running = 0;
+    free(m->moon_req.conns);
+    free(m->moon_req.bw);
+    free(m->moon_order);
+    m->moon_req = (msm_moonshot_t){0};
+    m->moon_order = NULL;
+}
+
+/* Kicks peers that went silent (no heartbeat), e.g. a SIGSTOPped process whose kernel still ACKs,
+ * and starts a requested background ring search. */
 static void on_tick(uv_timer_t *t) {
     pcclMasterInstance_t *m = t->data;
     msm_set_time(m->sm, uv_now(&m->loop));
     msm_on_tick(m->sm);
+    if (!m->moon_running && msm_take_moonshot(m->sm, &m->moon_req)) {
+        atomic_store(&m->moon_cancel, false);
+        m->moon_ok = 0;
+        if (pthread_create(&m->moon_thread, NULL, moon_main, m) == 0) {
+            m->moon_running = 1;
+        } else {
+            free(m->moon_req.conns);
+            free(m->moon_req.bw);
+            m->moon_req = (msm_moonshot_t){0};
+        }
+    }
 }
 
 static void on_stop(uv_async_t *a) {
@@ -257,6 +314,11 @@ static void on_stop(uv_async_t *a) {
     uv_close((uv_handle_t *)&m->server, NULL);
     uv_close((uv_handle_t *)&m->stop_async, NULL);
     uv_close((uv_handle_t *)&m->tick, NULL);
+    if (m->moon_running) {
+        atomic_store(&m->moon_cancel, true);
+        moon_release(m);
+    }
+    uv_close((uv_handle_t *)&m->moon_async, NULL);
 }
 
 static void *loop_thread(void *arg) {
@@ -308,6 +370,8 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     m->stop_async.data = m;
     uv_timer_init(&m->loop, &m->tick);
     m->tick.data = m;
+    uv_async_init(&m->loop, &m->moon_async, on_moon_done);
+    m->moon_async.data = m;
     const char *pt = getenv("PCCL_PEER_TIMEOUT_MS");
     long timeout = pt && *pt ? strtol(pt, NULL, 10) : 10000;
     msm_set_peer_timeout(m->sm, timeout > 0 ? (uint64_t)timeout : 0);
@@ -350,6 +414,7 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
         uv_close((uv_handle_t *)&m->server, NULL);
         uv_close((uv_handle_t *)&m->stop_async, NULL);
         uv_close((uv_handle_t *)&m->tick, NULL);
+        uv_close((uv_handle_t *)&m->moon_async, NULL);
         uv_run(&m->loop, UV_RUN_DEFAULT);
     }
     uv_loop_close(&m->loop);

@@ -79,6 +79,7 @@ static void ring_remove(msm_group_t *g, uint64_t conn) {
         memmove(&g->ring[i], &g->ring[i + 1], (size_t)(g->ring_len - i - 1) * sizeof g->ring[0]);
         g->ring_len--;
         g->wired = 0;
+        g->epoch++;
         return;
     }
 }
@@ -92,6 +93,7 @@ int msm_ring_append(msm_group_t *g, uint64_t conn) {
         g->ring_cap = cap;
     }
     g->ring[g->ring_len++] = conn;
+    g->epoch++;
     return 0;
 }
 
@@ -127,10 +129,13 @@ void msm_destroy(msm_t *m) {
     for (int i = 0; i < m->ngroups; i++) {
         msm_coll_free_all(&m->groups[i]);
         free(m->groups[i].ring);
+        free(m->groups[i].moon_conns);
     }
     free(m->peers);
     free(m->groups);
     free(m->bw);
+    free(m->moon_req.conns);
+    free(m->moon_req.bw);
     free(m);
 }
 

@@ -46,6 +46,26 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 /* conn closed or failed (not after msm_io_t.close for it). */
 void msm_on_disconnect(msm_t *m, uint64_t conn);
 
+/*
+ * Background ("moonshot") ring search. When a quick solve is not proven
+ * optimal, the state machine leaves a request: the caller takes it, runs the
+ * solver with a long budget off the loop thread, and hands the ring back. It is
+ * adopted at the next optimize if the group's membership did not change
+ * (same epoch) and it is better; otherwise it is discarded.
+ */
+typedef struct msm_moonshot {
+    uint32_t group;
+    uint64_t epoch;
+    int n;
+    uint64_t *conns; /* n conns; matrix indices refer to them */
+    double *bw;      /* n x n Mbit/s */
+} msm_moonshot_t;
+/* Moves the pending request (if any) to *out (caller frees conns and bw); returns 1 if there was one. */
+int msm_take_moonshot(msm_t *m, msm_moonshot_t *out);
+/* Result for a request: order[i] indexes req_conns. */
+void msm_on_moonshot_result(msm_t *m, uint32_t group, uint64_t epoch, const uint64_t *req_conns, const int *order,
+                            int n);
+
 /* Read-only views for the admin port and tests. */
 typedef struct msm_peer_view {
     uint64_t conn;

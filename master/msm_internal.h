@@ -64,6 +64,10 @@ typedef struct msm_group {
     int ss_active; /* sync in distribution phase */
     uint64_t ss_target;
     msm_coll_t *colls;
+    uint64_t epoch;       /* bumped on every membership change of the ring */
+    uint64_t *moon_conns; /* background search result: a ring of these conns (NULL: none) */
+    int moon_n;
+    uint64_t moon_epoch;
 } msm_group_t;
 
 struct msm {
@@ -82,6 +86,7 @@ struct msm {
     int in_reevaluate, reevaluate_pending;
     uint64_t now, peer_timeout;
     msm_stats_t stats;
+    msm_moonshot_t moon_req; /* pending request for a background search (moon_req.n == 0: none) */
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);

@@ -83,23 +83,104 @@ static void log_solution(const msm_t *m, const msm_group_t *g, const double *bw,
     cJSON_Delete(o);
 }
 
-/* Rings of 2 have one order; larger rings are re-solved from the store. */
+/* Index of conn in g's ring, or -1. */
+static int ring_pos(const msm_group_t *g, uint64_t conn) {
+    for (int i = 0; i < g->ring_len; i++)
+        if (g->ring[i] == conn) return i;
+    return -1;
+}
+
+/* A background result still valid for g's membership, as ring positions; 0 if usable. */
+static int moonshot_order(msm_group_t *g, int *order) {
+    if (!g->moon_conns || g->moon_epoch != g->epoch || g->moon_n != g->ring_len) return -1;
+    for (int i = 0; i < g->moon_n; i++)
+        if ((order[i] = ring_pos(g, g->moon_conns[i])) < 0) return -1;
+    return 0;
+}
+
+/* Leaves a request for a background search of g's ring (one at a time). */
+static void request_moonshot(msm_t *m, msm_group_t *g, const double *bw) {
+    if (m->moon_req.n) return;
+    int n = g->ring_len;
+    m->moon_req.conns = malloc((size_t)n * sizeof *m->moon_req.conns);
+    m->moon_req.bw = malloc((size_t)n * (size_t)n * sizeof *m->moon_req.bw);
+    if (!m->moon_req.conns || !m->moon_req.bw) {
+        free(m->moon_req.conns);
+        free(m->moon_req.bw);
+        m->moon_req = (msm_moonshot_t){0};
+        return;
+    }
+    memcpy(m->moon_req.conns, g->ring, (size_t)n * sizeof *g->ring);
+    memcpy(m->moon_req.bw, bw, (size_t)n * (size_t)n * sizeof *bw);
+    m->moon_req.n = n;
+    m->moon_req.group = g->id;
+    m->moon_req.epoch = g->epoch;
+}
+
+int msm_take_moonshot(msm_t *m, msm_moonshot_t *out) {
+    if (!m->moon_req.n) return 0;
+    *out = m->moon_req;
+    m->moon_req = (msm_moonshot_t){0};
+    return 1;
+}
+
+void msm_on_moonshot_result(msm_t *m, uint32_t group, uint64_t epoch, const uint64_t *req_conns, const int *order,
+                            int n) {
+    msm_group_t *g = msm_group(m, group, 0);
+    if (!g || g->epoch != epoch || n != g->ring_len) return; /* membership changed: discard */
+    uint64_t *ring = malloc((size_t)n * sizeof *ring);
+    if (!ring) return;
+    for (int i = 0; i < n; i++) {
+        if (order[i] < 0 || order[i] >= n) {
+            free(ring);
+            return;
+        }
+        ring[i] = req_conns[order[i]];
+    }
+    free(g->moon_conns);
+    g->moon_conns = ring;
+    g->moon_n = n;
+    g->moon_epoch = epoch;
+}
+
+/* Rings of 2 have one order; larger rings are re-solved from the store (or take a better
+ * background result of the same membership). */
 static void solve_groups(msm_t *m) {
     for (int gi = 0; gi < m->ngroups; gi++) {
         msm_group_t *g = &m->groups[gi];
         int n = g->ring_len;
         if (n < 3) continue;
         double *bw = calloc((size_t)n * (size_t)n, sizeof *bw);
-        if (!bw) continue;
+        int *moon = malloc((size_t)n * sizeof *moon);
+        if (!bw || !moon) {
+            free(bw);
+            free(moon);
+            continue;
+        }
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++)
                 if (i != j) bw[i * n + j] = msm_bw_get(m, g->ring[i], g->ring[j]);
         topo_solution_t sol = {0};
         if (topo_solve(bw, n, TOPO_QUICK_TIME_MS, NULL, &sol) == 0) {
+            if (moonshot_order(g, moon) == 0 &&
+                topo_compare_values(topo_ring_bottleneck(bw, n, moon), topo_ring_time(bw, n, moon),
+                                    sol.bottleneck_mbps, sol.total_time) < 0) {
+                PLOG_INFO("master", "group %u: adopting the background search's better ring", g->id);
+                memcpy(sol.order, moon, (size_t)n * sizeof *moon);
+                sol.bottleneck_mbps = topo_ring_bottleneck(bw, n, moon);
+                sol.total_time = topo_ring_time(bw, n, moon);
+            } else if (!sol.optimal) {
+                request_moonshot(m, g, bw);
+            }
+            free(g->moon_conns); /* used or stale: a new search starts from the new store */
+            g->moon_conns = NULL;
             log_solution(m, g, bw, n, &sol);
-            /* Both rings are cyclic sequences starting at ring[0] (solver convention: order[0] == 0). */
+            /* Rings are cyclic: compare as sequences starting at the same peer. */
+            int start = 0;
+            for (int i = 0; i < n; i++)
+                if (sol.order[i] == 0) start = i;
             int same = 1;
-            for (int i = 0; i < n; i++) same &= sol.order[i] == i;
+            for (int i = 0; i < n; i++) same &= sol.order[(start + i) % n] == i;
             if (!same) {
                 uint64_t *ring = malloc((size_t)n * sizeof *ring);
                 if (ring) {
@@ -114,6 +195,7 @@ static void solve_groups(msm_t *m) {
         }
         topo_solution_free(&sol);
         free(bw);
+        free(moon);
     }
 }
 

@@ -12,6 +12,7 @@
 #include "master_sm.h"
 #include "pccl.h"
 #include "tinytest.h"
+#include "topology_solver.h"
 #include "wire.h"
 
 #include <stdint.h>
@@ -703,6 +704,92 @@ static void test_stuck_votes(void) {
     pkt(1, C2M_UPDATE_TOPOLOGY);
     msm_on_tick(M);
     CHECK_EQ_U64(total_sends(), 0);
+    teardown();
+}
+
+/* 17 peers: beyond the exact solver, so the quick solve asks for a background search; its result is
+ * adopted only for the same membership and only when better. */
+static void moon_measure_all(int n, uint64_t seed) {
+    for (int p = 1; p <= n; p++) {
+        uint64_t to[32];
+        double mbps[32];
+        int k = 0;
+        for (int q = 1; q <= n; q++) {
+            if (q == p) continue;
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            to[k] = (uint64_t)q;
+            mbps[k++] = 100 + (double)(seed >> 40) / (double)(1ull << 24) * 900;
+        }
+        wire_msg_t m = {.type = C2M_BENCH_RESULT};
+        wire_bw_t r[32];
+        for (int i = 0; i < k; i++) {
+            uuid_of(to[i], r[i].uuid);
+            r[i].mbps = mbps[i];
+        }
+        m.u.bench_res.n = (uint32_t)k;
+        m.u.bench_res.results = r;
+        msm_on_packet(M, (uint64_t)p, &m);
+    }
+}
+
+static void test_moonshot(void) {
+    const int n = 17;
+    setup();
+    make_group(n);
+    for (int c = 1; c <= n; c++) pkt((uint64_t)c, C2M_OPTIMIZE_TOPOLOGY);
+    moon_measure_all(n, 7);
+    for (int c = 1; c <= n; c++) p2p_ok((uint64_t)c, 1); /* the re-wiring round, if the ring changed */
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), (uint64_t)n);
+    msm_moonshot_t req;
+    int have = msm_take_moonshot(M, &req);
+    CHECK(have == 1);
+    if (have) {
+        CHECK(req.n == n && req.conns && req.bw);
+        msm_moonshot_t again;
+        CHECK(msm_take_moonshot(M, &again) == 0); /* one request at a time */
+        /* a result for an older membership is discarded: the next optimize keeps its ring */
+        int order[32];
+        for (int i = 0; i < n; i++) order[i] = (n - i) % n; /* reversed: almost surely worse */
+        msm_on_moonshot_result(M, req.group, req.epoch + 1, req.conns, order, n);
+        clear_log();
+        for (int c = 1; c <= n; c++) pkt((uint64_t)c, C2M_OPTIMIZE_TOPOLOGY);
+        CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0); /* nothing new measured, same ring */
+        CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), (uint64_t)n);
+        /* a worse result of the same membership is not adopted either */
+        msm_moonshot_t req2;
+        if (msm_take_moonshot(M, &req2)) {
+            msm_on_moonshot_result(M, req2.group, req2.epoch, req2.conns, order, n);
+            clear_log();
+            for (int c = 1; c <= n; c++) pkt((uint64_t)c, C2M_OPTIMIZE_TOPOLOGY);
+            CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
+            free(req2.conns);
+            free(req2.bw);
+        }
+        /* a long search of the same membership: adopted exactly when it beats the current ring */
+        msm_moonshot_t req3;
+        if (msm_take_moonshot(M, &req3)) {
+            uint64_t cur[32];
+            int cur_order[32], m3 = msm_group_ring(M, 0, cur, 32);
+            for (int i = 0; i < m3; i++)
+                for (int j = 0; j < n; j++)
+                    if (req3.conns[j] == cur[i]) cur_order[i] = j;
+            topo_solution_t longer = {0};
+            CHECK(topo_solve(req3.bw, n, 1000, NULL, &longer) == 0);
+            int better = topo_compare_values(longer.bottleneck_mbps, longer.total_time,
+                                             topo_ring_bottleneck(req3.bw, n, cur_order),
+                                             topo_ring_time(req3.bw, n, cur_order)) < 0;
+            msm_on_moonshot_result(M, req3.group, req3.epoch, req3.conns, longer.order, n);
+            clear_log();
+            for (int c = 1; c <= n; c++) pkt((uint64_t)c, C2M_OPTIMIZE_TOPOLOGY);
+            CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P) > 0, (uint64_t)better);
+            fprintf(stderr, "  17 peers: background search %s the quick ring\n", better ? "beat" : "matched");
+            topo_solution_free(&longer);
+            free(req3.conns);
+            free(req3.bw);
+        }
+        free(req.conns);
+        free(req.bw);
+    }
     teardown();
 }
 
@@ -1455,6 +1542,7 @@ int main(void) {
     RUN_TEST(test_update_nothing_new);
     RUN_TEST(test_optimize);
     RUN_TEST(test_stuck_votes);
+    RUN_TEST(test_moonshot);
     RUN_TEST(test_multi_group);
     RUN_TEST(test_pending);
     RUN_TEST(test_coll_basic);
