@@ -136,6 +136,7 @@ void msm_destroy(msm_t *m) {
     free(m->bw);
     free(m->moon_req.conns);
     free(m->moon_req.bw);
+    free(m->reports);
     free(m);
 }
 
@@ -221,6 +222,7 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     case C2M_PEERS_PENDING: msm_topo_on_pending_vote(m, p); break;
     case C2M_OPTIMIZE_TOPOLOGY: msm_opt_on_vote(m, p); break;
     case C2M_BENCH_RESULT: msm_opt_on_result(m, p, msg); break;
+    case C2M_PEER_UNREACHABLE: msm_report_unreachable(m, p, msg->u.welcome.uuid); break;
     case C2M_SYNC_SHARED_STATE: msm_ss_on_vote(m, p, msg); break;
     case C2M_SS_DIST_DONE: msm_ss_on_dist_done(m, p, msg->u.flag.value); break;
     case C2M_COLL_INIT: msm_coll_on_init(m, p, msg); break;
@@ -237,6 +239,7 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     uint32_t group = p->group;
     int was_accepted = p->accepted;
     if (p->establishing) m->round_lost_peer = 1; /* the ring being wired lost a member */
+    msm_reports_forget_conn(m, conn);
     free(p->ss_tensors);
     /* Order-preserving removal: newcomers are appended to rings in table order. */
     size_t at = (size_t)(p - m->peers);

@@ -212,7 +212,10 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
 
 static void finish(msm_t *m, msm_group_t *g, msm_coll_t *c, int ok) {
     for (int i = 0; i < c->nvoters; i++) send_coll(m, c->voters[i], ok ? M2C_COLL_COMPLETE : M2C_COLL_ABORT, c, ok);
-    if (ok) m->stats.collectives_completed++;
+    if (ok) {
+        m->stats.collectives_completed++;
+        msm_reports_forget_group(m, g->id); /* the ring worked: old unreachability reports are stale */
+    }
     else m->stats.collectives_aborted++;
     unlink_coll(g, c);
     evaluate(m, g); /* a slot became free */

@@ -87,6 +87,8 @@ struct msm {
     uint64_t now, peer_timeout;
     msm_stats_t stats;
     msm_moonshot_t moon_req; /* pending request for a background search (moon_req.n == 0: none) */
+    struct { uint64_t reporter, target; } *reports; /* "could not reach" reports between ring neighbours */
+    int nreports, cap_reports;
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
@@ -109,6 +111,10 @@ void msm_opt_on_vote(msm_t *m, msm_peer_t *p);
 void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 void msm_opt_on_departure(msm_t *m, uint64_t conn);
 double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to);
+void msm_report_unreachable(msm_t *m, msm_peer_t *reporter, const uint8_t uuid[16]);
+/* Forgets reports involving conn (departure), or of group g's members (a collective of g succeeded). */
+void msm_reports_forget_conn(msm_t *m, uint64_t conn);
+void msm_reports_forget_group(msm_t *m, uint32_t group);
 /* Fails votes that can never complete because peers called different operations (msm_stuck.c). */
 void msm_check_stuck(msm_t *m);
 

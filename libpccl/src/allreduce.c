@@ -145,6 +145,15 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         snprintf(io.err, sizeof io.err, "%s", !tx ? "cannot connect to ring successor"
                                            : !rx ? "ring predecessor did not connect"
                                                  : "out of memory");
+        /* Tell the master who could not be reached; two such reports about one peer remove it. */
+        uint64_t dummy;
+        int aborted = read(o->abort_fd, &dummy, sizeof dummy) > 0;
+        if (!tx || (!rx && !aborted)) {
+            wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
+            memcpy(rep.u.welcome.uuid, cm->ring[!tx ? (me + 1) % n : (me + n - 1) % n], 16);
+            comm_send(c, &rep);
+        }
+        if (aborted) signal_abort(o); /* keep the abort visible to the code below */
     }
     bufpool_put(&c->buffers, staging, staging_cap);
     o->info.tx_bytes = io.tx_bytes;

@@ -112,7 +112,7 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u64(out, u->coll.op_seq);
         wb_u8(out, u->coll.ok);
         break;
-    case M2C_WELCOME:
+    case M2C_WELCOME: case C2M_PEER_UNREACHABLE:
         wb_bytes(out, u->welcome.uuid, 16);
         break;
     case M2C_ESTABLISH_P2P:
@@ -297,7 +297,7 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
         u->coll.op_seq = rd_u64(&r, "op seq");
         u->coll.ok = rd_u8(&r, "ok");
         break;
-    case M2C_WELCOME:
+    case M2C_WELCOME: case C2M_PEER_UNREACHABLE:
         rd_bytes(&r, u->welcome.uuid, 16, "uuid");
         break;
     case M2C_ESTABLISH_P2P:
@@ -421,6 +421,7 @@ const char *wire_type_name(uint16_t type) {
     case M2C_HEARTBEAT: return "HEARTBEAT_ACK";
     case M2C_BENCH_REQUEST: return "BENCH_REQUEST";
     case C2M_BENCH_RESULT: return "BENCH_RESULT";
+    case C2M_PEER_UNREACHABLE: return "PEER_UNREACHABLE";
     default: return "UNKNOWN";
     }
 }

@@ -35,6 +35,7 @@ typedef enum wire_type {
     C2M_OPTIMIZE_TOPOLOGY = 9,
     C2M_HEARTBEAT = 10,
     C2M_BENCH_RESULT = 11,
+    C2M_PEER_UNREACHABLE = 12,
     C2M_MAX_,
     /* master -> peer */
     M2C_WELCOME = 101,
@@ -95,7 +96,7 @@ typedef struct wire_msg {
         struct { uint64_t revision; uint8_t strategy; uint32_t n; wire_tensor_t *tensors; } sync;
         struct { uint64_t tag; uint64_t count; uint8_t dtype, op, quant_algo, quant_dtype; } coll_init;
         struct { uint64_t tag; uint64_t op_seq; uint8_t ok; } coll; /* COLL_DONE, ABORT, COMPLETE */
-        struct { uint8_t uuid[16]; } welcome;
+        struct { uint8_t uuid[16]; } welcome; /* also PEER_UNREACHABLE: the peer that could not be reached */
         struct { wire_world_t world; uint32_t n; wire_peer_t *peers; } establish; /* ring order of own group */
         struct { uint8_t ok; wire_world_t world; } topo_done;
         struct {

@@ -793,6 +793,47 @@ static void test_moonshot(void) {
     teardown();
 }
 
+static const wire_msg_t *commence_of(uint64_t conn, uint64_t tag);
+
+static void report(uint64_t from, uint64_t about) {
+    wire_msg_t m = {.type = C2M_PEER_UNREACHABLE};
+    uuid_of(about, m.u.welcome.uuid);
+    msm_on_packet(M, from, &m);
+}
+
+/* A peer is removed only when two distinct ring neighbours could not reach it. */
+static void test_unreachable_reports(void) {
+    setup();
+    make_group(3);
+    report(1, 2);
+    report(1, 2); /* the same reporter twice counts once */
+    CHECK(!kicked(2));
+    report(2, 2); /* about oneself: ignored */
+    report(3, 2);
+    CHECK(kicked(2));
+    CHECK(!kicked(1) && !kicked(3));
+    teardown();
+
+    /* a successful collective proves connectivity: old reports are forgotten */
+    setup();
+    make_group(3);
+    report(1, 2);
+    for (uint64_t c = 1; c <= 3; c++) coll_init(c, 5);
+    uint64_t seq = commence_of(1, 5) ? commence_of(1, 5)->u.commence.op_seq : 0;
+    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 5, seq, 1);
+    report(3, 2);
+    CHECK(!kicked(2));
+    teardown();
+
+    /* two peers blaming each other: nobody can tell who is at fault, nobody is kicked */
+    setup();
+    make_group(2);
+    report(1, 2);
+    report(2, 1);
+    CHECK(!kicked(1) && !kicked(2));
+    teardown();
+}
+
 static void test_multi_group(void) {
     setup();
     make_group_ex(1, 1, 0, 1);
@@ -1543,6 +1584,7 @@ int main(void) {
     RUN_TEST(test_optimize);
     RUN_TEST(test_stuck_votes);
     RUN_TEST(test_moonshot);
+    RUN_TEST(test_unreachable_reports);
     RUN_TEST(test_multi_group);
     RUN_TEST(test_pending);
     RUN_TEST(test_coll_basic);
