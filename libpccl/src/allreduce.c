@@ -1,6 +1,7 @@
 /* allreduce.c - see allreduce.h. */
 #include "allreduce.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ typedef struct pccl_op {
     pcclReduceDescriptor_t desc;
     pthread_t thread;
     int abort_fd;
+    atomic_int aborted; /* set with the eventfd: lets the ring check without a syscall */
     /* filled by the reader under comm->mu */
     int got_commence, got_reject, got_end, end_ok;
     uint8_t reject_reason;
@@ -47,6 +49,7 @@ int comm_ops_outstanding(pcclComm_t *c) {
 }
 
 static void signal_abort(pccl_op_t *o) {
+    atomic_store(&o->aborted, 1);
     uint64_t one = 1;
     ssize_t w = write(o->abort_fd, &one, sizeof one);
     (void)w;
@@ -133,7 +136,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
-    ring_io_t io = {.abort_fd = o->abort_fd, .timeout_ms = c->timeout_ms, .staging = staging,
+    ring_io_t io = {.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms, .staging = staging,
                     .staging_size = STAGING_BYTES};
     if (tx && rx && staging) {
         io.tx_fd = tx->fd;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -43,6 +44,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     size_t soff = 0, rdone = 0;   /* bytes sent / processed of the current element */
     size_t sfill = 0;             /* partial element bytes waiting in staging */
     uint64_t last_progress = net_now_ms();
+    int try_io = 1; /* the last round moved bytes: try again before sleeping */
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
 
@@ -66,29 +68,42 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
         }
         int want_send = shdr_done < RING_HDR || (!send_done && ready > soff);
 
+        /* Try the sockets first and sleep in poll only when the last round moved nothing:
+         * a ring hop that keeps flowing costs no wake-ups. The abort flag is checked on every
+         * round without I/O; the eventfd wakes the poll. */
         struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
                               {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
                               {.fd = io->abort_fd, .events = POLLIN}};
-        uint64_t now = net_now_ms();
-        if (now - last_progress >= (uint64_t)io->timeout_ms) {
-            snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
-            return RING_TIMEOUT;
-        }
-        int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
-            return RING_IO_ERROR;
-        }
-        if (p[2].revents) {
+        if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
             return RING_ABORTED;
         }
-        if (n == 0) continue;
-        if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
-            snprintf(io->err, sizeof io->err, "socket error");
-            return RING_IO_ERROR;
+        if (!try_io) {
+            uint64_t now = net_now_ms();
+            if (now - last_progress >= (uint64_t)io->timeout_ms) {
+                snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
+                return RING_TIMEOUT;
+            }
+            int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
+                return RING_IO_ERROR;
+            }
+            if (p[2].revents) {
+                snprintf(io->err, sizeof io->err, "aborted");
+                return RING_ABORTED;
+            }
+            if (n == 0) continue;
+            if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
+                snprintf(io->err, sizeof io->err, "socket error");
+                return RING_IO_ERROR;
+            }
+        } else {
+            p[0].revents = want_send ? POLLOUT : 0;
+            p[1].revents = recv_done ? 0 : POLLIN;
         }
+        try_io = 0;
 
         if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
             const uint8_t *src;
@@ -107,6 +122,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                 return RING_IO_ERROR;
             }
             if (w > 0) {
+                try_io = 1;
                 last_progress = net_now_ms();
                 if (shdr_done < RING_HDR) {
                     shdr_done += (size_t)w;
@@ -169,7 +185,10 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                 snprintf(io->err, sizeof io->err, "predecessor closed the connection");
                 return RING_IO_ERROR;
             }
-            if (r > 0) last_progress = net_now_ms();
+            if (r > 0) {
+                try_io = 1;
+                last_progress = net_now_ms();
+            }
             else if (errno != EAGAIN && errno != EINTR) {
                 snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
                 return RING_IO_ERROR;

@@ -18,6 +18,7 @@
 #define PCCL_RING_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "pccl.h"
@@ -26,7 +27,8 @@ enum { RING_OK = 0, RING_IO_ERROR = -1, RING_ABORTED = -2, RING_TIMEOUT = -3, RI
 
 typedef struct ring_io {
     int tx_fd, rx_fd; /* non-blocking sockets to the successor / from the predecessor */
-    int abort_fd;     /* readable = abort now */
+    int abort_fd;     /* readable = abort now (wakes a sleeping poll) */
+    atomic_int *abort_flag; /* nonzero = abort now (checked without a syscall); may be NULL */
     int timeout_ms;   /* fail when no byte moves for this long */
     uint8_t *staging; /* receive buffer for reduce-scatter */
     size_t staging_size;
