@@ -1,0 +1,314 @@
+/*
+ * pccl_allreduce.c - pccl all-reduce benchmark driver (bench/run.sh).
+ *
+ * usage: pccl_allreduce ar   PEERS BYTES REPS [WARMUP]
+ *        pccl_allreduce conc PEERS BYTES REPS CONC
+ *        pccl_allreduce lat  PEERS COUNT REPS
+ *
+ * The parent process creates a master on 127.0.0.1:0 (C API), forks PEERS
+ * peer processes that connect to it over loopback, waits until the world size
+ * is PEERS, then runs WARMUP untimed and REPS timed operations. Before every
+ * repetition the peers meet in a joint pcclArePeersPending call (barrier).
+ * Each peer writes its own per-repetition times into shared memory; the
+ * parent takes, per repetition, the max over ranks, then the median (and min,
+ * max) over repetitions.
+ *
+ *  ar:   one in-place float sum all-reduce of BYTES bytes per repetition.
+ *        Throughput = BYTES / time (implementation-agnostic, seed 003 6.1).
+ *  conc: p2p_connection_pool_size CONC, CONC concurrent all-reduces of BYTES
+ *        each (pcclAllReduceAsync x CONC, then await all); effective
+ *        throughput = CONC * BYTES / time (seed 003 6.3.2).
+ *  lat:  PCCL report section 2.6: per-call latency of pcclUpdateTopology,
+ *        pcclSynchronizeSharedState (one float tensor of COUNT elements,
+ *        revision + 1 each step; includes hashing), pcclAllReduceAsync (the
+ *        launch) and pcclAwaitAsyncReduce for COUNT floats.
+ *
+ * Output: one line "RESULT key=value ..." per measured quantity on stdout.
+ *
+ * Split mode (bench/wan.sh, peers in other network namespaces):
+ *        pccl_allreduce master IP          prints "PORT n", serves until SIGTERM/SIGINT
+ *        pccl_allreduce peer IP PORT RANK WORLD ar|conc|lat ARG REPS EXTRA
+ *                                          prints "TIMES RANK t0 t1 ..." (seconds)
+ */
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "master_internal.h"
+#include "pccl.h"
+
+#define MAX_PEERS 64
+#define NQ 4 /* quantities per repetition (lat mode uses 4, others 1) */
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static pcclReduceDescriptor_t fdesc(size_t count, uint64_t tag) {
+    pcclReduceDescriptor_t d = {.count = count, .op = pcclSum, .tag = tag,
+                                .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
+                                .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}};
+    return d;
+}
+
+/* times[(rank * reps + rep) * NQ + q] */
+static double *g_times;
+static int g_reps;
+
+static int barrier(pcclComm_t *c) {
+    bool pending;
+    return pcclArePeersPending(c, &pending) == pcclSuccess ? 0 : -1;
+}
+
+static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int rank, int world, size_t arg,
+                     int reps, int extra) {
+    pcclInit();
+    uint32_t pool = strcmp(mode, "conc") == 0 ? (uint32_t)extra : 1;
+    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .port = port},
+                                     .peer_group = 0, .p2p_connection_pool_size = pool};
+    memcpy(params.master_address.inet.address.ipv4.data, ip, 4);
+    pcclComm_t *comm;
+    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) {
+        fprintf(stderr, "rank %d: cannot connect\n", rank);
+        return 1;
+    }
+    int ws = 0;
+    for (int tries = 0; tries < 1000; tries++) {
+        pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &ws);
+        if (ws >= world) break;
+        pcclUpdateTopology(comm);
+    }
+    if (ws != world) {
+        fprintf(stderr, "rank %d: world size %d, want %d\n", rank, ws, world);
+        return 1;
+    }
+    uint64_t tag = 1;
+    double *t = g_times + (size_t)rank * (size_t)reps * NQ;
+
+    if (strcmp(mode, "ar") == 0) {
+        size_t count = arg / sizeof(float);
+        float *buf = malloc(count * sizeof(float));
+        if (!buf) return 1;
+        for (size_t i = 0; i < count; i++) buf[i] = (float)((i + (size_t)rank) % 17);
+        int warm = extra;
+        for (int r = -warm; r < reps; r++) {
+            if (barrier(comm)) return 1;
+            pcclReduceDescriptor_t d = fdesc(count, tag++);
+            double t0 = now_s();
+            pcclResult_t res = pcclAllReduce(buf, buf, &d, comm, NULL);
+            double dt = now_s() - t0;
+            if (res != pcclSuccess) {
+                fprintf(stderr, "rank %d: all-reduce: %s\n", rank, pcclResultString(res));
+                return 1;
+            }
+            if (r >= 0) t[r * NQ] = dt;
+        }
+        free(buf);
+    } else if (strcmp(mode, "conc") == 0) {
+        int k = extra;
+        size_t count = arg / sizeof(float);
+        float **bufs = calloc((size_t)k, sizeof *bufs);
+        pcclAsyncReduceOp_t *h = calloc((size_t)k, sizeof *h);
+        for (int j = 0; j < k; j++) {
+            bufs[j] = malloc(count * sizeof(float));
+            if (!bufs[j]) return 1;
+            for (size_t i = 0; i < count; i++) bufs[j][i] = (float)((i + (size_t)rank + (size_t)j) % 17);
+        }
+        for (int r = -1; r < reps; r++) {
+            if (barrier(comm)) return 1;
+            double t0 = now_s();
+            for (int j = 0; j < k; j++) {
+                pcclReduceDescriptor_t d = fdesc(count, tag++);
+                if (pcclAllReduceAsync(bufs[j], bufs[j], &d, comm, &h[j]) != pcclSuccess) return 1;
+            }
+            for (int j = 0; j < k; j++) {
+                pcclResult_t res = pcclAwaitAsyncReduce(&h[j], NULL);
+                if (res != pcclSuccess) {
+                    fprintf(stderr, "rank %d: await: %s\n", rank, pcclResultString(res));
+                    return 1;
+                }
+            }
+            if (r >= 0) t[r * NQ] = now_s() - t0;
+        }
+    } else { /* lat */
+        size_t count = arg;
+        float *w = malloc(count * sizeof(float)), *g = malloc(count * sizeof(float));
+        if (!w || !g) return 1;
+        for (size_t i = 0; i < count; i++) w[i] = (float)(i % 13) * 0.5f;
+        pcclTensorInfo_t info = {.name = "weights", .data = w, .count = count, .datatype = pcclFloat,
+                                 .device_type = pcclDeviceCpu, .allow_content_inequality = false};
+        pcclSharedState_t st = {.revision = 0, .count = 1, .infos = &info};
+        for (int r = -2; r < reps; r++) {
+            double t0 = now_s();
+            pcclResult_t res = pcclUpdateTopology(comm);
+            double t1 = now_s();
+            if (res == pcclSuccess) res = pcclSynchronizeSharedState(comm, &st, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, NULL);
+            double t2 = now_s();
+            for (size_t i = 0; i < count; i++) g[i] = (float)((i + (size_t)st.revision) % 7);
+            pcclReduceDescriptor_t d = fdesc(count, tag++);
+            pcclAsyncReduceOp_t h;
+            double t3 = now_s();
+            if (res == pcclSuccess) res = pcclAllReduceAsync(g, g, &d, comm, &h);
+            double t4 = now_s();
+            if (res == pcclSuccess) res = pcclAwaitAsyncReduce(&h, NULL);
+            double t5 = now_s();
+            if (res != pcclSuccess) {
+                fprintf(stderr, "rank %d: lat step: %s\n", rank, pcclResultString(res));
+                return 1;
+            }
+            for (size_t i = 0; i < count; i++) w[i] -= 0.01f * g[i];
+            st.revision++;
+            if (r >= 0) {
+                t[r * NQ + 0] = t1 - t0;
+                t[r * NQ + 1] = t2 - t1;
+                t[r * NQ + 2] = t4 - t3;
+                t[r * NQ + 3] = t5 - t4;
+            }
+        }
+    }
+    barrier(comm); /* nobody leaves while others still run */
+    pcclDestroyCommunicator(comm);
+    return 0;
+}
+
+static void stats(int world, int reps, int q, double *med, double *mn, double *mx) {
+    double v[4096];
+    for (int r = 0; r < reps; r++) {
+        double m = 0;
+        for (int k = 0; k < world; k++) {
+            double x = g_times[((size_t)k * (size_t)reps + (size_t)r) * NQ + (size_t)q];
+            if (x > m) m = x;
+        }
+        v[r] = m;
+    }
+    qsort(v, (size_t)reps, sizeof *v, cmp_double);
+    *med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
+    *mn = v[0];
+    *mx = v[reps - 1];
+}
+
+static int split_master(const char *ip) {
+    ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .port = 0};
+    if (inet_pton(AF_INET, ip, la.inet.address.ipv4.data) != 1) return 2;
+    pcclInit();
+    pcclMasterInstance_t *m;
+    if (pcclCreateMaster(la, &m) != pcclSuccess) return 1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* the master's thread inherits the mask */
+    pcclRunMaster(m);
+    printf("PORT %u\n", (unsigned)pccl__master_port(m));
+    fflush(stdout);
+    int sig;
+    sigwait(&set, &sig);
+    pcclInterruptMaster(m);
+    pcclMasterAwaitTermination(m);
+    pcclDestroyMaster(m);
+    return 0;
+}
+
+static int split_peer(int argc, char **argv) {
+    if (argc != 10) return 2;
+    uint8_t ip[4];
+    if (inet_pton(AF_INET, argv[2], ip) != 1) return 2;
+    int rank = atoi(argv[4]), world = atoi(argv[5]), reps = atoi(argv[8]), extra = atoi(argv[9]);
+    if (reps < 1 || world < 2 || rank < 0 || rank >= world) return 2;
+    g_reps = reps;
+    g_times = calloc((size_t)world * (size_t)reps * NQ, sizeof(double));
+    if (!g_times) return 1;
+    int rc = peer_main(argv[6], ip, (uint16_t)atoi(argv[3]), rank, world, (size_t)strtoull(argv[7], NULL, 10), reps,
+                       extra);
+    if (rc == 0) {
+        printf("TIMES %d", rank);
+        for (int r = 0; r < reps; r++) printf(" %.6f", g_times[((size_t)rank * (size_t)reps + (size_t)r) * NQ]);
+        printf("\n");
+    }
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "master") == 0) return split_master(argv[2]);
+    if (argc > 1 && strcmp(argv[1], "peer") == 0) return split_peer(argc, argv);
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s ar|conc|lat PEERS BYTES|COUNT REPS [WARMUP|CONC]\n", argv[0]);
+        return 2;
+    }
+    const char *mode = argv[1];
+    int world = atoi(argv[2]);
+    size_t arg = (size_t)strtoull(argv[3], NULL, 10);
+    int reps = atoi(argv[4]);
+    int extra = argc > 5 ? atoi(argv[5]) : (strcmp(mode, "conc") == 0 ? 1 : 1);
+    if (world < 2 || world > MAX_PEERS || reps < 1 || reps > 4096 || arg == 0 ||
+        (strcmp(mode, "ar") && strcmp(mode, "conc") && strcmp(mode, "lat"))) {
+        fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+    g_reps = reps;
+    size_t tbytes = (size_t)world * (size_t)reps * NQ * sizeof(double);
+    g_times = mmap(NULL, tbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_times == MAP_FAILED) return 1;
+
+    pcclInit();
+    ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1}, .port = 0};
+    pcclMasterInstance_t *m;
+    if (pcclCreateMaster(la, &m) != pcclSuccess) {
+        fprintf(stderr, "cannot create master\n");
+        return 1;
+    }
+    uint16_t port = pccl__master_port(m);
+    /* Fork before the master's thread exists. */
+    pid_t pids[MAX_PEERS];
+    for (int r = 0; r < world; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            static const uint8_t lo[4] = {127, 0, 0, 1};
+            _exit(peer_main(mode, lo, port, r, world, arg, reps, extra));
+        }
+    }
+    pcclRunMaster(m);
+    int failed = 0;
+    for (int r = 0; r < world; r++) {
+        int status;
+        waitpid(pids[r], &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+    }
+    pcclInterruptMaster(m);
+    pcclMasterAwaitTermination(m);
+    pcclDestroyMaster(m);
+    if (failed) {
+        printf("RESULT impl=pccl mode=%s peers=%d bytes=%zu status=FAILED\n", mode, world, arg);
+        return 1;
+    }
+    double med, mn, mx;
+    if (strcmp(mode, "lat") == 0) {
+        const char *names[4] = {"pcclUpdateTopology", "pcclSynchronizeSharedState", "pcclAllReduceAsync",
+                                "pcclAwaitAsyncReduce"};
+        for (int q = 0; q < 4; q++) {
+            stats(world, reps, q, &med, &mn, &mx);
+            printf("RESULT impl=pccl mode=lat peers=%d count=%zu call=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f\n",
+                   world, arg, names[q], med * 1e3, mn * 1e3, mx * 1e3);
+        }
+    } else {
+        stats(world, reps, 0, &med, &mn, &mx);
+        double total = (double)arg * (strcmp(mode, "conc") == 0 ? extra : 1);
+        printf("RESULT impl=pccl mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
+               "GBps=%.4f\n",
+               mode, world, arg, strcmp(mode, "conc") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9);
+    }
+    return 0;
+}
