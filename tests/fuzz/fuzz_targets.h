@@ -1,0 +1,228 @@
+/*
+ * fuzz_targets.h - the bodies of the fuzz harnesses, shared by the libFuzzer
+ * entry points (tests/fuzz/fuzz_*.c, built by scripts/fuzz.sh with clang) and
+ * by the regression replay test (tests/unit/test_fuzz_regressions.c, built by
+ * the regular gcc build). Header-only (static functions) so that both builds
+ * compile exactly the same code paths.
+ *
+ * A violated invariant calls abort(), which libFuzzer reports as a crash and
+ * the replay test as a failed ctest.
+ */
+#ifndef PCCL_FUZZ_TARGETS_H
+#define PCCL_FUZZ_TARGETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "master_sm.h"
+#include "wire.h"
+
+#define FUZZ_CHECK(cond)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+
+static inline void fuzz_quiet_logs(void) {
+    static int done;
+    if (!done) {
+        pccl_log_set_level(PCCL_LOG_ERROR);
+        done = 1;
+    }
+}
+
+/* ---------- wire_decode: decode, re-encode, decode again ---------- */
+
+/* Decodes body; on success the framed re-encoding must carry exactly the same body (the
+ * decoder is strict and canonical), and decoding that must succeed and re-encode identically. */
+static inline int fuzz_wire_decode_one(const uint8_t *data, size_t size) {
+    wire_msg_t m1, m2;
+    char err[256];
+    if (wire_decode(data, size, &m1, err, sizeof err) != 0) {
+        FUZZ_CHECK(err[0] != 0); /* a failure always has a reason */
+        return 0;
+    }
+    FUZZ_CHECK(size >= 2);
+    FUZZ_CHECK(wire_type_is_c2m(m1.type) || wire_type_is_m2c(m1.type));
+    FUZZ_CHECK(wire_type_name(m1.type) != NULL);
+    wbuf_t b1 = {0}, b2 = {0};
+    FUZZ_CHECK(wire_encode(&m1, &b1) == 0);
+    FUZZ_CHECK(b1.len == size + 4);
+    FUZZ_CHECK(wire_get_u32(b1.data) == size);
+    FUZZ_CHECK(memcmp(b1.data + 4, data, size) == 0);
+    FUZZ_CHECK(wire_decode(b1.data + 4, b1.len - 4, &m2, err, sizeof err) == 0);
+    FUZZ_CHECK(m2.type == m1.type);
+    FUZZ_CHECK(wire_encode(&m2, &b2) == 0);
+    FUZZ_CHECK(b2.len == b1.len && memcmp(b1.data, b2.data, b1.len) == 0);
+    wire_msg_free(&m1);
+    wire_msg_free(&m2);
+    wire_msg_free(&m2); /* must be idempotent on a freed message */
+    wbuf_free(&b1);
+    wbuf_free(&b2);
+    return 0;
+}
+
+/* ---------- p2p hello ---------- */
+
+static inline int fuzz_p2p_hello_one(const uint8_t *data, size_t size) {
+    uint8_t in[WIRE_P2P_HELLO_LEN] = {0};
+    memcpy(in, data, size < sizeof in ? size : sizeof in);
+    uint8_t kind = 0, uuid[16], out[WIRE_P2P_HELLO_LEN];
+    uint32_t slot = 0;
+    memset(uuid, 0xAA, sizeof uuid);
+    if (wire_p2p_hello_decode(in, &kind, uuid, &slot) != 0) return 0;
+    FUZZ_CHECK(kind == P2P_KIND_RING || kind == P2P_KIND_SHARED_STATE || kind == P2P_KIND_BENCH);
+    wire_p2p_hello_encode(out, kind, uuid, slot);
+    FUZZ_CHECK(memcmp(out, in, sizeof out) == 0);
+    return 0;
+}
+
+/* ---------- master state machine ---------- */
+
+#define FUZZ_MSM_CONNS 8
+
+typedef struct fuzz_msm_ctx {
+    int live[FUZZ_MSM_CONNS]; /* connected and not closed by the state machine */
+    uint64_t sends, closes;
+} fuzz_msm_ctx_t;
+
+static inline void fuzz_msm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
+    fuzz_msm_ctx_t *c = ctx;
+    FUZZ_CHECK(conn >= 1 && conn <= FUZZ_MSM_CONNS);
+    FUZZ_CHECK(c->live[conn - 1]);        /* never to a connection that is gone */
+    FUZZ_CHECK(wire_type_is_m2c(msg->type)); /* only master-to-peer messages */
+    wbuf_t b = {0};
+    FUZZ_CHECK(wire_encode(msg, &b) == 0); /* everything the master sends must encode */
+    wire_msg_t back;
+    char err[256];
+    FUZZ_CHECK(wire_decode(b.data + 4, b.len - 4, &back, err, sizeof err) == 0);
+    wire_msg_free(&back);
+    wbuf_free(&b);
+    c->sends++;
+}
+
+static inline void fuzz_msm_close(void *ctx, uint64_t conn, const char *reason) {
+    fuzz_msm_ctx_t *c = ctx;
+    FUZZ_CHECK(conn >= 1 && conn <= FUZZ_MSM_CONNS);
+    FUZZ_CHECK(c->live[conn - 1]); /* closed once */
+    FUZZ_CHECK(reason != NULL);
+    c->live[conn - 1] = 0;
+    c->closes++;
+}
+
+/*
+ * Input: a sequence of records (time starts at 1 s and only moves by the tick records). Each starts with an op byte; its low 3 bits pick
+ * the connection (1..8), the high bits the action:
+ *   0x00-0x1f connect (if not live)      0x20-0x3f disconnect (if live)
+ *   0x40-0x5f a valid HELLO: 4 more bytes, peer group (1 byte, mod 4), p2p port (2), pool (1)
+ *   0x60-0x6f time passes: 1 more byte, times 50 ms (the low 3 bits are ignored), then a tick
+ *             (msm_on_tick kicks the peers silent for longer than the peer timeout, 10 s)
+ *   0x70-0xff a packet: u16 big-endian length, then that many body bytes; decoded with
+ *             wire_decode and, when it is a peer-to-master message, fed to msm_on_packet
+ *             (a decode failure disconnects the connection, as the master server does).
+ * Packets and disconnects on connections that are not live are skipped (the server never
+ * reports them). At the end every live connection disconnects and the state machine is
+ * destroyed: ASan/LSan catch leaks and bad accesses, FUZZ_CHECK the io invariants.
+ */
+static inline int fuzz_master_sm_one(const uint8_t *data, size_t size) {
+    fuzz_quiet_logs();
+    fuzz_msm_ctx_t ctx;
+    memset(&ctx, 0, sizeof ctx);
+    msm_io_t io = {.ctx = &ctx, .send = fuzz_msm_send, .close = fuzz_msm_close};
+    msm_t *m = msm_create(io);
+    FUZZ_CHECK(m != NULL);
+    uint64_t now = 1000;
+    msm_set_time(m, now);
+    size_t i = 0;
+    int events = 0;
+    while (i < size && events < 4096) {
+        uint8_t op = data[i++];
+        uint64_t conn = (uint64_t)(op & 7) + 1;
+        int *live = &ctx.live[conn - 1];
+        events++;
+        if (op < 0x20) {
+            if (*live) continue;
+            uint8_t ip[4] = {127, 0, 0, (uint8_t)conn}, uuid[16];
+            for (int k = 0; k < 16; k++) uuid[k] = (uint8_t)(conn * 31 + (uint64_t)k + (uint64_t)events);
+            *live = 1;
+            msm_on_connect(m, conn, ip, uuid);
+        } else if (op < 0x40) {
+            if (!*live) continue;
+            *live = 0;
+            msm_on_disconnect(m, conn);
+        } else if (op < 0x60) {
+            if (i + 4 > size) break;
+            wire_msg_t h;
+            memset(&h, 0, sizeof h);
+            h.type = C2M_HELLO;
+            h.u.hello.magic = WIRE_MAGIC;
+            h.u.hello.version = WIRE_VERSION;
+            h.u.hello.peer_group = data[i] % 4;
+            h.u.hello.p2p_port = wire_get_u16(data + i + 1);
+            h.u.hello.pool_size = data[i + 3];
+            i += 4;
+            if (*live) msm_on_packet(m, conn, &h);
+        } else if (op < 0x70) {
+            if (i + 1 > size) break;
+            now += (uint64_t)data[i++] * 50;
+            msm_set_time(m, now);
+            msm_on_tick(m);
+        } else {
+            if (i + 2 > size) break;
+            size_t len = wire_get_u16(data + i);
+            i += 2;
+            if (len > size - i) len = size - i;
+            const uint8_t *body = data + i;
+            i += len;
+            if (!*live) continue;
+            wire_msg_t msg;
+            char err[256];
+            int bad = wire_decode(body, len, &msg, err, sizeof err) != 0;
+            if (!bad && !wire_type_is_c2m(msg.type)) {
+                wire_msg_free(&msg);
+                bad = 1;
+            }
+            if (bad) {
+                *live = 0;
+                msm_on_disconnect(m, conn);
+                continue;
+            }
+            msm_on_packet(m, conn, &msg);
+            wire_msg_free(&msg);
+        }
+        /* the read-only views must stay consistent */
+        int n = msm_peer_count(m);
+        FUZZ_CHECK(n >= 0 && n <= FUZZ_MSM_CONNS);
+        for (int k = 0; k < n; k++) {
+            msm_peer_view_t v;
+            FUZZ_CHECK(msm_peer_view(m, k, &v) == 0);
+            FUZZ_CHECK(v.conn >= 1 && v.conn <= FUZZ_MSM_CONNS && ctx.live[v.conn - 1]);
+            FUZZ_CHECK(v.state != NULL);
+        }
+        msm_stats_t st;
+        msm_get_stats(m, &st);
+        FUZZ_CHECK(st.accepted + st.registered <= (uint32_t)n); /* registered = not yet accepted */
+        uint64_t ring[FUZZ_MSM_CONNS + 1];
+        for (uint32_t g = 0; g < 4; g++) {
+            int rl = msm_group_ring(m, g, ring, FUZZ_MSM_CONNS + 1);
+            FUZZ_CHECK(rl >= 0 && rl <= FUZZ_MSM_CONNS);
+            for (int k = 0; k < rl; k++) FUZZ_CHECK(ring[k] >= 1 && ring[k] <= FUZZ_MSM_CONNS && ctx.live[ring[k] - 1]);
+        }
+    }
+    for (uint64_t c = 1; c <= FUZZ_MSM_CONNS; c++) {
+        if (!ctx.live[c - 1]) continue;
+        ctx.live[c - 1] = 0;
+        msm_on_disconnect(m, c);
+    }
+    FUZZ_CHECK(msm_peer_count(m) == 0);
+    msm_destroy(m);
+    return 0;
+}
+
+#endif /* PCCL_FUZZ_TARGETS_H */

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""gen_corpus.py - writes the seed corpora of the fuzz harnesses (tests/fuzz/corpus/<harness>/):
+small valid bodies of every message type (docs/protocol.md), valid p2p hellos, and
+master event scripts that walk peers through the handshake, accept, sync and collectives.
+Deterministic; rerun after a protocol change: python3 tests/fuzz/gen_corpus.py"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAGIC, VERSION = 0x5043434C, 1
+C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
+           COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10)
+M2C = dict(WELCOME=101, ESTABLISH=102, TOPO_DONE=103, PEERS_PENDING=104, SS_PLAN=105, SS_DONE=106,
+           COMMENCE=107, ABORT=108, COMPLETE=109, REJECT=110, KICK=111, OPTIMIZE_DONE=112, HEARTBEAT=113)
+
+
+def u8(v): return struct.pack('>B', v)
+def u16(v): return struct.pack('>H', v)
+def u32(v): return struct.pack('>I', v)
+def u64(v): return struct.pack('>Q', v)
+def s(x): return u8(len(x)) + x
+def world(a, b, c, d): return u32(a) + u32(b) + u32(c) + u32(d)
+def peer(i): return bytes([i] * 16) + bytes([127, 0, 0, 1]) + u16(40000 + i)
+def tensor(key, count, h, dtype=8, ineq=0): return s(key) + u8(dtype) + u8(ineq) + u64(count) + u64(h)
+
+
+def hello(group=0, port=40001): return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1)
+def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
+    tensor(b'state%d' % i, 1024, h + i) for i in range(n))
+def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(8) + u8(0) + u8(0) + u8(8)
+def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
+
+
+bodies = {
+    'c2m_hello': hello(),
+    'c2m_update_topology': u16(2),
+    'c2m_p2p_established': u16(3) + u8(1),
+    'c2m_peers_pending': u16(4),
+    'c2m_sync': sync(3, 2),
+    'c2m_sync_empty': sync(0, 0),
+    'c2m_ss_dist_done': u16(6) + u8(1),
+    'c2m_coll_init': coll_init(5),
+    'c2m_coll_done': coll_done(5, 2),
+    'c2m_optimize': u16(9),
+    'c2m_heartbeat': u16(10),
+    'm2c_welcome': u16(101) + bytes(range(16)),
+    'm2c_establish': u16(102) + world(3, 3, 1, 3) + u32(3) + peer(1) + peer(2) + peer(3),
+    'm2c_topology_done': u16(103) + u8(1) + world(2, 2, 1, 2),
+    'm2c_peers_pending': u16(104) + u8(0),
+    'm2c_ss_plan': u16(105) + u8(0) + u64(7) + peer(2) + u32(1) + tensor(b'state', 1024, 99),
+    'm2c_ss_done': u16(106) + u8(1),
+    'm2c_commence': u16(107) + u64(5) + u64(2) + u32(0) + world(2, 2, 1, 2) + u32(2) + bytes([1] * 16) + bytes([2] * 16),
+    'm2c_abort': u16(108) + u64(5) + u64(2) + u8(0),
+    'm2c_complete': u16(109) + u64(5) + u64(2) + u8(1),
+    'm2c_reject': u16(110) + u64(5) + u8(2),
+    'm2c_kick': u16(111) + s(b'bad packet'),
+    'm2c_optimize_done': u16(112) + u8(1),
+    'm2c_heartbeat': u16(113),
+}
+
+
+def write(harness, name, data):
+    d = os.path.join(HERE, 'corpus', harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+for name, b in bodies.items():
+    write('fuzz_wire_decode', name, b)
+
+for kind in (1, 2, 3):
+    write('fuzz_p2p_hello', 'kind%d' % kind, u32(MAGIC) + u16(VERSION) + u8(kind) + bytes(range(16)) + u32(kind * 7))
+
+
+# master scripts: op byte (low 3 bits = connection 0..7), see fuzz_targets.h
+def connect(c): return u8(0x00 | c)
+def disconnect(c): return u8(0x20 | c)
+def vhello(c, group=0, port=40000, pool=1): return u8(0x40 | c) + u8(group) + u16(port + c) + u8(pool)
+def tick(c, t50): return u8(0x60 | c) + u8(t50)
+def pkt(c, body): return u8(0x70 | c) + u16(len(body)) + body
+
+
+def all_(cs, body): return b''.join(pkt(c, body) for c in cs)
+
+
+two = connect(0) + vhello(0) + connect(1) + vhello(1)
+three = two + connect(2) + vhello(2)
+accept = all_((0, 1), u16(2)) + all_((0, 1), u16(3) + u8(1))
+write('fuzz_master_sm', 'handshake', connect(0) + pkt(0, hello()) + connect(1) + pkt(1, hello(port=40002)))
+write('fuzz_master_sm', 'accept_two', two + accept)
+write('fuzz_master_sm', 'sync_two', two + accept + all_((0, 1), sync(0)) + all_((0, 1), u16(6) + u8(1)))
+write('fuzz_master_sm', 'sync_conflict', two + accept + pkt(0, sync(4, 1, 1)) + pkt(1, sync(4, 1, 2)) +
+      all_((0, 1), u16(6) + u8(1)))
+write('fuzz_master_sm', 'collective', two + accept + all_((0, 1), coll_init(0)) + all_((0, 1), coll_done(0, 1)))
+write('fuzz_master_sm', 'collective_kill', three + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) +
+      all_((0, 1, 2), coll_init(1)) + pkt(0, coll_done(1, 1)) + disconnect(2) + all_((0, 1), coll_init(1)))
+write('fuzz_master_sm', 'join_late', two + accept + connect(3) + vhello(3) + all_((0, 1), u16(4)) +
+      all_((0, 1, 3), u16(2)) + all_((0, 1, 3), u16(3) + u8(1)))
+write('fuzz_master_sm', 'optimize', two + accept + all_((0, 1), u16(9)) + all_((0, 1), u16(3) + u8(1)))
+write('fuzz_master_sm', 'groups', connect(0) + vhello(0, 0) + connect(1) + vhello(1, 1) + connect(2) +
+      vhello(2, 1) + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) + all_((1, 2), sync(2)) +
+      pkt(0, u16(10)))
+write('fuzz_master_sm', 'timeout', two + accept + tick(0, 100) + pkt(0, u16(10)) + tick(0, 150) +
+      all_((0, 1), coll_init(0)) + tick(0, 250))
+write('fuzz_master_sm', 'bad_packet', two + accept + pkt(0, u16(101) + bytes(16)) + pkt(1, b'\x00'))
+
+print('corpus written under', os.path.join(HERE, 'corpus'))
