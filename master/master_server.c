@@ -252,15 +252,20 @@ static void *moon_main(void *arg) {
     return NULL;
 }
 
-/* Joins a finished or cancelled search thread and frees its request and result. */
-static void moon_release(pcclMasterInstance_t *m) {
-    pthread_join(m->moon_thread, NULL);
+/* Frees the request and result of a search whose thread was joined. */
+static void moon_free(pcclMasterInstance_t *m) {
     m->moon_running = 0;
     free(m->moon_req.conns);
     free(m->moon_req.bw);
     free(m->moon_order);
     m->moon_req = (msm_moonshot_t){0};
     m->moon_order = NULL;
+}
+
+/* Joins a finished or cancelled search thread and frees its request and result. */
+static void moon_release(pcclMasterInstance_t *m) {
+    pthread_join(m->moon_thread, NULL);
+    moon_free(m);
 }
 
 static void on_moon_done(uv_async_t *a) {
@@ -270,12 +275,7 @@ static void on_moon_done(uv_async_t *a) {
     if (m->moon_ok)
         msm_on_moonshot_result(m->sm, m->moon_req.group, m->moon_req.epoch, m->moon_req.conns, m->moon_order,
                                m->moon_req.n);
-    m->moon_running = 0;
-    free(m->moon_req.conns);
-    free(m->moon_req.bw);
-    free(m->moon_order);
-    m->moon_req = (msm_moonshot_t){0};
-    m->moon_order = NULL;
+    moon_free(m);
 }
 
 /* Kicks peers that went silent (no heartbeat), e.g. a SIGSTOPped process whose kernel still ACKs,
