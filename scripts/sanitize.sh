@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 configs=("$@"); [ ${#configs[@]} -eq 0 ] && configs=(asan tsan)
 status=0
+export PCCL_TEST_MIDOP_BYTES=48000000 # instrumented code is slow enough for the mid-operation kill
 for cfg in "${configs[@]}"; do
     case $cfg in
         asan) flags=address,undefined; skip=heavy; export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ;;
