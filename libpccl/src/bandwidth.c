@@ -10,7 +10,7 @@
 #include "net.h"
 #include "wire.h"
 
-#define BW_CHUNK (256u << 10)
+#define BW_CHUNK (128u << 10)
 
 static uint64_t now_ns(void) {
     struct timespec ts;
