@@ -75,20 +75,13 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (ss.revision < o->steps) {
         double t0 = now_ms();
-        if (join_await_world(comm, o, 2, &first) != 0) {
+        pcclSharedStateSyncInfo_t si;
+        int begin = join_begin_step(comm, o, &ss, &first, &si);
+        if (begin < 0) {
             rc = 1;
             break;
         }
-        pcclSharedStateSyncInfo_t si = {0};
-        pcclResult_t r = pcclSynchronizeSharedState(comm, &ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
-        if (r == pcclMasterConnectionFailed) {
-            rc = 1;
-            break;
-        }
-        if (r != pcclSuccess) {
-            emit_error(o, "sync_failed", r);
-            continue;
-        }
+        if (begin > 0) continue;
         if (ss.revision >= o->steps) break;
 
         memcpy(inner, outer, np * sizeof *inner);
@@ -106,7 +99,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
                            .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNormal},
                            .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}}};
         pcclReduceInfo_t ri = {0};
-        r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
+        pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
         tx_total += ri.tx_bytes;
         rx_total += ri.rx_bytes;
         if (r == pcclTooFewPeers || r == pcclRankConnectionLost) {

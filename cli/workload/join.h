@@ -39,6 +39,14 @@ void join_hex64(uint64_t v, char out[17]);
  * *first marks the first call after pcclConnect. 0, or -1 if the master is gone. */
 int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first);
 
+/*
+ * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2),
+ * then sync the shared state (ENFORCE_POPULAR; reports "sync_failed" events).
+ * @return 0 go on with the step, 1 retry the step, -1 the master is gone.
+ */
+int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
+                    pcclSharedStateSyncInfo_t *si);
+
 void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
 
 int workload_synthetic(pcclComm_t *comm, const join_opts_t *o);

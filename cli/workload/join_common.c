@@ -90,3 +90,19 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
         usleep(100000);
     }
 }
+
+int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
+                    pcclSharedStateSyncInfo_t *si) {
+    if (join_await_world(comm, o, 2, first) != 0) return -1;
+    memset(si, 0, sizeof *si);
+    pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
+    if (r == pcclMasterConnectionFailed) return -1;
+    if (r != pcclSuccess) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "sync_failed");
+        cJSON_AddStringToObject(e, "error", pcclResultString(r));
+        join_emit(o, e);
+        return 1;
+    }
+    return 0;
+}

@@ -64,23 +64,13 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (ss.revision < o->steps) {
         double t0 = now_ms();
-        if (join_await_world(comm, o, 2, &first) != 0) {
+        pcclSharedStateSyncInfo_t si;
+        int begin = join_begin_step(comm, o, &ss, &first, &si);
+        if (begin < 0) {
             rc = 1;
             break;
         }
-        pcclSharedStateSyncInfo_t si = {0};
-        pcclResult_t r = pcclSynchronizeSharedState(comm, &ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
-        if (r == pcclMasterConnectionFailed) {
-            rc = 1;
-            break;
-        }
-        if (r != pcclSuccess) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "event", "sync_failed");
-            cJSON_AddStringToObject(e, "error", pcclResultString(r));
-            join_emit(o, e);
-            continue;
-        }
+        if (begin > 0) continue;
         if (ss.revision >= o->steps) break;
         for (size_t i = 0; i < n; i++) buf[i] = contribution(i, ss.revision);
         size_t per = n / pieces;
@@ -94,7 +84,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
                 .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}};
         }
         pcclReduceInfo_t ri = {0};
-        r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
+        pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
         if (r == pcclTooFewPeers || r == pcclRankConnectionLost) {
             retries++;
             continue; /* discard this step; the revision stays */
