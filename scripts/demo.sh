@@ -60,8 +60,19 @@ survivors=()
 for n in "${!PID_OF[@]}"; do [ "$n" = "$victim" ] || survivors+=("$n"); done
 fail=0
 for n in "${survivors[@]}"; do
+    [ "$n" = newcomer ] && continue
     if ! wait "${PID_OF[$n]}"; then echo "$n exited with an error:"; tail -5 "$LOGS/$n.err"; fail=1; fi
 done
+# The newcomer finishes with the others unless the run ended before it was accepted (tiny STEPS):
+# then it would wait for peers forever, so it gets 30 s.
+for _ in $(seq 1 300); do kill -0 "${PID_OF[newcomer]}" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "${PID_OF[newcomer]}" 2>/dev/null; then
+    echo "the newcomer was not accepted before the run ended (STEPS=$STEPS is too short); stopping it"
+    kill -9 "${PID_OF[newcomer]}"; wait "${PID_OF[newcomer]}" 2>/dev/null || true
+    fail=1
+elif ! wait "${PID_OF[newcomer]}"; then
+    echo "newcomer exited with an error:"; tail -5 "$LOGS/newcomer.err"; fail=1
+fi
 echo "finished in $(( $(date +%s) - start ))s"
 python3 - "$LOGS" "${survivors[@]}" <<'PY' || fail=1
 import json, sys
