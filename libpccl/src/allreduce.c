@@ -11,6 +11,7 @@
 #include "log.h"
 #include "p2p.h"
 #include "pccl_kernels.h"
+#include "pccl_quant.h"
 #include "ring.h"
 
 #define STAGING_BYTES (1u << 20)
@@ -117,6 +118,24 @@ static void send_done(pccl_op_t *o, int ok) {
     comm_send(o->comm, &d);
 }
 
+/* The ring of this op (quantized or not) on connected sockets: a RING_* code. */
+static int run_ring(pccl_op_t *o, ring_io_t *io, uint32_t me, uint32_t n) {
+    const pcclReduceDescriptor_t *d = &o->desc;
+    const pcclQuantizationOptions_t *qo = &d->quantization_options;
+    if (qo->algorithm == pcclQuantNone)
+        return ring_allreduce(io, o->recvbuf, d->count, d->src_descriptor.datatype, d->op, me, n, o->op_seq);
+    size_t need = ring_quant_wire_bytes(d->count, qo->quantized_datatype, n), cap = 0;
+    uint8_t *wire = bufpool_get(&o->comm->buffers, need, &cap);
+    if (!wire) {
+        snprintf(io->err, sizeof io->err, "out of memory for %zu bytes of quantized blocks", need);
+        return RING_IO_ERROR;
+    }
+    int rc = ring_allreduce_quant(io, o->recvbuf, d->count, d->src_descriptor.datatype, d->op, qo->algorithm,
+                                  qo->quantized_datatype, wire, me, n, o->op_seq);
+    bufpool_put(&o->comm->buffers, wire, cap);
+    return rc;
+}
+
 /* Runs the ring for a commenced op; returns the result code. */
 static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     pcclComm_t *c = o->comm;
@@ -142,8 +161,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         io.tx_fd = tx->fd;
         io.rx_fd = rx->fd;
         if (o->sendbuf != o->recvbuf) memcpy(o->recvbuf, o->sendbuf, bytes);
-        rc = ring_allreduce(&io, o->recvbuf, o->desc.count, o->desc.src_descriptor.datatype, o->desc.op, me, n,
-                            o->op_seq);
+        rc = run_ring(o, &io, me, n);
     } else {
         snprintf(io.err, sizeof io.err, "%s", !tx ? "cannot connect to ring successor"
                                            : !rx ? "ring predecessor did not connect"
@@ -225,9 +243,11 @@ static pcclResult_t validate(const void *sendbuf, void *recvbuf, const pcclReduc
     pcclDataType_t dt = d->src_descriptor.datatype;
     if (pccl_dtype_size(dt) == 0) return pcclInvalidArgument;
     if ((unsigned)d->op > pcclMin) return pcclInvalidArgument;
-    if (d->quantization_options.algorithm != pcclQuantNone) {
-        PLOG_ERROR("pccl", "quantized all-reduce is not supported yet (algorithm %d)",
-                   (int)d->quantization_options.algorithm);
+    const pcclQuantizationOptions_t *q = &d->quantization_options;
+    if (q->algorithm != pcclQuantNone && pccl_quant_check(dt, q->algorithm, q->quantized_datatype) != 0) {
+        PLOG_ERROR("pccl", "cannot quantize %s to %s with algorithm %d (sources: float, double, float16, bfloat16; "
+                   "targets: uint8, int8, uint16, and float16 with zero-point-scale)", pccl_dtype_name(dt),
+                   pccl_dtype_name(q->quantized_datatype), (int)q->algorithm);
         return pcclInvalidArgument;
     }
     size_t bytes = d->count * pccl_dtype_size(dt);

@@ -26,6 +26,37 @@ static size_t chunk_off(const chunking_t *c, uint32_t i) {
 }
 static size_t chunk_len(const chunking_t *c, uint32_t i) { return (c->base + (i < c->rem ? 1 : 0)) * c->esz; }
 
+int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
+    uint64_t now = net_now_ms();
+    if (now - last_progress >= (uint64_t)io->timeout_ms) {
+        snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
+        return RING_TIMEOUT;
+    }
+    int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
+    if (n < 0) {
+        if (errno == EINTR) return 1;
+        snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
+        return RING_IO_ERROR;
+    }
+    if (p[2].revents) {
+        snprintf(io->err, sizeof io->err, "aborted");
+        return RING_ABORTED;
+    }
+    if (n == 0) return 1;
+    if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
+        snprintf(io->err, sizeof io->err, "socket error");
+        return RING_IO_ERROR;
+    }
+    return 0;
+}
+
+int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world, uint64_t op_seq) {
+    if (wire_get_u32(hdr) == magic && wire_get_u32(hdr + 4) == world && wire_get_u64(hdr + 8) == op_seq) return 0;
+    snprintf(io->err, sizeof io->err, "predecessor is on another operation (magic %08x, seq %llu; want %08x, %llu)",
+             wire_get_u32(hdr), (unsigned long long)wire_get_u64(hdr + 8), magic, (unsigned long long)op_seq);
+    return -1;
+}
+
 int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
                    uint32_t world, uint64_t op_seq) {
     uint8_t *buf = vbuf;
@@ -79,26 +110,9 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             return RING_ABORTED;
         }
         if (!try_io) {
-            uint64_t now = net_now_ms();
-            if (now - last_progress >= (uint64_t)io->timeout_ms) {
-                snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
-                return RING_TIMEOUT;
-            }
-            int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
-            if (n < 0) {
-                if (errno == EINTR) continue;
-                snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
-                return RING_IO_ERROR;
-            }
-            if (p[2].revents) {
-                snprintf(io->err, sizeof io->err, "aborted");
-                return RING_ABORTED;
-            }
-            if (n == 0) continue;
-            if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
-                snprintf(io->err, sizeof io->err, "socket error");
-                return RING_IO_ERROR;
-            }
+            int rc = ring_wait(io, p, last_progress);
+            if (rc == 1) continue;
+            if (rc != 0) return rc;
         } else {
             p[0].revents = want_send ? POLLOUT : 0;
             p[1].revents = recv_done ? 0 : POLLIN;
@@ -141,16 +155,9 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             ssize_t r;
             if (rhdr_done < RING_HDR) {
                 r = recv(io->rx_fd, rhdr + rhdr_done, RING_HDR - rhdr_done, MSG_DONTWAIT);
-                if (r > 0) {
-                    rhdr_done += (size_t)r;
-                    if (rhdr_done == RING_HDR &&
-                        (wire_get_u32(rhdr) != RING_MAGIC || wire_get_u32(rhdr + 4) != N ||
-                         wire_get_u64(rhdr + 8) != op_seq)) {
-                        snprintf(io->err, sizeof io->err, "predecessor is on another operation (seq %llu, want %llu)",
-                                 (unsigned long long)wire_get_u64(rhdr + 8), (unsigned long long)op_seq);
-                        return RING_PROTOCOL;
-                    }
-                }
+                if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
+                    ring_check_header(io, rhdr, RING_MAGIC, N, op_seq) != 0)
+                    return RING_PROTOCOL;
             } else {
                 uint32_t c = CHUNK_OF_RECV(rk);
                 size_t clen = chunk_len(&ck, c);

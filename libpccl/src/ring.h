@@ -18,6 +18,7 @@
 #define PCCL_RING_H
 
 #include <stddef.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -44,5 +45,24 @@ typedef struct ring_io {
  */
 int ring_allreduce(ring_io_t *io, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
                    uint32_t world_size, uint64_t op_seq);
+
+/*
+ * Quantized all-reduce (ring_quant.c): as ring_allreduce, but chunks travel as
+ * blocks of pccl_quant.h encoded with (algo, qdt); reduce-scatter reduces in
+ * dt, each chunk's owner encodes the final values once and every peer (the
+ * owner included) keeps the decoded values, so all end bit-identical. wire
+ * must hold ring_quant_wire_bytes(count, qdt, world_size) bytes. pcclAvg is
+ * divided by world_size at the owner. (dt, algo, qdt) must pass pccl_quant_check.
+ */
+int ring_allreduce_quant(ring_io_t *io, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                         pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt, uint8_t *wire, uint32_t rank,
+                         uint32_t world_size, uint64_t op_seq);
+size_t ring_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world_size);
+
+/* Shared by both rings. Sleeps in poll until a socket or the abort fd is ready:
+ * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = RING_* error. */
+int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);
+/* 0 if the predecessor's stream header matches; else -1 with io->err set. */
+int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world_size, uint64_t op_seq);
 
 #endif

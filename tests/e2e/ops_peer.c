@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
     EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "reserved dtype accepted");
     bad = desc(16, pcclSum, 6001, pcclFloat);
     bad.quantization_options.algorithm = pcclQuantMinMax;
-    EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "quantization accepted");
+    EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "quantization to float accepted");
     bad = desc(0, pcclSum, 6002, pcclFloat);
     EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "count 0 accepted");
     bad = desc(8, pcclSum, 6003, pcclFloat);

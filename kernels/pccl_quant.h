@@ -1,0 +1,80 @@
+/*
+ * pccl_quant.h - block quantization for the quantized ring all-reduce (internal).
+ *
+ * Values travel in blocks of at most PCCL_QBLOCK_ELEMS elements. A block on
+ * the wire is a 24-byte header followed by one code per element:
+ *
+ *   f64 base | f64 step | u32 off | u8 flags | 3 zero bytes | codes...
+ *
+ * (little-endian). An integer code q (uint8, int8 stored as q - 128, uint16)
+ * stands for base + (q - off) * step, computed in double and rounded once to
+ * the source type; with flag PCCL_QFLAG_SPECIALS codes 0, 1, 2 stand for NaN,
+ * +Inf and -Inf. A float16 code h stands for half_to_float(h) * step.
+ *
+ * Algorithms (both pick their parameters from the block's finite values):
+ * - pcclQuantMinMax: base = min, the codes off.. cover [min, max] evenly.
+ *   Error per element <= step / 2 with step = (max - min) / (codes - 1).
+ * - pcclQuantZeroPointScale: symmetric around a zero point, so 0 is exact:
+ *   step = max|x| / m, off = codes / 2, m = codes left on the smaller side.
+ *   Error per element <= step / 2. To float16: step is the power of two that
+ *   brings max|x| into half range (1 if it fits), relative error <= 2^-11.
+ * Add one rounding to the source type (0.5 ulp) to every bound above.
+ * Non-finite inputs are carried exactly (specials); a block holding any
+ * spends 3 codes on them (uint8: 253 codes left for finite values).
+ *
+ * Dequantization depends only on the block's bytes, so every peer that
+ * decodes the same bytes gets the same bits (seed 003 section 5.3.1).
+ */
+#ifndef PCCL_QUANT_H
+#define PCCL_QUANT_H
+
+#include "pccl.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PCCL_QBLOCK_ELEMS 8192u
+#define PCCL_QHDR_BYTES 24u
+#define PCCL_QFLAG_SPECIALS 1u
+
+/**
+ * 0 if values of src can be quantized to qdt by algo: src is float, double,
+ * float16 or bfloat16; qdt is uint8, int8, uint16 (both algorithms) or float16
+ * (pcclQuantZeroPointScale only); -1 otherwise.
+ */
+int pccl_quant_check(pcclDataType_t src, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt);
+
+/** Wire bytes of n elements quantized to qdt (headers included). */
+size_t pccl_quant_wire_bytes(size_t n, pcclDataType_t qdt);
+
+/** Wire bytes of one full block (header + PCCL_QBLOCK_ELEMS codes). */
+size_t pccl_quant_block_bytes(pcclDataType_t qdt);
+
+/**
+ * Encodes n (1..PCCL_QBLOCK_ELEMS) elements of src (type dt) as one block at
+ * wire (pccl_quant_wire_bytes(n, qdt) bytes). Arguments must pass pccl_quant_check.
+ */
+void pccl_quant_block(const void *src, size_t n, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
+                      pcclDataType_t qdt, uint8_t *wire);
+
+/**
+ * Decodes one block of n elements into dst (type dt).
+ * @return 0, or -1 if the header is malformed (unknown flags; nothing written).
+ */
+int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt);
+
+/**
+ * dst[i] = op(dst[i], decoded[i]) for one block of n elements, with the
+ * arithmetic of pccl_reduce_into (pcclAvg accumulates as a sum).
+ * @return 0, or -1 if the header is malformed (nothing written).
+ */
+int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt,
+                              pcclRedOp_t op);
+
+/** Encodes n elements as consecutive blocks (convenience for tests and benches). */
+void pccl_quantize(const void *src, size_t n, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
+                   pcclDataType_t qdt, uint8_t *wire);
+/** Decodes n elements written by pccl_quantize. @return 0, or -1 on a malformed header. */
+int pccl_dequantize(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt);
+
+#endif
