@@ -10,6 +10,8 @@
 #include "join.h"
 #include "log.h"
 #include "pccl.h"
+#include "pccl_kernels.h"
+#include "pccl_quant.h"
 
 static const cli_flag_t flags[] = {
     {"master", required_argument, "HOST:PORT", "master control address (required)"},
@@ -28,6 +30,9 @@ static const cli_flag_t flags[] = {
     {"seed", required_argument, "S", "data-order seed of this peer (default: from the pid)"},
     {"step-delay", required_argument, "MS", "synthetic: pause after each step"},
     {"min-world", required_argument, "N", "wait for N peers in the group before the first step (default 2)"},
+    {"quantize", required_argument, "ALGO:TYPE",
+     "quantize all-reduces on the wire: minmax or zero-point-scale, to uint8, int8, uint16 (or float16 with "
+     "zero-point-scale); none (default) sends full precision"},
     {"optimize", no_argument, NULL, "re-order the ring by measured bandwidth whenever the membership changed"},
     {"json", no_argument, NULL, "print one JSON object per event"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
@@ -62,8 +67,25 @@ static int parse_float(const char *s, float *out) {
     return 0;
 }
 
+/* "ALGO:TYPE" of --quantize; the workloads reduce float. */
+static int parse_quantize(const char *s, pcclQuantizationOptions_t *q) {
+    if (!strcmp(s, "none")) {
+        *q = (pcclQuantizationOptions_t){.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone};
+        return 0;
+    }
+    const char *colon = strchr(s, ':');
+    if (!colon) return -1;
+    size_t alen = (size_t)(colon - s);
+    if (alen == 6 && !strncmp(s, "minmax", 6)) q->algorithm = pcclQuantMinMax;
+    else if ((alen == 16 && !strncmp(s, "zero-point-scale", 16)) || (alen == 3 && !strncmp(s, "zps", 3)))
+        q->algorithm = pcclQuantZeroPointScale;
+    else return -1;
+    if (!pccl_dtype_parse(colon + 1, &q->quantized_datatype)) return -1;
+    return pccl_quant_check(pcclFloat, q->algorithm, q->quantized_datatype);
+}
+
 static int run(int argc, char **argv) {
-    join_opts_t o = {.workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
+    join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}, .workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
@@ -125,6 +147,10 @@ static int run(int argc, char **argv) {
         } else if (!strcmp(n, "min-world")) {
             bad = parse_u64(optarg, 4096, &v) || v < 2;
             o.min_world = (uint32_t)v;
+        } else if (!strcmp(n, "quantize")) {
+            if (parse_quantize(optarg, &o.quant) != 0)
+                return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8, minmax:int8, minmax:uint16, "
+                                       "zero-point-scale:uint8|int8|uint16|float16, none)", optarg);
         } else if (!strcmp(n, "optimize")) {
             o.optimize = 1;
         } else if (!strcmp(n, "json")) {

@@ -97,7 +97,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
             .sendbuf = delta, .recvbuf = delta,
             .descriptor = {.count = np, .op = pcclAvg, .tag = 0,
                            .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNormal},
-                           .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}}};
+                           .quantization_options = o->quant}};
         pcclReduceInfo_t ri = {0};
         pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
         tx_total += ri.tx_bytes;
@@ -147,6 +147,14 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         cJSON_AddNumberToObject(e, "allreduce_tx_bytes", (double)tx_total);
         cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)rx_total);
         cJSON_AddNumberToObject(e, "retries", (double)retries);
+        char qname[48];
+        snprintf(qname, sizeof qname, "%s%s%s",
+                 o->quant.algorithm == pcclQuantNone      ? "none"
+                 : o->quant.algorithm == pcclQuantMinMax ? "minmax"
+                                                          : "zero-point-scale",
+                 o->quant.algorithm == pcclQuantNone ? "" : ":",
+                 o->quant.algorithm == pcclQuantNone ? "" : pccl_dtype_name(o->quant.quantized_datatype));
+        cJSON_AddStringToObject(e, "quantize", qname);
         join_emit(o, e);
     }
 out:

@@ -27,6 +27,7 @@ typedef struct join_opts {
     uint32_t step_delay_ms; /* synthetic: pause per step (lets tests kill peers mid-run) */
     uint32_t min_world;     /* wait for this many peers before the first step (default 2) */
     int optimize;           /* run pcclOptimizeTopology whenever the world changed */
+    pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
 } join_opts_t;
 
 struct cJSON;

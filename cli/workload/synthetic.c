@@ -6,7 +6,8 @@
  * r, so a correct sum is k * v(i, r) with one k (the operation's world size)
  * for the whole operation; any corrupted, misplaced or dropped chunk breaks
  * that. The shared state advances as state += result / 2, so its hash is equal
- * on every peer exactly when all results were bit-identical.
+ * on every peer exactly when all results were bit-identical. With --quantize
+ * the sum is checked within the quantization bound instead of exactly.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -42,6 +43,23 @@ static int check_piece(const float *res, size_t off, size_t n, uint64_t r) {
         else if ((int)q != k) return -1;
     }
     return k < 0 ? 2 : k;
+}
+
+/*
+ * As check_piece for a quantized all-reduce: the result is k * v(i) up to the quantization
+ * error, which is at most (k + 1) encodes of values within [0, 12 k] (pccl_quant.h bounds).
+ */
+static int check_piece_quantized(const float *res, size_t off, size_t n, uint64_t r, const pcclQuantizationOptions_t *q) {
+    double rel = q->quantized_datatype == pcclFloat16 ? 0x1p-10 : q->quantized_datatype == pcclUint16 ? 1.0 / 65532 : 1.0 / 252;
+    int k = -1;
+    for (size_t j = 0; j < n && k < 0; j++)
+        if (contribution(off + j, r) == 12.0f) k = (int)lrint(res[j] / 12.0);
+    if (k < 0) k = 2; /* a piece too small to hold a 12: only the bound below is checked */
+    if (k < 2) return -1;
+    double tol = (k + 1) * 12.0 * k * rel;
+    for (size_t j = 0; j < n; j++)
+        if (!(fabs(res[j] - (double)k * contribution(off + j, r)) <= tol)) return -1;
+    return k;
 }
 
 int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
@@ -81,7 +99,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
             descs[p].descriptor = (pcclReduceDescriptor_t){
                 .count = cnt, .op = pcclSum, .tag = p,
                 .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
-                .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}};
+                .quantization_options = o->quant};
         }
         pcclReduceInfo_t ri = {0};
         pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
@@ -96,7 +114,9 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         }
         for (uint32_t p = 0; p < pieces; p++) {
             size_t off = p * per, cnt = p + 1 == pieces ? n - off : per;
-            if (check_piece(buf + off, off, cnt, ss.revision) < 0) {
+            int k = o->quant.algorithm == pcclQuantNone ? check_piece(buf + off, off, cnt, ss.revision)
+                                                        : check_piece_quantized(buf + off, off, cnt, ss.revision, &o->quant);
+            if (k < 0) {
                 fprintf(stderr, "pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
                         (unsigned long long)ss.revision);
                 rc = 3;
