@@ -5,7 +5,8 @@
 # At the end: test accuracy and every surviving peer's shared-state hash.
 #
 # Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
-# PEERS (default 4), KEEP_LOGS=1 to keep the logs.
+# PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint8; default none),
+# KEEP_LOGS=1 to keep the logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -14,6 +15,7 @@ PCCL=$PWD/build/bin/pccl
 STEPS=${STEPS:-60}
 INNER=${INNER:-25}
 PEERS=${PEERS:-4}
+QUANTIZE=${QUANTIZE:-none}
 LOGS=$(mktemp -d /tmp/pccl-demo.XXXXXX)
 PIDS=()
 cleanup() {
@@ -31,11 +33,11 @@ for _ in $(seq 1 100); do
     [ -n "$PORT" ] && break; sleep 0.05
 done
 [ -n "$PORT" ] || { echo "master did not start"; cat "$LOGS/master.log"; exit 1; }
-echo "master on 127.0.0.1:$PORT; $PEERS peers, $STEPS outer steps of $INNER inner AdamW steps"
+echo "master on 127.0.0.1:$PORT; $PEERS peers, $STEPS outer steps of $INNER inner AdamW steps, quantization $QUANTIZE"
 
 peer() { # peer NAME: starts `pccl join` in the background, sets LAST
     "$PCCL" join --master "127.0.0.1:$PORT" --workload fashion-mnist --steps "$STEPS" --inner-steps "$INNER" \
-        --min-world "$PEERS" --seed "$RANDOM$RANDOM" --json > "$LOGS/$1.log" 2> "$LOGS/$1.err" &
+        --min-world "$PEERS" --seed "$RANDOM$RANDOM" --quantize "$QUANTIZE" --json > "$LOGS/$1.log" 2> "$LOGS/$1.err" &
     LAST=$!; PIDS+=("$LAST")
 }
 revision() { grep -o '"revision":[0-9]*' "$LOGS/$1.log" 2>/dev/null | tail -1 | cut -d: -f2 || true; }
@@ -90,10 +92,11 @@ for n in names:
     if not done:
         print(f"{n}: no final report"); sys.exit(1)
     hashes.add((done["hash"], done["momentum_hash"]))
-    rows.append((n, first, done["revision"], rx, done["test_accuracy"], done["hash"], done["momentum_hash"]))
-print(f"{'peer':10} {'first rev':>9} {'final rev':>9} {'state rx B':>10} {'test acc':>8}  shared-state hash (params / momentum)")
+    ar = done.get("allreduce_tx_bytes", 0) + done.get("allreduce_rx_bytes", 0)
+    rows.append((n, first, done["revision"], rx, done["test_accuracy"], done["hash"], done["momentum_hash"], ar))
+print(f"{'peer':10} {'first rev':>9} {'final rev':>9} {'state rx B':>10} {'reduce B':>11} {'test acc':>8}  shared-state hash (params / momentum)")
 for r in rows:
-    print(f"{r[0]:10} {r[1]:>9} {r[2]:>9} {r[3]:>10} {r[4]:>8.4f}  {r[5]} / {r[6]}")
+    print(f"{r[0]:10} {r[1]:>9} {r[2]:>9} {r[3]:>10} {int(r[7]):>11} {r[4]:>8.4f}  {r[5]} / {r[6]}")
 acc = rows[0][4]
 print(f"test accuracy: {acc:.4f}")
 print("shared-state hashes equal on all surviving peers:", "yes" if len(hashes) == 1 else "NO")

@@ -136,6 +136,21 @@ typedef struct pcclReduceOperandDescriptor_t {
     pcclDistributionHint_t distribution_hint;
 } pcclReduceOperandDescriptor_t;
 
+/**
+ * How an all-reduce is quantized on the wire (see docs/quantization.md).
+ * Values travel in blocks of 8192 elements, each with its own parameters:
+ * pcclQuantMinMax maps the block's [min, max] evenly onto the codes (error per
+ * element and encode <= (max - min) / (codes - 1) / 2); pcclQuantZeroPointScale
+ * maps [-max|x|, max|x|] symmetrically so that 0 stays exact (error <=
+ * max|x| / 127 / 2 for 8 bits), or, to float16, scales by a power of two.
+ * Sources: pcclFloat, pcclDouble, pcclFloat16, pcclBFloat16. Targets: pcclUint8,
+ * pcclInt8, pcclUint16 (both algorithms), pcclFloat16 (zero-point-scale only).
+ * NaN and +-Inf are carried exactly (a block holding one loses 3 of its codes).
+ * Reduce-scatter accumulates in the source type; each chunk's owner encodes the
+ * result once and all peers, owner included, keep the decoded values, so results
+ * are bit-identical (PCCL technical report section 5.3.1). The distribution hint
+ * is accepted and does not change the parameters (they come from the exact range).
+ */
 typedef enum pcclQuantizationAlgorithm_t {
     pcclQuantNone = 0,
     pcclQuantMinMax = 1,

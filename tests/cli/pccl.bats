@@ -79,6 +79,26 @@ start_master() {
     [[ "$output" == *"--master HOST:PORT is required"* ]]
 }
 
+@test "join --quantize rejects unknown or meaningless formats (exit 2)" {
+    for q in bogus minmax minmax:float16 minmax:float zps:int32 fancy:uint8; do
+        run "$PCCL" join --master 127.0.0.1:1 --quantize "$q"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"bad value '$q' for --quantize"* ]]
+    done
+}
+
+@test "join --quantize runs a quantized synthetic run with equal hashes" {
+    start_master
+    "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 3 --json --quantize zps:int8 > "$TMP/a.log" &
+    A=$!
+    run timeout 30 "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 3 --json --quantize zps:int8
+    [ "$status" -eq 0 ]
+    wait "$A"
+    b=$(echo "$output" | grep '"event":"done"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["hash"])')
+    a=$(grep '"event":"done"' "$TMP/a.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["hash"])')
+    [ -n "$a" ] && [ "$a" = "$b" ]
+}
+
 @test "pccl master starts, and stops cleanly on SIGINT and on SIGTERM" {
     start_master
     kill -INT "$MPID"
