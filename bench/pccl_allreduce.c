@@ -24,6 +24,7 @@
  *        launch) and pcclAwaitAsyncReduce for COUNT floats.
  *
  * Output: one line "RESULT key=value ..." per measured quantity on stdout.
+ * PCCL_BENCH_QUANT=ALGO:TYPE (minmax/zps : uint8/int8/uint16/float16) quantizes the all-reduces.
  *
  * Split mode (bench/wan.sh, peers in other network namespaces):
  *        pccl_allreduce master IP          prints "PORT n", serves until SIGTERM/SIGINT
@@ -42,6 +43,7 @@
 
 #include "master_internal.h"
 #include "pccl.h"
+#include "pccl_kernels.h"
 
 #define MAX_PEERS 64
 #define NQ 4 /* quantities per repetition (lat mode uses 4, others 1) */
@@ -57,10 +59,25 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* PCCL_BENCH_QUANT=minmax:TYPE or zps:TYPE quantizes every all-reduce (bench/quant.sh). */
+static pcclQuantizationOptions_t bench_quant(void) {
+    pcclQuantizationOptions_t q = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone};
+    const char *e = getenv("PCCL_BENCH_QUANT"), *colon = e ? strchr(e, ':') : NULL;
+    if (!colon) return q;
+    pcclQuantizationOptions_t w = {.algorithm = !strncmp(e, "minmax:", 7) ? pcclQuantMinMax
+                                                : !strncmp(e, "zps:", 4) ? pcclQuantZeroPointScale
+                                                                         : pcclQuantNone};
+    if (!pccl_dtype_parse(colon + 1, &w.quantized_datatype) || w.algorithm == pcclQuantNone) {
+        fprintf(stderr, "pccl_allreduce: bad PCCL_BENCH_QUANT '%s' (minmax:uint8, zps:int8, ...)\n", e);
+        exit(2);
+    }
+    return w;
+}
+
 static pcclReduceDescriptor_t fdesc(size_t count, uint64_t tag) {
     pcclReduceDescriptor_t d = {.count = count, .op = pcclSum, .tag = tag,
                                 .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
-                                .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}};
+                                .quantization_options = bench_quant()};
     return d;
 }
 

@@ -6,15 +6,20 @@
  * double, and decoding computes base + (q - off) * step in double before one
  * rounding to the destination type. Decoding is the only step whose result
  * must agree across peers; it is plain IEEE arithmetic on the block's bytes
- * (this file is built with -ffp-contract=off so no FMA can change a result).
+ * (this file is built with -ffp-contract=off so no FMA can change a result;
+ * -fno-trapping-math lets floor() vectorize and changes no value).
  * Blocks are handled in sub-blocks of QSUB elements to keep stack use small.
  */
 #include "pccl_quant.h"
 #include "pccl_half.h"
 #include "pccl_kernels.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define QSUB 1024u
 
@@ -138,19 +143,65 @@ static int get_hdr(const uint8_t *w, qhdr_t *h) {
 
 /* ---- encoding ---- */
 
-static void put_code(uint8_t *codes, size_t i, pcclDataType_t qdt, uint32_t q) {
-    if (qdt == pcclUint8) codes[i] = (uint8_t)q;
-    else if (qdt == pcclInt8) codes[i] = (uint8_t)(q ^ 0x80u); /* stored as q - 128 */
-    else {
-        codes[2 * i] = (uint8_t)q;
-        codes[2 * i + 1] = (uint8_t)(q >> 8);
-    }
-}
-
 static uint32_t get_code(const uint8_t *codes, size_t i, pcclDataType_t qdt) {
     if (qdt == pcclUint8) return codes[i];
     if (qdt == pcclInt8) return codes[i] ^ 0x80u;
     return (uint32_t)codes[2 * i] | (uint32_t)codes[2 * i + 1] << 8;
+}
+
+/* Range of the finite values of x[0..n) folded into lo/hi; returns 1 if any value is NaN or Inf.
+ * Four independent lanes: a single min/max chain would wait on each compare's latency. */
+static int scan_range(const double *x, size_t n, double *plo, double *phi) {
+    double lo[4] = {*plo, *plo, *plo, *plo}, hi[4] = {*phi, *phi, *phi, *phi};
+    int bad = 0;
+    size_t i = 0;
+#ifdef __SSE2__
+    /* The compiler does not vectorize floating min/max reductions (their NaN/-0 rules); with non-finite
+     * lanes masked out, minpd/maxpd give the same result as the scalar loop below. */
+    __m128d vlo = _mm_set1_pd(*plo), vhi = _mm_set1_pd(*phi), vbad = _mm_setzero_pd();
+    const __m128d absmask = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX)), big = _mm_set1_pd(DBL_MAX);
+    for (; i + 2 <= n; i += 2) {
+        __m128d v = _mm_loadu_pd(x + i);
+        __m128d a = _mm_and_pd(v, absmask);
+        __m128d finite = _mm_cmple_pd(a, big);              /* false for NaN and Inf */
+        vbad = _mm_or_pd(vbad, _mm_cmpnle_pd(a, big));      /* all ones for NaN and Inf */
+        vlo = _mm_min_pd(vlo, _mm_or_pd(_mm_and_pd(finite, v), _mm_andnot_pd(finite, vlo)));
+        vhi = _mm_max_pd(vhi, _mm_or_pd(_mm_and_pd(finite, v), _mm_andnot_pd(finite, vhi)));
+    }
+    double l2[2], h2[2];
+    _mm_storeu_pd(l2, vlo);
+    _mm_storeu_pd(h2, vhi);
+    bad = _mm_movemask_pd(vbad) != 0;
+    lo[0] = l2[0];
+    lo[1] = l2[1];
+    hi[0] = h2[0];
+    hi[1] = h2[1];
+#endif
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++) {
+            double v = x[i + j];
+            int finite = fabs(v) <= DBL_MAX;
+            bad |= !finite;
+            double w = finite ? v : lo[j];
+            lo[j] = w < lo[j] ? w : lo[j];
+            w = finite ? v : hi[j];
+            hi[j] = w > hi[j] ? w : hi[j];
+        }
+    for (; i < n; i++) {
+        double v = x[i];
+        if (!(fabs(v) <= DBL_MAX)) bad = 1;
+        else {
+            lo[0] = v < lo[0] ? v : lo[0];
+            hi[0] = v > hi[0] ? v : hi[0];
+        }
+    }
+    for (int j = 1; j < 4; j++) {
+        lo[0] = lo[j] < lo[0] ? lo[j] : lo[0];
+        hi[0] = hi[j] > hi[0] ? hi[j] : hi[0];
+    }
+    *plo = lo[0];
+    *phi = hi[0];
+    return bad;
 }
 
 /* Parameters of one block from its finite values. */
@@ -162,14 +213,7 @@ static void choose(const uint8_t *src, size_t n, pcclDataType_t dt, pcclQuantiza
     for (size_t s = 0; s < n; s += QSUB) {
         size_t m = n - s < QSUB ? n - s : QSUB;
         to_double(src + s * esz, m, dt, tmp);
-        for (size_t i = 0; i < m; i++) {
-            double v = tmp[i];
-            if (!isfinite(v)) specials = 1;
-            else {
-                lo = v < lo ? v : lo;
-                hi = v > hi ? v : hi;
-            }
-        }
+        specials |= scan_range(tmp, m, &lo, &hi);
     }
     if (lo > hi) lo = hi = 0; /* no finite value */
     h->flags = 0;
@@ -195,31 +239,79 @@ static void choose(const uint8_t *src, size_t n, pcclDataType_t dt, pcclQuantiza
     }
 }
 
-static void encode(const double *x, size_t n, const qhdr_t *h, pcclDataType_t qdt, uint8_t *codes) {
+/* Branch-free loops per code type so that they vectorize; non-finite inputs
+ * are replaced before (encode) or patched after (decode), in blocks that have them. */
+#define PCCL_DEF_CODEC(tag, T, BIAS)                                                                  \
+    static void enc_##tag(const double *x, size_t n, double base, double inv, double kmin, double kmax, \
+                          double off, uint8_t *codes) {                                               \
+        for (size_t i = 0; i < n; i++) {                                                              \
+            double k = floor((x[i] - base) * inv + 0.5); /* round half up */                          \
+            k = k < kmin ? kmin : k;                                                                  \
+            k = k > kmax ? kmax : k;                                                                  \
+            T c = (T)((int32_t)(k + off) - (BIAS));                                                   \
+            memcpy(codes + i * sizeof(T), &c, sizeof(T));                                             \
+        }                                                                                             \
+    }                                                                                                 \
+    static void dec_##tag##_f64(const uint8_t *codes, size_t n, double base, double step, int32_t off, \
+                                double *out) {                                                        \
+        for (size_t i = 0; i < n; i++) {                                                              \
+            T c;                                                                                      \
+            memcpy(&c, codes + i * sizeof(T), sizeof(T));                                             \
+            out[i] = base + (double)((int32_t)c + (BIAS) - off) * step;                               \
+        }                                                                                             \
+    }                                                                                                 \
+    static void dec_##tag##_f32(const uint8_t *codes, size_t n, double base, double step, int32_t off, \
+                                uint8_t *out) {                                                       \
+        for (size_t i = 0; i < n; i++) {                                                              \
+            T c;                                                                                      \
+            memcpy(&c, codes + i * sizeof(T), sizeof(T));                                             \
+            float v = (float)(base + (double)((int32_t)c + (BIAS) - off) * step);                     \
+            memcpy(out + 4 * i, &v, 4);                                                               \
+        }                                                                                             \
+    }
+
+PCCL_DEF_CODEC(u8, uint8_t, 0)
+PCCL_DEF_CODEC(i8, int8_t, 128) /* int8 holds q - 128 */
+PCCL_DEF_CODEC(u16, uint16_t, 0)
+
+static void encode(double *x, size_t n, const qhdr_t *h, pcclDataType_t qdt, uint8_t *codes) {
     if (qdt == pcclFloat16) {
         for (size_t i = 0; i < n; i++) {
             uint16_t c = pccl_f32_to_f16((float)(x[i] / h->step));
-            codes[2 * i] = (uint8_t)c;
-            codes[2 * i + 1] = (uint8_t)(c >> 8);
+            memcpy(codes + 2 * i, &c, 2);
         }
         return;
     }
     const uint32_t levels = code_size(qdt) == 1 ? 256u : 65536u;
     const int specials = h->flags & PCCL_QFLAG_SPECIALS;
-    const uint32_t first = specials ? 3u : 0u;
-    /* Codes below off are allowed for zero-point (negative values), never below first. */
-    const double inv = h->step > 0 ? 1.0 / h->step : 0.0;
-    const double qmin = (double)first - (double)h->off, qmax = (double)(levels - 1) - (double)h->off;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i];
-        uint32_t q;
-        if (specials && !isfinite(v)) q = isnan(v) ? 0u : v > 0 ? 1u : 2u;
-        else {
-            double k = floor((v - h->base) * inv + 0.5); /* round half up */
-            k = k < qmin ? qmin : k > qmax ? qmax : k;
-            q = (uint32_t)(int64_t)(k + (double)h->off);
+    if (specials) /* keep the arithmetic finite; the codes are patched afterwards */
+        for (size_t i = 0; i < n; i++) x[i] = isfinite(x[i]) ? x[i] : h->base;
+    const double inv = h->step > 0 ? 1.0 / h->step : 0.0, off = (double)h->off;
+    /* Codes below off are allowed for zero-point (negative values), never below the specials. */
+    const double kmin = (specials ? 3.0 : 0.0) - off, kmax = (double)(levels - 1) - off;
+    if (qdt == pcclUint8) enc_u8(x, n, h->base, inv, kmin, kmax, off, codes);
+    else if (qdt == pcclInt8) enc_i8(x, n, h->base, inv, kmin, kmax, off, codes);
+    else enc_u16(x, n, h->base, inv, kmin, kmax, off, codes);
+}
+
+/* Codes of the non-finite values of src[0..n) (a block with PCCL_QFLAG_SPECIALS). */
+static void patch_special_codes(const uint8_t *src, size_t n, pcclDataType_t dt, pcclDataType_t qdt,
+                                uint8_t *codes) {
+    double tmp[QSUB];
+    const size_t esz = pccl_dtype_size(dt);
+    for (size_t s = 0; s < n; s += QSUB) {
+        size_t m = n - s < QSUB ? n - s : QSUB;
+        to_double(src + s * esz, m, dt, tmp);
+        for (size_t i = 0; i < m; i++) {
+            if (isfinite(tmp[i])) continue;
+            uint32_t q = isnan(tmp[i]) ? 0u : tmp[i] > 0 ? 1u : 2u;
+            if (qdt == pcclUint8) codes[s + i] = (uint8_t)q;
+            else if (qdt == pcclInt8) codes[s + i] = (uint8_t)(q ^ 0x80u);
+            else {
+                codes[2 * (s + i)] = (uint8_t)q;
+                codes[2 * (s + i) + 1] = 0;
+            }
         }
-        put_code(codes, i, qdt, q);
     }
 }
 
@@ -236,33 +328,51 @@ void pccl_quant_block(const void *src, size_t n, pcclDataType_t dt, pcclQuantiza
         to_double(s8 + s * esz, m, dt, tmp);
         encode(tmp, m, &h, qdt, wire + PCCL_QHDR_BYTES + s * csz);
     }
+    if (qdt != pcclFloat16 && (h.flags & PCCL_QFLAG_SPECIALS))
+        patch_special_codes(s8, n, dt, qdt, wire + PCCL_QHDR_BYTES);
 }
 
 /* ---- decoding ---- */
 
-static void decode(const uint8_t *codes, size_t n, const qhdr_t *h, pcclDataType_t qdt, double *out) {
-    if (qdt == pcclFloat16) {
-        for (size_t i = 0; i < n; i++) out[i] = (double)pccl_f16_to_f32((uint16_t)get_code(codes, i, qdt)) * h->step;
-        return;
-    }
-    const int specials = h->flags & PCCL_QFLAG_SPECIALS;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t q = get_code(codes, i, qdt);
-        if (specials && q < 3) out[i] = q == 0 ? NAN : q == 1 ? INFINITY : -INFINITY;
-        else out[i] = h->base + (double)((int64_t)q - (int64_t)h->off) * h->step;
+/* Decodes n codes into out (type dt): float directly, the other types through double. */
+static void decode(const uint8_t *codes, size_t n, const qhdr_t *h, pcclDataType_t qdt, pcclDataType_t dt,
+                   uint8_t *out) {
+    double tmp[QSUB];
+    const int32_t off = (int32_t)h->off;
+    const int specials = qdt != pcclFloat16 && (h->flags & PCCL_QFLAG_SPECIALS);
+    for (size_t s = 0; s < n; s += QSUB) {
+        size_t m = n - s < QSUB ? n - s : QSUB;
+        const uint8_t *cs = codes + s * code_size(qdt);
+        uint8_t *o = out + s * pccl_dtype_size(dt);
+        if (qdt == pcclFloat16) {
+            for (size_t i = 0; i < m; i++) {
+                uint16_t c;
+                memcpy(&c, cs + 2 * i, 2);
+                tmp[i] = (double)pccl_f16_to_f32(c) * h->step;
+            }
+        } else if (dt == pcclFloat && !specials) {
+            if (qdt == pcclUint8) dec_u8_f32(cs, m, h->base, h->step, off, o);
+            else if (qdt == pcclInt8) dec_i8_f32(cs, m, h->base, h->step, off, o);
+            else dec_u16_f32(cs, m, h->base, h->step, off, o);
+            continue;
+        } else {
+            if (qdt == pcclUint8) dec_u8_f64(cs, m, h->base, h->step, off, tmp);
+            else if (qdt == pcclInt8) dec_i8_f64(cs, m, h->base, h->step, off, tmp);
+            else dec_u16_f64(cs, m, h->base, h->step, off, tmp);
+            if (specials)
+                for (size_t i = 0; i < m; i++) {
+                    uint32_t q = get_code(cs, i, qdt);
+                    if (q < 3) tmp[i] = q == 0 ? NAN : q == 1 ? INFINITY : -INFINITY;
+                }
+        }
+        from_double(tmp, m, dt, o);
     }
 }
 
 int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt) {
     qhdr_t h;
     if (get_hdr(wire, &h) != 0) return -1;
-    const size_t esz = pccl_dtype_size(dt), csz = code_size(qdt);
-    double tmp[QSUB];
-    for (size_t s = 0; s < n; s += QSUB) {
-        size_t m = n - s < QSUB ? n - s : QSUB;
-        decode(wire + PCCL_QHDR_BYTES + s * csz, m, &h, qdt, tmp);
-        from_double(tmp, m, dt, (uint8_t *)dst + s * esz);
-    }
+    decode(wire + PCCL_QHDR_BYTES, n, &h, qdt, dt, dst);
     return 0;
 }
 
@@ -271,12 +381,10 @@ int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt,
     qhdr_t h;
     if (get_hdr(wire, &h) != 0) return -1;
     const size_t esz = pccl_dtype_size(dt), csz = code_size(qdt);
-    double tmp[QSUB];
     uint64_t typed[QSUB]; /* decoded values in dt, aligned for any dt */
     for (size_t s = 0; s < n; s += QSUB) {
         size_t m = n - s < QSUB ? n - s : QSUB;
-        decode(wire + PCCL_QHDR_BYTES + s * csz, m, &h, qdt, tmp);
-        from_double(tmp, m, dt, (uint8_t *)typed);
+        decode(wire + PCCL_QHDR_BYTES + s * csz, m, &h, qdt, dt, (uint8_t *)typed);
         pccl_reduce_into((uint8_t *)dst + s * esz, typed, m, dt, op);
     }
     return 0;
