@@ -323,9 +323,11 @@ int main(int argc, char **argv) {
     } else {
         stats(world, reps, 0, &med, &mn, &mx);
         double total = (double)arg * (strcmp(mode, "conc") == 0 ? extra : 1);
+        const char *q = getenv("PCCL_BENCH_QUANT"); /* tags the quantization series of run.sh */
         printf("RESULT impl=pccl mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
-               "GBps=%.4f\n",
-               mode, world, arg, strcmp(mode, "conc") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9);
+               "GBps=%.4f%s%s\n",
+               mode, world, arg, strcmp(mode, "conc") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9,
+               q ? " quant=" : "", q ? q : "");
     }
     return 0;
 }

@@ -79,7 +79,7 @@ def main():
     p("")
 
     # ---- throughput matrix
-    ar = [r for r in rows if r.get("mode") == "ar"]
+    ar = [r for r in rows if r.get("mode") == "ar" and "quant" not in r]
     keys = sorted({(int(r["peers"]), int(r["bytes"])) for r in ar})
     get = {}
     for r in ar:
@@ -150,7 +150,8 @@ def main():
     p("")
 
     # ---- concurrency
-    conc = [r for r in rows if r.get("mode") == "conc" and not r.get("status") and r.get("impl") == "pccl"]
+    conc = [r for r in rows if r.get("mode") == "conc" and not r.get("status") and r.get("impl") == "pccl"
+            and "quant" not in r]
     p("## 3. Concurrent all-reduces (seed 003 tables 6.3.2-6.5.1), loopback, 4 peers")
     p("")
     p("C concurrent 64 MiB float all-reduces (`pcclAllReduceAsync` x C, then await all) with "
@@ -170,7 +171,7 @@ def main():
             p(f"| {r.get('conc')} | {r['status']} | | | | |")
     p("")
 
-    wan = [r for r in rows if r.get("mode") == "wan"]
+    wan = [r for r in rows if r.get("mode") == "wan" and "quant" not in r]
     retried = [r for r in rows if r.get("retried")]
     failed = [r for r in rows if r.get("status") == "FAILED"]
     p("## 4. Concurrent all-reduces under WAN emulation")
@@ -196,6 +197,33 @@ def main():
                 aim.append(("WAN: 8 connections >= 4x single connection", g / wbase >= 4, f"{g / wbase:.2f}x"))
     else:
         p("Not run in this invocation (`bench/run.sh --wan` runs it; needs root for `ip netns` and `tc`).")
+    p("")
+
+    # ---- quantized vs unquantized
+    quant = [r for r in rows if "quant" in r]
+    p("## 4b. Quantized all-reduce (docs/quantization.md)")
+    p("")
+    if quant:
+        p("4 peers, one float sum all-reduce, `PCCL_BENCH_QUANT=ALGO:TYPE pccl_allreduce ar ...` (loopback) and "
+          "`bench/wan.sh` with one connection (namespaces, shaping as in section 4). Time = max over ranks, median "
+          "over repetitions; all series of one setting ran back to back.")
+        p("")
+        p("| setting | size | quantization | time (s, median) | min | max | throughput (GB/s) | vs unquantized |")
+        p("|---|---|---|---|---|---|---|---|")
+        for setting, mode in (("loopback", "ar"), ("shaped link", "wan")):
+            base = {}
+            for r in [r for r in quant if r.get("mode") == mode]:
+                if r.get("status"):
+                    p(f"| {setting} | | {r['quant']} | {r['status']} | | | | |")
+                    continue
+                t = float(r["median_s"])
+                if r["quant"] == "none":
+                    base[r["bytes"]] = t
+                b = base.get(r["bytes"])
+                p(f"| {setting} | {human(r['bytes'])} | {r['quant']} | {t:.3f} | {float(r['min_s']):.3f} | "
+                  f"{float(r['max_s']):.3f} | {float(r['GBps']):.4f} | {b and f'{b / t:.2f}x faster' or ''} |")
+    else:
+        p("Not run in this invocation.")
     p("")
 
     if retried or failed:

@@ -169,6 +169,25 @@ if [ "$WAN" = 1 ]; then
     "$ROOT/bench/wan.sh" "$BIN" "$REPS" "$CONCS" >>"$RES" || log "WAN series failed"
 fi
 
+# ---- 6b. quantized vs unquantized: 4 peers, 256 MiB (64 MiB with --quick), loopback (and shaped with --wan)
+QBYTES=268435456
+[ "$QUICK" = 1 ] && QBYTES=67108864
+QUANTS="none minmax:uint8 zps:int8 minmax:uint16"
+if fits 4 "$QBYTES"; then
+    for q in $QUANTS; do
+        run_point "impl=pccl mode=ar peers=4 bytes=$QBYTES quant=$q" \
+            env PCCL_BENCH_QUANT="$q" "$BIN/pccl_allreduce" ar 4 "$QBYTES" "$REPS" 1
+    done
+    if [ "$WAN" = 1 ]; then
+        for q in none minmax:uint8; do
+            PCCL_BENCH_QUANT=$q WAN_BYTES=$QBYTES "$ROOT/bench/wan.sh" "$BIN" "$REPS" 1 | grep -v wanenv >>"$RES" ||
+                log "WAN quantization series ($q) failed"
+        done
+    fi
+else
+    echo "RESULT impl=pccl mode=ar peers=4 bytes=$QBYTES quant=all status=SKIPPED_MEMORY" >>"$RES"
+fi
+
 # ---- 7. profiles of pccl where the targets are usually missed (time split, perf, syscalls)
 PROF=$BUILD/bench-profile.md
 : >"$PROF"

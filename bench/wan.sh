@@ -3,7 +3,8 @@
 #
 # usage: bench/wan.sh BIN_DIR REPS "CONCS"     (root; prints RESULT lines on stdout)
 # env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_DELAY (10ms per veth end,
-#        i.e. 40 ms peer-to-peer RTT), WAN_RATE (1gbit per veth end), WAN_LOSS (0%)
+#        i.e. 40 ms peer-to-peer RTT), WAN_RATE (1gbit per veth end), WAN_LOSS (0%),
+#        PCCL_BENCH_QUANT (quantize the all-reduces, e.g. minmax:uint8; tags the RESULT lines)
 #
 # Builds a bridge pcclb-br0 (10.77.0.254/24, the master's side) and one network
 # namespace pcclb-pI per peer joined by a veth pair (10.77.0.I+1). Both ends of
@@ -83,8 +84,9 @@ c, b = int(sys.argv[1]), int(sys.argv[2])
 rows = [list(map(float, l.split()[2:])) for l in sys.stdin if l.startswith("TIMES")]
 per_rep = sorted(max(col) for col in zip(*rows))
 med = statistics.median(per_rep)
+q = " quant=" + sys.argv[3] if sys.argv[3] else ""
 print(f"RESULT impl=pccl mode=wan peers={len(rows)} bytes={b} conc={c} reps={len(per_rep)} median_s={med:.6f} "
-      f"min_s={per_rep[0]:.6f} max_s={per_rep[-1]:.6f} GBps={c * b / med / 1e9:.5f}")' "$c" "$BYTES"
+      f"min_s={per_rep[0]:.6f} max_s={per_rep[-1]:.6f} GBps={c * b / med / 1e9:.5f}{q}")' "$c" "$BYTES" "${PCCL_BENCH_QUANT:-}"
     else
         echo "RESULT impl=pccl mode=wan peers=$PEERS bytes=$BYTES conc=$c status=FAILED"
         tail -n 3 "$WORK"/p*.err >&2 || true

@@ -204,17 +204,10 @@ static int scan_range(const double *x, size_t n, double *plo, double *phi) {
     return bad;
 }
 
-/* Parameters of one block from its finite values. */
-static void choose(const uint8_t *src, size_t n, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
-                   pcclDataType_t qdt, qhdr_t *h) {
-    double lo = INFINITY, hi = -INFINITY, tmp[QSUB];
-    int specials = 0;
-    const size_t esz = pccl_dtype_size(dt);
-    for (size_t s = 0; s < n; s += QSUB) {
-        size_t m = n - s < QSUB ? n - s : QSUB;
-        to_double(src + s * esz, m, dt, tmp);
-        specials |= scan_range(tmp, m, &lo, &hi);
-    }
+/* Parameters of one block from its finite values (x: the block as doubles). */
+static void choose(const double *x, size_t n, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt, qhdr_t *h) {
+    double lo = INFINITY, hi = -INFINITY;
+    int specials = scan_range(x, n, &lo, &hi);
     if (lo > hi) lo = hi = 0; /* no finite value */
     h->flags = 0;
     h->base = 0;
@@ -315,21 +308,20 @@ static void patch_special_codes(const uint8_t *src, size_t n, pcclDataType_t dt,
     }
 }
 
+/* The block being encoded, as doubles: converted once for the scan and the encode. Per thread,
+ * since ring workers encode concurrently; 64 KiB is too much for some threads' stacks. */
+static _Thread_local double qblock[PCCL_QBLOCK_ELEMS];
+
 void pccl_quant_block(const void *src, size_t n, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
                       pcclDataType_t qdt, uint8_t *wire) {
     qhdr_t h;
-    const uint8_t *s8 = src;
-    const size_t esz = pccl_dtype_size(dt), csz = code_size(qdt);
-    choose(s8, n, dt, algo, qdt, &h);
+    double *x = qblock;
+    to_double(src, n, dt, x);
+    choose(x, n, algo, qdt, &h);
     put_hdr(wire, &h);
-    double tmp[QSUB];
-    for (size_t s = 0; s < n; s += QSUB) {
-        size_t m = n - s < QSUB ? n - s : QSUB;
-        to_double(s8 + s * esz, m, dt, tmp);
-        encode(tmp, m, &h, qdt, wire + PCCL_QHDR_BYTES + s * csz);
-    }
+    encode(x, n, &h, qdt, wire + PCCL_QHDR_BYTES);
     if (qdt != pcclFloat16 && (h.flags & PCCL_QFLAG_SPECIALS))
-        patch_special_codes(s8, n, dt, qdt, wire + PCCL_QHDR_BYTES);
+        patch_special_codes(src, n, dt, qdt, wire + PCCL_QHDR_BYTES);
 }
 
 /* ---- decoding ---- */
