@@ -261,6 +261,18 @@ static void choose(const double *x, size_t n, pcclQuantizationAlgorithm_t algo, 
             float v = (float)(base + (double)((int32_t)c + (BIAS) - off) * step);                     \
             memcpy(out + 4 * i, &v, 4);                                                               \
         }                                                                                             \
+    }                                                                                                 \
+    /* out[i] += decoded (float sum of pccl_reduce_into, fused: one pass instead of two) */           \
+    static void dec_##tag##_f32_add(const uint8_t *codes, size_t n, double base, double step, int32_t off, \
+                                    uint8_t *out) {                                                   \
+        for (size_t i = 0; i < n; i++) {                                                              \
+            T c;                                                                                      \
+            float a;                                                                                  \
+            memcpy(&c, codes + i * sizeof(T), sizeof(T));                                             \
+            memcpy(&a, out + 4 * i, 4);                                                               \
+            a = a + (float)(base + (double)((int32_t)c + (BIAS) - off) * step);                       \
+            memcpy(out + 4 * i, &a, 4);                                                               \
+        }                                                                                             \
     }
 
 PCCL_DEF_CODEC(u8, uint8_t, 0)
@@ -373,6 +385,14 @@ int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt,
     qhdr_t h;
     if (get_hdr(wire, &h) != 0) return -1;
     const size_t esz = pccl_dtype_size(dt), csz = code_size(qdt);
+    if (dt == pcclFloat && (op == pcclSum || op == pcclAvg) && qdt != pcclFloat16 &&
+        !(h.flags & PCCL_QFLAG_SPECIALS)) {
+        const uint8_t *cs = wire + PCCL_QHDR_BYTES;
+        if (qdt == pcclUint8) dec_u8_f32_add(cs, n, h.base, h.step, (int32_t)h.off, dst);
+        else if (qdt == pcclInt8) dec_i8_f32_add(cs, n, h.base, h.step, (int32_t)h.off, dst);
+        else dec_u16_f32_add(cs, n, h.base, h.step, (int32_t)h.off, dst);
+        return 0;
+    }
     uint64_t typed[QSUB]; /* decoded values in dt, aligned for any dt */
     for (size_t s = 0; s < n; s += QSUB) {
         size_t m = n - s < QSUB ? n - s : QSUB;

@@ -32,6 +32,9 @@
 #define RINGQ_MAGIC 0x52494E51u /* "RINQ" */
 #define MAX_IO (4u << 20)
 #define PREQUANT_BLOCKS 8 /* own-chunk blocks encoded ahead of the first send */
+/* Received bytes are decoded and re-encoded before the loop sends again: a bounded read keeps
+ * that work short, so the successor is never starved for long. */
+#define MAX_RECV (256u << 10)
 
 typedef struct qlayout {
     size_t base, rem, esz, wbase, wbig; /* elements per chunk (+1 for the first rem), wire bytes of each */
@@ -205,7 +208,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
             } else {
                 uint32_t c = RECV_CHUNK(rk);
                 size_t clen = q_wire_len(&q.l, c), want = clen - rdone;
-                if (want > MAX_IO) want = MAX_IO;
+                if (want > MAX_RECV) want = MAX_RECV;
                 r = recv(io->rx_fd, wire + q_wire_off(&q.l, c) + rdone, want, MSG_DONTWAIT);
                 if (r > 0) {
                     io->rx_bytes += (uint64_t)r;
