@@ -59,7 +59,8 @@ void pccl_quant_block(const void *src, size_t n, pcclDataType_t dt, pcclQuantiza
 
 /**
  * Decodes one block of n elements into dst (type dt).
- * @return 0, or -1 if the header is malformed (unknown flags; nothing written).
+ * @return 0, or -1 if the header is malformed (unknown flags, non-zero reserved
+ *         bytes, off above 65535; nothing written).
  */
 int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt);
 

@@ -133,7 +133,8 @@ static int get_hdr(const uint8_t *w, qhdr_t *h) {
         s = s << 8 | w[8 + i];
     }
     for (int i = 3; i >= 0; i--) off = off << 8 | w[16 + i];
-    if ((w[20] & ~PCCL_QFLAG_SPECIALS) || w[21] || w[22] || w[23]) return -1;
+    /* off is a code (at most 16 bits); a larger one would overflow the decoder's int32 arithmetic */
+    if ((w[20] & ~PCCL_QFLAG_SPECIALS) || w[21] || w[22] || w[23] || off > 65535u) return -1;
     memcpy(&h->base, &b, 8);
     memcpy(&h->step, &s, 8);
     h->off = off;

@@ -166,8 +166,10 @@ PCCL_DEF_UNOP(avg_bf16, uint16_t, u16, pccl_f32_to_bf16(pccl_bf16_to_f32(a) / (f
  * portable kernels (both exact widening, one IEEE op, round-to-nearest-even;
  * only the payload of a NaN may differ), so peers with and without F16C
  * agree. Chosen at run time; the tail (< 8 elements) uses the portable kernel.
+ * GCC only: clang 14's __builtin_cpu_supports does not know "f16c", so clang
+ * builds (the libFuzzer harnesses) use the portable kernels.
  */
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define PCCL_HAVE_F16C 1
 

@@ -19,6 +19,8 @@
 
 #include "log.h"
 #include "master_sm.h"
+#include "pccl_kernels.h"
+#include "pccl_quant.h"
 #include "wire.h"
 
 #define FUZZ_CHECK(cond)                                                                      \
@@ -80,6 +82,45 @@ static inline int fuzz_p2p_hello_one(const uint8_t *data, size_t size) {
     FUZZ_CHECK(kind == P2P_KIND_RING || kind == P2P_KIND_SHARED_STATE || kind == P2P_KIND_BENCH);
     wire_p2p_hello_encode(out, kind, uuid, slot);
     FUZZ_CHECK(memcmp(out, in, sizeof out) == 0);
+    return 0;
+}
+
+/* ---------- quantized block (what a ring predecessor sends in a quantized all-reduce) ---------- */
+
+/*
+ * Input: one selector byte (source dtype, quantized dtype, reduce op), then a block as it would
+ * arrive on the wire (header + codes; the element count follows from the length). Decoding must
+ * reject exactly the headers with unknown flags, non-zero reserved bytes or an offset code above
+ * 65535, never read past the
+ * block, be deterministic, and the reduce variant must accept whatever the plain decode accepts.
+ */
+static inline int fuzz_quant_block_one(const uint8_t *data, size_t size) {
+    static const pcclDataType_t srcs[4] = {pcclFloat, pcclDouble, pcclFloat16, pcclBFloat16};
+    static const pcclDataType_t qdts[4] = {pcclUint8, pcclInt8, pcclUint16, pcclFloat16};
+    if (size < 1 + PCCL_QHDR_BYTES) return 0;
+    pcclDataType_t dt = srcs[data[0] & 3], qdt = qdts[(data[0] >> 2) & 3];
+    pcclRedOp_t op = (pcclRedOp_t)((data[0] >> 4) % 5);
+    size_t csz = qdt == pcclUint8 || qdt == pcclInt8 ? 1 : 2, esz = pccl_dtype_size(dt);
+    size_t n = (size - 1 - PCCL_QHDR_BYTES) / csz;
+    if (n == 0 || n > PCCL_QBLOCK_ELEMS) return 0;
+    /* an exact-size copy, so ASan sees any read past the codes */
+    uint8_t *wire = malloc(PCCL_QHDR_BYTES + n * csz), *a = malloc(n * esz), *b = malloc(n * esz);
+    FUZZ_CHECK(wire && a && b);
+    memcpy(wire, data + 1, PCCL_QHDR_BYTES + n * csz);
+    uint32_t off = (uint32_t)wire[16] | (uint32_t)wire[17] << 8 | (uint32_t)wire[18] << 16 | (uint32_t)wire[19] << 24;
+    int bad_hdr = (wire[20] & ~PCCL_QFLAG_SPECIALS) || wire[21] || wire[22] || wire[23] || off > 65535u;
+    int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
+    FUZZ_CHECK(r1 == (bad_hdr ? -1 : 0));
+    if (r1 == 0) {
+        FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
+        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
+    } else {
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -1);
+    }
+    free(wire);
+    free(a);
+    free(b);
     return 0;
 }
 

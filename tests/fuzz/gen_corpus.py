@@ -106,3 +106,16 @@ write('fuzz_master_sm', 'timeout', two + accept + tick(0, 100) + pkt(0, u16(10))
 write('fuzz_master_sm', 'bad_packet', two + accept + pkt(0, u16(101) + bytes(16)) + pkt(1, b'\x00'))
 
 print('corpus written under', os.path.join(HERE, 'corpus'))
+
+
+# quantized blocks: selector byte (bits 0-1 source dtype, 2-3 quantized dtype, 4-7 op), then
+# header (f64 base, f64 step, u32 off, u8 flags, 3 zero bytes; little-endian) and codes
+def qblock(sel, base, step, off, flags, codes):
+    return bytes([sel]) + struct.pack('<ddIB3x', base, step, off, flags) + codes
+
+
+write('fuzz_quant_block', 'u8_minmax', qblock(0x00, -1.5, 3.0 / 255, 0, 0, bytes(range(0, 256, 4))))
+write('fuzz_quant_block', 'i8_zps_specials', qblock(0x15, 0.0, 0.25, 128, 1, bytes([0, 1, 2, 3, 128, 255] * 8)))
+write('fuzz_quant_block', 'u16_double', qblock(0x29, 1e300, 1e296, 7, 0, bytes(range(64))))
+write('fuzz_quant_block', 'f16_bf16_max', qblock(0x3f, 0.0, 2.0 ** -20, 0, 0, bytes([0x00, 0x7c, 0x00, 0xfc, 0x01, 0x7e] * 6)))
+write('fuzz_quant_block', 'bad_flags', qblock(0x40, 0.0, 1.0, 0, 0x82, bytes(32)))
