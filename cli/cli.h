@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
@@ -30,10 +31,37 @@ typedef struct cli_command {
     const char *usage; /* synopsis after "pccl NAME " */
     const cli_flag_t *flags; /* terminated by {0} */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    int dash_h;              /* -h also shows help, and an unknown short option is named as '-x' */
+    const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
 } cli_command_t;
 
-/* Builds getopt_long options from flags (plus --help); out must hold 64 entries. */
-void cli_longopts(const cli_flag_t *flags, struct option *out);
+/* on_flag's answer for a value it refuses: cli_parse_flags says "bad value 'V' for --NAME". */
+#define CLI_FLAG_BAD (-1)
+/* cli_parse_flags' answer when the command should go on (0 is the exit code after --help). */
+#define CLI_FLAGS_GO_ON (-1)
+
+/*
+ * Called once per flag given, in order: name without dashes, value NULL for a switch. Returns 0 if taken,
+ * CLI_FLAG_BAD, or an exit code after reporting the problem itself (e.g. cli_usage_error).
+ */
+typedef int (*cli_on_flag_fn)(void *ctx, const char *name, const char *value);
+/*
+ * Parses argv (argv[0] the command name) against cmd->flags. Handles --help, unknown options, missing values and
+ * --log-level/--log-format itself. With first_positional NULL any positional is a usage error; otherwise the
+ * index of the first one (argc if none) is stored there. Returns CLI_FLAGS_GO_ON or the exit code to return.
+ */
+int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
+                    int *first_positional);
+
+/* Number parsers for flag values: 0 if all of s is a number in range, else -1 with *out untouched. */
+/* Decimal, no '-', at most max. */
+int cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* Any float strtof reads except NaN. */
+int cli_parse_float(const char *s, float *out);
+/* min <= value <= max. */
+int cli_parse_double(const char *s, double min, double max, double *out);
+/* 0 < value <= max. */
+int cli_parse_positive(const char *s, double max, double *out);
 /* Prints the command's help to stdout. */
 void cli_print_help(const cli_command_t *cmd);
 /* Prints "pccl NAME: MSG" and a hint to stderr; returns CLI_EXIT_USAGE. */
@@ -50,9 +78,6 @@ char *cli_http_get(const struct ccoip_socket_address_t *addr, const char *path, 
                    size_t errlen);
 /* Default admin port of a master. */
 #define CLI_ADMIN_DEFAULT_PORT 48149
-
-/* Applies --log-level/--log-format; 0 if applied, CLI_EXIT_USAGE on a bad value, -1 if not a log flag. */
-int cli_apply_log_flag(const cli_command_t *cmd, const char *name, const char *value);
 
 extern const cli_command_t cli_cmd_master;
 extern const cli_command_t cli_cmd_join;

@@ -200,50 +200,46 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
     return CLI_EXIT_OK;
 }
 
+/* Flag values of `pccl bench-bandwidth`, filled by on_flag. */
+typedef struct {
+    ccoip_socket_address_t listen_addr, target, admin;
+    int server, have_target, have_master, json;
+    uint64_t seconds, streams;
+} bench_args_t;
+
+static int on_flag(void *ctx, const char *n, const char *value) {
+    const cli_command_t *cmd = &cli_cmd_bench_bandwidth;
+    bench_args_t *a = ctx;
+    if (!strcmp(n, "server")) a->server = 1;
+    else if (!strcmp(n, "json")) a->json = 1;
+    else if (!strcmp(n, "listen")) {
+        if (cli_parse_hostport(value, &a->listen_addr, 48150) != 0)
+            return cli_usage_error(cmd, "bad --listen '%s'", value);
+    } else if (!strcmp(n, "connect")) {
+        if (cli_parse_hostport(value, &a->target, 48150) != 0)
+            return cli_usage_error(cmd, "bad --connect '%s'", value);
+        a->have_target = 1;
+    } else if (!strcmp(n, "master")) {
+        if (cli_parse_hostport(value, &a->admin, CLI_ADMIN_DEFAULT_PORT) != 0)
+            return cli_usage_error(cmd, "bad --master '%s'", value);
+        a->have_master = 1;
+    } else if (!strcmp(n, "seconds")) {
+        if (cli_parse_u64(value, 60, &a->seconds) != 0 || a->seconds < 1)
+            return cli_usage_error(cmd, "--seconds must be 1..60");
+    } else if (!strcmp(n, "streams")) {
+        if (cli_parse_u64(value, 64, &a->streams) != 0 || a->streams < 1)
+            return cli_usage_error(cmd, "--streams must be 1..64");
+    }
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     const cli_command_t *cmd = &cli_cmd_bench_bandwidth;
-    ccoip_socket_address_t listen_addr = {.inet.protocol = inetIPv4, .port = 48150}, target = {0};
-    ccoip_socket_address_t admin = {0};
-    int server = 0, have_target = 0, have_master = 0, json = 0;
-    long seconds = 3, streams = 1;
-    struct option opts[64];
-    cli_longopts(flags, opts);
-    optind = 1;
-    opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
-        if (c == 'h') {
-            cli_print_help(cmd);
-            return CLI_EXIT_OK;
-        }
-        if (c == '?') return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        const char *n = opts[idx].name;
-        char *end = NULL;
-        if (!strcmp(n, "server")) server = 1;
-        else if (!strcmp(n, "json")) json = 1;
-        else if (!strcmp(n, "listen")) {
-            if (cli_parse_hostport(optarg, &listen_addr, 48150) != 0)
-                return cli_usage_error(cmd, "bad --listen '%s'", optarg);
-        } else if (!strcmp(n, "connect")) {
-            if (cli_parse_hostport(optarg, &target, 48150) != 0)
-                return cli_usage_error(cmd, "bad --connect '%s'", optarg);
-            have_target = 1;
-        } else if (!strcmp(n, "master")) {
-            if (cli_parse_hostport(optarg, &admin, CLI_ADMIN_DEFAULT_PORT) != 0)
-                return cli_usage_error(cmd, "bad --master '%s'", optarg);
-            have_master = 1;
-        } else if (!strcmp(n, "seconds")) {
-            seconds = strtol(optarg, &end, 10);
-            if (*end || seconds < 1 || seconds > 60) return cli_usage_error(cmd, "--seconds must be 1..60");
-        } else if (!strcmp(n, "streams")) {
-            streams = strtol(optarg, &end, 10);
-            if (*end || streams < 1 || streams > 64) return cli_usage_error(cmd, "--streams must be 1..64");
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (server + have_target + have_master != 1)
+    bench_args_t a = {.listen_addr = {.inet.protocol = inetIPv4, .port = 48150}, .seconds = 3, .streams = 1};
+    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &a, NULL);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
+    if (a.server + a.have_target + a.have_master != 1)
         return cli_usage_error(cmd, "give exactly one of --server, --connect HOST:PORT and --master HOST:PORT");
-    if (have_master) return show_matrix(&admin, json);
-    return server ? serve(&listen_addr) : measure(&target, (int)seconds, (int)streams, json);
+    if (a.have_master) return show_matrix(&a.admin, a.json);
+    return a.server ? serve(&a.listen_addr) : measure(&a.target, (int)a.seconds, (int)a.streams, a.json);
 }

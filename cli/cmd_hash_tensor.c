@@ -35,11 +35,14 @@ const cli_command_t cli_cmd_hash_tensor = {
     .usage = "FILE [--format raw|npy|safetensors] [--dtype T] [--offset B] [--count N] [--device cpu|cuda] [--json]",
     .flags = flags,
     .run = run,
+    .dash_h = 1,
 };
 
 enum { FMT_AUTO, FMT_RAW, FMT_NPY, FMT_SAFETENSORS };
 
-static int parse_u64(const char *s, uint64_t *out) {
+/* Offsets and counts as C literals (strtoull base 0: 0x40, 0100), unlike the decimal cli_parse_u64; an overflow
+ * saturates at UINT64_MAX. */
+static int parse_uint_literal(const char *s, uint64_t *out) {
     char *end;
     if (!s || !*s || *s == '-') return -1;
     unsigned long long v = strtoull(s, &end, 0);
@@ -77,54 +80,53 @@ static void shape_str(const tf_tensor_t *t, char *out, size_t len) {
     if (k < len) snprintf(out + k, len - k, "]");
 }
 
+/* Flag values of `pccl hash-tensor`, filled by on_flag. */
+typedef struct {
+    int fmt, json, cuda, have_dtype, have_offset;
+    pcclDataType_t dtype;
+    uint64_t offset;
+    int64_t scount; /* -1: to the end of the file */
+} hash_args_t;
+
+static int on_flag(void *ctx, const char *name, const char *value) {
+    const cli_command_t *cmd = &cli_cmd_hash_tensor;
+    hash_args_t *a = ctx;
+    uint64_t count = 0;
+    if (!strcmp(name, "format")) {
+        if (!strcmp(value, "raw")) a->fmt = FMT_RAW;
+        else if (!strcmp(value, "npy")) a->fmt = FMT_NPY;
+        else if (!strcmp(value, "safetensors")) a->fmt = FMT_SAFETENSORS;
+        else return cli_usage_error(cmd, "--format wants raw, npy or safetensors, got '%s'", value);
+    } else if (!strcmp(name, "dtype")) {
+        if (tf_dtype_parse(value, &a->dtype) != 0) return cli_usage_error(cmd, "unknown dtype '%s'", value);
+        a->have_dtype = 1;
+    } else if (!strcmp(name, "offset")) {
+        if (parse_uint_literal(value, &a->offset) != 0)
+            return cli_usage_error(cmd, "--offset wants a byte count, got '%s'", value);
+        a->have_offset = 1;
+    } else if (!strcmp(name, "count")) {
+        if (parse_uint_literal(value, &count) != 0 || count > INT64_MAX)
+            return cli_usage_error(cmd, "--count wants a number of elements, got '%s'", value);
+        a->scount = (int64_t)count;
+    } else if (!strcmp(name, "device")) {
+        if (!strcmp(value, "cpu")) a->cuda = 0;
+        else if (!strcmp(value, "cuda")) a->cuda = 1;
+        else return cli_usage_error(cmd, "--device wants cpu or cuda, got '%s'", value);
+    } else if (!strcmp(name, "json")) {
+        a->json = 1;
+    }
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     const cli_command_t *cmd = &cli_cmd_hash_tensor;
-    struct option opts[64];
-    cli_longopts(flags, opts);
-    int fmt = FMT_AUTO, json = 0, cuda = 0, have_dtype = 0, have_offset = 0;
-    pcclDataType_t dtype = pcclUint8;
-    uint64_t offset = 0, count = 0;
-    int64_t scount = -1;
-    opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
-        if (c == 'h') {
-            cli_print_help(cmd);
-            return CLI_EXIT_OK;
-        }
-        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        if (c == '?') {
-            if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-        }
-        const char *name = opts[idx].name;
-        if (!strcmp(name, "format")) {
-            if (!strcmp(optarg, "raw")) fmt = FMT_RAW;
-            else if (!strcmp(optarg, "npy")) fmt = FMT_NPY;
-            else if (!strcmp(optarg, "safetensors")) fmt = FMT_SAFETENSORS;
-            else return cli_usage_error(cmd, "--format wants raw, npy or safetensors, got '%s'", optarg);
-        } else if (!strcmp(name, "dtype")) {
-            if (tf_dtype_parse(optarg, &dtype) != 0) return cli_usage_error(cmd, "unknown dtype '%s'", optarg);
-            have_dtype = 1;
-        } else if (!strcmp(name, "offset")) {
-            if (parse_u64(optarg, &offset) != 0)
-                return cli_usage_error(cmd, "--offset wants a byte count, got '%s'", optarg);
-            have_offset = 1;
-        } else if (!strcmp(name, "count")) {
-            if (parse_u64(optarg, &count) != 0 || count > INT64_MAX)
-                return cli_usage_error(cmd, "--count wants a number of elements, got '%s'", optarg);
-            scount = (int64_t)count;
-        } else if (!strcmp(name, "device")) {
-            if (!strcmp(optarg, "cpu")) cuda = 0;
-            else if (!strcmp(optarg, "cuda")) cuda = 1;
-            else return cli_usage_error(cmd, "--device wants cpu or cuda, got '%s'", optarg);
-        } else if (!strcmp(name, "json")) {
-            json = 1;
-        }
-    }
-    if (optind >= argc) return cli_usage_error(cmd, "FILE is required");
-    if (optind + 1 < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
-    const char *path = argv[optind];
+    hash_args_t a = {.fmt = FMT_AUTO, .dtype = pcclUint8, .scount = -1};
+    int first = argc;
+    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &a, &first);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
+    if (first >= argc) return cli_usage_error(cmd, "FILE is required");
+    if (first + 1 < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first + 1]);
+    const char *path = argv[first];
 
     char err[512];
     const uint8_t *buf;
@@ -133,15 +135,15 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "pccl %s: %s\n", cmd->name, err);
         return CLI_EXIT_FAIL;
     }
-    if (fmt == FMT_AUTO) {
+    if (a.fmt == FMT_AUTO) {
         size_t pl = strlen(path);
-        if (len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) fmt = FMT_NPY;
-        else if (pl > 12 && !strcmp(path + pl - 12, ".safetensors")) fmt = FMT_SAFETENSORS;
-        else fmt = FMT_RAW;
+        if (len >= 6 && !memcmp(buf, "\x93NUMPY", 6)) a.fmt = FMT_NPY;
+        else if (pl > 12 && !strcmp(path + pl - 12, ".safetensors")) a.fmt = FMT_SAFETENSORS;
+        else a.fmt = FMT_RAW;
     }
-    int rc = CLI_EXIT_OK;
-    if (fmt == FMT_RAW && !have_dtype) rc = cli_usage_error(cmd, "raw data needs --dtype");
-    else if (fmt != FMT_RAW && (have_offset || scount >= 0))
+    rc = CLI_EXIT_OK;
+    if (a.fmt == FMT_RAW && !a.have_dtype) rc = cli_usage_error(cmd, "raw data needs --dtype");
+    else if (a.fmt != FMT_RAW && (a.have_offset || a.scount >= 0))
         rc = cli_usage_error(cmd, "--offset and --count apply to raw data only");
     if (rc != CLI_EXIT_OK) {
         tf_unmap(buf, len);
@@ -151,37 +153,37 @@ static int run(int argc, char **argv) {
     tf_tensor_t one, *ts = &one;
     size_t n = 1;
     int prc;
-    if (fmt == FMT_NPY) prc = tf_parse_npy(buf, len, &one, err, sizeof err);
-    else if (fmt == FMT_SAFETENSORS) prc = tf_parse_safetensors(buf, len, &ts, &n, err, sizeof err);
-    else prc = tf_raw_range(len, dtype, offset, scount, &one, err, sizeof err);
-    if (prc == 0 && fmt != FMT_SAFETENSORS) {
+    if (a.fmt == FMT_NPY) prc = tf_parse_npy(buf, len, &one, err, sizeof err);
+    else if (a.fmt == FMT_SAFETENSORS) prc = tf_parse_safetensors(buf, len, &ts, &n, err, sizeof err);
+    else prc = tf_raw_range(len, a.dtype, a.offset, a.scount, &one, err, sizeof err);
+    if (prc == 0 && a.fmt != FMT_SAFETENSORS) {
         const char *base = strrchr(path, '/');
         snprintf(one.name, sizeof one.name, "%s", base ? base + 1 : path);
     }
-    for (size_t i = 0; prc == 0 && have_dtype && fmt != FMT_RAW && i < n; i++)
-        if (ts[i].dtype != dtype) {
+    for (size_t i = 0; prc == 0 && a.have_dtype && a.fmt != FMT_RAW && i < n; i++)
+        if (ts[i].dtype != a.dtype) {
             snprintf(err, sizeof err, "tensor '%s' is %s, --dtype says %s", ts[i].name, tf_dtype_name(ts[i].dtype),
-                     tf_dtype_name(dtype));
+                     tf_dtype_name(a.dtype));
             prc = -1;
         }
     cJSON *root = NULL, *arr = NULL;
-    if (prc == 0 && json) {
+    if (prc == 0 && a.json) {
         root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "file", path);
-        const char *fname = fmt == FMT_NPY ? "npy" : fmt == FMT_SAFETENSORS ? "safetensors" : "raw";
+        const char *fname = a.fmt == FMT_NPY ? "npy" : a.fmt == FMT_SAFETENSORS ? "safetensors" : "raw";
         cJSON_AddStringToObject(root, "format", fname);
-        cJSON_AddStringToObject(root, "device", cuda ? "cuda" : "cpu");
+        cJSON_AddStringToObject(root, "device", a.cuda ? "cuda" : "cpu");
         arr = cJSON_AddArrayToObject(root, "tensors");
     }
     for (size_t i = 0; prc == 0 && i < n; i++) {
         const tf_tensor_t *t = &ts[i];
         uint64_t h;
         const uint8_t *bytes = buf ? buf + t->offset : (const uint8_t *)""; /* an empty file maps to NULL */
-        if ((prc = hash_bytes(bytes, t->nbytes, cuda, &h, err, sizeof err)) != 0) break;
+        if ((prc = hash_bytes(bytes, t->nbytes, a.cuda, &h, err, sizeof err)) != 0) break;
         char hex[17], shape[512];
         snprintf(hex, sizeof hex, "%016" PRIx64, h);
         shape_str(t, shape, sizeof shape);
-        if (!json) {
+        if (!a.json) {
             printf("%s %s %s %s\n", t->name, tf_dtype_name(t->dtype), shape, hex);
             continue;
         }

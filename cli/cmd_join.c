@@ -1,5 +1,4 @@
 /* cmd_join.c - `pccl join`: join a run as a peer and run a workload. */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,23 +49,6 @@ const cli_command_t cli_cmd_join = {
     .run = run,
 };
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || end == s || s[0] == '-' || v > max) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *s, float *out) {
-    char *end;
-    float v = strtof(s, &end);
-    if (*end || end == s || v != v) return -1;
-    *out = v;
-    return 0;
-}
-
 /* "ALGO:TYPE" of --quantize; the workloads reduce float. */
 static int parse_quantize(const char *s, pcclQuantizationOptions_t *q) {
     if (!strcmp(s, "none")) {
@@ -84,84 +66,81 @@ static int parse_quantize(const char *s, pcclQuantizationOptions_t *q) {
     return pccl_quant_check(pcclFloat, q->algorithm, q->quantized_datatype);
 }
 
+/* Where on_flag stores the flag values of `pccl join`. */
+typedef struct {
+    join_opts_t *o;
+    ccoip_socket_address_t *master;
+    int *have_master;
+} join_args_t;
+
+static int on_flag(void *ctx, const char *n, const char *arg) {
+    const join_args_t *a = ctx;
+    join_opts_t *o = a->o;
+    const cli_command_t *cmd = &cli_cmd_join;
+    uint64_t v = 0;
+    int bad = 0;
+    if (!strcmp(n, "master")) {
+        bad = cli_parse_hostport(arg, a->master, CCOIP_PROTOCOL_PORT_MASTER) != 0;
+        *a->have_master = !bad;
+    } else if (!strcmp(n, "workload")) {
+        if (strcmp(arg, "fashion-mnist") && strcmp(arg, "synthetic"))
+            return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", arg);
+        o->workload = arg;
+    } else if (!strcmp(n, "steps")) {
+        bad = cli_parse_u64(arg, 1u << 30, &o->steps);
+    } else if (!strcmp(n, "peer-group")) {
+        bad = cli_parse_u64(arg, UINT32_MAX, &v);
+        o->peer_group = (uint32_t)v;
+    } else if (!strcmp(n, "data")) {
+        o->data_dir = arg;
+    } else if (!strcmp(n, "size")) {
+        bad = cli_parse_u64(arg, 1ull << 36, &o->size_bytes) || o->size_bytes < 4;
+    } else if (!strcmp(n, "tensors")) {
+        bad = cli_parse_u64(arg, 64, &v) || v == 0;
+        o->tensors = (uint32_t)v;
+    } else if (!strcmp(n, "pool")) {
+        bad = cli_parse_u64(arg, 64, &v) || v == 0;
+        o->pool = (uint32_t)v;
+    } else if (!strcmp(n, "inner-steps")) {
+        bad = cli_parse_u64(arg, 100000, &v) || v == 0;
+        o->inner_steps = (uint32_t)v;
+    } else if (!strcmp(n, "batch")) {
+        bad = cli_parse_u64(arg, 4096, &v) || v == 0;
+        o->batch = (uint32_t)v;
+    } else if (!strcmp(n, "inner-lr")) {
+        bad = cli_parse_float(arg, &o->inner_lr) || o->inner_lr <= 0;
+    } else if (!strcmp(n, "outer-lr")) {
+        bad = cli_parse_float(arg, &o->outer_lr) || o->outer_lr <= 0;
+    } else if (!strcmp(n, "outer-momentum")) {
+        bad = cli_parse_float(arg, &o->outer_momentum) || o->outer_momentum < 0 || o->outer_momentum >= 1;
+    } else if (!strcmp(n, "seed")) {
+        bad = cli_parse_u64(arg, UINT64_MAX, &o->seed);
+    } else if (!strcmp(n, "step-delay")) {
+        bad = cli_parse_u64(arg, 60000, &v);
+        o->step_delay_ms = (uint32_t)v;
+    } else if (!strcmp(n, "min-world")) {
+        bad = cli_parse_u64(arg, 4096, &v) || v < 2;
+        o->min_world = (uint32_t)v;
+    } else if (!strcmp(n, "quantize")) {
+        if (parse_quantize(arg, &o->quant) != 0)
+            return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8, minmax:int8, minmax:uint16, "
+                                   "zero-point-scale:uint8|int8|uint16|float16, none)", arg);
+    } else if (!strcmp(n, "optimize")) {
+        o->optimize = 1;
+    } else if (!strcmp(n, "json")) {
+        o->json = 1;
+    }
+    return bad ? CLI_FLAG_BAD : 0;
+}
+
 static int run(int argc, char **argv) {
     join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}, .workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
-    uint64_t v = 0;
-    struct option opts[64];
-    cli_longopts(flags, opts);
-    optind = 1;
-    opterr = 0;
-    int c, idx;
     const cli_command_t *cmd = &cli_cmd_join;
-    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
-        if (c == 'h') {
-            cli_print_help(cmd);
-            return CLI_EXIT_OK;
-        }
-        if (c == '?') return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        const char *n = opts[idx].name;
-        int bad = 0;
-        if (!strcmp(n, "master")) {
-            bad = cli_parse_hostport(optarg, &master, CCOIP_PROTOCOL_PORT_MASTER) != 0;
-            have_master = !bad;
-        } else if (!strcmp(n, "workload")) {
-            if (strcmp(optarg, "fashion-mnist") && strcmp(optarg, "synthetic"))
-                return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", optarg);
-            o.workload = optarg;
-        } else if (!strcmp(n, "steps")) {
-            bad = parse_u64(optarg, 1u << 30, &o.steps);
-        } else if (!strcmp(n, "peer-group")) {
-            bad = parse_u64(optarg, UINT32_MAX, &v);
-            o.peer_group = (uint32_t)v;
-        } else if (!strcmp(n, "data")) {
-            o.data_dir = optarg;
-        } else if (!strcmp(n, "size")) {
-            bad = parse_u64(optarg, 1ull << 36, &o.size_bytes) || o.size_bytes < 4;
-        } else if (!strcmp(n, "tensors")) {
-            bad = parse_u64(optarg, 64, &v) || v == 0;
-            o.tensors = (uint32_t)v;
-        } else if (!strcmp(n, "pool")) {
-            bad = parse_u64(optarg, 64, &v) || v == 0;
-            o.pool = (uint32_t)v;
-        } else if (!strcmp(n, "inner-steps")) {
-            bad = parse_u64(optarg, 100000, &v) || v == 0;
-            o.inner_steps = (uint32_t)v;
-        } else if (!strcmp(n, "batch")) {
-            bad = parse_u64(optarg, 4096, &v) || v == 0;
-            o.batch = (uint32_t)v;
-        } else if (!strcmp(n, "inner-lr")) {
-            bad = parse_float(optarg, &o.inner_lr) || o.inner_lr <= 0;
-        } else if (!strcmp(n, "outer-lr")) {
-            bad = parse_float(optarg, &o.outer_lr) || o.outer_lr <= 0;
-        } else if (!strcmp(n, "outer-momentum")) {
-            bad = parse_float(optarg, &o.outer_momentum) || o.outer_momentum < 0 || o.outer_momentum >= 1;
-        } else if (!strcmp(n, "seed")) {
-            bad = parse_u64(optarg, UINT64_MAX, &o.seed);
-        } else if (!strcmp(n, "step-delay")) {
-            bad = parse_u64(optarg, 60000, &v);
-            o.step_delay_ms = (uint32_t)v;
-        } else if (!strcmp(n, "min-world")) {
-            bad = parse_u64(optarg, 4096, &v) || v < 2;
-            o.min_world = (uint32_t)v;
-        } else if (!strcmp(n, "quantize")) {
-            if (parse_quantize(optarg, &o.quant) != 0)
-                return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8, minmax:int8, minmax:uint16, "
-                                       "zero-point-scale:uint8|int8|uint16|float16, none)", optarg);
-        } else if (!strcmp(n, "optimize")) {
-            o.optimize = 1;
-        } else if (!strcmp(n, "json")) {
-            o.json = 1;
-        } else {
-            int lr = cli_apply_log_flag(cmd, n, optarg);
-            if (lr > 0) return lr;
-        }
-        if (bad) return cli_usage_error(cmd, "bad value '%s' for --%s", optarg, n);
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &(join_args_t){&o, &master, &have_master}, NULL);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
 
     pcclInit();
@@ -178,7 +157,7 @@ static int run(int argc, char **argv) {
         pcclDestroyCommunicator(comm);
         return CLI_EXIT_FAIL;
     }
-    int rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o);
+    rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o);
     pcclDestroyCommunicator(comm);
     if (rc == 1) fprintf(stderr, "pccl join: the run ended abnormally (master gone or fatal error)\n");
     return rc;

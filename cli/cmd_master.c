@@ -30,23 +30,6 @@ const cli_command_t cli_cmd_master = {
     .run = run,
 };
 
-/* Parses --log-level / --log-format shared by long-running commands; returns 0 or a usage error. */
-int cli_apply_log_flag(const cli_command_t *cmd, const char *name, const char *value) {
-    if (strcmp(name, "log-level") == 0) {
-        int l = pccl_log_parse_level(value);
-        if (l < 0) return cli_usage_error(cmd, "unknown log level '%s' (error, warn, info, debug)", value);
-        pccl_log_set_level((pccl_log_level_t)l);
-        return 0;
-    }
-    if (strcmp(name, "log-format") == 0) {
-        if (strcmp(value, "json") && strcmp(value, "text"))
-            return cli_usage_error(cmd, "unknown log format '%s' (text, json)", value);
-        pccl_log_set_json(strcmp(value, "json") == 0);
-        return 0;
-    }
-    return -1;
-}
-
 #define ADMIN_DEFAULT_PORT 48149
 
 /* Reads the first line of path (trailing whitespace stripped) into out; 0 on success. */
@@ -66,45 +49,42 @@ static void ip_string(const ccoip_socket_address_t *a, char out[16]) {
              a->inet.address.ipv4.data[2], a->inet.address.ipv4.data[3]);
 }
 
-static int run(int argc, char **argv) {
-    ccoip_socket_address_t admin = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1},
-                                    .port = ADMIN_DEFAULT_PORT};
-    int admin_on = 1, admin_explicit = 0;
-    const char *token_file = NULL;
-    ccoip_socket_address_t listen = {.inet.protocol = inetIPv4, .port = CCOIP_PROTOCOL_PORT_MASTER};
-    if (!getenv("PCCL_LOG_LEVEL")) pccl_log_set_level(PCCL_LOG_INFO);
-    struct option opts[64];
-    cli_longopts(flags, opts);
-    optind = 1;
-    opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
-        if (c == 'h') {
-            cli_print_help(&cli_cmd_master);
-            return CLI_EXIT_OK;
-        }
-        if (c == '?') return cli_usage_error(&cli_cmd_master, "unknown option '%s'", argv[optind - 1]);
-        if (c == ':') return cli_usage_error(&cli_cmd_master, "option '%s' needs a value", argv[optind - 1]);
-        const char *name = opts[idx].name;
-        if (strcmp(name, "listen") == 0) {
-            if (cli_parse_hostport(optarg, &listen, CCOIP_PROTOCOL_PORT_MASTER) != 0)
-                return cli_usage_error(&cli_cmd_master, "bad --listen '%s' (want IPV4:PORT)", optarg);
-        } else if (strcmp(name, "admin") == 0) {
-            if (cli_parse_hostport(optarg, &admin, ADMIN_DEFAULT_PORT) != 0)
-                return cli_usage_error(&cli_cmd_master, "bad --admin '%s' (want IPV4:PORT)", optarg);
-            admin_explicit = 1;
-        } else if (strcmp(name, "no-admin") == 0) {
-            admin_on = 0;
-        } else if (strcmp(name, "admin-token-file") == 0) {
-            token_file = optarg;
-        } else if (cli_apply_log_flag(&cli_cmd_master, name, optarg) > 0) {
-            return CLI_EXIT_USAGE;
-        }
+/* Flag values of `pccl master`, filled by on_flag. */
+typedef struct {
+    ccoip_socket_address_t listen, admin;
+    int admin_on, admin_explicit;
+    const char *token_file;
+} master_args_t;
+
+static int on_flag(void *ctx, const char *name, const char *value) {
+    master_args_t *a = ctx;
+    if (strcmp(name, "listen") == 0) {
+        if (cli_parse_hostport(value, &a->listen, CCOIP_PROTOCOL_PORT_MASTER) != 0)
+            return cli_usage_error(&cli_cmd_master, "bad --listen '%s' (want IPV4:PORT)", value);
+    } else if (strcmp(name, "admin") == 0) {
+        if (cli_parse_hostport(value, &a->admin, ADMIN_DEFAULT_PORT) != 0)
+            return cli_usage_error(&cli_cmd_master, "bad --admin '%s' (want IPV4:PORT)", value);
+        a->admin_explicit = 1;
+    } else if (strcmp(name, "no-admin") == 0) {
+        a->admin_on = 0;
+    } else if (strcmp(name, "admin-token-file") == 0) {
+        a->token_file = value;
     }
-    if (optind < argc) return cli_usage_error(&cli_cmd_master, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+static int run(int argc, char **argv) {
+    master_args_t a = {
+        .admin = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1}, .port = ADMIN_DEFAULT_PORT},
+        .admin_on = 1,
+        .listen = {.inet.protocol = inetIPv4, .port = CCOIP_PROTOCOL_PORT_MASTER},
+    };
+    if (!getenv("PCCL_LOG_LEVEL")) pccl_log_set_level(PCCL_LOG_INFO);
+    int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
     char token[512] = "";
-    if (token_file && read_token(token_file, token, sizeof token) != 0) {
-        fprintf(stderr, "pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", token_file);
+    if (a.token_file && read_token(a.token_file, token, sizeof token) != 0) {
+        fprintf(stderr, "pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
         return CLI_EXIT_FAIL;
     }
 
@@ -118,26 +98,25 @@ static int run(int argc, char **argv) {
     pcclInit();
     pcclMasterInstance_t *m = NULL;
     char ip[16];
-    snprintf(ip, sizeof ip, "%u.%u.%u.%u", listen.inet.address.ipv4.data[0], listen.inet.address.ipv4.data[1],
-             listen.inet.address.ipv4.data[2], listen.inet.address.ipv4.data[3]);
-    if (pcclCreateMaster(listen, &m) != pcclSuccess) {
-        fprintf(stderr, "pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, listen.port);
+    ip_string(&a.listen, ip);
+    if (pcclCreateMaster(a.listen, &m) != pcclSuccess) {
+        fprintf(stderr, "pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, a.listen.port);
         return CLI_EXIT_FAIL;
     }
     char aip[16];
-    ip_string(&admin, aip);
-    if (admin_on && pccl__master_enable_admin(m, admin, token[0] ? token : NULL) != pcclSuccess) {
+    ip_string(&a.admin, aip);
+    if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL) != pcclSuccess) {
         /* An explicit --admin is a promise to the operator; the default port is optional (e.g. a second master
          * on the same host), so the run starts without it rather than not at all. */
-        if (admin_explicit) {
+        if (a.admin_explicit) {
             fprintf(stderr, "pccl master: cannot serve the admin port on %s:%u (port in use? --no-admin disables it)\n",
-                    aip, admin.port);
+                    aip, a.admin.port);
             pcclDestroyMaster(m);
             return CLI_EXIT_FAIL;
         }
         fprintf(stderr, "pccl master: warning: default admin port %s:%u unavailable, running without it\n", aip,
-                admin.port);
-        admin_on = 0;
+                a.admin.port);
+        a.admin_on = 0;
     }
     if (pcclRunMaster(m) != pcclSuccess) {
         fprintf(stderr, "pccl master: cannot start the event loop\n");
@@ -145,7 +124,7 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     printf("pccl master listening on %s:%u\n", ip, pccl__master_port(m));
-    if (admin_on) printf("pccl master admin on %s:%u\n", aip, pccl__master_admin_port(m));
+    if (a.admin_on) printf("pccl master admin on %s:%u\n", aip, pccl__master_admin_port(m));
     fflush(stdout);
     /* Wait for a signal, or for a shutdown requested on the admin port (checked every 200 ms). */
     const struct timespec poll_every = {0, 200 * 1000 * 1000};

@@ -5,7 +5,6 @@
  */
 #include "cli.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +31,7 @@ const cli_command_t cli_cmd_solve_topology = {
     .usage = "--matrix FILE [--json] [--time-limit MS]",
     .flags = flags,
     .run = run,
+    .dash_h = 1,
 };
 
 static double topo_ms_now(void) {
@@ -81,69 +81,63 @@ static int print_json(const topo_solution_t *s, const double *bw, double solve_m
     return 0;
 }
 
+/* Flag values of `pccl solve-topology`, filled by on_flag. */
+typedef struct {
+    const char *matrix;
+    int json;
+    double limit_ms;
+} solve_args_t;
+
+static int on_flag(void *ctx, const char *name, const char *value) {
+    solve_args_t *a = ctx;
+    if (strcmp(name, "matrix") == 0) {
+        a->matrix = value;
+    } else if (strcmp(name, "json") == 0) {
+        a->json = 1;
+    } else if (strcmp(name, "time-limit") == 0) {
+        if (cli_parse_double(value, 0, 86400e3, &a->limit_ms) != 0)
+            return cli_usage_error(&cli_cmd_solve_topology,
+                                   "--time-limit wants milliseconds between 0 and 86400000, got '%s'", value);
+    }
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     const cli_command_t *cmd = &cli_cmd_solve_topology;
-    struct option opts[64];
-    cli_longopts(flags, opts);
-    const char *matrix = NULL;
-    int json = 0;
-    double limit_ms = TOPO_DEFAULT_TIME_MS;
-    opterr = 0; /* our own messages, with the usage hint */
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
-        if (c == 'h') {
-            cli_print_help(cmd);
-            return CLI_EXIT_OK;
-        }
-        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        if (c == '?') {
-            if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-        }
-        const char *name = opts[idx].name;
-        if (strcmp(name, "matrix") == 0) {
-            matrix = optarg;
-        } else if (strcmp(name, "json") == 0) {
-            json = 1;
-        } else if (strcmp(name, "time-limit") == 0) {
-            char *end;
-            limit_ms = strtod(optarg, &end);
-            if (end == optarg || *end || !isfinite(limit_ms) || limit_ms < 0 || limit_ms > 86400e3)
-                return cli_usage_error(cmd, "--time-limit wants milliseconds between 0 and 86400000, got '%s'", optarg);
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!matrix) return cli_usage_error(cmd, "--matrix FILE is required");
+    solve_args_t a = {.limit_ms = TOPO_DEFAULT_TIME_MS};
+    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &a, NULL);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
+    if (!a.matrix) return cli_usage_error(cmd, "--matrix FILE is required");
 
     double *bw = NULL;
     int n = 0;
     char err[512];
-    if (topo_matrix_read(matrix, &bw, &n, err, sizeof err) != 0) {
+    if (topo_matrix_read(a.matrix, &bw, &n, err, sizeof err) != 0) {
         fprintf(stderr, "pccl %s: %s\n", cmd->name, err);
         return CLI_EXIT_FAIL;
     }
     if (n < 2) {
-        fprintf(stderr, "pccl %s: %s: matrix is %dx%d; a ring needs at least 2 peers\n", cmd->name, matrix, n, n);
+        fprintf(stderr, "pccl %s: %s: matrix is %dx%d; a ring needs at least 2 peers\n", cmd->name, a.matrix, n, n);
         free(bw);
         return CLI_EXIT_FAIL;
     }
 
     topo_solution_t sol;
     double t0 = topo_ms_now();
-    int rc = topo_solve(bw, n, limit_ms, NULL, &sol);
+    rc = topo_solve(bw, n, a.limit_ms, NULL, &sol);
     double solve_ms = topo_ms_now() - t0;
     int status = CLI_EXIT_OK;
     if (rc != 0) {
-        fprintf(stderr, "pccl %s: %s: the solver failed (%s)\n", cmd->name, matrix, rc == -2 ? "out of memory" : "bad matrix");
+        fprintf(stderr, "pccl %s: %s: the solver failed (%s)\n", cmd->name, a.matrix, rc == -2 ? "out of memory" : "bad matrix");
         status = CLI_EXIT_FAIL;
     } else if (sol.bottleneck_mbps <= 0) {
         fprintf(stderr, "pccl %s: %s: no ring avoids unreachable links (every ring has a 0 Mbit/s edge)\n", cmd->name,
-                matrix);
+                a.matrix);
         status = CLI_EXIT_FAIL;
-    } else if (json) {
+    } else if (a.json) {
         if (print_json(&sol, bw, solve_ms) != 0) status = CLI_EXIT_FAIL;
     } else {
-        print_human(&sol, bw, limit_ms);
+        print_human(&sol, bw, a.limit_ms);
     }
     topo_solution_free(&sol);
     free(bw);

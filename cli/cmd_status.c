@@ -46,6 +46,8 @@ const cli_command_t cli_cmd_status = {
     .usage = "[--master HOST:PORT] [--json] [--watch [SECONDS]] [--stall-after SECONDS] [--timeout MS]",
     .flags = flags,
     .run = run,
+    .help_footer = "\nexit codes: 0 healthy, 2 usage error, 3 master unreachable, 4 run stalled (accepted peers and an"
+                   "\noperation voting or running for longer than --stall-after)\n",
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -155,68 +157,54 @@ static int status_once(const ccoip_socket_address_t *addr, const char *where, in
     return stalled ? STATUS_EXIT_STALLED : CLI_EXIT_OK;
 }
 
-static int parse_positive(const char *s, double *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || end == s || !(v > 0) || v > 86400.0 * 365) return -1;
-    *out = v;
+/* Flag values of `pccl status`, filled by on_flag. */
+typedef struct {
+    ccoip_socket_address_t addr;
+    const char *where;
+    int json, watch;
+    double every, stall_s, timeout;
+} status_args_t;
+
+#define MAX_SECONDS (86400.0 * 365) /* a longer interval is a typo */
+
+static int on_flag(void *ctx, const char *name, const char *value) {
+    const cli_command_t *cmd = &cli_cmd_status;
+    status_args_t *a = ctx;
+    if (strcmp(name, "master") == 0) {
+        if (cli_parse_hostport(value, &a->addr, ADMIN_DEFAULT_PORT) != 0)
+            return cli_usage_error(cmd, "bad --master '%s' (want IPV4:PORT)", value);
+        a->where = value;
+    } else if (strcmp(name, "json") == 0) {
+        a->json = 1;
+    } else if (strcmp(name, "watch") == 0) {
+        a->watch = 1;
+        if (value && cli_parse_positive(value, MAX_SECONDS, &a->every) != 0)
+            return cli_usage_error(cmd, "bad --watch interval '%s'", value);
+    } else if (strcmp(name, "stall-after") == 0) {
+        if (cli_parse_positive(value, MAX_SECONDS, &a->stall_s) != 0)
+            return cli_usage_error(cmd, "bad --stall-after '%s'", value);
+    } else if (strcmp(name, "timeout") == 0) {
+        if (cli_parse_positive(value, 600000, &a->timeout) != 0)
+            return cli_usage_error(cmd, "bad --timeout '%s' (milliseconds)", value);
+    }
     return 0;
 }
 
 static int run(int argc, char **argv) {
-    const cli_command_t *cmd = &cli_cmd_status;
-    ccoip_socket_address_t addr;
-    const char *where = "127.0.0.1:48149";
-    cli_parse_hostport(where, &addr, ADMIN_DEFAULT_PORT);
-    int json = 0, watch = 0;
-    double every = 2, stall_s = 60, timeout = 3000;
-    struct option opts[64];
-    cli_longopts(flags, opts);
-    optind = 1;
-    opterr = 0;
-    int c, idx;
-    while ((c = getopt_long(argc, argv, ":", opts, &idx)) != -1) {
-        if (c == 'h') {
-            cli_print_help(cmd);
-            printf("\nexit codes: 0 healthy, 2 usage error, 3 master unreachable, 4 run stalled (accepted peers and an\n"
-                   "operation voting or running for longer than --stall-after)\n");
-            return CLI_EXIT_OK;
-        }
-        if (c == '?') return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        const char *name = opts[idx].name;
-        if (strcmp(name, "master") == 0) {
-            if (cli_parse_hostport(optarg, &addr, ADMIN_DEFAULT_PORT) != 0)
-                return cli_usage_error(cmd, "bad --master '%s' (want IPV4:PORT)", optarg);
-            where = optarg;
-        } else if (strcmp(name, "json") == 0) {
-            json = 1;
-        } else if (strcmp(name, "watch") == 0) {
-            watch = 1;
-            /* Accept "--watch 5" as well as "--watch=5": take a following number as the interval. */
-            const char *v = optarg;
-            if (!v && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9') v = argv[optind++];
-            if (v && parse_positive(v, &every) != 0) return cli_usage_error(cmd, "bad --watch interval '%s'", v);
-        } else if (strcmp(name, "stall-after") == 0) {
-            if (parse_positive(optarg, &stall_s) != 0) return cli_usage_error(cmd, "bad --stall-after '%s'", optarg);
-        } else if (strcmp(name, "timeout") == 0) {
-            if (parse_positive(optarg, &timeout) != 0 || timeout > 600000)
-                return cli_usage_error(cmd, "bad --timeout '%s' (milliseconds)", optarg);
-        } else if (cli_apply_log_flag(cmd, name, optarg) > 0) {
-            return CLI_EXIT_USAGE;
-        }
-    }
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!watch) return status_once(&addr, where, json, (int)timeout, stall_s * 1000);
+    status_args_t a = {.where = "127.0.0.1:48149", .every = 2, .stall_s = 60, .timeout = 3000};
+    cli_parse_hostport(a.where, &a.addr, ADMIN_DEFAULT_PORT);
+    int rc = cli_parse_flags(&cli_cmd_status, argc, argv, on_flag, &a, NULL);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
+    if (!a.watch) return status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int rc = CLI_EXIT_OK;
+    rc = CLI_EXIT_OK;
     while (!stop_requested) {
-        if (!json) printf("\033[H\033[2J"); /* clear the screen */
-        rc = status_once(&addr, where, json, (int)timeout, stall_s * 1000);
-        struct timespec d = {(time_t)every, (long)((every - (double)(time_t)every) * 1e9)};
+        if (!a.json) printf("\033[H\033[2J"); /* clear the screen */
+        rc = status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);
+        struct timespec d = {(time_t)a.every, (long)((a.every - (double)(time_t)a.every) * 1e9)};
         while (!stop_requested && nanosleep(&d, &d) != 0 && errno == EINTR) {
         }
     }

@@ -19,18 +19,6 @@ static const cli_command_t *const commands[] = {
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
-void cli_longopts(const cli_flag_t *flags, struct option *out) {
-    int n = 0;
-    for (; flags && flags[n].name && n < 62; n++) {
-        out[n].name = flags[n].name;
-        out[n].has_arg = flags[n].has_arg;
-        out[n].flag = NULL;
-        out[n].val = 0;
-    }
-    out[n++] = (struct option){"help", no_argument, NULL, 'h'};
-    out[n] = (struct option){0, 0, 0, 0};
-}
-
 void cli_print_help(const cli_command_t *cmd) {
     printf("usage: pccl %s %s\n\n%s\n", cmd->name, cmd->usage, cmd->summary);
     if (cmd->alias) printf("(also: pccl %s)\n", cmd->alias);

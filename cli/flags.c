@@ -1,0 +1,70 @@
+/* flags.c - the getopt_long loop every subcommand shares, so usage errors read the same everywhere. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+/* getopt_long options from flags, plus --help as 'h'; out holds 64 entries. */
+static void longopts(const cli_flag_t *flags, struct option *out) {
+    int n = 0;
+    for (; flags && flags[n].name && n < 62; n++) {
+        out[n].name = flags[n].name;
+        out[n].has_arg = flags[n].has_arg;
+        out[n].flag = NULL;
+        out[n].val = 0;
+    }
+    out[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    out[n] = (struct option){0, 0, 0, 0};
+}
+
+/* --log-level / --log-format; 0 if applied, CLI_EXIT_USAGE on a bad value, -1 if not a log flag. */
+static int apply_log_flag(const cli_command_t *cmd, const char *name, const char *value) {
+    if (strcmp(name, "log-level") == 0) {
+        int l = pccl_log_parse_level(value);
+        if (l < 0) return cli_usage_error(cmd, "unknown log level '%s' (error, warn, info, debug)", value);
+        pccl_log_set_level((pccl_log_level_t)l);
+        return 0;
+    }
+    if (strcmp(name, "log-format") == 0) {
+        if (strcmp(value, "json") && strcmp(value, "text"))
+            return cli_usage_error(cmd, "unknown log format '%s' (text, json)", value);
+        pccl_log_set_json(strcmp(value, "json") == 0);
+        return 0;
+    }
+    return -1;
+}
+
+int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
+                    int *first_positional) {
+    struct option opts[64];
+    longopts(cmd->flags, opts);
+    optind = 1;
+    opterr = 0; /* our own messages, with the usage hint */
+    int c, idx;
+    while ((c = getopt_long(argc, argv, cmd->dash_h ? ":h" : ":", opts, &idx)) != -1) {
+        if (c == 'h') {
+            cli_print_help(cmd);
+            if (cmd->help_footer) printf("%s", cmd->help_footer);
+            return CLI_EXIT_OK;
+        }
+        if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        if (c == '?') {
+            if (cmd->dash_h && optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+        const char *name = opts[idx].name, *value = optarg;
+        /* "--watch 5" as well as "--watch=5": an optional value may be the next word when that is a number. */
+        if (!value && opts[idx].has_arg == optional_argument && optind < argc && argv[optind][0] >= '0' &&
+            argv[optind][0] <= '9')
+            value = argv[optind++];
+        int rc = apply_log_flag(cmd, name, value);
+        if (rc < 0) rc = on_flag(ctx, name, value);
+        if (rc == CLI_FLAG_BAD) return cli_usage_error(cmd, "bad value '%s' for --%s", value, name);
+        if (rc != 0) return rc;
+    }
+    if (first_positional) *first_positional = optind;
+    else if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    return CLI_FLAGS_GO_ON;
+}
