@@ -153,7 +153,12 @@ static int run(int argc, char **argv) {
     }
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
-        fprintf(stderr, "pccl join: cannot join the run at %s: %s\n", argv[0], pcclResultString(r));
+        const uint8_t *ip = master.inet.address.ipv4.data;
+        if (master.inet.protocol == inetIPv4)
+            fprintf(stderr, "pccl join: cannot join the run at %u.%u.%u.%u:%u: %s\n", ip[0], ip[1], ip[2], ip[3],
+                    master.port, pcclResultString(r));
+        else
+            fprintf(stderr, "pccl join: cannot join the run at port %u: %s\n", master.port, pcclResultString(r));
         pcclDestroyCommunicator(comm);
         return CLI_EXIT_FAIL;
     }
