@@ -303,6 +303,24 @@ static int run_round(pcclComm_t *c, const wire_msg_t *establish, int *ok_out) {
     return 0;
 }
 
+/* Connects within timeout_ms. "No route" errors are retried until then: a link that is coming up
+ * (ARP not yet resolved, interface just restored) answers them for a moment. A refused connection
+ * means nobody listens there and fails at once. */
+static int connect_master(const uint8_t ip[4], uint16_t port, int timeout_ms) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        uint64_t now = net_now_ms();
+        int fd = net_connect(ip, port, now < deadline ? (int)(deadline - now) : 1);
+        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
+        int e = errno;
+        if (net_now_ms() + 100 >= deadline) {
+            errno = e;
+            return -1;
+        }
+        usleep(100 * 1000);
+    }
+}
+
 pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
@@ -314,7 +332,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     const ccoip_socket_address_t *a = &c->params.master_address;
     char ip[16];
     net_ip_str(a->inet.address.ipv4.data, ip);
-    c->master_fd = net_connect(a->inet.address.ipv4.data, a->port, c->connect_timeout_ms);
+    c->master_fd = connect_master(a->inet.address.ipv4.data, a->port, c->connect_timeout_ms);
     if (c->master_fd < 0) {
         PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port, strerror(errno));
         p2p_stop(c);
