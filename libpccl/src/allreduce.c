@@ -185,6 +185,12 @@ static void send_done(pccl_op_t *o, int ok) {
     comm_send(o->comm, &d);
 }
 
+/* Whether the ring takes the backup itself as it goes (ring_io_t.backup): only in place (out of
+ * place, copying the input into recvbuf overwrites what must be kept) and only for the plain ring. */
+static int ring_backs_up(const pccl_op_t *o) {
+    return o->sendbuf == o->recvbuf && o->desc.quantization_options.algorithm == pcclQuantNone;
+}
+
 /* Runs the ring for a commenced op; returns the result code. */
 static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     pcclComm_t *c = o->comm;
@@ -205,7 +211,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     uint8_t *staging = bufpool_get(&c->buffers, STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
     ring_io_t io = {.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms, .staging = staging,
-                    .staging_size = STAGING_BYTES};
+                    .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
     if (tx && rx && staging) {
         io.tx_fd = tx->fd;
         io.rx_fd = rx->fd;
@@ -252,7 +258,9 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
     p2p_release(c, tx, result != pcclSuccess);
     p2p_release(c, rx, result != pcclSuccess);
-    if (result != pcclSuccess) memcpy(o->recvbuf, backup, bytes);
+    /* With io.backup the ring restored what it modified when it failed; the whole backup is
+     * only complete (and needed) when the ring finished and the group aborted afterwards. */
+    if (result != pcclSuccess && (!io.backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
     return result;
 }
 
@@ -274,9 +282,9 @@ static void run_op(pccl_op_t *o) {
     init.u.coll_init.quant_algo = (uint8_t)o->desc.quantization_options.algorithm;
     init.u.coll_init.quant_dtype = (uint8_t)o->desc.quantization_options.quantized_datatype;
     /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
-     * shows up as master_lost below. The backup copy overlaps the master's round trip. */
+     * shows up as master_lost below. An upfront backup copy overlaps the master's round trip. */
     comm_send(c, &init);
-    memcpy(backup, o->recvbuf, bytes);
+    if (!ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
     if (wait_for(o, started) != 0) {
         o->result = pcclMasterConnectionFailed;
     } else if (o->got_reject) {

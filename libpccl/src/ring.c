@@ -48,6 +48,13 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
 
+    int rc = RING_OK;
+    int own_backed = 0; /* the own chunk, first modified in the all-gather, is in io->backup */
+#define FAIL(code)                                                                                                    \
+    do {                                                                                                              \
+        rc = (code);                                                                                                  \
+        goto out;                                                                                                     \
+    } while (0)
 #define CHUNK_OF_SEND(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N + 2 * N) % N))
 #define CHUNK_OF_RECV(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N - 1 + 2 * N) % N))
 
@@ -76,28 +83,28 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                               {.fd = io->abort_fd, .events = POLLIN}};
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
-            return RING_ABORTED;
+            FAIL(RING_ABORTED);
         }
         if (!try_io) {
             uint64_t now = net_now_ms();
             if (now - last_progress >= (uint64_t)io->timeout_ms) {
                 snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
-                return RING_TIMEOUT;
+                FAIL(RING_TIMEOUT);
             }
             int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
             if (n < 0) {
                 if (errno == EINTR) continue;
                 snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
             if (p[2].revents) {
                 snprintf(io->err, sizeof io->err, "aborted");
-                return RING_ABORTED;
+                FAIL(RING_ABORTED);
             }
             if (n == 0) continue;
             if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
                 snprintf(io->err, sizeof io->err, "socket error");
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
         } else {
             p[0].revents = want_send ? POLLOUT : 0;
@@ -119,7 +126,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w < 0 && errno != EAGAIN && errno != EINTR) {
                 snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
             if (w > 0) {
                 try_io = 1;
@@ -148,7 +155,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                          wire_get_u64(rhdr + 8) != op_seq)) {
                         snprintf(io->err, sizeof io->err, "predecessor is on another operation (seq %llu, want %llu)",
                                  (unsigned long long)wire_get_u64(rhdr + 8), (unsigned long long)op_seq);
-                        return RING_PROTOCOL;
+                        FAIL(RING_PROTOCOL);
                     }
                 }
             } else {
@@ -162,6 +169,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                     r = recv(io->rx_fd, io->staging + sfill, want, MSG_DONTWAIT);
                     if (r > 0) {
                         size_t have = sfill + (size_t)r, whole = have / esz * esz;
+                        if (io->backup) memcpy(io->backup + chunk_off(&ck, c) + rdone, dst + rdone, whole);
                         pccl_reduce_into(dst + rdone, io->staging, whole / esz, dt, op);
                         rdone += whole;
                         sfill = have - whole;
@@ -170,6 +178,11 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                 } else {
                     size_t want = clen - rdone;
                     if (want > MAX_IO) want = MAX_IO;
+                    if (io->backup && c == rank && !own_backed) {
+                        /* Every other chunk was backed up when the reduce-scatter reduced it. */
+                        memcpy(io->backup + chunk_off(&ck, c), dst, clen);
+                        own_backed = 1;
+                    }
                     r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
                     if (r > 0) rdone += (size_t)r;
                 }
@@ -183,7 +196,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             }
             if (r == 0) {
                 snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
             if (r > 0) {
                 try_io = 1;
@@ -191,10 +204,23 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             }
             else if (errno != EAGAIN && errno != EINTR) {
                 snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
         }
     }
     if (op == pcclAvg) pccl_reduce_finalize_avg(buf, count, dt, world);
     return RING_OK;
+out:
+    if (io->backup) {
+        /* Put back exactly what was modified: the chunks reduced so far (the current one up to
+         * rdone; elements before rk are whole) and the own chunk if the all-gather reached it. */
+        for (uint32_t k = 0; k < N - 1 && k <= rk; k++) {
+            uint32_t c = CHUNK_OF_RECV(k);
+            size_t len = k < rk ? chunk_len(&ck, c) : rdone;
+            memcpy(buf + chunk_off(&ck, c), io->backup + chunk_off(&ck, c), len);
+        }
+        if (own_backed) memcpy(buf + chunk_off(&ck, rank), io->backup + chunk_off(&ck, rank), chunk_len(&ck, rank));
+    }
+    return rc;
+#undef FAIL
 }
