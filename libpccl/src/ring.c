@@ -8,6 +8,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "net.h"
 #include "pccl_kernels.h"
 #include "wire.h"
@@ -25,6 +29,43 @@ static size_t chunk_off(const chunking_t *c, uint32_t i) {
     return (c->base * i + (i < c->rem ? i : c->rem)) * c->esz;
 }
 static size_t chunk_len(const chunking_t *c, uint32_t i) { return (c->base + (i < c->rem ? 1 : 0)) * c->esz; }
+
+/* Copies with stores that bypass the cache: the backup is written once and read only after a
+ * failure, so it must not evict the data the ring works on (and needs no read-for-ownership). */
+static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(dst, src, head);
+    dst += head, src += head, n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16)),
+                c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    _mm_sfence();
+#endif
+    memcpy(dst, src, n);
+}
+
+/* Reduces src into dst, first saving dst to backup (if any) in cache-sized pieces, so the reduce
+ * reads dst from the cache the backup copy just filled. */
+#define BACKUP_PIECE ((size_t)64 << 10)
+static void backup_and_reduce(uint8_t *backup, uint8_t *dst, const uint8_t *src, size_t len, size_t esz,
+                              pcclDataType_t dt, pcclRedOp_t op) {
+    if (!backup) {
+        pccl_reduce_into(dst, src, len / esz, dt, op);
+        return;
+    }
+    for (size_t off = 0; off < len; off += BACKUP_PIECE) {
+        size_t n = len - off < BACKUP_PIECE ? len - off : BACKUP_PIECE; /* a multiple of esz (a power of 2) */
+        copy_nt(backup + off, dst + off, n);
+        pccl_reduce_into(dst + off, src + off, n / esz, dt, op);
+    }
+}
 
 int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
                    uint32_t world, uint64_t op_seq) {
@@ -169,8 +210,8 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                     r = recv(io->rx_fd, io->staging + sfill, want, MSG_DONTWAIT);
                     if (r > 0) {
                         size_t have = sfill + (size_t)r, whole = have / esz * esz;
-                        if (io->backup) memcpy(io->backup + chunk_off(&ck, c) + rdone, dst + rdone, whole);
-                        pccl_reduce_into(dst + rdone, io->staging, whole / esz, dt, op);
+                        backup_and_reduce(io->backup ? io->backup + chunk_off(&ck, c) + rdone : NULL, dst + rdone,
+                                          io->staging, whole, esz, dt, op);
                         rdone += whole;
                         sfill = have - whole;
                         if (sfill) memmove(io->staging, io->staging + whole, sfill);
@@ -180,7 +221,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                     if (want > MAX_IO) want = MAX_IO;
                     if (io->backup && c == rank && !own_backed) {
                         /* Every other chunk was backed up when the reduce-scatter reduced it. */
-                        memcpy(io->backup + chunk_off(&ck, c), dst, clen);
+                        copy_nt(io->backup + chunk_off(&ck, c), dst, clen);
                         own_backed = 1;
                     }
                     r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
