@@ -85,7 +85,9 @@ static pccl_op_t *op_get(pcclComm_t *c) {
     pthread_mutex_unlock(&c->mu);
     if (o) {
         uint64_t v;
-        while (read(o->abort_fd, &v, sizeof v) > 0) {} /* drain an abort of the previous use */
+        /* signal_abort sets the flag before it writes, so an unset flag means nothing to drain */
+        if (atomic_load(&o->aborted))
+            while (read(o->abort_fd, &v, sizeof v) > 0) {}
         memset((char *)o + offsetof(pccl_op_t, comm), 0, sizeof *o - offsetof(pccl_op_t, comm));
         return o;
     }

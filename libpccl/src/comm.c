@@ -210,6 +210,7 @@ static void *heartbeat_main(void *arg) {
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
         comm_send(c, &hb);
+        bufpool_trim(&c->buffers, BUFPOOL_IDLE_MS); /* give back all-reduce buffers nobody used lately */
         pthread_mutex_lock(&c->mu);
     }
     pthread_mutex_unlock(&c->mu);
