@@ -424,8 +424,29 @@ pcclResult_t pcclAllReduceAsync(const void *sendbuf, void *recvbuf, const pcclRe
     return pcclSuccess;
 }
 
+/* Takes o out of the work queue if no worker has picked it up yet (caller holds mu). */
+static int unqueue_locked(pcclComm_t *c, pccl_op_t *o) {
+    pccl_op_t *prev = NULL;
+    for (pccl_op_t *q = c->work_head; q; prev = q, q = q->next_work)
+        if (q == o) {
+            if (prev) prev->next_work = o->next_work;
+            else c->work_head = o->next_work;
+            if (c->work_tail == o) c->work_tail = prev;
+            c->work_queued--;
+            return 1;
+        }
+    return 0;
+}
+
 static pcclResult_t finish_op(pcclComm_t *c, pccl_op_t *o, pcclReduceInfo_t *info) {
     pthread_mutex_lock(&c->mu);
+    if (o->is_async && unqueue_locked(c, o)) {
+        /* Awaited before a worker woke up for it: run it here rather than wait for two hand-offs. */
+        pthread_mutex_unlock(&c->mu);
+        run_op(o);
+        pthread_mutex_lock(&c->mu);
+        o->finished = 1;
+    }
     while (o->is_async && !o->finished) pthread_cond_wait(&o->cv, &c->mu);
     unlink_op_locked(c, o);
     pthread_mutex_unlock(&c->mu);
