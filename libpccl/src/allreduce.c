@@ -2,6 +2,7 @@
 #include "allreduce.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,24 +18,33 @@
 #define STAGING_BYTES (1u << 20)
 
 typedef struct pccl_op {
+    /* Kept when the record is recycled (op_get clears everything from `comm` on). */
+    int abort_fd;
+    /* Signalled (with comm->mu) for this op's master messages, its abort and its end, so a message
+     * wakes only the thread that waits for it. */
+    pthread_cond_t cv;
     pcclComm_t *comm;
     uint64_t tag;
     const void *sendbuf;
     void *recvbuf;
     pcclReduceDescriptor_t desc;
-    pthread_t thread;
-    int abort_fd;
     atomic_int aborted; /* set with the eventfd: lets the ring check without a syscall */
+    int is_async; /* run by a pool worker (else on the caller's thread) */
     /* filled by the reader under comm->mu */
     int got_commence, got_reject, got_end, end_ok;
     uint8_t reject_reason;
     uint64_t op_seq;
     wire_msg_t commence;
-    /* result, written by the worker before it exits */
+    /* result, written by whoever runs the op; finished (under mu) tells the awaiter */
     pcclResult_t result;
     pcclReduceInfo_t info;
-    struct pccl_op *next;
+    int finished;
+    struct pccl_op *next;      /* comm->ops */
+    struct pccl_op *next_work; /* comm->work queue or comm->op_free */
 } pccl_op_t;
+
+/* Recycled op records kept per communicator (each holds an eventfd). */
+#define OP_FREE_MAX 16
 
 static pccl_op_t *find_op(pcclComm_t *c, uint64_t tag) {
     for (pccl_op_t *o = c->ops; o; o = o->next)
@@ -54,6 +64,64 @@ static void signal_abort(pccl_op_t *o) {
     uint64_t one = 1;
     ssize_t w = write(o->abort_fd, &one, sizeof one);
     (void)w;
+}
+
+static void unlink_op_locked(pcclComm_t *c, pccl_op_t *o) {
+    for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
+        if (*pp == o) {
+            *pp = o->next;
+            break;
+        }
+}
+
+/* A zeroed op record: recycled when possible (its eventfd and condvar are reused, which saves two
+ * syscalls per launch), else new. NULL when out of resources. */
+static pccl_op_t *op_get(pcclComm_t *c) {
+    pthread_mutex_lock(&c->mu);
+    pccl_op_t *o = c->op_free;
+    if (o) {
+        c->op_free = o->next_work;
+        c->nop_free--;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (o) {
+        uint64_t v;
+        /* signal_abort sets the flag before it writes, so an unset flag means nothing to drain */
+        if (atomic_load(&o->aborted))
+            while (read(o->abort_fd, &v, sizeof v) > 0) {}
+        memset((char *)o + offsetof(pccl_op_t, comm), 0, sizeof *o - offsetof(pccl_op_t, comm));
+        return o;
+    }
+    o = calloc(1, sizeof *o);
+    if (!o) return NULL;
+    o->abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (o->abort_fd < 0) {
+        free(o);
+        return NULL;
+    }
+    pthread_cond_init(&o->cv, NULL);
+    return o;
+}
+
+static void op_destroy(pccl_op_t *o) {
+    close(o->abort_fd);
+    pthread_cond_destroy(&o->cv);
+    free(o);
+}
+
+/* Returns an op that nobody references any more (unlinked, not queued) to the free list. */
+static void op_put(pcclComm_t *c, pccl_op_t *o) {
+    wire_msg_free(&o->commence);
+    memset(&o->commence, 0, sizeof o->commence);
+    pthread_mutex_lock(&c->mu);
+    if (c->nop_free < OP_FREE_MAX) {
+        o->next_work = c->op_free;
+        c->op_free = o;
+        c->nop_free++;
+        o = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (o) op_destroy(o);
 }
 
 int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
@@ -83,7 +151,7 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
             o->end_ok = msg->type == M2C_COLL_COMPLETE && msg->u.coll.ok;
             if (!o->end_ok) signal_abort(o);
         }
-        pthread_cond_broadcast(&c->cv);
+        pthread_cond_broadcast(&o->cv);
     }
     pthread_mutex_unlock(&c->mu);
     if (!taken) wire_msg_free(msg);
@@ -92,8 +160,10 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
 
 void allreduce_abort_all(pcclComm_t *c) {
     pthread_mutex_lock(&c->mu);
-    for (pccl_op_t *o = c->ops; o; o = o->next) signal_abort(o);
-    pthread_cond_broadcast(&c->cv);
+    for (pccl_op_t *o = c->ops; o; o = o->next) {
+        signal_abort(o);
+        pthread_cond_broadcast(&o->cv);
+    }
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -102,7 +172,7 @@ static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
     pcclComm_t *c = o->comm;
     pthread_mutex_lock(&c->mu);
     while (!pred(o) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down))
-        pthread_cond_wait(&c->cv, &c->mu);
+        pthread_cond_wait(&o->cv, &c->mu);
     int ok = pred(o);
     pthread_mutex_unlock(&c->mu);
     return ok ? 0 : -1;
@@ -136,6 +206,12 @@ static int run_ring(pccl_op_t *o, ring_io_t *io, uint32_t me, uint32_t n) {
     return rc;
 }
 
+/* Whether the ring takes the backup itself as it goes (ring_io_t.backup): only in place (out of
+ * place, copying the input into recvbuf overwrites what must be kept) and only for the plain ring. */
+static int ring_backs_up(const pccl_op_t *o) {
+    return o->sendbuf == o->recvbuf && o->desc.quantization_options.algorithm == pcclQuantNone;
+}
+
 /* Runs the ring for a commenced op; returns the result code. */
 static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     pcclComm_t *c = o->comm;
@@ -156,7 +232,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     uint8_t *staging = bufpool_get(&c->buffers, STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
     ring_io_t io = {.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms, .staging = staging,
-                    .staging_size = STAGING_BYTES};
+                    .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
     if (tx && rx && staging) {
         io.tx_fd = tx->fd;
         io.rx_fd = rx->fd;
@@ -202,31 +278,45 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
     p2p_release(c, tx, result != pcclSuccess);
     p2p_release(c, rx, result != pcclSuccess);
-    if (result != pcclSuccess) memcpy(o->recvbuf, backup, bytes);
+    /* With io.backup the ring restored what it modified when it failed; the whole backup is
+     * only complete (and needed) when the ring finished and the group aborted afterwards. */
+    if (result != pcclSuccess && (!io.backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
     return result;
 }
 
-static void *worker(void *arg) {
-    pccl_op_t *o = arg;
+/* Runs one operation from the vote to the end (on a pool worker or the caller's thread). */
+static void run_op(pccl_op_t *o) {
+    pcclComm_t *c = o->comm;
     size_t bytes = o->desc.count * pccl_dtype_size(o->desc.src_descriptor.datatype), backup_cap = 0;
-    void *backup = bufpool_get(&o->comm->buffers, bytes, &backup_cap);
+    /* Memory first: an op that cannot run must not vote, or the others would wait for it. */
+    void *backup = bufpool_get(&c->buffers, bytes, &backup_cap);
     if (!backup) {
         o->result = pcclInternalError;
-        return NULL;
+        return;
     }
-    memcpy(backup, o->recvbuf, bytes);
+    wire_msg_t init = {.type = C2M_COLL_INIT};
+    init.u.coll_init.tag = o->desc.tag;
+    init.u.coll_init.count = o->desc.count;
+    init.u.coll_init.dtype = (uint8_t)o->desc.src_descriptor.datatype;
+    init.u.coll_init.op = (uint8_t)o->desc.op;
+    init.u.coll_init.quant_algo = (uint8_t)o->desc.quantization_options.algorithm;
+    init.u.coll_init.quant_dtype = (uint8_t)o->desc.quantization_options.quantized_datatype;
+    /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
+     * shows up as master_lost below. An upfront backup copy overlaps the master's round trip. */
+    comm_send(c, &init);
+    if (!ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
     if (wait_for(o, started) != 0) {
         o->result = pcclMasterConnectionFailed;
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;
         case REJECT_CONFLICT:
-            PLOG_ERROR(o->comm->log_name, "all-reduce tag %llu rejected: other peers are in a different operation "
+            PLOG_ERROR(c->log_name, "all-reduce tag %llu rejected: other peers are in a different operation "
                        "(the run's peers are out of lockstep)", (unsigned long long)o->tag);
             o->result = pcclInvalidUsage;
             break;
         default:
-            PLOG_ERROR(o->comm->log_name, "all-reduce tag %llu rejected: peers passed different count/dtype/op/"
+            PLOG_ERROR(c->log_name, "all-reduce tag %llu rejected: peers passed different count/dtype/op/"
                        "quantization for this tag", (unsigned long long)o->tag);
             o->result = pcclInvalidUsage;
             break;
@@ -234,8 +324,58 @@ static void *worker(void *arg) {
     } else {
         o->result = perform(o, backup, bytes);
     }
-    bufpool_put(&o->comm->buffers, backup, backup_cap);
+    bufpool_put(&c->buffers, backup, backup_cap);
+}
+
+/* A pool worker: runs queued async ops until the communicator stops it. Parked workers cost
+ * nothing; keeping them saves a thread creation and join per operation. */
+static void *worker_main(void *arg) {
+    pcclComm_t *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->work_head && !c->workers_stop) {
+            c->workers_idle++;
+            pthread_cond_wait(&c->work_cv, &c->mu);
+            c->workers_idle--;
+        }
+        pccl_op_t *o = c->work_head;
+        if (!o) break; /* stopping, nothing queued */
+        c->work_head = o->next_work;
+        if (!c->work_head) c->work_tail = NULL;
+        c->work_queued--;
+        pthread_mutex_unlock(&c->mu);
+        run_op(o);
+        pthread_mutex_lock(&c->mu);
+        o->finished = 1; /* the awaiter may free o as soon as mu is released */
+        pthread_cond_broadcast(&o->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
     return NULL;
+}
+
+/* Queues o for a worker, starting one if every parked worker is already spoken for.
+ * Caller holds mu. Returns -1 if no thread could be started (o is not queued then). */
+static int enqueue_locked(pcclComm_t *c, pccl_op_t *o) {
+    if (c->workers_idle <= c->work_queued) {
+        /* Every op waiting for a COMMENCE needs its own thread (ops beyond the pool wait at the
+         * master), so the pool grows to the largest number of ops in flight at once. */
+        if (c->nworkers == c->workers_cap) {
+            uint32_t cap = c->workers_cap ? 2 * c->workers_cap : 4;
+            pthread_t *w = realloc(c->workers, cap * sizeof *w);
+            if (!w) return -1;
+            c->workers = w;
+            c->workers_cap = cap;
+        }
+        if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0) return -1;
+        c->nworkers++;
+    }
+    o->next_work = NULL;
+    if (c->work_tail) c->work_tail->next_work = o;
+    else c->work_head = o;
+    c->work_tail = o;
+    c->work_queued++;
+    pthread_cond_signal(&c->work_cv);
+    return 0;
 }
 
 static pcclResult_t validate(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d) {
@@ -257,77 +397,82 @@ static pcclResult_t validate(const void *sendbuf, void *recvbuf, const pcclReduc
     return pcclSuccess;
 }
 
-pcclResult_t pcclAllReduceAsync(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d,
-                                const pcclComm_t *cc, pcclAsyncReduceOp_t *handle) {
-    pcclComm_t *c = (pcclComm_t *)cc;
+/* Creates and registers an op (so that its COMMENCE can never be missed); async ops are also
+ * queued for a worker under the same lock. */
+static pcclResult_t launch(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d, pcclComm_t *c,
+                           int is_async, pccl_op_t **out) {
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
-    if (!handle) return pcclInvalidArgument;
     if ((r = validate(sendbuf, recvbuf, d)) != pcclSuccess) return r;
-    pccl_op_t *o = calloc(1, sizeof *o);
+    pccl_op_t *o = op_get(c);
     if (!o) return pcclInternalError;
     o->comm = c;
     o->tag = d->tag;
     o->sendbuf = sendbuf;
     o->recvbuf = recvbuf;
     o->desc = *d;
-    o->abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (o->abort_fd < 0) {
-        free(o);
-        return pcclInternalError;
-    }
+    o->is_async = is_async;
     pthread_mutex_lock(&c->mu);
     if (find_op(c, d->tag)) {
         pthread_mutex_unlock(&c->mu);
-        close(o->abort_fd);
-        free(o);
+        op_put(c, o);
         PLOG_ERROR(c->log_name, "all-reduce tag %llu is already in flight", (unsigned long long)d->tag);
         return pcclInvalidUsage;
+    }
+    if (is_async && (c->workers_stop || enqueue_locked(c, o) != 0)) {
+        pthread_mutex_unlock(&c->mu);
+        op_put(c, o);
+        return pcclInternalError;
     }
     o->next = c->ops;
     c->ops = o;
     pthread_mutex_unlock(&c->mu);
+    *out = o;
+    return pcclSuccess;
+}
 
-    wire_msg_t init = {.type = C2M_COLL_INIT};
-    init.u.coll_init.tag = d->tag;
-    init.u.coll_init.count = d->count;
-    init.u.coll_init.dtype = (uint8_t)d->src_descriptor.datatype;
-    init.u.coll_init.op = (uint8_t)d->op;
-    init.u.coll_init.quant_algo = (uint8_t)d->quantization_options.algorithm;
-    init.u.coll_init.quant_dtype = (uint8_t)d->quantization_options.quantized_datatype;
-    /* The op is registered before the vote so that its COMMENCE can never be missed. */
-    comm_send(c, &init); /* a failure shows up as master_lost in the worker */
-    if (pthread_create(&o->thread, NULL, worker, o) != 0) {
-        pthread_mutex_lock(&c->mu);
-        for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
-            if (*pp == o) {
-                *pp = o->next;
-                break;
-            }
-        pthread_mutex_unlock(&c->mu);
-        close(o->abort_fd);
-        free(o);
-        return pcclInternalError;
-    }
+/* Launch only registers the op and hands it to a parked worker, which votes and runs it. */
+pcclResult_t pcclAllReduceAsync(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d,
+                                const pcclComm_t *cc, pcclAsyncReduceOp_t *handle) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    if (!handle) return pcclInvalidArgument;
+    pccl_op_t *o;
+    pcclResult_t r = launch(sendbuf, recvbuf, d, c, 1, &o);
+    if (r != pcclSuccess) return r;
     handle->comm = c;
     handle->tag = d->tag;
     return pcclSuccess;
 }
 
-static pcclResult_t finish_op(pcclComm_t *c, pccl_op_t *o, pcclReduceInfo_t *info) {
-    pthread_join(o->thread, NULL);
-    pthread_mutex_lock(&c->mu);
-    for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
-        if (*pp == o) {
-            *pp = o->next;
-            break;
+/* Takes o out of the work queue if no worker has picked it up yet (caller holds mu). */
+static int unqueue_locked(pcclComm_t *c, pccl_op_t *o) {
+    pccl_op_t *prev = NULL;
+    for (pccl_op_t *q = c->work_head; q; prev = q, q = q->next_work)
+        if (q == o) {
+            if (prev) prev->next_work = o->next_work;
+            else c->work_head = o->next_work;
+            if (c->work_tail == o) c->work_tail = prev;
+            c->work_queued--;
+            return 1;
         }
+    return 0;
+}
+
+static pcclResult_t finish_op(pcclComm_t *c, pccl_op_t *o, pcclReduceInfo_t *info) {
+    pthread_mutex_lock(&c->mu);
+    if (o->is_async && unqueue_locked(c, o)) {
+        /* Awaited before a worker woke up for it: run it here rather than wait for two hand-offs. */
+        pthread_mutex_unlock(&c->mu);
+        run_op(o);
+        pthread_mutex_lock(&c->mu);
+        o->finished = 1;
+    }
+    while (o->is_async && !o->finished) pthread_cond_wait(&o->cv, &c->mu);
+    unlink_op_locked(c, o);
     pthread_mutex_unlock(&c->mu);
     pcclResult_t r = o->result;
     if (info) *info = o->info;
-    wire_msg_free(&o->commence);
-    close(o->abort_fd);
-    free(o);
+    op_put(c, o);
     return r;
 }
 
@@ -337,7 +482,7 @@ pcclResult_t pcclAwaitAsyncReduce(const pcclAsyncReduceOp_t *h, pcclReduceInfo_t
     pthread_mutex_lock(&c->mu);
     pccl_op_t *o = find_op(c, h->tag);
     pthread_mutex_unlock(&c->mu);
-    if (!o) return pcclInvalidArgument;
+    if (!o || !o->is_async) return pcclInvalidArgument;
     return finish_op(c, o, info);
 }
 
@@ -345,18 +490,36 @@ void allreduce_join_all(pcclComm_t *c) {
     for (;;) {
         pthread_mutex_lock(&c->mu);
         pccl_op_t *o = c->ops;
+        while (o && !o->is_async) o = o->next; /* a blocking op belongs to its caller */
         pthread_mutex_unlock(&c->mu);
         if (!o) break;
         finish_op(c, o, NULL);
     }
+    pthread_mutex_lock(&c->mu);
+    c->workers_stop = 1;
+    pthread_cond_broadcast(&c->work_cv);
+    pthread_mutex_unlock(&c->mu);
+    for (uint32_t i = 0; i < c->nworkers; i++) pthread_join(c->workers[i], NULL);
+    free(c->workers);
+    c->workers = NULL;
+    c->nworkers = c->workers_cap = 0;
+    while (c->op_free) {
+        pccl_op_t *o = c->op_free;
+        c->op_free = o->next_work;
+        op_destroy(o);
+    }
+    c->nop_free = 0;
 }
 
+/* The blocking call runs the op on the caller's thread: no hand-off to a worker and back. */
 pcclResult_t pcclAllReduce(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d,
-                           const pcclComm_t *c, pcclReduceInfo_t *info) {
-    pcclAsyncReduceOp_t h;
-    pcclResult_t r = pcclAllReduceAsync(sendbuf, recvbuf, d, c, &h);
+                           const pcclComm_t *cc, pcclReduceInfo_t *info) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    pccl_op_t *o;
+    pcclResult_t r = launch(sendbuf, recvbuf, d, c, 0, &o);
     if (r != pcclSuccess) return r;
-    return pcclAwaitAsyncReduce(&h, info);
+    run_op(o);
+    return finish_op(c, o, info);
 }
 
 pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescriptor_t *descs, size_t count,

@@ -1,11 +1,13 @@
 /*
  * allreduce.h - all-reduce operations of a communicator (internal).
  *
- * Each launched operation has a worker thread: it votes COLL_INIT, waits for
- * COMMENCE (which names the ring and the connection slot), runs the ring,
- * reports COLL_DONE and keeps a backup of the caller's receive buffer until
- * the master confirms COMPLETE for everyone; on ABORT (any peer failed) the
- * buffer is restored, so a retry starts from the same input.
+ * An operation runs on the caller's thread (pcclAllReduce) or on a worker of
+ * the communicator's pool (pcclAllReduceAsync, whose launch only queues it):
+ * it votes COLL_INIT, waits for COMMENCE (which names the ring and the
+ * connection slot), runs the ring, reports COLL_DONE and keeps a backup of the
+ * caller's receive buffer until the master confirms COMPLETE for everyone; on
+ * ABORT (any peer failed) the buffer is restored, so a retry starts from the
+ * same input.
  */
 #ifndef PCCL_ALLREDUCE_H
 #define PCCL_ALLREDUCE_H
@@ -16,7 +18,7 @@
 int allreduce_route(pcclComm_t *c, wire_msg_t *msg);
 /* Signals every operation to stop (master lost / destroy). */
 void allreduce_abort_all(pcclComm_t *c);
-/* Joins every worker (destroy). */
+/* Awaits every async operation, then stops and joins the worker pool (destroy). */
 void allreduce_join_all(pcclComm_t *c);
 
 #endif

@@ -2,6 +2,13 @@
 #include "bufpool.h"
 
 #include <stdlib.h>
+#include <time.h>
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 void bufpool_init(bufpool_t *p) {
     pthread_mutex_init(&p->mu, NULL);
@@ -41,6 +48,7 @@ void bufpool_put(bufpool_t *p, void *buf, size_t cap) {
             if (!p->buf[i]) {
                 p->buf[i] = buf;
                 p->size[i] = cap;
+                p->used_ms[i] = now_ms();
                 p->total += cap;
                 pthread_mutex_unlock(&p->mu);
                 return;
@@ -54,10 +62,27 @@ void bufpool_put(bufpool_t *p, void *buf, size_t cap) {
         p->total = p->total - p->size[small] + cap;
         p->buf[small] = buf;
         p->size[small] = cap;
+        p->used_ms[small] = now_ms();
         pthread_mutex_unlock(&p->mu);
         free(old);
         return;
     }
     pthread_mutex_unlock(&p->mu);
     free(buf);
+}
+
+void bufpool_trim(bufpool_t *p, uint64_t idle_ms) {
+    void *drop[BUFPOOL_SLOTS];
+    int n = 0;
+    uint64_t now = now_ms();
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < BUFPOOL_SLOTS; i++)
+        if (p->buf[i] && now - p->used_ms[i] >= idle_ms) {
+            drop[n++] = p->buf[i];
+            p->total -= p->size[i];
+            p->buf[i] = NULL;
+            p->size[i] = 0;
+        }
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < n; i++) free(drop[i]); /* unmapping a large buffer is slow: not under the lock */
 }

@@ -84,6 +84,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     pthread_mutex_init(&c->send_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    pthread_cond_init(&c->work_cv, NULL);
     pthread_mutex_init(&c->p2p.mu, NULL);
     pthread_cond_init(&c->p2p.cv, NULL);
     bufpool_init(&c->buffers);
@@ -120,6 +121,7 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     pthread_mutex_destroy(&c->send_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
+    pthread_cond_destroy(&c->work_cv);
     pthread_mutex_destroy(&c->p2p.mu);
     pthread_cond_destroy(&c->p2p.cv);
     bufpool_destroy(&c->buffers);
@@ -208,6 +210,7 @@ static void *heartbeat_main(void *arg) {
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
         comm_send(c, &hb);
+        bufpool_trim(&c->buffers, BUFPOOL_IDLE_MS); /* give back all-reduce buffers nobody used lately */
         pthread_mutex_lock(&c->mu);
     }
     pthread_mutex_unlock(&c->mu);

@@ -8,10 +8,15 @@
  *  - the heartbeat thread (comm.c): a HEARTBEAT to the master every
  *    PCCL_HEARTBEAT_MS so a hung peer is told apart from a busy one;
  *  - the p2p acceptor (p2p.c): accepts ring connections and shared-state requests;
- *  - one worker per in-flight all-reduce (allreduce.c);
+ *  - all-reduce workers (allreduce.c): a pool created lazily, one thread per
+ *    concurrently running async all-reduce, parked between operations and
+ *    joined on destroy; the blocking pcclAllReduce runs on the caller's thread;
  *  - one short-lived server thread per shared-state request (shared_state.c).
- * Locking: mu guards the inbox, ops list, world and flags; p2p.mu guards the
- * connection table. Never hold mu while doing network I/O.
+ * Locking: mu guards the inbox, ops list, work queue, world and flags; p2p.mu
+ * guards the connection table. Never hold mu while doing network I/O.
+ * Wake-ups: cv is for inbox waiters and the heartbeat only; each all-reduce has
+ * its own condition variable (signalled by the reader for that op's messages)
+ * and the worker pool has work_cv, so a collective message wakes one thread.
  */
 #ifndef PCCL_COMM_H
 #define PCCL_COMM_H
@@ -87,6 +92,14 @@ struct pcclComm_t {
     pthread_cond_t cv;
     inbox_item_t *inbox_head, *inbox_tail;
     struct pccl_op *ops;
+    /* all-reduce worker pool (allreduce.c), guarded by mu */
+    pthread_cond_t work_cv;               /* queued work or stop */
+    struct pccl_op *work_head, *work_tail; /* launched async ops not yet picked up */
+    uint32_t work_queued, workers_idle, nworkers, workers_cap;
+    pthread_t *workers;
+    int workers_stop;
+    struct pccl_op *op_free; /* recycled op records (keep their eventfd and condvar) */
+    uint32_t nop_free;
     wire_world_t world;
     ss_serving_t *serving;
 

@@ -8,6 +8,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "net.h"
 #include "pccl_kernels.h"
 #include "wire.h"
@@ -57,6 +61,43 @@ int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_
     return -1;
 }
 
+/* Copies with stores that bypass the cache: the backup is written once and read only after a
+ * failure, so it must not evict the data the ring works on (and needs no read-for-ownership). */
+static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(dst, src, head);
+    dst += head, src += head, n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16)),
+                c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    _mm_sfence();
+#endif
+    memcpy(dst, src, n);
+}
+
+/* Reduces src into dst, first saving dst to backup (if any) in cache-sized pieces, so the reduce
+ * reads dst from the cache the backup copy just filled. */
+#define BACKUP_PIECE ((size_t)64 << 10)
+static void backup_and_reduce(uint8_t *backup, uint8_t *dst, const uint8_t *src, size_t len, size_t esz,
+                              pcclDataType_t dt, pcclRedOp_t op) {
+    if (!backup) {
+        pccl_reduce_into(dst, src, len / esz, dt, op);
+        return;
+    }
+    for (size_t off = 0; off < len; off += BACKUP_PIECE) {
+        size_t n = len - off < BACKUP_PIECE ? len - off : BACKUP_PIECE; /* a multiple of esz (a power of 2) */
+        copy_nt(backup + off, dst + off, n);
+        pccl_reduce_into(dst + off, src + off, n / esz, dt, op);
+    }
+}
+
 int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
                    uint32_t world, uint64_t op_seq) {
     uint8_t *buf = vbuf;
@@ -79,6 +120,13 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
 
+    int rc = RING_OK;
+    int own_backed = 0; /* the own chunk, first modified in the all-gather, is in io->backup */
+#define FAIL(code)                                                                                                    \
+    do {                                                                                                              \
+        rc = (code);                                                                                                  \
+        goto out;                                                                                                     \
+    } while (0)
 #define CHUNK_OF_SEND(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N + 2 * N) % N))
 #define CHUNK_OF_RECV(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N - 1 + 2 * N) % N))
 
@@ -107,12 +155,12 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                               {.fd = io->abort_fd, .events = POLLIN}};
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
-            return RING_ABORTED;
+            FAIL(RING_ABORTED);
         }
         if (!try_io) {
-            int rc = ring_wait(io, p, last_progress);
-            if (rc == 1) continue;
-            if (rc != 0) return rc;
+            int waited = ring_wait(io, p, last_progress);
+            if (waited == 1) continue;
+            if (waited != 0) FAIL(waited);
         } else {
             p[0].revents = want_send ? POLLOUT : 0;
             p[1].revents = recv_done ? 0 : POLLIN;
@@ -133,7 +181,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (w < 0 && errno != EAGAIN && errno != EINTR) {
                 snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
             if (w > 0) {
                 try_io = 1;
@@ -157,7 +205,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                 r = recv(io->rx_fd, rhdr + rhdr_done, RING_HDR - rhdr_done, MSG_DONTWAIT);
                 if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
                     ring_check_header(io, rhdr, RING_MAGIC, N, op_seq) != 0)
-                    return RING_PROTOCOL;
+                    FAIL(RING_PROTOCOL);
             } else {
                 uint32_t c = CHUNK_OF_RECV(rk);
                 size_t clen = chunk_len(&ck, c);
@@ -169,7 +217,8 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                     r = recv(io->rx_fd, io->staging + sfill, want, MSG_DONTWAIT);
                     if (r > 0) {
                         size_t have = sfill + (size_t)r, whole = have / esz * esz;
-                        pccl_reduce_into(dst + rdone, io->staging, whole / esz, dt, op);
+                        backup_and_reduce(io->backup ? io->backup + chunk_off(&ck, c) + rdone : NULL, dst + rdone,
+                                          io->staging, whole, esz, dt, op);
                         rdone += whole;
                         sfill = have - whole;
                         if (sfill) memmove(io->staging, io->staging + whole, sfill);
@@ -177,6 +226,11 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                 } else {
                     size_t want = clen - rdone;
                     if (want > MAX_IO) want = MAX_IO;
+                    if (io->backup && c == rank && !own_backed) {
+                        /* Every other chunk was backed up when the reduce-scatter reduced it. */
+                        copy_nt(io->backup + chunk_off(&ck, c), dst, clen);
+                        own_backed = 1;
+                    }
                     r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
                     if (r > 0) rdone += (size_t)r;
                 }
@@ -190,7 +244,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             }
             if (r == 0) {
                 snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
             if (r > 0) {
                 try_io = 1;
@@ -198,10 +252,23 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
             }
             else if (errno != EAGAIN && errno != EINTR) {
                 snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-                return RING_IO_ERROR;
+                FAIL(RING_IO_ERROR);
             }
         }
     }
     if (op == pcclAvg) pccl_reduce_finalize_avg(buf, count, dt, world);
     return RING_OK;
+out:
+    if (io->backup) {
+        /* Put back exactly what was modified: the chunks reduced so far (the current one up to
+         * rdone; elements before rk are whole) and the own chunk if the all-gather reached it. */
+        for (uint32_t k = 0; k < N - 1 && k <= rk; k++) {
+            uint32_t c = CHUNK_OF_RECV(k);
+            size_t len = k < rk ? chunk_len(&ck, c) : rdone;
+            memcpy(buf + chunk_off(&ck, c), io->backup + chunk_off(&ck, c), len);
+        }
+        if (own_backed) memcpy(buf + chunk_off(&ck, rank), io->backup + chunk_off(&ck, rank), chunk_len(&ck, rank));
+    }
+    return rc;
+#undef FAIL
 }

@@ -33,6 +33,11 @@ typedef struct ring_io {
     int timeout_ms;   /* fail when no byte moves for this long */
     uint8_t *staging; /* receive buffer for reduce-scatter */
     size_t staging_size;
+    /* Optional, as large as buf: the ring copies each byte range of buf here just before it first
+     * modifies it (so no separate pass over the whole buffer is needed before the ring starts, and
+     * the copy is cache-hot for the reduce that follows). On RING_OK it holds all of buf's input; on
+     * any failure the ring has already restored buf from it. NULL: buf is left partial on failure. */
+    uint8_t *backup;
     uint64_t tx_bytes, rx_bytes; /* out: payload bytes moved */
     char err[128];               /* out: reason on failure */
 } ring_io_t;
@@ -40,7 +45,7 @@ typedef struct ring_io {
 /*
  * All-reduces count elements of dt in buf (in place). buf holds this peer's
  * contribution on entry and the result on RING_OK; on failure it holds partial
- * data (the caller restores it). pcclAvg divides by world_size at the end.
+ * data (the caller restores it) unless io->backup is set (then it is restored). pcclAvg divides by world_size at the end.
  * op_seq is exchanged first so a stale stream is detected.
  */
 int ring_allreduce(ring_io_t *io, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,

@@ -1,6 +1,7 @@
 /* test_bufpool.c - the caching allocator reuses released buffers, picks the
  * smallest that fits, and never hands out a buffer that is too small. */
 #include <string.h>
+#include <unistd.h>
 
 #include "bufpool.h"
 #include "tinytest.h"
@@ -41,8 +42,23 @@ static void test_full_pool_keeps_larger(void) {
     bufpool_destroy(&p);
 }
 
+static void test_trim_idle(void) {
+    bufpool_t p;
+    bufpool_init(&p);
+    size_t cap;
+    void *a = bufpool_get(&p, 4096, &cap);
+    bufpool_put(&p, a, cap);
+    bufpool_trim(&p, 3600 * 1000); /* recently used: kept */
+    CHECK(p.total == 4096);
+    usleep(20 * 1000);
+    bufpool_trim(&p, 10);
+    CHECK(p.total == 0);
+    bufpool_destroy(&p);
+}
+
 int main(void) {
     RUN_TEST(test_reuse_and_fit);
     RUN_TEST(test_full_pool_keeps_larger);
+    RUN_TEST(test_trim_idle);
     TEST_MAIN_END();
 }

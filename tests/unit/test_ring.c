@@ -1,0 +1,150 @@
+/* test_ring.c - the ring all-reduce over socket pairs: correct sums with the
+ * in-ring backup (which then holds the whole input), and on a predecessor that
+ * dies at any point of the stream the buffer is back to its input. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ring.h"
+#include "tinytest.h"
+#include "wire.h"
+
+#define RING_MAGIC 0x52494E47u
+
+typedef struct rank_arg {
+    ring_io_t io;
+    float *buf;
+    size_t count;
+    uint32_t rank, n;
+    int rc;
+} rank_arg_t;
+
+static void *run_rank(void *p) {
+    rank_arg_t *a = p;
+    a->rc = ring_allreduce(&a->io, a->buf, a->count, pcclFloat, pcclSum, a->rank, a->n, 7);
+    return NULL;
+}
+
+static void nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+static void test_sum_and_full_backup(void) {
+    enum { N = 3 };
+    const size_t count = 100003; /* not a multiple of N */
+    int links[N][2]; /* links[i]: rank i -> rank i+1 */
+    for (int i = 0; i < N; i++) {
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, links[i]) == 0);
+        nonblock(links[i][0]);
+        nonblock(links[i][1]);
+    }
+    rank_arg_t a[N];
+    pthread_t t[N];
+    int efd = eventfd(0, EFD_NONBLOCK);
+    for (uint32_t r = 0; r < N; r++) {
+        a[r] = (rank_arg_t){.count = count, .rank = r, .n = N};
+        a[r].buf = malloc(count * sizeof(float));
+        a[r].io = (ring_io_t){.tx_fd = links[r][0], .rx_fd = links[(r + N - 1) % N][1], .abort_fd = efd,
+                              .timeout_ms = 10000, .staging = malloc(4096), .staging_size = 4096,
+                              .backup = malloc(count * sizeof(float))};
+        for (size_t i = 0; i < count; i++) a[r].buf[i] = (float)((i * 7 + r) % 13);
+        pthread_create(&t[r], NULL, run_rank, &a[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
+    int ok = 1, backup_ok = 1;
+    for (uint32_t r = 0; r < N; r++) {
+        CHECK(a[r].rc == RING_OK);
+        for (size_t i = 0; i < count; i++) {
+            float want = 0;
+            for (uint32_t q = 0; q < N; q++) want += (float)((i * 7 + q) % 13);
+            ok &= a[r].buf[i] == want;
+            backup_ok &= ((float *)a[r].io.backup)[i] == (float)((i * 7 + r) % 13);
+        }
+        free(a[r].buf);
+        free(a[r].io.staging);
+        free(a[r].io.backup);
+    }
+    CHECK(ok);
+    CHECK(backup_ok);
+    for (int i = 0; i < N; i++) close(links[i][0]), close(links[i][1]);
+    close(efd);
+}
+
+typedef struct fake_pred {
+    int fd;
+    size_t payload; /* bytes sent after the header, then the connection is closed */
+} fake_pred_t;
+
+static void *pred_main(void *p) {
+    fake_pred_t *f = p;
+    uint8_t hdr[16];
+    wire_put_u32(hdr, RING_MAGIC);
+    wire_put_u32(hdr + 4, 3);
+    wire_put_u64(hdr + 8, 7);
+    ssize_t w = write(f->fd, hdr, sizeof hdr);
+    (void)w;
+    float one = 1.0f;
+    for (size_t i = 0; i < f->payload / sizeof one; i++)
+        if (write(f->fd, &one, sizeof one) != (ssize_t)sizeof one) break;
+    close(f->fd);
+    return NULL;
+}
+
+static void *drain_main(void *p) {
+    int fd = *(int *)p;
+    char b[65536];
+    while (read(fd, b, sizeof b) > 0) {}
+    return NULL;
+}
+
+/* Rank 1 of 3 between a predecessor that dies after `payload` bytes and a successor that only reads:
+ * whatever the ring had modified, buf must equal its input afterwards. */
+static void test_restore_at(size_t payload) {
+    const size_t count = 3000; /* chunks of 4000 bytes: reduce-scatter 2 elements, all-gather 2 */
+    int in[2], out[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, in) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, out) == 0);
+    nonblock(in[1]);
+    nonblock(out[0]);
+    int efd = eventfd(0, EFD_NONBLOCK);
+    float *buf = malloc(count * sizeof(float)), *orig = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) orig[i] = buf[i] = (float)(i % 11) + 0.5f;
+    ring_io_t io = {.tx_fd = out[0], .rx_fd = in[1], .abort_fd = efd, .timeout_ms = 10000,
+                    .staging = malloc(1000), .staging_size = 1000, .backup = malloc(count * sizeof(float))};
+    fake_pred_t f = {.fd = in[0], .payload = payload};
+    pthread_t tp, td;
+    pthread_create(&tp, NULL, pred_main, &f);
+    pthread_create(&td, NULL, drain_main, &out[1]);
+    int rc = ring_allreduce(&io, buf, count, pcclFloat, pcclSum, 1, 3, 7);
+    pthread_join(tp, NULL);
+    close(out[0]);
+    pthread_join(td, NULL);
+    if (payload < 4 * 4000) {
+        CHECK(rc == RING_IO_ERROR);
+        CHECK(memcmp(buf, orig, count * sizeof(float)) == 0);
+    } else {
+        CHECK(rc == RING_OK); /* and the backup holds the whole input */
+        CHECK(memcmp(io.backup, orig, count * sizeof(float)) == 0);
+    }
+    close(in[1]);
+    close(out[1]);
+    close(efd);
+    free(buf);
+    free(orig);
+    free(io.staging);
+    free(io.backup);
+}
+
+static void test_restore_everywhere(void) {
+    /* inside / at the end of each element of the stream: reduce, reduce, own chunk, last chunk */
+    const size_t at[] = {0, 6, 1000, 3999, 4000, 6002, 8000, 9000, 12000, 14000, 15996, 16000};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) test_restore_at(at[i]);
+}
+
+int main(void) {
+    RUN_TEST(test_sum_and_full_backup);
+    RUN_TEST(test_restore_everywhere);
+    TEST_MAIN_END();
+}
