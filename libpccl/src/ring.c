@@ -16,7 +16,6 @@
 #include "pccl_kernels.h"
 #include "wire.h"
 
-#define RING_HDR 16
 #define RING_MAGIC 0x52494E47u /* "RING" */
 #define MAX_IO (4u << 20)
 
@@ -98,6 +97,38 @@ static void backup_and_reduce(uint8_t *backup, uint8_t *dst, const uint8_t *src,
     }
 }
 
+void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world, uint64_t op_seq) {
+    wire_put_u32(t->hdr, magic);
+    wire_put_u32(t->hdr + 4, world);
+    wire_put_u64(t->hdr + 8, op_seq);
+    t->hdr_done = 0;
+    t->k = 0;
+    t->off = 0;
+}
+
+ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
+    const uint8_t *src = t->hdr_done < RING_HDR ? t->hdr + t->hdr_done : elem + t->off;
+    size_t len = t->hdr_done < RING_HDR ? RING_HDR - t->hdr_done : ready - t->off;
+    if (len > MAX_IO) len = MAX_IO;
+    ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR) return 0;
+        snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
+        return RING_IO_ERROR;
+    }
+    if (t->hdr_done < RING_HDR) {
+        t->hdr_done += (size_t)w;
+    } else {
+        io->tx_bytes += (uint64_t)w;
+        t->off += (size_t)w;
+        if (t->off == elem_len) {
+            t->k++;
+            t->off = 0;
+        }
+    }
+    return w;
+}
+
 int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
                    uint32_t world, uint64_t op_seq) {
     uint8_t *buf = vbuf;
@@ -106,14 +137,12 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     chunking_t ck = {count / N, count % N, esz, N};
     const uint32_t total = 2 * (N - 1); /* stream elements per direction */
 
-    uint8_t shdr[RING_HDR], rhdr[RING_HDR];
-    wire_put_u32(shdr, RING_MAGIC);
-    wire_put_u32(shdr + 4, N);
-    wire_put_u64(shdr + 8, op_seq);
-    size_t shdr_done = 0, rhdr_done = 0;
-
-    uint32_t sk = 0, rk = 0;      /* current stream element */
-    size_t soff = 0, rdone = 0;   /* bytes sent / processed of the current element */
+    ring_tx_t tx;
+    ring_tx_init(&tx, RING_MAGIC, N, op_seq);
+    uint8_t rhdr[RING_HDR];
+    size_t rhdr_done = 0;
+    uint32_t rk = 0;    /* current receive element */
+    size_t rdone = 0;   /* bytes processed of the current receive element */
     size_t sfill = 0;             /* partial element bytes waiting in staging */
     uint64_t last_progress = net_now_ms();
     int try_io = 1; /* the last round moved bytes: try again before sleeping */
@@ -133,19 +162,19 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     for (;;) {
         /* Skip empty chunks (count < world size). */
         while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
-        while (sk < total && chunk_len(&ck, CHUNK_OF_SEND(sk)) == 0 && (sk == 0 || rk > sk - 1)) sk++;
-        int send_done = shdr_done == RING_HDR && sk >= total;
+        while (tx.k < total && chunk_len(&ck, CHUNK_OF_SEND(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
+        int send_done = tx.hdr_done == RING_HDR && tx.k >= total;
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
         /* How many bytes of the current send element are ready. */
         size_t ready = 0, slen = 0;
-        if (!send_done && shdr_done == RING_HDR) {
-            slen = chunk_len(&ck, CHUNK_OF_SEND(sk));
-            if (sk == 0 || rk > sk - 1) ready = slen;
-            else if (rk == sk - 1) ready = rdone;
+        if (!send_done && tx.hdr_done == RING_HDR) {
+            slen = chunk_len(&ck, CHUNK_OF_SEND(tx.k));
+            if (tx.k == 0 || rk > tx.k - 1) ready = slen;
+            else if (rk == tx.k - 1) ready = rdone;
         }
-        int want_send = shdr_done < RING_HDR || (!send_done && ready > soff);
+        int want_send = tx.hdr_done < RING_HDR || (!send_done && ready > tx.off);
 
         /* Try the sockets first and sleep in poll only when the last round moved nothing:
          * a ring hop that keeps flowing costs no wake-ups. The abort flag is checked on every
@@ -168,34 +197,11 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
         try_io = 0;
 
         if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
-            const uint8_t *src;
-            size_t len;
-            if (shdr_done < RING_HDR) {
-                src = shdr + shdr_done;
-                len = RING_HDR - shdr_done;
-            } else {
-                src = buf + chunk_off(&ck, CHUNK_OF_SEND(sk)) + soff;
-                len = ready - soff;
-            }
-            if (len > MAX_IO) len = MAX_IO;
-            ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-                FAIL(RING_IO_ERROR);
-            }
+            ssize_t w = ring_send_step(io, &tx, buf + chunk_off(&ck, CHUNK_OF_SEND(tx.k)), ready, slen);
+            if (w < 0) FAIL((int)w);
             if (w > 0) {
                 try_io = 1;
                 last_progress = net_now_ms();
-                if (shdr_done < RING_HDR) {
-                    shdr_done += (size_t)w;
-                } else {
-                    io->tx_bytes += (uint64_t)w;
-                    soff += (size_t)w;
-                    if (soff == slen) {
-                        sk++;
-                        soff = 0;
-                    }
-                }
             }
         }
 

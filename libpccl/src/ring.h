@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "pccl.h"
 
@@ -64,7 +65,21 @@ int ring_allreduce_quant(ring_io_t *io, void *buf, size_t count, pcclDataType_t 
                          uint32_t world_size, uint64_t op_seq);
 size_t ring_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world_size);
 
-/* Shared by both rings. Sleeps in poll until a socket or the abort fd is ready:
+/* Shared by both rings. The send side of a ring stream: the 16-byte header, then element k
+ * (chunk payloads in stream order) from byte off. */
+#define RING_HDR 16
+typedef struct ring_tx {
+    uint8_t hdr[RING_HDR];
+    size_t hdr_done;
+    uint32_t k;
+    size_t off;
+} ring_tx_t;
+void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world_size, uint64_t op_seq);
+/* Sends what it can of the header, then of element k's bytes [off, ready) starting at elem
+ * (elem_len bytes in all; k advances when they are sent). Returns the bytes sent (0 when the
+ * socket is full) or RING_IO_ERROR with io->err set. */
+ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len);
+/* Sleeps in poll until a socket or the abort fd is ready:
  * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = RING_* error. */
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);
 /* 0 if the predecessor's stream header matches; else -1 with io->err set. */

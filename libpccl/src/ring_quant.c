@@ -28,9 +28,7 @@
 #include "pccl_quant.h"
 #include "wire.h"
 
-#define RING_HDR 16
 #define RINGQ_MAGIC 0x52494E51u /* "RINQ" */
-#define MAX_IO (4u << 20)
 #define PREQUANT_BLOCKS 8 /* own-chunk blocks encoded ahead of the first send */
 /* Received bytes are decoded and re-encoded before the loop sends again: a bounded read keeps
  * that work short, so the successor is never starved for long. */
@@ -113,13 +111,12 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
     q.l.wbase = pccl_quant_wire_bytes(q.l.base, qdt);
     q.l.wbig = pccl_quant_wire_bytes(q.l.base + 1, qdt);
 
-    uint8_t shdr[RING_HDR], rhdr[RING_HDR];
-    wire_put_u32(shdr, RINGQ_MAGIC);
-    wire_put_u32(shdr + 4, N);
-    wire_put_u64(shdr + 8, op_seq);
-    size_t shdr_done = 0, rhdr_done = 0;
-    uint32_t sk = 0, rk = 0;
-    size_t soff = 0, rdone = 0, rproc = 0, own_done = 0;
+    ring_tx_t tx;
+    ring_tx_init(&tx, RINGQ_MAGIC, N, op_seq);
+    uint8_t rhdr[RING_HDR];
+    size_t rhdr_done = 0;
+    uint32_t rk = 0;
+    size_t rdone = 0, rproc = 0, own_done = 0;
     uint64_t last_progress = net_now_ms();
     int try_io = 1;
     io->tx_bytes = io->rx_bytes = 0;
@@ -130,24 +127,24 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
 
     for (;;) {
         while (rk < total && q_elems(&q.l, RECV_CHUNK(rk)) == 0 && rhdr_done == RING_HDR) rk++;
-        while (sk < total && q_elems(&q.l, SEND_CHUNK(sk)) == 0 && (sk == 0 || rk > sk - 1)) sk++;
-        int send_done = shdr_done == RING_HDR && sk >= total;
+        while (tx.k < total && q_elems(&q.l, SEND_CHUNK(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
+        int send_done = tx.hdr_done == RING_HDR && tx.k >= total;
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
         size_t ready = 0, slen = 0;
-        if (!send_done && shdr_done == RING_HDR) {
-            slen = q_wire_len(&q.l, SEND_CHUNK(sk));
-            if (sk == 0) {
-                if (soff == own_done && own_done < slen) own_done = prequantize(&q, SEND_CHUNK(0), own_done);
+        if (!send_done && tx.hdr_done == RING_HDR) {
+            slen = q_wire_len(&q.l, SEND_CHUNK(tx.k));
+            if (tx.k == 0) {
+                if (tx.off == own_done && own_done < slen) own_done = prequantize(&q, SEND_CHUNK(0), own_done);
                 ready = own_done;
-            } else if (rk > sk - 1) {
+            } else if (rk > tx.k - 1) {
                 ready = slen;
-            } else if (rk == sk - 1) {
+            } else if (rk == tx.k - 1) {
                 ready = rproc;
             }
         }
-        int want_send = shdr_done < RING_HDR || (!send_done && ready > soff);
+        int want_send = tx.hdr_done < RING_HDR || (!send_done && ready > tx.off);
 
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
@@ -167,34 +164,11 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
         try_io = 0;
 
         if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
-            const uint8_t *src;
-            size_t len;
-            if (shdr_done < RING_HDR) {
-                src = shdr + shdr_done;
-                len = RING_HDR - shdr_done;
-            } else {
-                src = wire + q_wire_off(&q.l, SEND_CHUNK(sk)) + soff;
-                len = ready - soff;
-            }
-            if (len > MAX_IO) len = MAX_IO;
-            ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (w < 0 && errno != EAGAIN && errno != EINTR) {
-                snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-                return RING_IO_ERROR;
-            }
+            ssize_t w = ring_send_step(io, &tx, wire + q_wire_off(&q.l, SEND_CHUNK(tx.k)), ready, slen);
+            if (w < 0) return (int)w;
             if (w > 0) {
                 try_io = 1;
                 last_progress = net_now_ms();
-                if (shdr_done < RING_HDR) {
-                    shdr_done += (size_t)w;
-                } else {
-                    io->tx_bytes += (uint64_t)w;
-                    soff += (size_t)w;
-                    if (soff == slen) {
-                        sk++;
-                        soff = 0;
-                    }
-                }
             }
         }
 
