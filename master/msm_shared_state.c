@@ -10,7 +10,8 @@
  *     (not RECEIVE_ONLY; agreeing SEND_ONLY peers win, disagreeing ones
  *     get SS_CONFLICT and are kicked);
  *  3. sends each peer its plan: which tensors to fetch and from whom.
- * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync.
+ * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync,
+ * with one outcome for all: ok only if every member's fetches succeeded.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -220,13 +221,19 @@ static void maybe_finish(msm_t *m, msm_group_t *g) {
     int n = group_members(m, g, idx);
     for (int k = 0; k < n; k++)
         if (m->peers[idx[k]].ss_phase == 2) return;
-    int completed = 0;
+    /* One outcome for the whole group, as for a collective (COMPLETE/ABORT): if any member's fetch
+     * failed (e.g. its source left mid-transfer), every member's sync fails. A member told "ok"
+     * would go on to its next operation (an all-reduce) while the failed one retries the sync: the
+     * group would be out of lockstep and stuck until the conflict is broken. */
+    int completed = 0, all_ok = 1;
+    for (int k = 0; k < n; k++)
+        if (m->peers[idx[k]].ss_phase == 3 && !m->peers[idx[k]].ss_dist_ok) all_ok = 0;
     for (int k = 0; k < n; k++) {
         msm_peer_t *p = &m->peers[idx[k]];
         if (p->ss_phase != 3) continue;
         completed += p->ss_dist_ok;
         wire_msg_t d = {.type = M2C_SS_DONE};
-        d.u.flag.value = (uint8_t)p->ss_dist_ok;
+        d.u.flag.value = (uint8_t)all_ok;
         msm_send(m, p->conn, &d);
         p->ss_revision = g->ss_target;
         reset_peer(p);

@@ -12,8 +12,11 @@ It reads the peers' JSON events as they arrive and checks:
   progress    the run's revision never stalled longer than the timeout + one step
   exits       no peer exited except by the orchestrator's signals (a peer that was stopped
               or cut may exit 1 after it resumes: the master dropped it)
-  master      the master stays up and its VmRSS at the end is at most 10% above its
-              value after the first minute (half of the run for runs under 2 minutes)
+  master      the master stays up, its VmRSS at the end is at most 10% above its value
+              after the first minute (half of the run for runs under 2 minutes), and it
+              exits 0 on the SIGTERM at the end
+  sanitizers  no process wrote a sanitizer report (ASan, LSan, UBSan, TSan) to its log,
+              whatever its exit status; the report is printed and the logs are kept
 Prints a summary and exits 0 (PASS) or 1 (FAIL). Every process it started is killed by
 PID and every namespace/link it created is deleted on exit, also on SIGINT/SIGTERM.
 """
@@ -33,6 +36,23 @@ import time
 
 STEPS_HUGE = 1 << 30
 RETRY_RE = re.compile(r"(all-reduce|sync|collective).*(failed|aborted)")
+# The first line of a sanitizer report: "==PID==ERROR: AddressSanitizer: ...", "ERROR: LeakSanitizer",
+# "WARNING: ThreadSanitizer: data race", UBSan's "file:line:col: runtime error: ...".
+SANITIZER_RE = re.compile(r"(ERROR|WARNING): [A-Za-z]*Sanitizer|: runtime error: ")
+REPORT_CHARS = 4000  # how much of a report is printed (the work directory keeps all of it)
+
+
+def sanitizer_report(path):
+    """The first sanitizer report in the file at path (its first REPORT_CHARS characters), or None."""
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return None
+    m = SANITIZER_RE.search(text)
+    if not m:
+        return None
+    start = text.rfind("\n", 0, m.start()) + 1
+    return text[start:start + REPORT_CHARS].rstrip()
 
 
 class Abort(Exception):
@@ -145,6 +165,8 @@ class Stress:
         self.master = None
         self.lab = None
         self.failures = []
+        self.kept = False  # keep the work directory (a failure's logs)
+        self.master_reported = False  # the master's end was reported with its log
         self.counts = {"spawned": 0, "killed": 0, "stopped": 0, "cut": 0, "exited_after_disturbance": 0}
         self.events = {}
         self.rev = {}  # revision -> (hash or None, world_size, first peer)
@@ -168,6 +190,7 @@ class Stress:
         listen = "0.0.0.0:0" if self.lab else "127.0.0.1:0"
         env = dict(os.environ, PCCL_LOG_LEVEL=self.a.master_log_level,
                    PCCL_PEER_TIMEOUT_MS=str(self.a.timeout_ms), PCCL_TIMEOUT_MS=str(self.a.timeout_ms))
+        env.update(self.a.master_env)
         self.master_log = os.path.join(self.work, "master.log")
         cmd = [self.a.pccl, "master", "--listen", listen]
         helptext = subprocess.run([self.a.pccl, "master", "--help"], stdout=subprocess.PIPE,
@@ -189,7 +212,17 @@ class Stress:
             if self.master.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError("master did not start: " + open(self.master_log, errors="replace").read()[-2000:])
+        raise RuntimeError("master did not start: " + self.master_log_tail())
+
+    def master_log_tail(self):
+        """The master's sanitizer report if it wrote one, else the tail of its log."""
+        rep = sanitizer_report(self.master_log)
+        if rep:
+            return rep
+        try:
+            return open(self.master_log, errors="replace").read()[-2000:]
+        except OSError:
+            return ""
 
     def spawn(self, use_ns):
         idx = self.counts["spawned"]
@@ -292,10 +325,15 @@ class Stress:
             self.last_adv = time.monotonic()
 
     def count_err(self, p):
-        """Counts the failed (and then retried or discarded) operations a peer logged on stderr."""
+        """Counts the failed (and then retried or discarded) operations a peer logged on stderr and
+        fails the run if the peer wrote a sanitizer report (whatever its exit status)."""
         if getattr(p, "err_counted", False):
             return
         p.err_counted = True
+        rep = sanitizer_report(p.err_path)
+        if rep:
+            self.fail("peer%d wrote a sanitizer report (%s):\n%s" % (p.idx, self.status_text(p.proc.returncode), rep))
+            self.kept = True
         try:
             for line in open(p.err_path, errors="replace"):
                 if RETRY_RE.search(line):
@@ -323,17 +361,29 @@ class Stress:
             self.counts["exited_after_disturbance"] += 1
         if not ok:
             why = {3: "exit 3: WRONG all-reduce result", 0: "exit 0 (it cannot have finished its steps)"}.get(
-                st, "signal %d" % -st if st < 0 else "exit %d" % st)
-            err = open(p.err_path, errors="replace").read()[-1500:]
-            self.fail("peer%d ended by itself (%s)%s; stderr tail:\n%s" % (
-                p.idx, why, " after a stop/cut" if p.disturbed else "", err))
+                st, self.status_text(st))
+            # a sanitizer report was printed by count_err above; otherwise the stderr tail tells why
+            err = "" if sanitizer_report(p.err_path) else "; stderr tail:\n" + open(
+                p.err_path, errors="replace").read()[-1500:]
+            self.fail("peer%d ended by itself (%s)%s%s" % (p.idx, why, " after a stop/cut" if p.disturbed else "", err))
             self.kept = True
-        elif not self.a.keep:
+        elif not self.a.keep and not self.kept:
             for f in (p.out_path, p.err_path):
                 try:
                     os.unlink(f)
                 except OSError:
                     pass
+
+    @staticmethod
+    def status_text(st):
+        if st is None:
+            return "still running"
+        if st < 0:
+            try:
+                return "signal %d, %s" % (-st, signal.Signals(-st).name)
+            except ValueError:
+                return "signal %d" % -st
+        return "exit %d%s" % (st, " (the sanitizers' exit code after a report)" if st == 66 else "")
 
     def rss_kb(self):
         try:
@@ -381,7 +431,9 @@ class Stress:
                 break
             # master alive?
             if self.master.poll() is not None:
-                self.fail("the master exited with status %s" % self.master.returncode)
+                self.fail("the master exited by itself (%s); its log:\n%s" % (
+                    self.status_text(self.master.returncode), self.master_log_tail()))
+                self.master_reported = True
                 break
             # exits and events
             for p in list(self.live):
@@ -497,9 +549,18 @@ class Stress:
             self.master.send_signal(signal.SIGTERM)
             try:
                 self.master.wait(timeout=10)
+                if self.master.returncode != 0:  # e.g. LeakSanitizer at exit, a crash while shutting down
+                    self.fail("the master did not exit cleanly on SIGTERM (%s); its log:\n%s" % (
+                        self.status_text(self.master.returncode), self.master_log_tail()))
+                    self.master_reported = True
             except subprocess.TimeoutExpired:
                 self.master.kill()
                 self.master.wait(timeout=10)
+                self.fail("the master did not exit within 10 s of SIGTERM")
+        if self.master is not None and not self.master_reported:
+            rep = sanitizer_report(self.master_log)
+            if rep:
+                self.fail("the master wrote a sanitizer report:\n" + rep)
         if self.lab:
             self.lab.cleanup()
 
@@ -556,15 +617,20 @@ def main():
     ap.add_argument("--master-ignore-sigpipe", action="store_true",
                     help="start the master with SIGPIPE ignored (workaround for a master that dies writing to a "
                          "peer that is gone)")
+    ap.add_argument("--master-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable for the master only (repeatable), e.g. its ASAN_OPTIONS")
     ap.add_argument("--keep", action="store_true", help="keep all logs")
     a = ap.parse_args()
     if a.peers_max < 2:
         ap.error("--peers-max must be at least 2")
+    try:
+        a.master_env = dict(kv.split("=", 1) for kv in a.master_env)
+    except ValueError:
+        ap.error("--master-env takes NAME=VALUE")
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     s = Stress(a)
-    s.kept = False
     rc = 1
     try:
         s.run()
