@@ -169,9 +169,9 @@ if [ "$WAN" = 1 ]; then
     "$ROOT/bench/wan.sh" "$BIN" "$REPS" "$CONCS" >>"$RES" || log "WAN series failed"
 fi
 
-# ---- 6b. quantized vs unquantized: 4 peers, 256 MiB (64 MiB with --quick), loopback (and shaped with --wan)
+# ---- 6b. quantized vs unquantized: 4 peers, 256 MiB (the quantization issue's size, also with --quick),
+#          loopback, and with --wan across namespaces with the same shaping
 QBYTES=268435456
-[ "$QUICK" = 1 ] && QBYTES=67108864
 QUANTS="none minmax:uint8 zps:int8 minmax:uint16"
 if fits 4 "$QBYTES"; then
     for q in $QUANTS; do
