@@ -208,7 +208,7 @@ def main():
           "`bench/wan.sh` with one connection (namespaces, shaping as in section 4). Time = max over ranks, median "
           "over repetitions; all series of one setting ran back to back.")
         p("")
-        p("| setting | size | quantization | time (s, median) | min | max | throughput (GB/s) | vs unquantized |")
+        p("| setting | size | quantization | time (s, median) | min | max | throughput (GB/s) | speed-up vs unquantized |")
         p("|---|---|---|---|---|---|---|---|")
         for setting, mode in (("loopback", "ar"), ("shaped link", "wan")):
             base = {}
@@ -221,7 +221,7 @@ def main():
                     base[r["bytes"]] = t
                 b = base.get(r["bytes"])
                 p(f"| {setting} | {human(r['bytes'])} | {r['quant']} | {t:.3f} | {float(r['min_s']):.3f} | "
-                  f"{float(r['max_s']):.3f} | {float(r['GBps']):.4f} | {b and f'{b / t:.2f}x faster' or ''} |")
+                  f"{float(r['max_s']):.3f} | {float(r['GBps']):.4f} | {b and f'{b / t:.2f}x' or ''} |")
     else:
         p("Not run in this invocation.")
     p("")
