@@ -25,9 +25,9 @@ for cfg in "${configs[@]}"; do
               export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
               # The master's VmRSS must stay within 10% between the middle and the end of the run.
               # ASan keeps freed blocks in a quarantine (256 MB by default) to catch use after
-              # free; while it fills, RSS climbs whether or not anything leaks (65 -> 112 MB in
-              # one minute). A small quarantine fills within seconds, so RSS plateaus and the check
-              # measures the master again; the peers keep the default quarantine.
+              # free; while it fills, RSS climbs whether or not anything leaks (69 -> 112 MB in
+              # the second half of a 1-minute run). A 4 MB one fills within seconds (25.0 -> 25.5
+              # MB), so the check measures the master again. The peers keep the default quarantine.
               stress_args=(--master-env "ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=4:thread_local_quarantine_size_kb=64") ;;
         tsan) flags=thread; skip='heavy|compute'
               export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1

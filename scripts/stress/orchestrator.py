@@ -579,7 +579,8 @@ class Stress:
             self.max_rev, len(self.rev), hashed))
         print("steps logged:         %d (median %.0f ms, p99 %.0f ms)" % (
             self.nsteps, ms[len(ms) // 2] if ms else 0, ms[int(len(ms) * 0.99)] if ms else 0))
-        print("longest stall:        %.1f s (limit: timeout %.1f s + one step)" % (self.max_stall, a.timeout_ms / 1000))
+        print("longest stall:        %.1f s (limit: timeout %.1f s + one step%s)" % (
+            self.max_stall, a.timeout_ms / 1000, " + slack %.1f s" % a.stall_slack if a.stall_slack else ""))
         print("peers:                spawned %d, killed %d, stopped %d, cut %d, exited after stop/cut %d" % (
             self.counts["spawned"], self.counts["killed"], self.counts["stopped"], self.counts["cut"],
             self.counts["exited_after_disturbance"]))
