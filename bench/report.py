@@ -4,6 +4,7 @@
 usage: report.py RESULTS META HASH_TXT ANALYSIS_MD OUT_MD [PROFILE_MD]
 """
 import statistics
+import os
 import sys
 
 
@@ -243,6 +244,12 @@ def main():
     p("Reference (kernels engineer, earlier): 1 thread memcpy 12.9 GB/s vs SimpleHash 13.1 GB/s; "
       "2 threads 11.8 vs 20.8 GB/s on 256 MiB.")
     p("")
+    gpu_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hash_gpu.md")
+    if os.path.exists(gpu_path):
+        p("### 5b. SimpleHash on a GPU (bench/hash_gpu.md, not measured in this run)")
+        p("")
+        p(open(gpu_path).read().rstrip())
+        p("")
 
     # ---- targets
     p("## 6. Targets")
