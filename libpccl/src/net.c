@@ -25,6 +25,24 @@ void net_set_nodelay(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+int net_same_host(const struct sockaddr_in *me, const struct sockaddr_in *peer) {
+    if (me->sin_family != AF_INET || peer->sin_family != AF_INET) return 0;
+    return (ntohl(peer->sin_addr.s_addr) >> 24) == 127 || peer->sin_addr.s_addr == me->sin_addr.s_addr;
+}
+
+/* On one host there is no bandwidth-delay product to cover, and an autotuned window (megabytes)
+ * lets a sender queue data that has left the cache by the time a receiver sharing the cores reads
+ * it: the receive copy then costs twice as much (bench/analysis.md, third session). */
+int net_bound_local_rcvbuf(int fd) {
+    struct sockaddr_in me, peer;
+    socklen_t lm = sizeof me, lp = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &lm) != 0 || getpeername(fd, (struct sockaddr *)&peer, &lp) != 0 ||
+        !net_same_host(&me, &peer))
+        return 0;
+    int v = NET_LOCAL_RCVBUF;
+    return setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v) == 0;
+}
+
 int net_set_nonblock(int fd, int on) {
     int fl = fcntl(fd, F_GETFL, 0);
     if (fl < 0) return -1;

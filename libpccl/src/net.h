@@ -17,6 +17,15 @@ int net_listen_any(uint16_t *port_out);
 /* Connects with a timeout; returns a blocking fd with TCP_NODELAY, or -1 (errno set). */
 int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms);
 void net_set_nodelay(int fd);
+/* Receive buffer of a connection whose peer is on this host, in bytes (before the kernel's
+ * doubling for bookkeeping). */
+#define NET_LOCAL_RCVBUF (256 << 10)
+struct sockaddr_in;
+/* 1 when peer is on this host: a loopback address (127/8) or the local address itself. */
+int net_same_host(const struct sockaddr_in *me, const struct sockaddr_in *peer);
+/* Sets SO_RCVBUF to NET_LOCAL_RCVBUF when the connection's peer is on this host and returns 1;
+ * leaves other connections to the kernel's autotuning (a WAN window must grow) and returns 0. */
+int net_bound_local_rcvbuf(int fd);
 int net_set_nonblock(int fd, int on);
 /* SO_RCVTIMEO / SO_SNDTIMEO in ms (0 = none). */
 void net_set_timeouts(int fd, int ms);

@@ -86,6 +86,7 @@ static void *handle_incoming(void *arg) {
         if (net_send_all(a.fd, &ack, 1) == 0) {
             net_set_timeouts(a.fd, 0);
             net_set_nonblock(a.fd, 1);
+            net_bound_local_rcvbuf(a.fd); /* ring data flows into this end */
             insert(c, a.fd, uuid, P2P_RX, slot);
         } else {
             close(a.fd);

@@ -1,0 +1,60 @@
+/* test_net.c - the same-host rule that bounds a ring connection's receive
+ * buffer: loopback and own-address peers are bounded, remote peers keep the
+ * kernel's autotuning (a WAN window must be able to grow). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "tinytest.h"
+
+static struct sockaddr_in addr(const char *ip) {
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, ip, &a.sin_addr);
+    return a;
+}
+
+static void test_same_host_rule(void) {
+    struct sockaddr_in me = addr("10.0.0.5"), lo = addr("127.0.0.1"), lo2 = addr("127.3.2.1"),
+                       self = addr("10.0.0.5"), other = addr("10.0.0.6"), far = addr("203.0.113.7");
+    CHECK(net_same_host(&me, &lo));
+    CHECK(net_same_host(&me, &lo2));
+    CHECK(net_same_host(&me, &self));
+    CHECK(!net_same_host(&me, &other));
+    CHECK(!net_same_host(&me, &far));
+    struct sockaddr_in v6 = lo;
+    v6.sin_family = AF_INET6;
+    CHECK(!net_same_host(&me, &v6));
+}
+
+/* A real loopback connection: the accepted end gets the bounded buffer
+ * (Linux reports twice the requested size), the unconnected socket does not. */
+static void test_loopback_connection_is_bounded(void) {
+    uint16_t port = 0;
+    int ls = net_listen_any(&port);
+    CHECK(ls >= 0);
+    if (ls < 0) return;
+    uint8_t ip[4] = {127, 0, 0, 1};
+    int cfd = net_connect(ip, port, 2000);
+    int afd = accept(ls, NULL, NULL);
+    CHECK(cfd >= 0 && afd >= 0);
+    int unconnected = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(net_bound_local_rcvbuf(unconnected) == 0);
+    CHECK(net_bound_local_rcvbuf(afd) == 1);
+    int v = 0;
+    socklen_t len = sizeof v;
+    CHECK(getsockopt(afd, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0);
+    CHECK(v == 2 * NET_LOCAL_RCVBUF);
+    close(unconnected);
+    close(afd);
+    close(cfd);
+    close(ls);
+}
+
+int main(void) {
+    RUN_TEST(test_same_host_rule);
+    RUN_TEST(test_loopback_connection_is_bounded);
+    TEST_MAIN_END();
+}
