@@ -14,6 +14,12 @@ void bufpool_init(bufpool_t *p) {
     pthread_mutex_init(&p->mu, NULL);
     for (int i = 0; i < BUFPOOL_SLOTS; i++) p->buf[i] = NULL, p->size[i] = 0;
     p->total = 0;
+    p->peak = 0;
+    p->out = 0;
+}
+
+static size_t cap_bytes(const bufpool_t *p) {
+    return p->peak > BUFPOOL_MAX_BYTES / 2 ? 2 * p->peak : BUFPOOL_MAX_BYTES;
 }
 
 void bufpool_destroy(bufpool_t *p) {
@@ -23,6 +29,8 @@ void bufpool_destroy(bufpool_t *p) {
 
 void *bufpool_get(bufpool_t *p, size_t size, size_t *cap) {
     pthread_mutex_lock(&p->mu);
+    if (size > p->peak) p->peak = size;
+    p->out++;
     int best = -1;
     for (int i = 0; i < BUFPOOL_SLOTS; i++)
         if (p->buf[i] && p->size[i] >= size && (best < 0 || p->size[i] < p->size[best])) best = i;
@@ -43,7 +51,8 @@ void *bufpool_get(bufpool_t *p, size_t size, size_t *cap) {
 void bufpool_put(bufpool_t *p, void *buf, size_t cap) {
     if (!buf) return;
     pthread_mutex_lock(&p->mu);
-    if (p->total + cap <= BUFPOOL_MAX_BYTES)
+    p->out--;
+    if (p->total + cap <= cap_bytes(p))
         for (int i = 0; i < BUFPOOL_SLOTS; i++)
             if (!p->buf[i]) {
                 p->buf[i] = buf;
@@ -57,7 +66,7 @@ void bufpool_put(bufpool_t *p, void *buf, size_t cap) {
     int small = 0;
     for (int i = 1; i < BUFPOOL_SLOTS; i++)
         if (p->size[i] < p->size[small]) small = i;
-    if (p->buf[small] && p->size[small] < cap && p->total - p->size[small] + cap <= BUFPOOL_MAX_BYTES) {
+    if (p->buf[small] && p->size[small] < cap && p->total - p->size[small] + cap <= cap_bytes(p)) {
         void *old = p->buf[small];
         p->total = p->total - p->size[small] + cap;
         p->buf[small] = buf;
@@ -83,6 +92,8 @@ void bufpool_trim(bufpool_t *p, uint64_t idle_ms) {
             p->buf[i] = NULL;
             p->size[i] = 0;
         }
+    /* Idle and empty: a later run of small tensors gets the small bound back. */
+    if (p->total == 0 && p->out == 0) p->peak = 0;
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < n; i++) free(drop[i]); /* unmapping a large buffer is slow: not under the lock */
 }

@@ -56,9 +56,35 @@ static void test_trim_idle(void) {
     bufpool_destroy(&p);
 }
 
+/* A buffer above BUFPOOL_MAX_BYTES (the backup of a large tensor) is kept while
+ * such requests come (reallocating it page-faults the whole buffer every op);
+ * the bound falls back once the pool is idle and empty. malloc without touching
+ * the memory only reserves address space, so this needs no real 1.5 GiB. */
+static void test_large_buffer_kept(void) {
+    bufpool_t p;
+    bufpool_init(&p);
+    size_t big = BUFPOOL_MAX_BYTES + (BUFPOOL_MAX_BYTES >> 1), cap, scap;
+    void *a = bufpool_get(&p, big, &cap), *s = bufpool_get(&p, 4096, &scap);
+    CHECK(a != NULL && s != NULL);
+    bufpool_put(&p, s, scap);
+    bufpool_trim(&p, 0); /* a buffer is still out: the bound stays high */
+    CHECK(p.peak == big);
+    bufpool_put(&p, a, cap);
+    void *b = bufpool_get(&p, big, &cap);
+    CHECK(b == a);
+    bufpool_put(&p, b, cap);
+    CHECK(p.total == big);
+    bufpool_trim(&p, 0); /* idle and empty: back to the small bound */
+    CHECK(p.total == 0 && p.peak == 0);
+    void *c = bufpool_get(&p, 4096, &scap);
+    bufpool_put(&p, c, scap);
+    bufpool_destroy(&p);
+}
+
 int main(void) {
     RUN_TEST(test_reuse_and_fit);
     RUN_TEST(test_full_pool_keeps_larger);
     RUN_TEST(test_trim_idle);
+    RUN_TEST(test_large_buffer_kept);
     TEST_MAIN_END();
 }
