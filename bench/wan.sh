@@ -21,7 +21,7 @@
 # WAN_DELAY (default 20ms) is one way, RTT = 2 x WAN_DELAY; WAN_RATE is a serialization queue on the
 # sender's uplink and on the receiver's downlink (drop-tail at one bandwidth-delay product); WAN_LOSS
 # is applied once per packet. WAN_MTU 9000: at 1500 the forwarder (one thread sharing 2 cores with
-# the peers) tops out near 2 Gbit/s in total, at 9000 near 5 Gbit/s (see docs/benchmarks.md).
+# the peers) tops out near 2 Gbit/s in total, at 9000 near 5 Gbit/s (bench/analysis.md).
 #
 # Everything is removed on exit (trap), also on failure; processes are stopped by PID.
 set -euo pipefail
