@@ -4,7 +4,8 @@
 # usage: bench/wan.sh BIN_DIR REPS "CONCS"     (root; prints RESULT lines on stdout)
 # env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_RATE (1gbit per link and direction; k/m/gbit),
 #        WAN_LOSS (0%), WAN_DELAY (see below: 40 ms peer-to-peer RTT by default on either path),
-#        WAN_MTU (9000, wanemu path only), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
+#        WAN_MTU (9000, wanemu path only), WAN_CC (TCP congestion control in the namespaces, e.g.
+#        cubic; default: the kernel's, named in the wanenv line), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
 #        minmax:uint8; tags the RESULT lines)
 #
 # Two emulations, chosen by probing the kernel:
@@ -31,13 +32,18 @@ BYTES=${WAN_BYTES:-16777216}
 RATE=${WAN_RATE:-1gbit}
 LOSS=${WAN_LOSS:-0%}
 MTU=${WAN_MTU:-9000}
+CC=${WAN_CC:-$(sysctl -n net.ipv4.tcp_congestion_control)}
+grep -qw "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control ||
+    { echo "wan.sh: WAN_CC=$CC is not available in this kernel" >&2; exit 2; }
 BR=pcclb-br0
 WORK=$(mktemp -d /tmp/pcclb-wan-XXXXXX)
 MPID= EMUPID=
 MASTER_IP=10.77.0.254
 MASTER_NS=() # command prefix that runs the master in its namespace (wanemu path)
 
+ALLOWED_CC=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
 cleanup() {
+    sysctl -qw net.ipv4.tcp_allowed_congestion_control="$ALLOWED_CC" || true
     [ -n "$MPID" ] && kill -TERM "$MPID" 2>/dev/null && wait "$MPID" 2>/dev/null
     for ns in pcclb-m $(seq -f pcclb-p%g 0 $((PEERS - 1))); do # anything left in our namespaces is ours
         ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
@@ -56,6 +62,9 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
+# A namespace may only pick a congestion control from the global allowed list: add ours for the
+# run (cleanup puts the list back).
+grep -qw "$CC" <<<"$ALLOWED_CC" || sysctl -qw net.ipv4.tcp_allowed_congestion_control="$ALLOWED_CC $CC"
 
 # to_mbit 1gbit -> 1000 (WAN_RATE is written in tc's units for the netem path)
 to_mbit() {
@@ -85,13 +94,14 @@ ip netns del pcclb-probe
 if [ "$HAVE_NETEM" = 1 ]; then
     DELAY=${WAN_DELAY:-10ms}
     QDISC=(netem delay "$DELAY" rate "$RATE" loss "$LOSS" limit 100000)
-    EMU="netem delay $DELAY per veth end (RTT 4x), rate $RATE, loss $LOSS"
+    EMU="netem delay $DELAY per veth end (RTT 4x), rate $RATE, loss $LOSS, tcp $CC"
     ip link add "$BR" type bridge
     ip addr add "$MASTER_IP/24" dev "$BR"
     ip link set "$BR" up
     for i in $(seq 0 $((PEERS - 1))); do
         ns=pcclb-p$i
         ip netns add "$ns"
+        ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CC"
         ip link add "pcclb-v$i" type veth peer name "pcclb-e$i" netns "$ns"
         ip link set "pcclb-v$i" master "$BR" up
         ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev "pcclb-e$i"
@@ -105,7 +115,7 @@ else
     DELAY=${WAN_DELAY:-20ms}
     DMS=$(to_ms "$DELAY")
     RMBIT=$(to_mbit "$RATE")
-    EMU="wanemu delay $DELAY one way (RTT 2x), rate $RATE, loss $LOSS, mtu $MTU"
+    EMU="wanemu delay $DELAY one way (RTT 2x), rate $RATE, loss $LOSS, mtu $MTU, tcp $CC"
     echo "wan.sh: no sch_netem in this kernel: userspace emulation ($EMU)" >&2
     links=(--link "pcclb-tm=$MASTER_IP")
     for i in $(seq 0 $((PEERS - 1))); do links+=(--link "pcclb-t$i=10.77.0.$((i + 1))"); done
@@ -119,6 +129,7 @@ else
         ip netns add "$ns"
         ip link set "pcclb-t$i" netns "$ns" # the TUN moves; wanemu's fd stays attached to it
         ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 # no router solicitations
+        ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CC"
         ip -n "$ns" link set lo up
         ip -n "$ns" link set "pcclb-t$i" mtu "$MTU" up
         ip -n "$ns" addr add "$ip/24" dev "pcclb-t$i" # the /24 route points into wanemu
