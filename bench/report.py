@@ -180,8 +180,13 @@ def main():
     if wan:
         emu = [r.get("emu", "") for r in rows if r.get("mode") == "wanenv"]
         emu = emu[0].replace("_", " ") if emu else "?"
-        p("4 peers in network namespaces `pcclb-p*` on a bridge `pcclb-br0` (master on the bridge), both ends of "
-          f"every veth shaped with: **{emu}**. C concurrent all-reduces of the given size, pool size C.")
+        if emu.startswith("wanemu"):
+            p("4 peers and the master, each in a network namespace (`pcclb-p*`, `pcclb-m`) behind a TUN interface "
+              f"forwarded by the userspace emulator `bench/wanemu.c` (the kernel has no sch_netem): **{emu}**. "
+              "C concurrent all-reduces of the given size, pool size C.")
+        else:
+            p("4 peers in network namespaces `pcclb-p*` on a bridge `pcclb-br0` (master on the bridge), both ends of "
+              f"every veth shaped with: **{emu}**. C concurrent all-reduces of the given size, pool size C.")
         p("")
         p("| # CON | size | time (s, median) | eff. TPT (GB/s) | vs 1 connection |")
         p("|---|---|---|---|---|")

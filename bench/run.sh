@@ -6,7 +6,8 @@
 #   --quick   subset (2 and 4 peers; 400 KB and 16 MiB; concurrency 1,2,4;
 #             no 256 MiB / 1 GiB): a few minutes.
 #   --wan     also run the concurrency series across network namespaces with
-#             tc netem (4 peers, 40 ms RTT, 1 Gbit/s per link); needs root.
+#             tc netem, or bench/wanemu where the kernel has no sch_netem
+#             (4 peers, 40 ms RTT, 1 Gbit/s per link); needs root.
 #   --reps N  timed repetitions per point (default 5; median reported).
 #   --build   build directory (default /tmp/build-bench); configured and built here.
 #   --out     markdown written (default docs/benchmarks.md of this checkout).
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --reps) REPS=$2; shift ;;
     --build) BUILD=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -41,7 +42,7 @@ echo "== building in $BUILD" >&2
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$BUILD.cmake.log" 2>&1 ||
     { cat "$BUILD.cmake.log" >&2; exit 1; }
 grep "bench:" "$BUILD.cmake.log" >&2 || true
-TARGETS="bench_hash pccl_allreduce"
+TARGETS="bench_hash pccl_allreduce wanemu"
 grep -q "mpi_allreduce" "$BUILD/bench/Makefile" 2>/dev/null && TARGETS="$TARGETS mpi_allreduce"
 grep -q "gloo_allreduce" "$BUILD/bench/Makefile" 2>/dev/null && TARGETS="$TARGETS gloo_allreduce"
 # shellcheck disable=SC2086

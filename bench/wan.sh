@@ -2,68 +2,145 @@
 # bench/wan.sh - concurrent pccl all-reduces under WAN emulation (called by run.sh --wan).
 #
 # usage: bench/wan.sh BIN_DIR REPS "CONCS"     (root; prints RESULT lines on stdout)
-# env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_DELAY (10ms per veth end,
-#        i.e. 40 ms peer-to-peer RTT), WAN_RATE (1gbit per veth end), WAN_LOSS (0%),
-#        PCCL_BENCH_QUANT (quantize the all-reduces, e.g. minmax:uint8; tags the RESULT lines)
+# env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_RATE (1gbit per link and direction; k/m/gbit),
+#        WAN_LOSS (0%), WAN_DELAY (see below: 40 ms peer-to-peer RTT by default on either path),
+#        WAN_MTU (9000, wanemu path only), WAN_CC (TCP congestion control in the namespaces, e.g.
+#        cubic; default: the kernel's, named in the wanenv line), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
+#        minmax:uint8; tags the RESULT lines)
 #
-# Builds a bridge pcclb-br0 (10.77.0.254/24, the master's side) and one network
-# namespace pcclb-pI per peer joined by a veth pair (10.77.0.I+1). Both ends of
-# every veth get "tc netem delay WAN_DELAY rate WAN_RATE", so a peer-to-peer
-# path crosses 4 netem queues (40 ms RTT) and each peer's link is 1 Gbit/s per
-# direction. Everything is removed on exit (trap), also on failure.
+# Two emulations, chosen by probing the kernel:
+#
+# netem (the kernel has sch_netem): a bridge pcclb-br0 (10.77.0.254/24, the master's side) and one
+# network namespace pcclb-pI per peer joined by a veth pair (10.77.0.I+1). Both ends of every veth
+# get "tc netem delay WAN_DELAY rate WAN_RATE loss WAN_LOSS", so a peer-to-peer path crosses 4 netem
+# queues: WAN_DELAY (default 10ms) is per veth end, RTT = 4 x WAN_DELAY, and WAN_LOSS applies at each
+# of those 4 queues.
+#
+# wanemu (no sch_netem, e.g. Firecracker guests): bench/wanemu.c, a userspace forwarder over TUN
+# interfaces. Every endpoint, master included, is a namespace (pcclb-pI = 10.77.0.I+1, pcclb-m =
+# 10.77.0.254) whose only interface is a TUN (pcclb-tI, pcclb-tm) routing 10.77.0.0/24 into wanemu.
+# WAN_DELAY (default 20ms) is one way, RTT = 2 x WAN_DELAY; WAN_RATE is a serialization queue on the
+# sender's uplink and on the receiver's downlink (drop-tail at one bandwidth-delay product); WAN_LOSS
+# is applied once per packet. WAN_MTU 9000: at 1500 the forwarder (one thread sharing 2 cores with
+# the peers) tops out near 2 Gbit/s in total, at 9000 near 5 Gbit/s (bench/analysis.md).
+#
+# Everything is removed on exit (trap), also on failure; processes are stopped by PID.
 set -euo pipefail
 BIN=$1 REPS=$2 CONCS=$3
 PEERS=${WAN_PEERS:-4}
 BYTES=${WAN_BYTES:-16777216}
-DELAY=${WAN_DELAY:-10ms}
 RATE=${WAN_RATE:-1gbit}
 LOSS=${WAN_LOSS:-0%}
+MTU=${WAN_MTU:-9000}
+CC=${WAN_CC:-$(sysctl -n net.ipv4.tcp_congestion_control)}
+grep -qw "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control ||
+    { echo "wan.sh: WAN_CC=$CC is not available in this kernel" >&2; exit 2; }
 BR=pcclb-br0
 WORK=$(mktemp -d /tmp/pcclb-wan-XXXXXX)
-MPID=
+MPID= EMUPID=
+MASTER_IP=10.77.0.254
+MASTER_NS=() # command prefix that runs the master in its namespace (wanemu path)
 
+ALLOWED_CC=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
 cleanup() {
+    sysctl -qw net.ipv4.tcp_allowed_congestion_control="$ALLOWED_CC" || true
     [ -n "$MPID" ] && kill -TERM "$MPID" 2>/dev/null && wait "$MPID" 2>/dev/null
+    for ns in pcclb-m $(seq -f pcclb-p%g 0 $((PEERS - 1))); do # anything left in our namespaces is ours
+        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    done
+    if [ -n "$EMUPID" ]; then # its counters are the evidence of queue drops and losses
+        kill -TERM "$EMUPID" 2>/dev/null && wait "$EMUPID" 2>/dev/null
+        cat "$WORK/wanemu.err" >&2 2>/dev/null || true
+    fi
     for i in $(seq 0 $((PEERS - 1))); do
-        ip netns pids "pcclb-p$i" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
         ip netns del "pcclb-p$i" 2>/dev/null || true
         ip link del "pcclb-v$i" 2>/dev/null || true
     done
+    ip netns del pcclb-m 2>/dev/null || true
+    ip netns del pcclb-probe 2>/dev/null || true
     ip link del "$BR" 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
+# A namespace may only pick a congestion control from the global allowed list: add ours for the
+# run (cleanup puts the list back).
+grep -qw "$CC" <<<"$ALLOWED_CC" || sysctl -qw net.ipv4.tcp_allowed_congestion_control="$ALLOWED_CC $CC"
 
-ip link add "$BR" type bridge
-ip addr add 10.77.0.254/24 dev "$BR"
-ip link set "$BR" up
-for i in $(seq 0 $((PEERS - 1))); do
-    ns=pcclb-p$i
-    ip netns add "$ns"
-    ip link add "pcclb-v$i" type veth peer name "pcclb-e$i" netns "$ns"
-    ip link set "pcclb-v$i" master "$BR" up
-    ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev "pcclb-e$i"
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set "pcclb-e$i" up
-    if [ "$i" = 0 ]; then # probe once: some kernels (e.g. Firecracker guests) lack sch_netem
-        if tc qdisc add dev "pcclb-v$i" root netem delay "$DELAY" rate "$RATE" loss "$LOSS" limit 100000 2>/dev/null; then
-            tc qdisc del dev "pcclb-v$i" root
-            QDISC=(netem delay "$DELAY" rate "$RATE" loss "$LOSS" limit 100000)
-            EMU="netem delay $DELAY per veth end (RTT 4x), rate $RATE, loss $LOSS"
-        else
-            echo "wan.sh: no sch_netem in this kernel: rate limit only (tbf $RATE), NO added delay" >&2
-            QDISC=(tbf rate "$RATE" burst 1mb latency 100ms)
-            EMU="tbf rate $RATE only (kernel has no sch_netem: no delay emulated)"
-        fi
-    fi
-    tc qdisc add dev "pcclb-v$i" root "${QDISC[@]}"
-    ip netns exec "$ns" tc qdisc add dev "pcclb-e$i" root "${QDISC[@]}"
-done
+# to_mbit 1gbit -> 1000 (WAN_RATE is written in tc's units for the netem path)
+to_mbit() {
+    awk -v r="$1" 'BEGIN {
+        if (!match(tolower(r), /^[0-9.]+/)) { print "wan.sh: cannot parse WAN_RATE " r > "/dev/stderr"; exit 1 }
+        v = substr(r, 1, RLENGTH); u = tolower(substr(r, RLENGTH + 1))
+        m["bit"] = 1e-6; m["kbit"] = 1e-3; m["mbit"] = 1; m["gbit"] = 1e3
+        m["bps"] = 8e-6; m["kbps"] = 8e-3; m["mbps"] = 8; m["gbps"] = 8e3
+        if (!(u in m)) { print "wan.sh: unknown rate unit in WAN_RATE " r > "/dev/stderr"; exit 1 }
+        printf "%g\n", v * m[u] }'
+}
+# to_ms 20ms / 0.02s / 500us -> milliseconds
+to_ms() {
+    awk -v d="$1" 'BEGIN {
+        if (!match(d, /^[0-9.]+/)) { print "wan.sh: cannot parse WAN_DELAY " d > "/dev/stderr"; exit 1 }
+        v = substr(d, 1, RLENGTH); u = substr(d, RLENGTH + 1)
+        m[""] = 1; m["ms"] = 1; m["s"] = 1e3; m["us"] = 1e-3
+        if (!(u in m)) { print "wan.sh: unknown unit in WAN_DELAY " d > "/dev/stderr"; exit 1 }
+        printf "%g\n", v * m[u] }'
+}
+
+# probe once: some kernels (e.g. Firecracker guests) lack sch_netem
+ip netns add pcclb-probe
+if tc -n pcclb-probe qdisc add dev lo root netem delay 1ms 2>/dev/null; then HAVE_NETEM=1; else HAVE_NETEM=0; fi
+ip netns del pcclb-probe
+
+if [ "$HAVE_NETEM" = 1 ]; then
+    DELAY=${WAN_DELAY:-10ms}
+    QDISC=(netem delay "$DELAY" rate "$RATE" loss "$LOSS" limit 100000)
+    EMU="netem delay $DELAY per veth end (RTT 4x), rate $RATE, loss $LOSS, tcp $CC"
+    ip link add "$BR" type bridge
+    ip addr add "$MASTER_IP/24" dev "$BR"
+    ip link set "$BR" up
+    for i in $(seq 0 $((PEERS - 1))); do
+        ns=pcclb-p$i
+        ip netns add "$ns"
+        ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CC"
+        ip link add "pcclb-v$i" type veth peer name "pcclb-e$i" netns "$ns"
+        ip link set "pcclb-v$i" master "$BR" up
+        ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev "pcclb-e$i"
+        ip -n "$ns" link set lo up
+        ip -n "$ns" link set "pcclb-e$i" up
+        tc qdisc add dev "pcclb-v$i" root "${QDISC[@]}"
+        ip netns exec "$ns" tc qdisc add dev "pcclb-e$i" root "${QDISC[@]}"
+    done
+else
+    [ -x "$BIN/wanemu" ] || { echo "wan.sh: no sch_netem and no $BIN/wanemu (build target wanemu)" >&2; exit 1; }
+    DELAY=${WAN_DELAY:-20ms}
+    DMS=$(to_ms "$DELAY")
+    RMBIT=$(to_mbit "$RATE")
+    EMU="wanemu delay $DELAY one way (RTT 2x), rate $RATE, loss $LOSS, mtu $MTU, tcp $CC"
+    echo "wan.sh: no sch_netem in this kernel: userspace emulation ($EMU)" >&2
+    links=(--link "pcclb-tm=$MASTER_IP")
+    for i in $(seq 0 $((PEERS - 1))); do links+=(--link "pcclb-t$i=10.77.0.$((i + 1))"); done
+    "$BIN/wanemu" "${links[@]}" --delay "$DMS" --rate "$RMBIT" --loss "$LOSS" --seed 1 \
+        >"$WORK/wanemu.out" 2>"$WORK/wanemu.err" &
+    EMUPID=$!
+    for _ in $(seq 50); do grep -q READY "$WORK/wanemu.out" && break; sleep 0.1; done
+    grep -q READY "$WORK/wanemu.out" || { echo "wan.sh: wanemu did not start" >&2; cat "$WORK/wanemu.err" >&2; exit 1; }
+    for i in m $(seq 0 $((PEERS - 1))); do
+        if [ "$i" = m ]; then ns=pcclb-m ip=$MASTER_IP; else ns=pcclb-p$i ip=10.77.0.$((i + 1)); fi
+        ip netns add "$ns"
+        ip link set "pcclb-t$i" netns "$ns" # the TUN moves; wanemu's fd stays attached to it
+        ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 # no router solicitations
+        ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CC"
+        ip -n "$ns" link set lo up
+        ip -n "$ns" link set "pcclb-t$i" mtu "$MTU" up
+        ip -n "$ns" addr add "$ip/24" dev "pcclb-t$i" # the /24 route points into wanemu
+    done
+    MASTER_NS=(ip netns exec pcclb-m)
+fi
 echo "RESULT impl=env mode=wanenv emu=${EMU// /_}"
 
 for c in $CONCS; do
     # a fresh master per point
-    "$BIN/pccl_allreduce" master 10.77.0.254 >"$WORK/master.out" 2>"$WORK/master.err" &
+    "${MASTER_NS[@]}" "$BIN/pccl_allreduce" master "$MASTER_IP" >"$WORK/master.out" 2>"$WORK/master.err" &
     MPID=$!
     for _ in $(seq 50); do grep -q PORT "$WORK/master.out" && break; sleep 0.1; done
     PORT=$(awk '/PORT/ {print $2}' "$WORK/master.out")
@@ -71,7 +148,7 @@ for c in $CONCS; do
     echo "[$(date -u +%H:%M:%S)] wan: $PEERS peers, $c x $BYTES B, $EMU" >&2
     pids=()
     for i in $(seq 0 $((PEERS - 1))); do
-        timeout 600 ip netns exec "pcclb-p$i" "$BIN/pccl_allreduce" peer 10.77.0.254 "$PORT" "$i" "$PEERS" conc \
+        timeout 600 ip netns exec "pcclb-p$i" "$BIN/pccl_allreduce" peer "$MASTER_IP" "$PORT" "$i" "$PEERS" conc \
             "$BYTES" "$REPS" "$c" >"$WORK/p$i.out" 2>"$WORK/p$i.err" &
         pids+=($!)
     done
