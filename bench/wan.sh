@@ -5,7 +5,8 @@
 # env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_RATE (1gbit per link and direction; k/m/gbit),
 #        WAN_LOSS (0%), WAN_DELAY (see below: 40 ms peer-to-peer RTT by default on either path),
 #        WAN_MTU (9000, wanemu path only), WAN_CC (TCP congestion control in the namespaces, e.g.
-#        cubic; default: the kernel's, named in the wanenv line), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
+#        cubic; default: the kernel's, named in the wanenv line), WAN_TAG (adds scenario=TAG to every
+#        RESULT line, so run.sh can report several settings apart), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
 #        minmax:uint8; tags the RESULT lines)
 #
 # Two emulations, chosen by probing the kernel:
@@ -33,6 +34,7 @@ RATE=${WAN_RATE:-1gbit}
 LOSS=${WAN_LOSS:-0%}
 MTU=${WAN_MTU:-9000}
 CC=${WAN_CC:-$(sysctl -n net.ipv4.tcp_congestion_control)}
+TAG=${WAN_TAG:+ scenario=$WAN_TAG}
 grep -qw "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control ||
     { echo "wan.sh: WAN_CC=$CC is not available in this kernel" >&2; exit 2; }
 BR=pcclb-br0
@@ -136,7 +138,7 @@ else
     done
     MASTER_NS=(ip netns exec pcclb-m)
 fi
-echo "RESULT impl=env mode=wanenv emu=${EMU// /_}"
+echo "RESULT impl=env mode=wanenv emu=${EMU// /_}$TAG"
 
 for c in $CONCS; do
     # a fresh master per point
@@ -163,9 +165,10 @@ per_rep = sorted(max(col) for col in zip(*rows))
 med = statistics.median(per_rep)
 q = " quant=" + sys.argv[3] if sys.argv[3] else ""
 print(f"RESULT impl=pccl mode=wan peers={len(rows)} bytes={b} conc={c} reps={len(per_rep)} median_s={med:.6f} "
-      f"min_s={per_rep[0]:.6f} max_s={per_rep[-1]:.6f} GBps={c * b / med / 1e9:.5f}{q}")' "$c" "$BYTES" "${PCCL_BENCH_QUANT:-}"
+      f"min_s={per_rep[0]:.6f} max_s={per_rep[-1]:.6f} GBps={c * b / med / 1e9:.5f}{q}{sys.argv[4]}")' \
+            "$c" "$BYTES" "${PCCL_BENCH_QUANT:-}" "$TAG"
     else
-        echo "RESULT impl=pccl mode=wan peers=$PEERS bytes=$BYTES conc=$c status=FAILED"
+        echo "RESULT impl=pccl mode=wan peers=$PEERS bytes=$BYTES conc=$c status=FAILED$TAG"
         tail -n 3 "$WORK"/p*.err >&2 || true
     fi
     kill -TERM "$MPID" 2>/dev/null || true
