@@ -85,6 +85,19 @@ def main():
     get = {}
     for r in ar:
         get[(r["impl"], int(r["peers"]), int(r["bytes"]))] = r
+    # Interleaved rounds (run.sh --rounds K): per (impl, peers, size) the median of the round medians.
+    rounds = {}
+    for r in rows:
+        if r.get("mode") == "round" and not r.get("status"):
+            rounds.setdefault((r["impl"], int(r["peers"]), int(r["bytes"])), []).append(float(r["median_s"]))
+    rmed = {k: statistics.median(v) for k, v in rounds.items()}
+    nrounds = max((len(v) for v in rounds.values()), default=0)
+
+    def round_ratio(n, s):
+        """pccl's speed vs the best comparator over the rounds (time of best / time of pccl), or None."""
+        pt, comps = rmed.get(("pccl", n, s)), [rmed[k] for k in (("gloo", n, s), ("mpi", n, s)) if k in rmed]
+        return min(comps) / pt if pt and comps else None
+
     p("## 1. All-reduce throughput (GB/s, median time in ms)")
     p("")
     hdr = "| peers | size | pccl | Gloo ring | OpenMPI | best comparator | pccl / best | loopback floor | pccl % of floor |"
@@ -119,16 +132,40 @@ def main():
           f"{ratio and f'{ratio:.2f}x' or 'n/a'} | {floor_g and f'{floor_g:.3f}' or 'n/a'} | {pf and f'{pf * 100:.0f}%' or 'n/a'} |")
         table_txt.append(f"{n:>5} {human(s):>8}  pccl {pc:>22}  gloo {gc:>22}  mpi {mc:>22}  "
                          f"pccl/best {ratio and f'{ratio:.2f}' or 'n/a':>5}  floor% {pf and f'{pf * 100:.0f}' or 'n/a'}")
+        rr = round_ratio(n, s)
+        if rr is not None:  # the rounds are the sturdier measurement: judge on them
+            ratio, how = rr, f" ({nrounds} rounds)"
+        else:
+            how = ""
         if s >= 16 << 20 and ratio is not None:
-            must.append((f"{n} peers {human(s)}: pccl >= best comparator", ratio >= 1.0, f"{ratio:.2f}x"))
-            aim.append((f"{n} peers {human(s)}: pccl >= 1.2x best comparator", ratio >= 1.2, f"{ratio:.2f}x"))
+            must.append((f"{n} peers {human(s)}: pccl >= best comparator", ratio >= 1.0, f"{ratio:.2f}x{how}"))
+            aim.append((f"{n} peers {human(s)}: pccl >= 1.2x best comparator", ratio >= 1.2, f"{ratio:.2f}x{how}"))
         if s >= 16 << 20 and pf is not None:
             aim.append((f"{n} peers {human(s)}: >= 70% of loopback floor", pf >= 0.7, f"{pf * 100:.0f}%"))
         if n == 2 and s == 409600 and pg is not None:
             t = float(get[("pccl", n, s)]["median_s"]) * 1e3
-            must.append(("2 peers 400 KB in <= 0.5 ms", t <= 0.5, f"{t:.3f} ms ({t / 0.5:.2f}x the limit)"))
-            aim.append(("2 peers 400 KB in <= 0.3 ms", t <= 0.3, f"{t:.3f} ms ({t / 0.3:.2f}x the limit)"))
+            if ("pccl", n, s) in rmed:
+                t, how = rmed[("pccl", n, s)] * 1e3, f", {nrounds} rounds"
+            must.append(("2 peers 400 KB in <= 0.5 ms", t <= 0.5, f"{t:.3f} ms ({t / 0.5:.2f}x the limit{how})"))
+            aim.append(("2 peers 400 KB in <= 0.3 ms", t <= 0.3, f"{t:.3f} ms ({t / 0.3:.2f}x the limit{how})"))
     p("")
+
+    if rmed:
+        p(f"### 1b. Target points in {nrounds} interleaved rounds (median of the round medians, ms)")
+        p("")
+        p("Each round runs pccl, Gloo and OpenMPI back to back at one point (`bench/run.sh --rounds K`), so slow "
+          "phases of a shared machine hit all three; the targets (section 6) are judged on these where present.")
+        p("")
+        p("| peers | size | pccl | Gloo ring | OpenMPI | pccl speed vs best | pccl rounds (ms) |")
+        p("|---|---|---|---|---|---|---|")
+        for (n, s) in sorted({(k[1], k[2]) for k in rmed}, key=lambda x: (x[1], x[0])):
+            def ms(impl):
+                v = rmed.get((impl, n, s))
+                return f"{v * 1e3:.2f}" if v is not None else "n/a"
+            rr = round_ratio(n, s)
+            each = ", ".join(f"{v * 1e3:.2f}" for v in rounds.get(("pccl", n, s), []))
+            p(f"| {n} | {human(s)} | {ms('pccl')} | {ms('gloo')} | {ms('mpi')} | {rr and f'{rr:.2f}x' or 'n/a'} | {each} |")
+        p("")
 
     # ---- latencies
     lat = [r for r in rows if r.get("mode") == "lat" and r.get("call")]

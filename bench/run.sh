@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # bench/run.sh - pccl all-reduce benchmarks against Gloo and OpenMPI on loopback.
 #
-# usage: bench/run.sh [--quick] [--wan] [--reps N] [--build DIR] [--out FILE]
+# usage: bench/run.sh [--quick] [--wan] [--rounds K] [--reps N] [--build DIR] [--out FILE]
 #
 #   --quick   subset (2 and 4 peers; 400 KB and 16 MiB; concurrency 1,2,4;
 #             no 256 MiB / 1 GiB): a few minutes.
 #   --wan     also run the concurrency series across network namespaces with
 #             tc netem, or bench/wanemu where the kernel has no sch_netem
 #             (4 peers, 40 ms RTT, 1 Gbit/s per link); needs root.
+#   --rounds K  also run the target points (section 1b) in K interleaved rounds of pccl, Gloo and
+#             OpenMPI and judge the targets on the median of the round medians: on a shared machine
+#             one run per point is too noisy to call a 5 % difference (K >= 3; ~10 min for K = 5).
 #   --reps N  timed repetitions per point (default 5; median reported).
 #   --build   build directory (default /tmp/build-bench); configured and built here.
 #   --out     markdown written (default docs/benchmarks.md of this checkout).
@@ -20,7 +23,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-QUICK=0 WAN=0 REPS=5
+QUICK=0 WAN=0 REPS=5 ROUNDS=0
 BUILD=/tmp/build-bench
 OUT=$ROOT/docs/benchmarks.md
 while [ $# -gt 0 ]; do
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1 ;;
     --wan) WAN=1 ;;
     --reps) REPS=$2; shift ;;
+    --rounds) ROUNDS=$2; shift ;;
     --build) BUILD=$2; shift ;;
     --out) OUT=$2; shift ;;
     -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ "$REPS" -ge 5 ] || { echo "run.sh: --reps must be >= 5" >&2; exit 2; }
+[ "$ROUNDS" = 0 ] || [ "$ROUNDS" -ge 3 ] 2>/dev/null || { echo "run.sh: --rounds must be >= 3" >&2; exit 2; }
 
 T_START=$(date +%s)
 echo "== building in $BUILD" >&2
@@ -152,6 +157,33 @@ for n in $PEERS; do
             run_point "impl=mpi mode=ar peers=$n bytes=$s" "${MPIRUN[@]}" -np "$n" "$BIN/mpi_allreduce" "$s" "$r" "$warm"
     done
 done
+
+# ---- 3b. the target points again, in interleaved rounds (pccl, Gloo, OpenMPI per round)
+if [ "$ROUNDS" -gt 0 ]; then
+    RPOINTS="2:409600 2:16777216 4:16777216 8:16777216"
+    [ "$QUICK" = 1 ] || RPOINTS="$RPOINTS 2:268435456 4:268435456 8:268435456 2:1073741824 4:1073741824 8:1073741824"
+    for pt in $RPOINTS; do
+        IFS=: read -r n s <<<"$pt"
+        fits "$n" "$s" || continue
+        r=$REPS warm=1
+        [ "$s" -le 1048576 ] && { warm=20; r=$((REPS * 10)); }
+        for k in $(seq 1 "$ROUNDS"); do
+            log "round $k/$ROUNDS: $n peers x $s B"
+            for impl in pccl gloo mpi; do
+                case $impl in
+                pccl) cmd=("$BIN/pccl_allreduce" ar "$n" "$s" "$r" "$warm") ;;
+                gloo) have gloo_allreduce || continue; cmd=("$BIN/gloo_allreduce" "$n" "$s" "$r" "$warm") ;;
+                mpi) have mpi_allreduce || continue; cmd=("${MPIRUN[@]}" -np "$n" "$BIN/mpi_allreduce" "$s" "$r" "$warm") ;;
+                esac
+                if out=$(timeout 900 "${cmd[@]}" 2>>"$BUILD/bench-failures.txt"); then
+                    grep '^RESULT' <<<"$out" | sed "s/ mode=ar / mode=round round=$k /" >>"$RES" || true
+                else
+                    echo "RESULT impl=$impl mode=round round=$k peers=$n bytes=$s status=FAILED" >>"$RES"
+                fi
+            done
+        done
+    done
+fi
 
 # ---- 4. per-call latencies (PCCL report 2.6): 101,770 floats, 2 peers
 run_point "impl=pccl mode=lat peers=2" "$BIN/pccl_allreduce" lat 2 101770 $((REPS * 10))
