@@ -32,11 +32,16 @@ typedef struct msm msm_t;
 msm_t *msm_create(msm_io_t io);
 void msm_destroy(msm_t *m);
 
+/* How long (ms of msm_set_time's clock) votes must look stuck before msm_on_tick breaks them: a
+ * peer's async all-reduces send their votes from worker threads in any order, so for a moment
+ * every peer can be waiting on a tag another has not voted for yet. */
+#define MSM_STUCK_GRACE_MS 1000
+
 /* Current time in ms (monotonic), set by the caller before each event: the state machine reads no clock. */
 void msm_set_time(msm_t *m, uint64_t now_ms);
 /* A peer silent for longer than this (no packet, heartbeats included) is kicked; 0 disables. */
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms);
-/* Periodic check of silent peers. */
+/* Periodic check of silent peers and of votes that can never complete (after MSM_STUCK_GRACE_MS). */
 void msm_on_tick(msm_t *m);
 
 /* A control connection was accepted from ip (IPv4, network order); uuid is fresh and random. */

@@ -85,6 +85,8 @@ struct msm {
     uint64_t next_op_seq;
     int in_reevaluate, reevaluate_pending;
     uint64_t now, peer_timeout;
+    int stuck_seen;       /* the last tick found every peer blocked in votes that cannot complete ... */
+    uint64_t stuck_since; /* ... continuously since this time (msm_stuck.c) */
     msm_stats_t stats;
     msm_moonshot_t moon_req; /* pending request for a background search (moon_req.n == 0: none) */
     struct { uint64_t reporter, target; } *reports; /* "could not reach" reports between ring neighbours */

@@ -11,7 +11,10 @@
  *    told "pending" so they go on to update the topology with the others;
  *  - any other mix: every blocked vote fails (update topology / optimize:
  *    failed; sync and collectives: rejected as a conflict, pcclInvalidUsage),
- *    with a logged reason, so no call blocks without bound.
+ *    with a logged reason, so no call blocks without bound. Only once the
+ *    state has held for MSM_STUCK_GRACE_MS: concurrent async all-reduces vote
+ *    from worker threads in any order, so for a moment each peer may wait on
+ *    a tag another peer has not voted for yet; a real disagreement lasts.
  */
 #include <stdlib.h>
 
@@ -59,27 +62,46 @@ static void reject_votes_of_group(msm_t *m, msm_group_t *g) {
     }
 }
 
-void msm_check_stuck(msm_t *m) {
-    if (m->establishing || m->optimizing) return;
+/* 1 when every accepted peer (at least 2) is blocked in a vote and none can complete; then
+ * *only_update_or_pending and *updaters describe the votes. */
+static int votes_stuck(msm_t *m, int *only_update_or_pending, int *updaters) {
+    if (m->establishing || m->optimizing) return 0;
     for (int i = 0; i < m->ngroups; i++)
-        if (m->groups[i].ss_active) return;
-    int accepted = 0, updaters = 0, only_update_or_pending = 1;
+        if (m->groups[i].ss_active) return 0;
+    int accepted = 0;
+    *updaters = 0;
+    *only_update_or_pending = 1;
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
         if (!p->accepted) continue;
         accepted++;
         int voting_coll, running = coll_state(m, p, &voting_coll);
         int blocked = p->vote_update || p->vote_pending || p->vote_optimize || p->ss_phase == 1 || voting_coll;
-        if (running || !blocked) return; /* someone can still make progress */
-        updaters += p->vote_update;
-        if (p->vote_optimize || p->ss_phase == 1 || voting_coll) only_update_or_pending = 0;
+        if (running || !blocked) return 0; /* someone can still make progress */
+        *updaters += p->vote_update;
+        if (p->vote_optimize || p->ss_phase == 1 || voting_coll) *only_update_or_pending = 0;
     }
-    if (accepted < 2) return;
+    return accepted >= 2;
+}
+
+void msm_check_stuck(msm_t *m) {
+    int only_update_or_pending, updaters;
+    if (!votes_stuck(m, &only_update_or_pending, &updaters)) {
+        m->stuck_seen = 0;
+        return;
+    }
     if (only_update_or_pending && updaters) {
+        m->stuck_seen = 0;
         for (int i = 0; i < m->npeers; i++)
             if (m->peers[i].accepted && m->peers[i].vote_pending) answer_pending(m, &m->peers[i]);
         return;
     }
+    if (!m->stuck_seen) {
+        m->stuck_seen = 1;
+        m->stuck_since = m->now;
+    }
+    if (m->now - m->stuck_since < MSM_STUCK_GRACE_MS) return;
+    m->stuck_seen = 0;
     PLOG_WARN("master", "peers disagree on the next operation (accept/pending/optimize/sync/all-reduce votes that "
                         "can never complete): failing all of them");
     for (int i = 0; i < m->npeers; i++) {
