@@ -134,8 +134,9 @@ extern "C" SH_INTERNAL int pccl_simplehash_cuda(const void *device_data, size_t 
     }
     int rc = sh_cuda_check(cudaMallocAsync((void **)&d_scratch, (nblocks + nchunks) * sizeof(uint64_t), 0),
                            "cudaMallocAsync");
-    uint64_t *d_roots = d_scratch + nblocks;
+    uint64_t *d_roots = NULL;
     if (rc == 0) {
+        d_roots = d_scratch + nblocks;
         /* An empty input never reads data (one empty leaf), so a NULL
          * device pointer is fine then. */
         size_t grid = (nblocks + SH_CUDA_WARPS - 1) / SH_CUDA_WARPS;
