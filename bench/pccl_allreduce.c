@@ -1,7 +1,7 @@
 /*
  * pccl_allreduce.c - pccl all-reduce benchmark driver (bench/run.sh).
  *
- * usage: pccl_allreduce ar   PEERS BYTES REPS [WARMUP]
+ * usage: pccl_allreduce ar|oop PEERS BYTES REPS [WARMUP]
  *        pccl_allreduce conc PEERS BYTES REPS CONC
  *        pccl_allreduce lat  PEERS COUNT REPS
  *
@@ -15,6 +15,8 @@
  *
  *  ar:   one in-place float sum all-reduce of BYTES bytes per repetition.
  *        Throughput = BYTES / time (implementation-agnostic, seed 003 6.1).
+ *  oop:  as ar, out of place (input and result buffers differ): pccl then
+ *        takes no backup and copies nothing. Reported as impl=pccl-oop mode=ar.
  *  conc: p2p_connection_pool_size CONC, CONC concurrent all-reduces of BYTES
  *        each (pcclAllReduceAsync x CONC, then await all); effective
  *        throughput = CONC * BYTES / time (seed 003 6.3.2).
@@ -115,17 +117,18 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
     uint64_t tag = 1;
     double *t = g_times + (size_t)rank * (size_t)reps * NQ;
 
-    if (strcmp(mode, "ar") == 0) {
+    if (strcmp(mode, "ar") == 0 || strcmp(mode, "oop") == 0) {
         size_t count = arg / sizeof(float);
         float *buf = malloc(count * sizeof(float));
-        if (!buf) return 1;
+        float *out = strcmp(mode, "oop") == 0 ? malloc(count * sizeof(float)) : buf;
+        if (!buf || !out) return 1;
         for (size_t i = 0; i < count; i++) buf[i] = (float)((i + (size_t)rank) % 17);
         int warm = extra;
         for (int r = -warm; r < reps; r++) {
             if (barrier(comm)) return 1;
             pcclReduceDescriptor_t d = fdesc(count, tag++);
             double t0 = now_s();
-            pcclResult_t res = pcclAllReduce(buf, buf, &d, comm, NULL);
+            pcclResult_t res = pcclAllReduce(buf, out, &d, comm, NULL);
             double dt = now_s() - t0;
             if (res != pcclSuccess) {
                 fprintf(stderr, "rank %d: all-reduce: %s\n", rank, pcclResultString(res));
@@ -133,6 +136,7 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
             }
             if (r >= 0) t[r * NQ] = dt;
         }
+        if (out != buf) free(out);
         free(buf);
     } else if (strcmp(mode, "conc") == 0) {
         int k = extra;
@@ -262,7 +266,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "master") == 0) return split_master(argv[2]);
     if (argc > 1 && strcmp(argv[1], "peer") == 0) return split_peer(argc, argv);
     if (argc < 5) {
-        fprintf(stderr, "usage: %s ar|conc|lat PEERS BYTES|COUNT REPS [WARMUP|CONC]\n", argv[0]);
+        fprintf(stderr, "usage: %s ar|oop|conc|lat PEERS BYTES|COUNT REPS [WARMUP|CONC]\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -271,7 +275,7 @@ int main(int argc, char **argv) {
     int reps = atoi(argv[4]);
     int extra = argc > 5 ? atoi(argv[5]) : (strcmp(mode, "conc") == 0 ? 1 : 1);
     if (world < 2 || world > MAX_PEERS || reps < 1 || reps > 4096 || arg == 0 ||
-        (strcmp(mode, "ar") && strcmp(mode, "conc") && strcmp(mode, "lat"))) {
+        (strcmp(mode, "ar") && strcmp(mode, "oop") && strcmp(mode, "conc") && strcmp(mode, "lat"))) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
@@ -307,8 +311,10 @@ int main(int argc, char **argv) {
     pcclInterruptMaster(m);
     pcclMasterAwaitTermination(m);
     pcclDestroyMaster(m);
+    const char *impl = strcmp(mode, "oop") == 0 ? "pccl-oop" : "pccl";
+    if (strcmp(mode, "oop") == 0) mode = "ar";
     if (failed) {
-        printf("RESULT impl=pccl mode=%s peers=%d bytes=%zu status=FAILED\n", mode, world, arg);
+        printf("RESULT impl=%s mode=%s peers=%d bytes=%zu status=FAILED\n", impl, mode, world, arg);
         return 1;
     }
     double med, mn, mx;
@@ -324,9 +330,9 @@ int main(int argc, char **argv) {
         stats(world, reps, 0, &med, &mn, &mx);
         double total = (double)arg * (strcmp(mode, "conc") == 0 ? extra : 1);
         const char *q = getenv("PCCL_BENCH_QUANT"); /* tags the quantization series of run.sh */
-        printf("RESULT impl=pccl mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
+        printf("RESULT impl=%s mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
                "GBps=%.4f%s%s\n",
-               mode, world, arg, strcmp(mode, "conc") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9,
+               impl, mode, world, arg, strcmp(mode, "conc") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9,
                q ? " quant=" : "", q ? q : "");
     }
     return 0;

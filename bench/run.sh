@@ -151,6 +151,7 @@ for n in $PEERS; do
         r=$REPS
         [ "$s" -le 1048576 ] && { warm=20; r=$((REPS * 10)); } # small: many cheap repetitions
         run_point "impl=pccl mode=ar peers=$n bytes=$s" "$BIN/pccl_allreduce" ar "$n" "$s" "$r" "$warm"
+        run_point "impl=pccl-oop mode=ar peers=$n bytes=$s" "$BIN/pccl_allreduce" oop "$n" "$s" "$r" "$warm"
         have gloo_allreduce &&
             run_point "impl=gloo mode=ar peers=$n bytes=$s" "$BIN/gloo_allreduce" "$n" "$s" "$r" "$warm"
         have mpi_allreduce &&
@@ -169,9 +170,10 @@ if [ "$ROUNDS" -gt 0 ]; then
         [ "$s" -le 1048576 ] && { warm=20; r=$((REPS * 10)); }
         for k in $(seq 1 "$ROUNDS"); do
             log "round $k/$ROUNDS: $n peers x $s B"
-            for impl in pccl gloo mpi; do
+            for impl in pccl pccl-oop gloo mpi; do
                 case $impl in
                 pccl) cmd=("$BIN/pccl_allreduce" ar "$n" "$s" "$r" "$warm") ;;
+                pccl-oop) cmd=("$BIN/pccl_allreduce" oop "$n" "$s" "$r" "$warm") ;;
                 gloo) have gloo_allreduce || continue; cmd=("$BIN/gloo_allreduce" "$n" "$s" "$r" "$warm") ;;
                 mpi) have mpi_allreduce || continue; cmd=("${MPIRUN[@]}" -np "$n" "$BIN/mpi_allreduce" "$s" "$r" "$warm") ;;
                 esac

@@ -32,6 +32,8 @@ static const cli_flag_t flags[] = {
     {"quantize", required_argument, "ALGO:TYPE",
      "quantize all-reduces on the wire: minmax or zero-point-scale, to uint8, int8, uint16 (or float16 with "
      "zero-point-scale); none (default) sends full precision"},
+    {"out-of-place", no_argument, NULL,
+     "synthetic: all-reduce into a separate output buffer (the input is only read: no backup, no copy)"},
     {"optimize", no_argument, NULL, "re-order the ring by measured bandwidth whenever the membership changed"},
     {"json", no_argument, NULL, "print one JSON object per event"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
@@ -127,6 +129,8 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
                                    "zero-point-scale:uint8|int8|uint16|float16, none)", arg);
     } else if (!strcmp(n, "optimize")) {
         o->optimize = 1;
+    } else if (!strcmp(n, "out-of-place")) {
+        o->out_of_place = 1;
     } else if (!strcmp(n, "json")) {
         o->json = 1;
     }

@@ -28,6 +28,7 @@ typedef struct join_opts {
     uint32_t min_world;     /* wait for this many peers before the first step (default 2) */
     int optimize;           /* run pcclOptimizeTopology whenever the world changed */
     pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
+    int out_of_place;       /* synthetic: reduce into a second buffer (--out-of-place) */
 } join_opts_t;
 
 struct cJSON;

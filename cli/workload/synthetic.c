@@ -68,8 +68,10 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     uint32_t pieces = o->tensors ? o->tensors : 1;
     if (pieces > n) pieces = (uint32_t)n;
     float *state = calloc(n, sizeof *state), *buf = malloc(n * sizeof *buf);
+    /* Out of place the input stays intact across failed attempts; the result lands in out. */
+    float *out = o->out_of_place ? malloc(n * sizeof *out) : buf;
     pcclReduceOpDescriptor_t *descs = calloc(pieces, sizeof *descs);
-    if (!state || !buf || !descs) {
+    if (!state || !buf || !out || !descs) {
         fprintf(stderr, "pccl join: out of memory for %zu elements\n", n);
         return 1;
     }
@@ -95,7 +97,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         for (uint32_t p = 0; p < pieces; p++) {
             size_t off = p * per, cnt = p + 1 == pieces ? n - off : per;
             descs[p].sendbuf = buf + off;
-            descs[p].recvbuf = buf + off;
+            descs[p].recvbuf = out + off;
             descs[p].descriptor = (pcclReduceDescriptor_t){
                 .count = cnt, .op = pcclSum, .tag = p,
                 .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
@@ -114,8 +116,8 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         }
         for (uint32_t p = 0; p < pieces; p++) {
             size_t off = p * per, cnt = p + 1 == pieces ? n - off : per;
-            int k = o->quant.algorithm == pcclQuantNone ? check_piece(buf + off, off, cnt, ss.revision)
-                                                        : check_piece_quantized(buf + off, off, cnt, ss.revision, &o->quant);
+            int k = o->quant.algorithm == pcclQuantNone ? check_piece(out + off, off, cnt, ss.revision)
+                                                        : check_piece_quantized(out + off, off, cnt, ss.revision, &o->quant);
             if (k < 0) {
                 fprintf(stderr, "pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
                         (unsigned long long)ss.revision);
@@ -123,7 +125,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
             }
         }
         if (rc) break;
-        for (size_t i = 0; i < n; i++) state[i] += buf[i] * 0.5f;
+        for (size_t i = 0; i < n; i++) state[i] += out[i] * 0.5f;
         ss.revision++;
         char hex[17];
         join_hex64(pccl_simplehash(state, n * sizeof *state), hex);
@@ -162,6 +164,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     }
     free(state);
     free(buf);
+    if (out != buf) free(out);
     free(descs);
     return rc;
 }

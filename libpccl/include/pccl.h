@@ -292,7 +292,11 @@ PCCL_EXPORT pcclResult_t pcclOptimizeTopology(const pcclComm_t *communicator);
  * Blocking ring all-reduce (reduce-scatter then all-gather, pipelined in chunks;
  * Patarasuk & Yuan 2009; PCCL technical report section 4.1) of descriptor->count
  * elements. sendbuff == recvbuff reduces in place. Every peer ends with the same
- * bits. On failure recvbuff holds its content from before the call.
+ * bits. On failure, in place: the buffer holds its content from before the call
+ * (kept in a backup the size of the buffer). Out of place: sendbuff is only
+ * read, never written, and recvbuff is undefined after a failure; this mode
+ * needs no backup and no copy of the input, so it is the faster one when the
+ * caller can hold two buffers.
  * @return pcclSuccess; pcclInvalidArgument (NULL pointers, count 0, unsupported
  *         datatype/op/quantization); pcclInvalidUsage (not connected, tag in use,
  *         parameters differ from other peers'); pcclTooFewPeers (group of one);

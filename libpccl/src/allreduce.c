@@ -193,7 +193,8 @@ static int run_ring(pccl_op_t *o, ring_io_t *io, uint32_t me, uint32_t n) {
     const pcclReduceDescriptor_t *d = &o->desc;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
     if (qo->algorithm == pcclQuantNone)
-        return ring_allreduce(io, o->recvbuf, d->count, d->src_descriptor.datatype, d->op, me, n, o->op_seq);
+        return ring_allreduce(io, o->sendbuf, o->recvbuf, d->count, d->src_descriptor.datatype, d->op, me, n,
+                              o->op_seq);
     size_t need = ring_quant_wire_bytes(d->count, qo->quantized_datatype, n), cap = 0;
     uint8_t *wire = bufpool_get(&o->comm->buffers, need, &cap);
     if (!wire) {
@@ -206,11 +207,16 @@ static int run_ring(pccl_op_t *o, ring_io_t *io, uint32_t me, uint32_t n) {
     return rc;
 }
 
-/* Whether the ring takes the backup itself as it goes (ring_io_t.backup): only in place (out of
- * place, copying the input into recvbuf overwrites what must be kept) and only for the plain ring. */
+/* Whether the ring takes the backup itself as it goes (ring_io_t.backup): in place, plain ring (the
+ * quantized ring's backup is copied upfront, while the vote travels). */
 static int ring_backs_up(const pccl_op_t *o) {
     return o->sendbuf == o->recvbuf && o->desc.quantization_options.algorithm == pcclQuantNone;
 }
+
+/* Whether the op needs a backup at all: only in place. Out of place sendbuf is never written, so a
+ * failed op leaves the input intact (recvbuf is then undefined) and a retry needs nothing
+ * restored; the plain ring also reads sendbuf directly, so it copies nothing either. */
+static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 
 /* Runs the ring for a commenced op; returns the result code. */
 static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
@@ -236,7 +242,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     if (tx && rx && staging) {
         io.tx_fd = tx->fd;
         io.rx_fd = rx->fd;
-        if (o->sendbuf != o->recvbuf) memcpy(o->recvbuf, o->sendbuf, bytes);
+        if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)
+            memcpy(o->recvbuf, o->sendbuf, bytes); /* the quantized ring works in place */
         rc = run_ring(o, &io, me, n);
     } else {
         snprintf(io.err, sizeof io.err, "%s", !tx ? "cannot connect to ring successor"
@@ -280,7 +287,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     p2p_release(c, rx, result != pcclSuccess);
     /* With io.backup the ring restored what it modified when it failed; the whole backup is
      * only complete (and needed) when the ring finished and the group aborted afterwards. */
-    if (result != pcclSuccess && (!io.backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
+    if (backup && result != pcclSuccess && (!io.backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
     return result;
 }
 
@@ -289,8 +296,8 @@ static void run_op(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     size_t bytes = o->desc.count * pccl_dtype_size(o->desc.src_descriptor.datatype), backup_cap = 0;
     /* Memory first: an op that cannot run must not vote, or the others would wait for it. */
-    void *backup = bufpool_get(&c->buffers, bytes, &backup_cap);
-    if (!backup) {
+    void *backup = NULL;
+    if (needs_backup(o) && !(backup = bufpool_get(&c->buffers, bytes, &backup_cap))) {
         o->result = pcclInternalError;
         return;
     }
@@ -304,7 +311,7 @@ static void run_op(pccl_op_t *o) {
     /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
      * shows up as master_lost below. An upfront backup copy overlaps the master's round trip. */
     comm_send(c, &init);
-    if (!ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
+    if (backup && !ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
     if (wait_for(o, started) != 0) {
         o->result = pcclMasterConnectionFailed;
     } else if (o->got_reject) {

@@ -81,19 +81,21 @@ static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
     memcpy(dst, src, n);
 }
 
-/* Reduces src into dst, first saving dst to backup (if any) in cache-sized pieces, so the reduce
- * reads dst from the cache the backup copy just filled. */
-#define BACKUP_PIECE ((size_t)64 << 10)
-static void backup_and_reduce(uint8_t *backup, uint8_t *dst, const uint8_t *src, size_t len, size_t esz,
-                              pcclDataType_t dt, pcclRedOp_t op) {
-    if (!backup) {
-        pccl_reduce_into(dst, src, len / esz, dt, op);
+/* dst = own (+) rx, in cache-sized pieces so the reduce reads dst from the cache the copy just
+ * filled. In place (own == dst) dst is first saved to backup (if any) with cache-bypassing stores;
+ * out of place own is copied into dst, and own itself is never written. */
+#define PIECE ((size_t)64 << 10)
+static void reduce_piecewise(uint8_t *backup, uint8_t *dst, const uint8_t *own, const uint8_t *rx, size_t len,
+                             size_t esz, pcclDataType_t dt, pcclRedOp_t op) {
+    if (own == dst && !backup) {
+        pccl_reduce_into(dst, rx, len / esz, dt, op);
         return;
     }
-    for (size_t off = 0; off < len; off += BACKUP_PIECE) {
-        size_t n = len - off < BACKUP_PIECE ? len - off : BACKUP_PIECE; /* a multiple of esz (a power of 2) */
-        copy_nt(backup + off, dst + off, n);
-        pccl_reduce_into(dst + off, src + off, n / esz, dt, op);
+    for (size_t off = 0; off < len; off += PIECE) {
+        size_t n = len - off < PIECE ? len - off : PIECE; /* a multiple of esz (a power of 2) */
+        if (own != dst) memcpy(dst + off, own + off, n);
+        else copy_nt(backup + off, dst + off, n);
+        pccl_reduce_into(dst + off, rx + off, n / esz, dt, op);
     }
 }
 
@@ -129,9 +131,11 @@ ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t 
     return w;
 }
 
-int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
-                   uint32_t world, uint64_t op_seq) {
+int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                   uint32_t rank, uint32_t world, uint64_t op_seq) {
     uint8_t *buf = vbuf;
+    const uint8_t *src = vsrc ? vsrc : vbuf;
+    uint8_t *backup = src == buf ? io->backup : NULL; /* out of place nothing the caller owns needs restoring */
     const size_t esz = pccl_dtype_size(dt);
     const uint32_t N = world;
     chunking_t ck = {count / N, count % N, esz, N};
@@ -150,7 +154,7 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     io->err[0] = 0;
 
     int rc = RING_OK;
-    int own_backed = 0; /* the own chunk, first modified in the all-gather, is in io->backup */
+    int own_backed = 0; /* the own chunk, first modified in the all-gather, is in backup */
 #define FAIL(code)                                                                                                    \
     do {                                                                                                              \
         rc = (code);                                                                                                  \
@@ -197,7 +201,9 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
         try_io = 0;
 
         if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
-            ssize_t w = ring_send_step(io, &tx, buf + chunk_off(&ck, CHUNK_OF_SEND(tx.k)), ready, slen);
+            /* Element 0 is this peer's own input; every later one was reduced or received into buf. */
+            const uint8_t *from = tx.k == 0 ? src : buf;
+            ssize_t w = ring_send_step(io, &tx, from + chunk_off(&ck, CHUNK_OF_SEND(tx.k)), ready, slen);
             if (w < 0) FAIL((int)w);
             if (w > 0) {
                 try_io = 1;
@@ -223,8 +229,9 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                     r = recv(io->rx_fd, io->staging + sfill, want, MSG_DONTWAIT);
                     if (r > 0) {
                         size_t have = sfill + (size_t)r, whole = have / esz * esz;
-                        backup_and_reduce(io->backup ? io->backup + chunk_off(&ck, c) + rdone : NULL, dst + rdone,
-                                          io->staging, whole, esz, dt, op);
+                        size_t at = chunk_off(&ck, c) + rdone;
+                        reduce_piecewise(backup ? backup + at : NULL, buf + at, src + at, io->staging,
+                                         whole, esz, dt, op);
                         rdone += whole;
                         sfill = have - whole;
                         if (sfill) memmove(io->staging, io->staging + whole, sfill);
@@ -232,9 +239,9 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
                 } else {
                     size_t want = clen - rdone;
                     if (want > MAX_IO) want = MAX_IO;
-                    if (io->backup && c == rank && !own_backed) {
+                    if (backup && c == rank && !own_backed) {
                         /* Every other chunk was backed up when the reduce-scatter reduced it. */
-                        copy_nt(io->backup + chunk_off(&ck, c), dst, clen);
+                        copy_nt(backup + chunk_off(&ck, c), dst, clen);
                         own_backed = 1;
                     }
                     r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
@@ -265,15 +272,15 @@ int ring_allreduce(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, p
     if (op == pcclAvg) pccl_reduce_finalize_avg(buf, count, dt, world);
     return RING_OK;
 out:
-    if (io->backup) {
+    if (backup) {
         /* Put back exactly what was modified: the chunks reduced so far (the current one up to
          * rdone; elements before rk are whole) and the own chunk if the all-gather reached it. */
         for (uint32_t k = 0; k < N - 1 && k <= rk; k++) {
             uint32_t c = CHUNK_OF_RECV(k);
             size_t len = k < rk ? chunk_len(&ck, c) : rdone;
-            memcpy(buf + chunk_off(&ck, c), io->backup + chunk_off(&ck, c), len);
+            memcpy(buf + chunk_off(&ck, c), backup + chunk_off(&ck, c), len);
         }
-        if (own_backed) memcpy(buf + chunk_off(&ck, rank), io->backup + chunk_off(&ck, rank), chunk_len(&ck, rank));
+        if (own_backed) memcpy(buf + chunk_off(&ck, rank), backup + chunk_off(&ck, rank), chunk_len(&ck, rank));
     }
     return rc;
 #undef FAIL

@@ -44,13 +44,18 @@ typedef struct ring_io {
 } ring_io_t;
 
 /*
- * All-reduces count elements of dt in buf (in place). buf holds this peer's
- * contribution on entry and the result on RING_OK; on failure it holds partial
- * data (the caller restores it) unless io->backup is set (then it is restored). pcclAvg divides by world_size at the end.
- * op_seq is exchanged first so a stale stream is detected.
+ * All-reduces count elements of dt into buf. In place (src NULL or == buf) buf
+ * holds this peer's contribution on entry; on failure it holds partial data
+ * (the caller restores it) unless io->backup is set (then it is restored). Out
+ * of place src (count elements, not overlapping buf) is read and never
+ * written, buf needs no initial content and is undefined on failure, and
+ * io->backup is ignored: with the input intact a retry needs nothing restored,
+ * which saves both the input copy and the backup. buf holds the result on
+ * RING_OK. pcclAvg divides by world_size at the end. op_seq is exchanged first
+ * so a stale stream is detected.
  */
-int ring_allreduce(ring_io_t *io, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t rank,
-                   uint32_t world_size, uint64_t op_seq);
+int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                   uint32_t rank, uint32_t world_size, uint64_t op_seq);
 
 /*
  * Quantized all-reduce (ring_quant.c): as ring_allreduce, but chunks travel as

@@ -3,13 +3,14 @@
 # operation for everyone, the survivors restore their buffers and retry with
 # the remaining peers; the exact result checks and equal final hashes prove
 # that the retried sums started from the restored input. PCCL_TEST_QUANTIZE=ALGO:TYPE
-# runs the same with a quantized all-reduce (test_kill_midop_quant.sh).
+# runs the same with a quantized all-reduce (test_kill_midop_quant.sh); PCCL_TEST_OOP=1 runs it
+# out of place, where the input must come through the failed attempt untouched (test_kill_midop_oop.sh).
 . "$(dirname "$0")/lib.sh"
 PCCL_LOG_LEVEL=debug start_master
 export PCCL_LOG_LEVEL=info
 # Sanitizer builds are much slower, so a smaller buffer still keeps the kill inside the operation.
 args=(--workload synthetic --steps 12 --size "${PCCL_TEST_MIDOP_BYTES:-192000000}" --min-world 3
-      --quantize "${PCCL_TEST_QUANTIZE:-none}")
+      --quantize "${PCCL_TEST_QUANTIZE:-none}" ${PCCL_TEST_OOP:+--out-of-place})
 start_peer p1 "${args[@]}"; P1=$LAST_PID
 start_peer p2 "${args[@]}"; P2=$LAST_PID
 start_peer p3 "${args[@]}"; P3=$LAST_PID

@@ -1,6 +1,7 @@
 /* test_ring.c - the ring all-reduce over socket pairs: correct sums with the
- * in-ring backup (which then holds the whole input), and on a predecessor that
- * dies at any point of the stream the buffer is back to its input. */
+ * in-ring backup (which then holds the whole input), out of place without any
+ * backup or write to the input, and on a predecessor that dies at any point of
+ * the stream the input is back (in place) or untouched (out of place). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 typedef struct rank_arg {
     ring_io_t io;
+    const float *src; /* NULL: in place */
     float *buf;
     size_t count;
     uint32_t rank, n;
@@ -25,21 +27,26 @@ typedef struct rank_arg {
 
 static void *run_rank(void *p) {
     rank_arg_t *a = p;
-    a->rc = ring_allreduce(&a->io, a->buf, a->count, pcclFloat, pcclSum, a->rank, a->n, 7);
+    a->rc = ring_allreduce(&a->io, a->src, a->buf, a->count, pcclFloat, pcclSum, a->rank, a->n, 7);
     return NULL;
 }
 
 static void nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-static void test_sum_and_full_backup(void) {
-    enum { N = 3 };
-    const size_t count = 100003; /* not a multiple of N */
-    int links[N][2]; /* links[i]: rank i -> rank i+1 */
-    for (int i = 0; i < N; i++) {
+/* links[i]: a non-blocking stream from rank i to rank i+1 */
+static void make_links(int links[][2], int n) {
+    for (int i = 0; i < n; i++) {
         CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, links[i]) == 0);
         nonblock(links[i][0]);
         nonblock(links[i][1]);
     }
+}
+
+static void test_sum_and_full_backup(void) {
+    enum { N = 3 };
+    const size_t count = 100003; /* not a multiple of N */
+    int links[N][2];
+    make_links(links, N);
     rank_arg_t a[N];
     pthread_t t[N];
     int efd = eventfd(0, EFD_NONBLOCK);
@@ -72,6 +79,54 @@ static void test_sum_and_full_backup(void) {
     close(efd);
 }
 
+/* Out of place: every rank's result is the sum whatever recvbuf held, the input is never written,
+ * and no backup is taken. */
+
+static void test_out_of_place(void) {
+    enum { N = 4 };
+    const size_t count = 70001;
+    int links[N][2];
+    make_links(links, N);
+    rank_arg_t a[N];
+    pthread_t t[N];
+    float *src[N];
+    uint8_t *backup[N];
+    int efd = eventfd(0, EFD_NONBLOCK);
+    for (uint32_t r = 0; r < N; r++) {
+        src[r] = malloc(count * sizeof(float));
+        for (size_t i = 0; i < count; i++) src[r][i] = (float)((i * 5 + r) % 17) - 3.0f;
+        backup[r] = malloc(count * sizeof(float));
+        memset(backup[r], 0xAB, count * sizeof(float));
+        a[r] = (rank_arg_t){.src = src[r], .buf = malloc(count * sizeof(float)), .count = count, .rank = r, .n = N};
+        memset(a[r].buf, 0xFF, count * sizeof(float)); /* NaN: a result that read it would show */
+        a[r].io = (ring_io_t){.tx_fd = links[r][0], .rx_fd = links[(r + N - 1) % N][1], .abort_fd = efd,
+                              .timeout_ms = 10000, .staging = malloc(3000), .staging_size = 3000,
+                              .backup = backup[r]};
+        pthread_create(&t[r], NULL, run_rank, &a[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
+    int ok = 1, src_ok = 1, no_backup = 1;
+    for (uint32_t r = 0; r < N; r++) {
+        CHECK(a[r].rc == RING_OK);
+        for (size_t i = 0; i < count; i++) {
+            float want = 0;
+            for (uint32_t q = 0; q < N; q++) want += (float)((i * 5 + q) % 17) - 3.0f;
+            ok &= a[r].buf[i] == want;
+            src_ok &= src[r][i] == (float)((i * 5 + r) % 17) - 3.0f;
+        }
+        for (size_t i = 0; i < count * sizeof(float); i++) no_backup &= backup[r][i] == 0xAB;
+        free(src[r]);
+        free(a[r].buf);
+        free(backup[r]);
+        free(a[r].io.staging);
+    }
+    CHECK(ok);
+    CHECK(src_ok);
+    CHECK(no_backup);
+    for (int i = 0; i < N; i++) close(links[i][0]), close(links[i][1]);
+    close(efd);
+}
+
 typedef struct fake_pred {
     int fd;
     size_t payload; /* bytes sent after the header, then the connection is closed */
@@ -100,8 +155,9 @@ static void *drain_main(void *p) {
 }
 
 /* Rank 1 of 3 between a predecessor that dies after `payload` bytes and a successor that only reads:
- * whatever the ring had modified, buf must equal its input afterwards. */
-static void test_restore_at(size_t payload) {
+ * in place, whatever the ring had modified, buf must equal its input afterwards; out of place the
+ * input must be untouched. */
+static void test_restore_at(size_t payload, int in_place) {
     const size_t count = 3000; /* chunks of 4000 bytes: reduce-scatter 2 elements, all-gather 2 */
     int in[2], out[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, in) == 0);
@@ -110,24 +166,27 @@ static void test_restore_at(size_t payload) {
     nonblock(out[0]);
     int efd = eventfd(0, EFD_NONBLOCK);
     float *buf = malloc(count * sizeof(float)), *orig = malloc(count * sizeof(float));
-    for (size_t i = 0; i < count; i++) orig[i] = buf[i] = (float)(i % 11) + 0.5f;
+    float *in_buf = in_place ? buf : malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) orig[i] = in_buf[i] = (float)(i % 11) + 0.5f;
     ring_io_t io = {.tx_fd = out[0], .rx_fd = in[1], .abort_fd = efd, .timeout_ms = 10000,
                     .staging = malloc(1000), .staging_size = 1000, .backup = malloc(count * sizeof(float))};
     fake_pred_t f = {.fd = in[0], .payload = payload};
     pthread_t tp, td;
     pthread_create(&tp, NULL, pred_main, &f);
     pthread_create(&td, NULL, drain_main, &out[1]);
-    int rc = ring_allreduce(&io, buf, count, pcclFloat, pcclSum, 1, 3, 7);
+    int rc = ring_allreduce(&io, in_buf, buf, count, pcclFloat, pcclSum, 1, 3, 7);
     pthread_join(tp, NULL);
     close(out[0]);
     pthread_join(td, NULL);
     if (payload < 4 * 4000) {
         CHECK(rc == RING_IO_ERROR);
-        CHECK(memcmp(buf, orig, count * sizeof(float)) == 0);
+        CHECK(memcmp(in_buf, orig, count * sizeof(float)) == 0);
     } else {
-        CHECK(rc == RING_OK); /* and the backup holds the whole input */
-        CHECK(memcmp(io.backup, orig, count * sizeof(float)) == 0);
+        CHECK(rc == RING_OK);
+        CHECK(memcmp(in_buf, orig, count * sizeof(float)) == 0 || in_place);
+        if (in_place) CHECK(memcmp(io.backup, orig, count * sizeof(float)) == 0); /* the whole input */
     }
+    if (!in_place) free(in_buf);
     close(in[1]);
     close(out[1]);
     close(efd);
@@ -140,11 +199,15 @@ static void test_restore_at(size_t payload) {
 static void test_restore_everywhere(void) {
     /* inside / at the end of each element of the stream: reduce, reduce, own chunk, last chunk */
     const size_t at[] = {0, 6, 1000, 3999, 4000, 6002, 8000, 9000, 12000, 14000, 15996, 16000};
-    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) test_restore_at(at[i]);
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        test_restore_at(at[i], 1);
+        test_restore_at(at[i], 0);
+    }
 }
 
 int main(void) {
     RUN_TEST(test_sum_and_full_backup);
+    RUN_TEST(test_out_of_place);
     RUN_TEST(test_restore_everywhere);
     TEST_MAIN_END();
 }
