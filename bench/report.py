@@ -76,8 +76,8 @@ def main():
     p("- duration: `bench/run.sh --quick` ~2-3 min (2 and 4 peers, 400 KB and 16 MiB, concurrency 1/2/4); "
       "the full run (with `--wan`) ~15-20 min on this loaded 2-core machine (this one: "
       f"{int(meta.get('duration_s', '0')) // 60} min {int(meta.get('duration_s', '0')) % 60} s)")
-    p("- memory rule: a point runs only if N x S x 2.5 < 3/4 of MemAvailable (pccl keeps a full backup copy "
-      "of the buffer per op); skipped points are marked")
+    p("- memory rule: a point runs only if N x S x 2.5 < 3/4 of MemAvailable (pccl in place keeps a full backup "
+      "copy of the buffer per op, out of place a second buffer); skipped points are marked")
     p("- OpenMPI's TCP BTL busy-polls: with N ranks on 2 oversubscribed cores under external load its times "
       "vary by 10x or more between runs (e.g. 2 peers x 400 KB: 0.2 ms in one run, 10.9 ms in another)")
     p("")
