@@ -4,7 +4,8 @@
  * Each peer knows its index RANK (given by the harness, not by pccl) so it can
  * compute the exact expected result of every op over every dtype from the
  * contributions f(rank, i) of all WORLD peers. Covers: every integer type,
- * float, double, float16 and bfloat16 x sum/avg/prod/max/min; in place and out of place; several
+ * float, double, float16 and bfloat16 x sum/avg/prod/max/min; in place and out of place (mixed
+ * across the peers of one op); several
  * async all-reduces in flight on a pool; parameter mismatch -> pcclInvalidUsage
  * on every peer; unsupported dtypes/quantization -> pcclInvalidArgument;
  * attributes; are-peers-pending; a duplicate in-flight tag.
@@ -160,7 +161,8 @@ int main(int argc, char **argv) {
                 for (size_t i = 0; i < n; i++) store(in, i, dts[d], contrib(g_rank, i, dts[d]));
                 pcclReduceDescriptor_t rd = desc(n, (pcclRedOp_t)op, tag++, dts[d]);
                 pcclReduceInfo_t info;
-                int inplace = c % 2;
+                /* Neighbours differ in mode for the same op: each peer's path must not depend on the others'. */
+                int inplace = (int)((c + (size_t)g_rank) % 2);
                 pcclResult_t r = pcclAllReduce(in, inplace ? in : out, &rd, comm, &info);
                 EXPECT(r == pcclSuccess, "all-reduce %s op %d n %zu: %s", pccl_dtype_name(dts[d]), op, n,
                        pcclResultString(r));
