@@ -32,6 +32,14 @@ bool pccl_dtype_parse(const char *name, pcclDataType_t *out);
 int pccl_reduce_into(void *dst, const void *src, size_t count, pcclDataType_t dt, pcclRedOp_t op);
 
 /**
+ * dst[i] = op(a[i], b[i]) for i < count: the same bits as copying a into dst
+ * and then pccl_reduce_into(dst, b), in one pass (the out-of-place ring's
+ * reduce). dst, a and b must not overlap; a == NULL is pccl_reduce_into(dst, b).
+ * @return 0, or -1 for an invalid dt/op (nothing written).
+ */
+int pccl_reduce_to(void *dst, const void *a, const void *b, size_t count, pcclDataType_t dt, pcclRedOp_t op);
+
+/**
  * buf[i] /= world_size for i < count (integers: truncating division;
  * float16/bfloat16: in float32, rounded once). @return 0, or -1 for invalid dt.
  */

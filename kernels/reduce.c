@@ -31,6 +31,8 @@
 #define PCCL_REDUCE_PAR_MIN ((size_t)1 << 20)
 
 typedef void (*pccl_elem_fn)(void *dst, const void *src, size_t n, uint32_t arg);
+/* dst = op(a, b) with three distinct buffers (pccl_reduce_to). */
+typedef void (*pccl_elem3_fn)(void *dst, const void *a, const void *b, size_t n);
 
 #define PCCL_DEF_LOADSTORE(T, tag)                                               \
     static inline T ld_##tag(const unsigned char *p, size_t i)                   \
@@ -55,7 +57,8 @@ PCCL_DEF_LOADSTORE(int64_t, i64)
 PCCL_DEF_LOADSTORE(float, f32)
 PCCL_DEF_LOADSTORE(double, f64)
 
-/* dst[i] = EXPR(a = dst[i], b = src[i]). */
+/* dst[i] = EXPR(a = dst[i], b = src[i]); fname##_to: dst[i] = EXPR(a = x[i], b = y[i]),
+ * one pass where an out-of-place reduce would otherwise copy x into dst first. */
 #define PCCL_DEF_BINOP(fname, T, tag, EXPR)                                      \
     static void fname(void *dstv, const void *srcv, size_t n, uint32_t arg)      \
     {                                                                            \
@@ -64,6 +67,15 @@ PCCL_DEF_LOADSTORE(double, f64)
         (void)arg;                                                               \
         for (size_t i = 0; i < n; i++) {                                         \
             T a = ld_##tag(d, i), b = ld_##tag(s, i);                            \
+            st_##tag(d, i, (T)(EXPR));                                           \
+        }                                                                        \
+    }                                                                            \
+    static void fname##_to(void *dstv, const void *xv, const void *yv, size_t n) \
+    {                                                                            \
+        unsigned char *restrict d = dstv;                                        \
+        const unsigned char *restrict x = xv, *restrict y = yv;                  \
+        for (size_t i = 0; i < n; i++) {                                         \
+            T a = ld_##tag(x, i), b = ld_##tag(y, i);                            \
             st_##tag(d, i, (T)(EXPR));                                           \
         }                                                                        \
     }
@@ -195,6 +207,26 @@ PCCL_DEF_UNOP(avg_bf16, uint16_t, u16, pccl_f32_to_bf16(pccl_bf16_to_f32(a) / (f
 
 PCCL_DEF_F16C(sum_f16_f16c, sum_f16, _mm256_add_ps(a, b))
 PCCL_DEF_F16C(prod_f16_f16c, prod_f16, _mm256_mul_ps(a, b))
+
+#define PCCL_DEF_F16C_TO(fname, portable, VEXPR)                                 \
+    __attribute__((target("avx,f16c"))) static void fname(void *dstv, const void *xv, const void *yv, \
+                                                           size_t n)             \
+    {                                                                            \
+        unsigned char *restrict d = dstv;                                        \
+        const unsigned char *restrict x = xv, *restrict y = yv;                  \
+        size_t i = 0;                                                            \
+        for (; i + 8 <= n; i += 8) {                                             \
+            __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 2 * i))); \
+            __m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + 2 * i))); \
+            _mm_storeu_si128((__m128i *)(d + 2 * i),                             \
+                             _mm256_cvtps_ph((VEXPR), _MM_FROUND_TO_NEAREST_INT)); \
+        }                                                                        \
+        if (i < n)                                                               \
+            portable(d + 2 * i, x + 2 * i, y + 2 * i, n - i);                    \
+    }
+
+PCCL_DEF_F16C_TO(sum_f16_to_f16c, sum_f16_to, _mm256_add_ps(a, b))
+PCCL_DEF_F16C_TO(prod_f16_to_f16c, prod_f16_to, _mm256_mul_ps(a, b))
 PCCL_DEF_F16C(avg_f16_f16c, avg_f16, _mm256_div_ps(a, _mm256_set1_ps((float)w)))
 
 /* Two bit tests of libgcc's CPU model (filled in by its constructor). */
@@ -211,21 +243,24 @@ static int pccl_cpu_has_f16c(void)
  * pcclAvg accumulates as a sum. */
 #define PCCL_INT_ROW(s, u) {sum_##u, sum_##u, prod_##u, max_##s, min_##s}
 #define PCCL_FLT_ROW(f) {sum_##f, sum_##f, prod_##f, max_##f, min_##f}
+#define PCCL_INT_ROW3(s, u) {sum_##u##_to, sum_##u##_to, prod_##u##_to, max_##s##_to, min_##s##_to}
+#define PCCL_FLT_ROW3(f) {sum_##f##_to, sum_##f##_to, prod_##f##_to, max_##f##_to, min_##f##_to}
 
-static const pccl_elem_fn pccl_reduce_table[PCCL_DT_SLOTS][PCCL_OP_SLOTS] = {
-    [pcclUint8] = PCCL_INT_ROW(u8, u8),
-    [pcclInt8] = PCCL_INT_ROW(i8, u8),
-    [pcclInt16] = PCCL_INT_ROW(i16, u16),
-    [pcclUint16] = PCCL_INT_ROW(u16, u16),
-    [pcclUint32] = PCCL_INT_ROW(u32, u32),
-    [pcclInt32] = PCCL_INT_ROW(i32, u32),
-    [pcclUint64] = PCCL_INT_ROW(u64, u64),
-    [pcclInt64] = PCCL_INT_ROW(i64, u64),
-    [pcclFloat16] = PCCL_FLT_ROW(f16),
-    [pcclBFloat16] = PCCL_FLT_ROW(bf16),
-    [pcclFloat] = PCCL_FLT_ROW(f32),
-    [pcclDouble] = PCCL_FLT_ROW(f64),
-};
+/* One row per dtype; IROW(signed kernel, unsigned kernel) for integers, FROW(kernel) for floats. */
+#define PCCL_REDUCE_ROWS(IROW, FROW)                                             \
+    {                                                                            \
+        [pcclUint8] = IROW(u8, u8),     [pcclInt8] = IROW(i8, u8),               \
+        [pcclInt16] = IROW(i16, u16),   [pcclUint16] = IROW(u16, u16),           \
+        [pcclUint32] = IROW(u32, u32),  [pcclInt32] = IROW(i32, u32),            \
+        [pcclUint64] = IROW(u64, u64),  [pcclInt64] = IROW(i64, u64),            \
+        [pcclFloat16] = FROW(f16),      [pcclBFloat16] = FROW(bf16),             \
+        [pcclFloat] = FROW(f32),        [pcclDouble] = FROW(f64),                \
+    }
+
+static const pccl_elem_fn pccl_reduce_table[PCCL_DT_SLOTS][PCCL_OP_SLOTS] =
+    PCCL_REDUCE_ROWS(PCCL_INT_ROW, PCCL_FLT_ROW);
+static const pccl_elem3_fn pccl_reduce_to_table[PCCL_DT_SLOTS][PCCL_OP_SLOTS] =
+    PCCL_REDUCE_ROWS(PCCL_INT_ROW3, PCCL_FLT_ROW3);
 
 static const pccl_elem_fn pccl_avg_table[PCCL_DT_SLOTS] = {
     [pcclUint8] = avg_u8,     [pcclInt8] = avg_i8,   [pcclInt16] = avg_i16,
@@ -259,15 +294,20 @@ static void pccl_run_elementwise(pccl_elem_fn fn, void *dst, const void *src, si
     }
 }
 
-static pccl_elem_fn pccl_reduce_lookup(pcclDataType_t dt, pcclRedOp_t op)
+/* The kernels of (dt, op), in place (two operands) and out of place (three): 0, or -1 if invalid. */
+static int pccl_reduce_lookup(pcclDataType_t dt, pcclRedOp_t op, pccl_elem_fn *two, pccl_elem3_fn *three)
 {
     if ((int)dt < 0 || (int)dt >= PCCL_DT_SLOTS || (int)op < 0 || (int)op >= PCCL_OP_SLOTS)
-        return NULL;
+        return -1;
+    *two = pccl_reduce_table[dt][op];
+    *three = pccl_reduce_to_table[dt][op];
 #ifdef PCCL_HAVE_F16C
-    if (dt == pcclFloat16 && op != pcclMax && op != pcclMin && pccl_cpu_has_f16c())
-        return op == pcclProd ? prod_f16_f16c : sum_f16_f16c;
+    if (dt == pcclFloat16 && op != pcclMax && op != pcclMin && pccl_cpu_has_f16c()) {
+        *two = op == pcclProd ? prod_f16_f16c : sum_f16_f16c;
+        *three = op == pcclProd ? prod_f16_to_f16c : sum_f16_to_f16c;
+    }
 #endif
-    return pccl_reduce_table[dt][op];
+    return *two ? 0 : -1;
 }
 
 static pccl_elem_fn pccl_avg_lookup(pcclDataType_t dt)
@@ -289,12 +329,35 @@ static pccl_elem_fn pccl_avg_lookup(pcclDataType_t dt)
  */
 int pccl_reduce_into(void *dst, const void *src, size_t count, pcclDataType_t dt, pcclRedOp_t op)
 {
-    pccl_elem_fn fn = pccl_reduce_lookup(dt, op);
-    if (!fn)
+    return pccl_reduce_to(dst, NULL, src, count, dt, op);
+}
+
+/* a == NULL: in place (dst = op(dst, b)), the form pccl_reduce_into documents. */
+int pccl_reduce_to(void *dst, const void *a, const void *b, size_t count, pcclDataType_t dt, pcclRedOp_t op)
+{
+    pccl_elem_fn two;
+    pccl_elem3_fn three;
+    if (pccl_reduce_lookup(dt, op, &two, &three) != 0)
         return -1;
+    size_t es = pccl_dtype_size(dt);
     if (count == 0)
         return 0;
-    pccl_run_elementwise(fn, dst, src, count, pccl_dtype_size(dt), 0);
+    if (!a) {
+        pccl_run_elementwise(two, dst, b, count, es, 0);
+        return 0;
+    }
+    if (count < PCCL_REDUCE_PAR_MIN || omp_get_max_threads() < 2 || omp_in_parallel()) {
+        three(dst, a, b, count);
+        return 0;
+    }
+#pragma omp parallel
+    {
+        size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
+        size_t per = ((count + nt - 1) / nt + 63) & ~(size_t)63, lo = t * per; /* as pccl_run_elementwise */
+        if (lo < count)
+            three((unsigned char *)dst + lo * es, (const unsigned char *)a + lo * es,
+                  (const unsigned char *)b + lo * es, count - lo < per ? count - lo : per);
+    }
     return 0;
 }
 

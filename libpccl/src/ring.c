@@ -81,20 +81,23 @@ static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
     memcpy(dst, src, n);
 }
 
-/* dst = own (+) rx, in cache-sized pieces so the reduce reads dst from the cache the copy just
- * filled. In place (own == dst) dst is first saved to backup (if any) with cache-bypassing stores;
- * out of place own is copied into dst, and own itself is never written. */
+/* dst = own (+) rx. Out of place in one pass (own is never written). In place, with a backup, dst
+ * is first saved with cache-bypassing stores in cache-sized pieces, so the reduce reads dst from
+ * the cache the copy just filled. */
 #define PIECE ((size_t)64 << 10)
-static void reduce_piecewise(uint8_t *backup, uint8_t *dst, const uint8_t *own, const uint8_t *rx, size_t len,
-                             size_t esz, pcclDataType_t dt, pcclRedOp_t op) {
-    if (own == dst && !backup) {
+static void reduce_chunk(uint8_t *backup, uint8_t *dst, const uint8_t *own, const uint8_t *rx, size_t len,
+                         size_t esz, pcclDataType_t dt, pcclRedOp_t op) {
+    if (own != dst) {
+        pccl_reduce_to(dst, own, rx, len / esz, dt, op);
+        return;
+    }
+    if (!backup) {
         pccl_reduce_into(dst, rx, len / esz, dt, op);
         return;
     }
     for (size_t off = 0; off < len; off += PIECE) {
         size_t n = len - off < PIECE ? len - off : PIECE; /* a multiple of esz (a power of 2) */
-        if (own != dst) memcpy(dst + off, own + off, n);
-        else copy_nt(backup + off, dst + off, n);
+        copy_nt(backup + off, dst + off, n);
         pccl_reduce_into(dst + off, rx + off, n / esz, dt, op);
     }
 }
@@ -230,8 +233,8 @@ int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pc
                     if (r > 0) {
                         size_t have = sfill + (size_t)r, whole = have / esz * esz;
                         size_t at = chunk_off(&ck, c) + rdone;
-                        reduce_piecewise(backup ? backup + at : NULL, buf + at, src + at, io->staging,
-                                         whole, esz, dt, op);
+                        reduce_chunk(backup ? backup + at : NULL, buf + at, src + at, io->staging, whole,
+                                     esz, dt, op);
                         rdone += whole;
                         sfill = have - whole;
                         if (sfill) memmove(io->staging, io->staging + whole, sfill);

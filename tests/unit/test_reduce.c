@@ -368,29 +368,50 @@ static void rand_elem(pcclDataType_t dt, unsigned char *p)
 }
 
 /* One reduce of count elements at byte offsets dofs/sofs from 16-aligned
- * buffers; returns the number of mismatching elements. */
-static size_t run_case(pcclDataType_t dt, pcclRedOp_t op, size_t count, size_t dofs, size_t sofs)
+ * buffers; returns the number of mismatching elements. three: out of place
+ * (pccl_reduce_to into a third buffer, at offset dofs + 2), which must give the
+ * same bits and leave both inputs untouched. */
+static size_t run_case_mode(pcclDataType_t dt, pcclRedOp_t op, size_t count, size_t dofs, size_t sofs, int three)
 {
     size_t es = pccl_dtype_size(dt), nb = count * es;
     unsigned char *dbuf = malloc(nb + 32), *sbuf = malloc(nb + 32), *ref = malloc(nb + 1);
+    unsigned char *obuf = malloc(nb + 32), *orig = malloc(nb + 1), *sorig = malloc(nb + 1);
     unsigned char *d = dbuf + dofs, *s = sbuf + sofs;
     for (size_t i = 0; i < count; i++) {
         rand_elem(dt, d + i * es);
         rand_elem(dt, s + i * es);
     }
     memcpy(ref, d, nb);
+    memcpy(orig, d, nb);
+    memcpy(sorig, s, nb);
     for (size_t i = 0; i < count; i++)
         ref_elem(dt, op, ref + i * es, s + i * es);
     size_t bad = 0;
-    if (pccl_reduce_into(d, s, count, dt, op) != 0)
+    unsigned char *res = d;
+    if (three) {
+        res = obuf + dofs + 2;
+        memset(res, 0x5A, nb);
+        if (pccl_reduce_to(res, d, s, count, dt, op) != 0)
+            bad++;
+        bad += memcmp(d, orig, nb) != 0 || memcmp(s, sorig, nb) != 0; /* inputs untouched */
+    } else if (pccl_reduce_into(d, s, count, dt, op) != 0) {
         bad++;
+    }
     for (size_t i = 0; i < count; i++)
-        if (!elem_equal(dt, d + i * es, ref + i * es))
+        if (!elem_equal(dt, res + i * es, ref + i * es))
             bad++;
     free(dbuf);
     free(sbuf);
+    free(obuf);
+    free(orig);
+    free(sorig);
     free(ref);
     return bad;
+}
+
+static size_t run_case(pcclDataType_t dt, pcclRedOp_t op, size_t count, size_t dofs, size_t sofs)
+{
+    return run_case_mode(dt, op, count, dofs, sofs, 0) + run_case_mode(dt, op, count, dofs, sofs, 1);
 }
 
 static void test_reduce_all(void)
@@ -433,7 +454,10 @@ static void test_reduce_edges(void)
     CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)14, pcclSum) == -1);
     CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)5) == -1);
     CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)-1) == -1);
+    CHECK(pccl_reduce_to(a, b, b, 2, (pcclDataType_t)14, pcclSum) == -1);
+    CHECK(pccl_reduce_to(a, b, b, 2, pcclFloat, (pcclRedOp_t)5) == -1);
     CHECK(a[0] == 0x11 && a[15] == 0x11);
+    CHECK(pccl_reduce_to(NULL, NULL, NULL, 0, pcclFloat, pcclSum) == 0);
     /* Count 0 touches nothing, even with NULL buffers. */
     CHECK(pccl_reduce_into(NULL, NULL, 0, pcclFloat, pcclSum) == 0);
     /* Known wrap-around values. */
