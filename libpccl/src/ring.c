@@ -85,6 +85,7 @@ static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
  * is first saved with cache-bypassing stores in cache-sized pieces, so the reduce reads dst from
  * the cache the copy just filled. */
 #define PIECE ((size_t)64 << 10)
+#define OWN_STEP ((size_t)256 << 10)
 static void reduce_chunk(uint8_t *backup, uint8_t *dst, const uint8_t *own, const uint8_t *rx, size_t len,
                          size_t esz, pcclDataType_t dt, pcclRedOp_t op) {
     if (own != dst) {
@@ -157,7 +158,7 @@ int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pc
     io->err[0] = 0;
 
     int rc = RING_OK;
-    int own_backed = 0; /* the own chunk, first modified in the all-gather, is in backup */
+    size_t own_bk = 0; /* bytes of the own chunk (first modified in the all-gather) in backup */
 #define FAIL(code)                                                                                                    \
     do {                                                                                                              \
         rc = (code);                                                                                                  \
@@ -242,10 +243,15 @@ int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pc
                 } else {
                     size_t want = clen - rdone;
                     if (want > MAX_IO) want = MAX_IO;
-                    if (backup && c == rank && !own_backed) {
-                        /* Every other chunk was backed up when the reduce-scatter reduced it. */
-                        copy_nt(backup + chunk_off(&ck, c), dst, clen);
-                        own_backed = 1;
+                    if (backup && c == rank) {
+                        /* Every other chunk was backed up when the reduce-scatter reduced it. The own
+                         * chunk is saved just ahead of each receive, in cache-sized steps, so the
+                         * receive writes lines the copy has just read. */
+                        if (want > OWN_STEP) want = OWN_STEP;
+                        if (rdone + want > own_bk) {
+                            copy_nt(backup + chunk_off(&ck, c) + own_bk, dst + own_bk, rdone + want - own_bk);
+                            own_bk = rdone + want;
+                        }
                     }
                     r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
                     if (r > 0) rdone += (size_t)r;
@@ -283,7 +289,7 @@ out:
             size_t len = k < rk ? chunk_len(&ck, c) : rdone;
             memcpy(buf + chunk_off(&ck, c), backup + chunk_off(&ck, c), len);
         }
-        if (own_backed) memcpy(buf + chunk_off(&ck, rank), backup + chunk_off(&ck, rank), chunk_len(&ck, rank));
+        if (own_bk) memcpy(buf + chunk_off(&ck, rank), backup + chunk_off(&ck, rank), own_bk);
     }
     return rc;
 #undef FAIL

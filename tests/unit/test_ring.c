@@ -140,9 +140,14 @@ static void *pred_main(void *p) {
     wire_put_u64(hdr + 8, 7);
     ssize_t w = write(f->fd, hdr, sizeof hdr);
     (void)w;
-    float one = 1.0f;
-    for (size_t i = 0; i < f->payload / sizeof one; i++)
-        if (write(f->fd, &one, sizeof one) != (ssize_t)sizeof one) break;
+    static float ones[1024]; /* written in blocks: the large case sends megabytes */
+    for (size_t i = 0; i < 1024; i++) ones[i] = 1.0f;
+    for (size_t left = f->payload / sizeof(float) * sizeof(float); left > 0;) {
+        size_t n = left < sizeof ones ? left : sizeof ones;
+        ssize_t k = write(f->fd, ones, n);
+        if (k <= 0) break;
+        left -= (size_t)k;
+    }
     close(f->fd);
     return NULL;
 }
@@ -157,8 +162,8 @@ static void *drain_main(void *p) {
 /* Rank 1 of 3 between a predecessor that dies after `payload` bytes and a successor that only reads:
  * in place, whatever the ring had modified, buf must equal its input afterwards; out of place the
  * input must be untouched. */
-static void test_restore_at(size_t payload, int in_place) {
-    const size_t count = 3000; /* chunks of 4000 bytes: reduce-scatter 2 elements, all-gather 2 */
+static void test_restore_at(size_t payload, int in_place, size_t count) {
+    const size_t chunk = count / 3 * sizeof(float); /* reduce-scatter 2 elements, all-gather 2 */
     int in[2], out[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, in) == 0);
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, out) == 0);
@@ -178,7 +183,7 @@ static void test_restore_at(size_t payload, int in_place) {
     pthread_join(tp, NULL);
     close(out[0]);
     pthread_join(td, NULL);
-    if (payload < 4 * 4000) {
+    if (payload < 4 * chunk) {
         CHECK(rc == RING_IO_ERROR);
         CHECK(memcmp(in_buf, orig, count * sizeof(float)) == 0);
     } else {
@@ -200,9 +205,13 @@ static void test_restore_everywhere(void) {
     /* inside / at the end of each element of the stream: reduce, reduce, own chunk, last chunk */
     const size_t at[] = {0, 6, 1000, 3999, 4000, 6002, 8000, 9000, 12000, 14000, 15996, 16000};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
-        test_restore_at(at[i], 1);
-        test_restore_at(at[i], 0);
+        test_restore_at(at[i], 1, 3000); /* chunks of 4000 bytes */
+        test_restore_at(at[i], 0, 3000);
     }
+    /* Chunks of 600,000 bytes: the own chunk is saved in several steps ahead of its all-gather
+     * receive; die after the first step, in the middle, at its end. */
+    const size_t big[] = {1200000 + 300000, 1200000 + 524288 + 4, 1800000};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_restore_at(big[i], 1, 450000);
 }
 
 int main(void) {
