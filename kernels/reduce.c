@@ -269,13 +269,24 @@ static const pccl_elem_fn pccl_avg_table[PCCL_DT_SLOTS] = {
     [pcclBFloat16] = avg_bf16, [pcclFloat] = avg_f32, [pcclDouble] = avg_f64,
 };
 
-/* Runs fn over count elements, split into one contiguous range per thread
- * when the buffer is large enough to pay for the parallel region. */
-static void pccl_run_elementwise(pccl_elem_fn fn, void *dst, const void *src, size_t count,
-                                 size_t esize, uint32_t arg)
+/* fn(dst, src, n, arg), or three(dst, a, src, n) when a is given, on one range. */
+static void pccl_run_range(pccl_elem_fn fn, pccl_elem3_fn three, unsigned char *dst, const unsigned char *a,
+                           const unsigned char *src, size_t n, uint32_t arg)
+{
+    if (a)
+        three(dst, a, src, n);
+    else
+        fn(dst, src, n, arg);
+}
+
+/* Runs the kernel over count elements (see pccl_run_range), split into one
+ * contiguous range per thread when the buffer is large enough to pay for the
+ * parallel region. */
+static void pccl_run_elementwise(pccl_elem_fn fn, pccl_elem3_fn three, void *dst, const void *a, const void *src,
+                                 size_t count, size_t esize, uint32_t arg)
 {
     if (count < PCCL_REDUCE_PAR_MIN || omp_get_max_threads() < 2 || omp_in_parallel()) {
-        fn(dst, src, count, arg);
+        pccl_run_range(fn, three, dst, a, src, count, arg);
         return;
     }
 #pragma omp parallel
@@ -289,7 +300,8 @@ static void pccl_run_elementwise(pccl_elem_fn fn, void *dst, const void *src, si
         if (lo < count) {
             size_t len = count - lo < per ? count - lo : per;
             const unsigned char *s = src ? (const unsigned char *)src + lo * esize : NULL;
-            fn((unsigned char *)dst + lo * esize, s, len, arg);
+            const unsigned char *x = a ? (const unsigned char *)a + lo * esize : NULL;
+            pccl_run_range(fn, three, (unsigned char *)dst + lo * esize, x, s, len, arg);
         }
     }
 }
@@ -339,25 +351,9 @@ int pccl_reduce_to(void *dst, const void *a, const void *b, size_t count, pcclDa
     pccl_elem3_fn three;
     if (pccl_reduce_lookup(dt, op, &two, &three) != 0)
         return -1;
-    size_t es = pccl_dtype_size(dt);
     if (count == 0)
         return 0;
-    if (!a) {
-        pccl_run_elementwise(two, dst, b, count, es, 0);
-        return 0;
-    }
-    if (count < PCCL_REDUCE_PAR_MIN || omp_get_max_threads() < 2 || omp_in_parallel()) {
-        three(dst, a, b, count);
-        return 0;
-    }
-#pragma omp parallel
-    {
-        size_t nt = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
-        size_t per = ((count + nt - 1) / nt + 63) & ~(size_t)63, lo = t * per; /* as pccl_run_elementwise */
-        if (lo < count)
-            three((unsigned char *)dst + lo * es, (const unsigned char *)a + lo * es,
-                  (const unsigned char *)b + lo * es, count - lo < per ? count - lo : per);
-    }
+    pccl_run_elementwise(two, three, dst, a, b, count, pccl_dtype_size(dt), 0);
     return 0;
 }
 
@@ -368,6 +364,6 @@ int pccl_reduce_finalize_avg(void *buf, size_t count, pcclDataType_t dt, uint32_
         return -1;
     if (count == 0)
         return 0;
-    pccl_run_elementwise(fn, buf, NULL, count, pccl_dtype_size(dt), world_size);
+    pccl_run_elementwise(fn, NULL, buf, NULL, NULL, count, pccl_dtype_size(dt), world_size);
     return 0;
 }

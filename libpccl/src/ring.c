@@ -283,7 +283,8 @@ int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pc
 out:
     if (backup) {
         /* Put back exactly what was modified: the chunks reduced so far (the current one up to
-         * rdone; elements before rk are whole) and the own chunk if the all-gather reached it. */
+         * rdone; elements before rk are whole) and the saved part of the own chunk (all the
+         * all-gather has written into it). */
         for (uint32_t k = 0; k < N - 1 && k <= rk; k++) {
             uint32_t c = CHUNK_OF_RECV(k);
             size_t len = k < rk ? chunk_len(&ck, c) : rdone;
