@@ -42,6 +42,8 @@ typedef struct p2p_conn {
     int dir; /* P2P_TX (we connected to uuid) or P2P_RX (uuid connected to us) */
     uint8_t uuid[16];
     uint32_t slot;
+    int pipe[2];  /* TX: the ring's splice pipe (p2p_tx_pipe), valid when has_pipe */
+    int has_pipe; /* 0 not tried, 1 open, -1 unavailable */
     struct p2p_conn *next;
 } p2p_conn_t;
 
@@ -84,6 +86,7 @@ struct pcclComm_t {
     pthread_t heartbeat;
     int heartbeat_started;
     int heartbeat_ms;
+    int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
     atomic_int connected, accepted, master_lost, shutting_down;
     uint8_t uuid[16];
     char log_name[24]; /* "peer:xxxxxxxx" */

@@ -18,6 +18,10 @@
 
 static void conn_free(p2p_conn_t *k) {
     if (k->fd >= 0) close(k->fd);
+    if (k->has_pipe == 1) {
+        close(k->pipe[0]);
+        close(k->pipe[1]);
+    }
     free(k);
 }
 
@@ -37,6 +41,28 @@ static void unlink_only(pcclComm_t *c, p2p_conn_t *k) {
 static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
     unlink_only(c, k);
     if (--k->refs == 0) conn_free(k);
+}
+
+/* A pipe carries up to its capacity per vmsplice + splice pair: 1 MiB (the default unprivileged
+ * maximum) keeps the calls few; the default 64 KiB still pays. A user past pipe-user-pages-soft
+ * gets 2-page pipes, too small to beat send(): then no pipe (has_pipe -1, not retried). */
+#define TX_PIPE_BYTES (1 << 20)
+#define TX_PIPE_MIN_BYTES (64 << 10)
+const int *p2p_tx_pipe(p2p_conn_t *k) {
+    if (k->has_pipe == 0) {
+        if (pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+            k->has_pipe = -1;
+            return NULL;
+        }
+        (void)fcntl(k->pipe[1], F_SETPIPE_SZ, TX_PIPE_BYTES);
+        k->has_pipe = 1;
+        if (fcntl(k->pipe[1], F_GETPIPE_SZ) < TX_PIPE_MIN_BYTES) {
+            close(k->pipe[0]);
+            close(k->pipe[1]);
+            k->has_pipe = -1;
+        }
+    }
+    return k->has_pipe == 1 ? k->pipe : NULL;
 }
 
 static p2p_conn_t *find_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, uint32_t slot) {

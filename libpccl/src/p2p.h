@@ -24,6 +24,9 @@ int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out);
 p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms);
 /* RX connection from uuid for slot, waiting for it to arrive (bounded; abort_fd readable cancels). */
 p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd);
+/* The TX connection's pipe for zero-copy ring sends, created on first use ({read, write}); NULL
+ * when no pipe can be made (the ring then copies with send()). Closed with the connection. */
+const int *p2p_tx_pipe(p2p_conn_t *conn);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 

@@ -2,11 +2,14 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -110,9 +113,51 @@ void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world, uint64_t op_seq)
     t->hdr_done = 0;
     t->k = 0;
     t->off = 0;
+    t->pipe = NULL;
+    t->piped = 0;
+    t->splice_failed = 0;
+}
+
+/* Moves element bytes into the pipe by reference (vmsplice: the pipe holds the caller's pages, no
+ * copy) and from the pipe into the socket (splice: the socket buffer keeps the page references,
+ * and the receiver copies straight out of them). This saves the copy send() makes, but the bytes
+ * are read when the successor receives them, not now: the caller must not change a range it sent
+ * until the successor has consumed it (ring_allreduce's causal argument). */
+static ssize_t send_spliced(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
+    ssize_t moved = 0;
+    if (!t->piped && ready > t->off) {
+        size_t n = ready - t->off;
+        if (n > MAX_IO) n = MAX_IO;
+        struct iovec v = {(void *)(uintptr_t)(elem + t->off), n};
+        ssize_t m = vmsplice(t->pipe[1], &v, 1, SPLICE_F_NONBLOCK);
+        if (m < 0) {
+            if (errno == EAGAIN || errno == EINTR) return 0;
+            t->splice_failed = 1; /* memory vmsplice cannot take: plain sends from here on */
+            t->pipe = NULL;
+            return 0;
+        }
+        t->piped = (size_t)m;
+        t->off += (size_t)m;
+        if (t->off == elem_len) {
+            t->k++;
+            t->off = 0;
+        }
+        moved = m;
+    }
+    if (!t->piped) return moved;
+    ssize_t w = splice(t->pipe[0], NULL, io->tx_fd, NULL, t->piped, SPLICE_F_NONBLOCK);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR) return moved;
+        snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
+        return RING_IO_ERROR;
+    }
+    t->piped -= (size_t)w;
+    io->tx_bytes += (uint64_t)w;
+    return moved + w;
 }
 
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
+    if (t->pipe && t->hdr_done == RING_HDR) return send_spliced(io, t, elem, ready, elem_len);
     const uint8_t *src = t->hdr_done < RING_HDR ? t->hdr + t->hdr_done : elem + t->off;
     size_t len = t->hdr_done < RING_HDR ? RING_HDR - t->hdr_done : ready - t->off;
     if (len > MAX_IO) len = MAX_IO;
@@ -171,18 +216,25 @@ int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pc
         /* Skip empty chunks (count < world size). */
         while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
         while (tx.k < total && chunk_len(&ck, CHUNK_OF_SEND(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
-        int send_done = tx.hdr_done == RING_HDR && tx.k >= total;
+        int send_done = tx.hdr_done == RING_HDR && tx.k >= total && !tx.piped;
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
         /* How many bytes of the current send element are ready. */
         size_t ready = 0, slen = 0;
-        if (!send_done && tx.hdr_done == RING_HDR) {
+        if (tx.k < total && tx.hdr_done == RING_HDR) {
             slen = chunk_len(&ck, CHUNK_OF_SEND(tx.k));
             if (tx.k == 0 || rk > tx.k - 1) ready = slen;
             else if (rk == tx.k - 1) ready = rdone;
         }
-        int want_send = tx.hdr_done < RING_HDR || (!send_done && ready > tx.off);
+        int want_send = tx.hdr_done < RING_HDR || tx.piped || (!send_done && ready > tx.off);
+        /* Pages may go by reference while nothing changes them before the successor has consumed
+         * them. Within the op a sent range is changed only by a later receive of the same chunk,
+         * which causally follows the successor's receive of it (the chunk's final value includes
+         * what was sent, or is the value sent). pcclAvg is the exception: the final division
+         * rewrites the all-gather's chunks while the successor may still be reading them. */
+        if (!tx.piped)
+            tx.pipe = io->tx_pipe && !tx.splice_failed && (op != pcclAvg || tx.k < N - 1) ? io->tx_pipe : NULL;
 
         /* Try the sockets first and sleep in poll only when the last round moved nothing:
          * a ring hop that keeps flowing costs no wake-ups. The abort flag is checked on every

@@ -39,6 +39,13 @@ typedef struct ring_io {
      * the copy is cache-hot for the reduce that follows). On RING_OK it holds all of buf's input; on
      * any failure the ring has already restored buf from it. NULL: buf is left partial on failure. */
     uint8_t *backup;
+    /* Optional pipe {read end, write end} of the TX connection: the plain ring then sends the
+     * caller's pages without copying them (vmsplice + splice), so the successor reads them when it
+     * receives, not when they are sent. The ring itself only rewrites a sent range after the
+     * successor has read it; the caller must not write src or buf before the successor has received
+     * everything (allreduce.c waits for the group's COMPLETE), and must drop the connection (and
+     * pipe) after a failure. NULL: send() copies. */
+    const int *tx_pipe;
     uint64_t tx_bytes, rx_bytes; /* out: payload bytes moved */
     char err[128];               /* out: reason on failure */
 } ring_io_t;
@@ -78,6 +85,9 @@ typedef struct ring_tx {
     size_t hdr_done;
     uint32_t k;
     size_t off;
+    const int *pipe; /* non-NULL: element bytes go through this pipe by reference (see ring_tx_splice) */
+    size_t piped;    /* bytes in the pipe not yet in the socket */
+    int splice_failed;
 } ring_tx_t;
 void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world_size, uint64_t op_seq);
 /* Sends what it can of the header, then of element k's bytes [off, ready) starting at elem

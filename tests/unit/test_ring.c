@@ -1,7 +1,9 @@
 /* test_ring.c - the ring all-reduce over socket pairs: correct sums with the
  * in-ring backup (which then holds the whole input), out of place without any
  * backup or write to the input, and on a predecessor that dies at any point of
- * the stream the input is back (in place) or untouched (out of place). */
+ * the stream the input is back (in place) or untouched (out of place). Each
+ * runs with send() and with spliced sends (io.tx_pipe); pcclAvg, whose final
+ * division rewrites what the all-gather sent, is checked spliced. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,13 +24,26 @@ typedef struct rank_arg {
     float *buf;
     size_t count;
     uint32_t rank, n;
+    pcclRedOp_t op;
     int rc;
 } rank_arg_t;
 
 static void *run_rank(void *p) {
     rank_arg_t *a = p;
-    a->rc = ring_allreduce(&a->io, a->src, a->buf, a->count, pcclFloat, pcclSum, a->rank, a->n, 7);
+    a->rc = ring_allreduce(&a->io, a->src, a->buf, a->count, pcclFloat, a->op, a->rank, a->n, 7);
     return NULL;
+}
+
+/* Spliced sends: a pipe per rank (1 MiB, as the library asks for) in pipes[r]. */
+static int pipes[8][2];
+static const int *tx_pipe(int splice, uint32_t r) {
+    if (!splice) return NULL;
+    CHECK(pipe2(pipes[r], O_NONBLOCK) == 0);
+    fcntl(pipes[r][1], F_SETPIPE_SZ, 1 << 20);
+    return pipes[r];
+}
+static void close_pipe(int splice, uint32_t r) {
+    if (splice) close(pipes[r][0]), close(pipes[r][1]);
 }
 
 static void nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -42,7 +57,7 @@ static void make_links(int links[][2], int n) {
     }
 }
 
-static void test_sum_and_full_backup(void) {
+static void sum_and_full_backup(int splice) {
     enum { N = 3 };
     const size_t count = 100003; /* not a multiple of N */
     int links[N][2];
@@ -51,11 +66,11 @@ static void test_sum_and_full_backup(void) {
     pthread_t t[N];
     int efd = eventfd(0, EFD_NONBLOCK);
     for (uint32_t r = 0; r < N; r++) {
-        a[r] = (rank_arg_t){.count = count, .rank = r, .n = N};
+        a[r] = (rank_arg_t){.count = count, .rank = r, .n = N, .op = pcclSum};
         a[r].buf = malloc(count * sizeof(float));
         a[r].io = (ring_io_t){.tx_fd = links[r][0], .rx_fd = links[(r + N - 1) % N][1], .abort_fd = efd,
                               .timeout_ms = 10000, .staging = malloc(4096), .staging_size = 4096,
-                              .backup = malloc(count * sizeof(float))};
+                              .backup = malloc(count * sizeof(float)), .tx_pipe = tx_pipe(splice, r)};
         for (size_t i = 0; i < count; i++) a[r].buf[i] = (float)((i * 7 + r) % 13);
         pthread_create(&t[r], NULL, run_rank, &a[r]);
     }
@@ -72,6 +87,7 @@ static void test_sum_and_full_backup(void) {
         free(a[r].buf);
         free(a[r].io.staging);
         free(a[r].io.backup);
+        close_pipe(splice, r);
     }
     CHECK(ok);
     CHECK(backup_ok);
@@ -82,7 +98,7 @@ static void test_sum_and_full_backup(void) {
 /* Out of place: every rank's result is the sum whatever recvbuf held, the input is never written,
  * and no backup is taken. */
 
-static void test_out_of_place(void) {
+static void out_of_place(int splice) {
     enum { N = 4 };
     const size_t count = 70001;
     int links[N][2];
@@ -97,11 +113,12 @@ static void test_out_of_place(void) {
         for (size_t i = 0; i < count; i++) src[r][i] = (float)((i * 5 + r) % 17) - 3.0f;
         backup[r] = malloc(count * sizeof(float));
         memset(backup[r], 0xAB, count * sizeof(float));
-        a[r] = (rank_arg_t){.src = src[r], .buf = malloc(count * sizeof(float)), .count = count, .rank = r, .n = N};
+        a[r] = (rank_arg_t){.src = src[r], .buf = malloc(count * sizeof(float)), .count = count, .rank = r, .n = N,
+                            .op = pcclSum};
         memset(a[r].buf, 0xFF, count * sizeof(float)); /* NaN: a result that read it would show */
         a[r].io = (ring_io_t){.tx_fd = links[r][0], .rx_fd = links[(r + N - 1) % N][1], .abort_fd = efd,
                               .timeout_ms = 10000, .staging = malloc(3000), .staging_size = 3000,
-                              .backup = backup[r]};
+                              .backup = backup[r], .tx_pipe = tx_pipe(splice, r)};
         pthread_create(&t[r], NULL, run_rank, &a[r]);
     }
     for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
@@ -119,6 +136,7 @@ static void test_out_of_place(void) {
         free(a[r].buf);
         free(backup[r]);
         free(a[r].io.staging);
+        close_pipe(splice, r);
     }
     CHECK(ok);
     CHECK(src_ok);
@@ -162,7 +180,7 @@ static void *drain_main(void *p) {
 /* Rank 1 of 3 between a predecessor that dies after `payload` bytes and a successor that only reads:
  * in place, whatever the ring had modified, buf must equal its input afterwards; out of place the
  * input must be untouched. */
-static void test_restore_at(size_t payload, int in_place, size_t count) {
+static void test_restore_at(size_t payload, int in_place, size_t count, int splice) {
     const size_t chunk = count / 3 * sizeof(float); /* reduce-scatter 2 elements, all-gather 2 */
     int in[2], out[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, in) == 0);
@@ -174,7 +192,8 @@ static void test_restore_at(size_t payload, int in_place, size_t count) {
     float *in_buf = in_place ? buf : malloc(count * sizeof(float));
     for (size_t i = 0; i < count; i++) orig[i] = in_buf[i] = (float)(i % 11) + 0.5f;
     ring_io_t io = {.tx_fd = out[0], .rx_fd = in[1], .abort_fd = efd, .timeout_ms = 10000,
-                    .staging = malloc(1000), .staging_size = 1000, .backup = malloc(count * sizeof(float))};
+                    .staging = malloc(1000), .staging_size = 1000, .backup = malloc(count * sizeof(float)),
+                    .tx_pipe = tx_pipe(splice, 0)};
     fake_pred_t f = {.fd = in[0], .payload = payload};
     pthread_t tp, td;
     pthread_create(&tp, NULL, pred_main, &f);
@@ -199,24 +218,75 @@ static void test_restore_at(size_t payload, int in_place, size_t count) {
     free(orig);
     free(io.staging);
     free(io.backup);
+    close_pipe(splice, 0);
 }
 
-static void test_restore_everywhere(void) {
+static void restore_everywhere(int splice) {
     /* inside / at the end of each element of the stream: reduce, reduce, own chunk, last chunk */
     const size_t at[] = {0, 6, 1000, 3999, 4000, 6002, 8000, 9000, 12000, 14000, 15996, 16000};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
-        test_restore_at(at[i], 1, 3000); /* chunks of 4000 bytes */
-        test_restore_at(at[i], 0, 3000);
+        test_restore_at(at[i], 1, 3000, splice); /* chunks of 4000 bytes */
+        test_restore_at(at[i], 0, 3000, splice);
     }
     /* Chunks of 600,000 bytes: the own chunk is saved in several steps ahead of its all-gather
      * receive; die after the first step, in the middle, at its end. */
     const size_t big[] = {1200000 + 300000, 1200000 + 524288 + 4, 1800000};
-    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_restore_at(big[i], 1, 450000);
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) test_restore_at(big[i], 1, 450000, splice);
 }
+
+/* pcclAvg spliced: every peer divides its whole buffer once the ring is done, while its successor
+ * may still be reading the last all-gather chunks it sent. Those must have gone by copy, or the
+ * successor receives them divided and divides again. 3 ranks of 1.2 MB chunks, the last chunk
+ * far larger than a socket buffer, so the successor is still reading when the sender finishes. */
+static void test_avg_spliced(void) {
+    enum { N = 3 };
+    const size_t count = 900000;
+    int links[N][2];
+    make_links(links, N);
+    rank_arg_t a[N];
+    pthread_t t[N];
+    int efd = eventfd(0, EFD_NONBLOCK);
+    for (uint32_t r = 0; r < N; r++) {
+        a[r] = (rank_arg_t){.count = count, .rank = r, .n = N, .op = pcclAvg, .buf = malloc(count * sizeof(float))};
+        for (size_t i = 0; i < count; i++) a[r].buf[i] = (float)(3 * ((i + r) % 5));
+        a[r].io = (ring_io_t){.tx_fd = links[r][0], .rx_fd = links[(r + N - 1) % N][1], .abort_fd = efd,
+                              .timeout_ms = 10000, .staging = malloc(65536), .staging_size = 65536,
+                              .backup = malloc(count * sizeof(float)), .tx_pipe = tx_pipe(1, r)};
+        pthread_create(&t[r], NULL, run_rank, &a[r]);
+    }
+    for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
+    size_t bad = 0;
+    for (uint32_t r = 0; r < N; r++) {
+        CHECK(a[r].rc == RING_OK);
+        for (size_t i = 0; i < count; i++) {
+            float want = 0;
+            for (uint32_t q = 0; q < N; q++) want += (float)(3 * ((i + q) % 5));
+            bad += a[r].buf[i] != want / N;
+        }
+        free(a[r].buf);
+        free(a[r].io.staging);
+        free(a[r].io.backup);
+        close_pipe(1, r);
+    }
+    CHECK(bad == 0);
+    for (int i = 0; i < N; i++) close(links[i][0]), close(links[i][1]);
+    close(efd);
+}
+
+static void test_sum_and_full_backup(void) { sum_and_full_backup(0); }
+static void test_sum_and_full_backup_spliced(void) { sum_and_full_backup(1); }
+static void test_out_of_place(void) { out_of_place(0); }
+static void test_out_of_place_spliced(void) { out_of_place(1); }
+static void test_restore_everywhere(void) { restore_everywhere(0); }
+static void test_restore_everywhere_spliced(void) { restore_everywhere(1); }
 
 int main(void) {
     RUN_TEST(test_sum_and_full_backup);
+    RUN_TEST(test_sum_and_full_backup_spliced);
     RUN_TEST(test_out_of_place);
+    RUN_TEST(test_out_of_place_spliced);
     RUN_TEST(test_restore_everywhere);
+    RUN_TEST(test_restore_everywhere_spliced);
+    RUN_TEST(test_avg_spliced);
     TEST_MAIN_END();
 }
