@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -180,8 +183,8 @@ ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t 
     return w;
 }
 
-int ring_allreduce(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
-                   uint32_t rank, uint32_t world, uint64_t op_seq) {
+static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                    uint32_t rank, uint32_t world, uint64_t op_seq) {
     uint8_t *buf = vbuf;
     const uint8_t *src = vsrc ? vsrc : vbuf;
     uint8_t *backup = src == buf ? io->backup : NULL; /* out of place nothing the caller owns needs restoring */
@@ -346,4 +349,24 @@ out:
     }
     return rc;
 #undef FAIL
+}
+
+/* splice() has no MSG_NOSIGNAL: into a socket whose peer is gone it raises SIGPIPE, which would
+ * kill the process. A library must not change the process's handler, so SIGPIPE is blocked in this
+ * thread for the ring and one raised here (not one that was pending before) is consumed. */
+int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                   uint32_t rank, uint32_t world, uint64_t op_seq) {
+    if (!io->tx_pipe) return ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    int rc = ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        const struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }

@@ -3,9 +3,11 @@
  * backup or write to the input, and on a predecessor that dies at any point of
  * the stream the input is back (in place) or untouched (out of place). Each
  * runs with send() and with spliced sends (io.tx_pipe); pcclAvg, whose final
- * division rewrites what the all-gather sent, is checked spliced. */
+ * division rewrites what the all-gather sent, is checked spliced, and so is a
+ * successor that is gone (splice raises SIGPIPE). */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -150,19 +152,20 @@ typedef struct fake_pred {
     size_t payload; /* bytes sent after the header, then the connection is closed */
 } fake_pred_t;
 
+/* Sends with MSG_NOSIGNAL: the ring under test may fail and close first. */
 static void *pred_main(void *p) {
     fake_pred_t *f = p;
     uint8_t hdr[16];
     wire_put_u32(hdr, RING_MAGIC);
     wire_put_u32(hdr + 4, 3);
     wire_put_u64(hdr + 8, 7);
-    ssize_t w = write(f->fd, hdr, sizeof hdr);
+    ssize_t w = send(f->fd, hdr, sizeof hdr, MSG_NOSIGNAL);
     (void)w;
     static float ones[1024]; /* written in blocks: the large case sends megabytes */
     for (size_t i = 0; i < 1024; i++) ones[i] = 1.0f;
     for (size_t left = f->payload / sizeof(float) * sizeof(float); left > 0;) {
         size_t n = left < sizeof ones ? left : sizeof ones;
-        ssize_t k = write(f->fd, ones, n);
+    ssize_t k = send(f->fd, ones, n, MSG_NOSIGNAL);
         if (k <= 0) break;
         left -= (size_t)k;
     }
@@ -273,6 +276,66 @@ static void test_avg_spliced(void) {
     close(efd);
 }
 
+/* Reads the stream header (sent with send(), which never signals) and closes: the spliced data
+ * that follows meets a closed socket. */
+static void *gone_main(void *p) {
+    int fd = *(int *)p;
+    char hdr[16];
+    size_t got = 0;
+    while (got < sizeof hdr) {
+        ssize_t r = read(fd, hdr + got, sizeof hdr - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    return NULL;
+}
+
+/* A successor that is gone: splice() into its closed socket raises SIGPIPE, which must neither kill
+ * the process (the default action) nor stay pending, and the thread's signal mask must be as before.
+ * The ring fails with an I/O error and, in place, puts the buffer back. Whether the ring's poll
+ * sees the error before a splice does is a race, so this runs a few times (without the guard the
+ * process dies in the first run or two). */
+static void successor_gone_spliced(void) {
+    const size_t count = 300000;
+    int in[2], out[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, in) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, out) == 0);
+    nonblock(in[1]);
+    nonblock(out[0]);
+    int efd = eventfd(0, EFD_NONBLOCK);
+    float *buf = malloc(count * sizeof(float)), *orig = malloc(count * sizeof(float));
+    for (size_t i = 0; i < count; i++) orig[i] = buf[i] = (float)(i % 7);
+    ring_io_t io = {.tx_fd = out[0], .rx_fd = in[1], .abort_fd = efd, .timeout_ms = 10000, .staging = malloc(4096),
+                    .staging_size = 4096, .backup = malloc(count * sizeof(float)), .tx_pipe = tx_pipe(1, 0)};
+    fake_pred_t f = {.fd = in[0], .payload = count * sizeof(float)};
+    pthread_t tp, ts;
+    pthread_create(&tp, NULL, pred_main, &f);
+    pthread_create(&ts, NULL, gone_main, &out[1]);
+    sigset_t before, after, pending;
+    pthread_sigmask(SIG_SETMASK, NULL, &before);
+    int rc = ring_allreduce(&io, NULL, buf, count, pcclFloat, pcclSum, 1, 3, 7);
+    pthread_sigmask(SIG_SETMASK, NULL, &after);
+    close(in[1]); /* the predecessor may still be writing */
+    pthread_join(tp, NULL);
+    pthread_join(ts, NULL);
+    CHECK(rc == RING_IO_ERROR);
+    CHECK(memcmp(buf, orig, count * sizeof(float)) == 0);
+    CHECK(sigismember(&after, SIGPIPE) == sigismember(&before, SIGPIPE));
+    CHECK(sigpending(&pending) == 0 && !sigismember(&pending, SIGPIPE));
+    close(out[0]);
+    close(efd);
+    close_pipe(1, 0);
+    free(buf);
+    free(orig);
+    free(io.staging);
+    free(io.backup);
+}
+
+static void test_successor_gone_spliced(void) {
+    for (int i = 0; i < 5; i++) successor_gone_spliced();
+}
+
 static void test_sum_and_full_backup(void) { sum_and_full_backup(0); }
 static void test_sum_and_full_backup_spliced(void) { sum_and_full_backup(1); }
 static void test_out_of_place(void) { out_of_place(0); }
@@ -288,5 +351,6 @@ int main(void) {
     RUN_TEST(test_restore_everywhere);
     RUN_TEST(test_restore_everywhere_spliced);
     RUN_TEST(test_avg_spliced);
+    RUN_TEST(test_successor_gone_spliced);
     TEST_MAIN_END();
 }
