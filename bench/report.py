@@ -62,7 +62,9 @@ def main():
       "(x10 for 400 KB); per repetition the max over ranks, then the median over repetitions")
     p("- pccl: `pccl_allreduce` forks N peers against one in-process master (C API), barrier = joint "
       "`pcclArePeersPending` before each repetition, in-place float sum `pcclAllReduce`, pool size 1; "
-      "\"out of place\" (`pccl_allreduce oop`) is the same with separate input and output buffers")
+      "\"out of place\" (`pccl_allreduce oop`) is the same with separate input and output buffers; "
+      f"ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = {meta.get('zerocopy_min_bytes', '33554432 (default)')} "
+      "bytes send the buffer's pages by `splice` instead of copying them")
     p("- Gloo: `gloo_allreduce` forks N processes, TCP transport on 127.0.0.1, FileStore rendezvous in /tmp, "
       "`gloo::allreduce` with `Algorithm::RING`, `gloo::barrier` before each repetition")
     p("- OpenMPI: `mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo "
