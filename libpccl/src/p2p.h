@@ -7,7 +7,9 @@
  * predecessor; slot k serves one all-reduce at a time (the master assigns
  * slots). Shared-state requests arrive on the same port with their own kind.
  * Connections are created on demand and dropped after any failure, so a
- * retry always starts on fresh streams.
+ * retry always starts on fresh streams. A TX connection may own a pipe
+ * through which large all-reduces splice the caller's pages into the socket
+ * (p2p_tx_pipe); it is closed with the connection.
  */
 #ifndef PCCL_P2P_H
 #define PCCL_P2P_H
