@@ -63,7 +63,7 @@ def main():
     p("- pccl: `pccl_allreduce` forks N peers against one in-process master (C API), barrier = joint "
       "`pcclArePeersPending` before each repetition, in-place float sum `pcclAllReduce`, pool size 1; "
       "\"out of place\" (`pccl_allreduce oop`) is the same with separate input and output buffers; "
-      f"ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = {meta.get('zerocopy_min_bytes', '33554432 (default)')} "
+      f"ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = {meta.get('zerocopy_min_bytes', 'not recorded')} "
       "bytes send the buffer's pages by `splice` instead of copying them")
     p("- Gloo: `gloo_allreduce` forks N processes, TCP transport on 127.0.0.1, FileStore rendezvous in /tmp, "
       "`gloo::allreduce` with `Algorithm::RING`, `gloo::barrier` before each repetition")
