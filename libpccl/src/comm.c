@@ -78,8 +78,8 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->timeout_ms = comm_env_int("PCCL_TIMEOUT_MS", 10000, 100, 3600000);
     c->connect_timeout_ms = comm_env_int("PCCL_CONNECT_TIMEOUT_MS", 10000, 100, 3600000);
     c->heartbeat_ms = comm_env_int("PCCL_HEARTBEAT_MS", 1000, 10, 600000);
-    /* Up to 32 MiB (this machine's last-level cache) the send() copy runs in cache and pinning the
-     * pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
+    /* Up to 32 MiB (the benchmark machine's last-level cache) the send() copy runs in cache and
+     * pinning the pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
      * and level or faster at 4 and 8 (bench/analysis.md, fifth session). */
     c->zerocopy_min_bytes = comm_env_int("PCCL_ZEROCOPY_MIN_BYTES", 48 << 20, -1, INT_MAX);
     c->main_thread = pthread_self();

@@ -16,12 +16,16 @@
 
 #define HANDSHAKE_TIMEOUT_MS 5000
 
-static void conn_free(p2p_conn_t *k) {
-    if (k->fd >= 0) close(k->fd);
+static void pipe_close(p2p_conn_t *k) {
     if (k->has_pipe == 1) {
         close(k->pipe[0]);
         close(k->pipe[1]);
     }
+}
+
+static void conn_free(p2p_conn_t *k) {
+    if (k->fd >= 0) close(k->fd);
+    pipe_close(k);
     free(k);
 }
 
@@ -50,16 +54,13 @@ static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
 #define TX_PIPE_MIN_BYTES (64 << 10)
 const int *p2p_tx_pipe(p2p_conn_t *k) {
     if (k->has_pipe == 0) {
-        if (pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-            k->has_pipe = -1;
-            return NULL;
-        }
-        (void)fcntl(k->pipe[1], F_SETPIPE_SZ, TX_PIPE_BYTES);
-        k->has_pipe = 1;
-        if (fcntl(k->pipe[1], F_GETPIPE_SZ) < TX_PIPE_MIN_BYTES) {
-            close(k->pipe[0]);
-            close(k->pipe[1]);
-            k->has_pipe = -1;
+        k->has_pipe = pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) == 0 ? 1 : -1;
+        if (k->has_pipe == 1) {
+            (void)fcntl(k->pipe[1], F_SETPIPE_SZ, TX_PIPE_BYTES);
+            if (fcntl(k->pipe[1], F_GETPIPE_SZ) < TX_PIPE_MIN_BYTES) {
+                pipe_close(k);
+                k->has_pipe = -1;
+            }
         }
     }
     return k->has_pipe == 1 ? k->pipe : NULL;

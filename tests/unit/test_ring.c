@@ -167,7 +167,7 @@ static void *pred_main(void *p) {
     for (size_t i = 0; i < 1024; i++) ones[i] = 1.0f;
     for (size_t left = f->payload / sizeof(float) * sizeof(float); left > 0;) {
         size_t n = left < sizeof ones ? left : sizeof ones;
-    ssize_t k = send(f->fd, ones, n, MSG_NOSIGNAL);
+        ssize_t k = send(f->fd, ones, n, MSG_NOSIGNAL);
         if (k <= 0) break;
         left -= (size_t)k;
     }
