@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,9 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
      * pinning the pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
      * and level or faster at 4 and 8 (bench/analysis.md, fifth session). */
     c->zerocopy_min_bytes = comm_env_int("PCCL_ZEROCOPY_MIN_BYTES", 48 << 20, -1, INT_MAX);
+    c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
+    cpu_set_t cpus;
+    c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     c->main_thread = pthread_self();
     c->master_fd = -1;
     c->p2p.listen_fd = -1;

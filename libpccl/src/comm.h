@@ -44,6 +44,8 @@ typedef struct p2p_conn {
     uint32_t slot;
     int pipe[2];  /* TX: the ring's splice pipe (p2p_tx_pipe), valid when has_pipe */
     int has_pipe; /* 0 not tried, 1 open, -1 unavailable */
+    int same_host;   /* TX: the successor runs on this host */
+    int notsent_cap; /* TX: TCP_NOTSENT_LOWAT now set on fd in bytes; 0: the kernel's default */
     struct p2p_conn *next;
 } p2p_conn_t;
 
@@ -60,6 +62,7 @@ typedef struct p2p_state {
     p2p_conn_t *conns;
     wire_peer_t *peers; /* own group's peers in ring order (addresses) */
     uint32_t npeers;
+    uint32_t local_peers; /* peers of the group on this host, this one included */
     atomic_int handlers; /* live shared-state server threads */
 } p2p_state_t;
 
@@ -86,6 +89,8 @@ struct pcclComm_t {
     pthread_t heartbeat;
     int heartbeat_started;
     int heartbeat_ms;
+    int local_notsent_bytes; /* unsent-bytes cap of same-host ring sends (p2p_pace_tx); 0: none */
+    int ncpus;               /* CPUs this process may run on */
     int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
     atomic_int connected, accepted, master_lost, shutting_down;
     uint8_t uuid[16];

@@ -33,12 +33,15 @@ int net_same_host(const struct sockaddr_in *me, const struct sockaddr_in *peer) 
 /* On one host there is no bandwidth-delay product to cover, and an autotuned window (megabytes)
  * lets a sender queue data that has left the cache by the time a receiver sharing the cores reads
  * it: the receive copy then costs twice as much (bench/analysis.md, third session). */
-int net_bound_local_rcvbuf(int fd) {
+int net_fd_same_host(int fd) {
     struct sockaddr_in me, peer;
     socklen_t lm = sizeof me, lp = sizeof peer;
-    if (getsockname(fd, (struct sockaddr *)&me, &lm) != 0 || getpeername(fd, (struct sockaddr *)&peer, &lp) != 0 ||
-        !net_same_host(&me, &peer))
-        return 0;
+    return getsockname(fd, (struct sockaddr *)&me, &lm) == 0 && getpeername(fd, (struct sockaddr *)&peer, &lp) == 0 &&
+           net_same_host(&me, &peer);
+}
+
+int net_bound_local_rcvbuf(int fd) {
+    if (!net_fd_same_host(fd)) return 0;
     int v = NET_LOCAL_RCVBUF;
     return setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v) == 0;
 }

@@ -23,6 +23,8 @@ void net_set_nodelay(int fd);
 struct sockaddr_in;
 /* 1 when peer is on this host: a loopback address (127/8) or the local address itself. */
 int net_same_host(const struct sockaddr_in *me, const struct sockaddr_in *peer);
+/* 1 when the connected socket fd's peer is on this host (net_same_host of its two ends). */
+int net_fd_same_host(int fd);
 /* Sets SO_RCVBUF to NET_LOCAL_RCVBUF when the connection's peer is on this host and returns 1;
  * leaves other connections to the kernel's autotuning (a WAN window must grow) and returns 0. */
 int net_bound_local_rcvbuf(int fd);

@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -82,6 +84,7 @@ static void insert(pcclComm_t *c, int fd, const uint8_t uuid[16], int dir, uint3
     k->refs = 1; /* the table's reference */
     k->dir = dir;
     k->slot = slot;
+    k->same_host = dir == P2P_TX && net_fd_same_host(fd);
     memcpy(k->uuid, uuid, 16);
     pthread_mutex_lock(&c->p2p.mu);
     p2p_conn_t *old = find_locked(c, uuid, dir, slot);
@@ -210,10 +213,16 @@ void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
     wire_peer_t *copy = n ? malloc(n * sizeof *copy) : NULL;
     if (n && !copy) return;
     if (n) memcpy(copy, peers, n * sizeof *copy);
+    uint32_t local = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(peers[i].uuid, c->uuid, 16) == 0)
+            for (uint32_t j = 0; j < n; j++)
+                local += memcmp(peers[j].ip, peers[i].ip, 4) == 0 || (peers[j].ip[0] == 127 && peers[i].ip[0] == 127);
     pthread_mutex_lock(&c->p2p.mu);
     free(c->p2p.peers);
     c->p2p.peers = copy;
     c->p2p.npeers = n;
+    c->p2p.local_peers = local;
     for (p2p_conn_t *k = c->p2p.conns, *next; k; k = next) {
         next = k->next;
         int known = 0;
@@ -295,6 +304,19 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     if (k) k->refs++;
     pthread_mutex_unlock(&c->p2p.mu);
     return k;
+}
+
+/* A sender that may queue megabytes ahead of its receiver copies them into socket buffers that
+ * have left the cache by the time a receiver on the same host reads them; capping unsent bytes
+ * makes each copy happen just before its transfer. The cap costs a wake-up per refill, which
+ * only pays while each local peer has a CPU to itself (bench/analysis.md, sixth session). */
+void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *k) {
+    pthread_mutex_lock(&c->p2p.mu);
+    uint32_t local = c->p2p.local_peers;
+    pthread_mutex_unlock(&c->p2p.mu);
+    int want = k->same_host && local <= (uint32_t)c->ncpus ? c->local_notsent_bytes : 0;
+    if (want != k->notsent_cap && setsockopt(k->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want, sizeof want) == 0)
+        k->notsent_cap = want;
 }
 
 void p2p_release(pcclComm_t *c, p2p_conn_t *k, int kill) {

@@ -29,6 +29,10 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
 /* The TX connection's pipe for zero-copy ring sends, created on first use ({read, write}); NULL
  * when no pipe can be made (the ring then copies with send()). Closed with the connection. */
 const int *p2p_tx_pipe(p2p_conn_t *conn);
+/* Applies the unsent-bytes cap (TCP_NOTSENT_LOWAT, PCCL_LOCAL_NOTSENT_BYTES) to a TX connection
+ * when its successor is on this host and the group's peers on this host do not outnumber this
+ * process's CPUs; otherwise restores the kernel's default. Cheap when nothing changes. */
+void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 

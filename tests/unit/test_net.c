@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "loopback_pair.h"
 #include "net.h"
 #include "tinytest.h"
 
@@ -32,14 +33,9 @@ static void test_same_host_rule(void) {
 /* A real loopback connection: the accepted end gets the bounded buffer
  * (Linux reports twice the requested size), the unconnected socket does not. */
 static void test_loopback_connection_is_bounded(void) {
-    uint16_t port = 0;
-    int ls = net_listen_any(&port);
-    CHECK(ls >= 0);
-    if (ls < 0) return;
-    uint8_t ip[4] = {127, 0, 0, 1};
-    int cfd = net_connect(ip, port, 2000);
-    int afd = accept(ls, NULL, NULL);
-    CHECK(cfd >= 0 && afd >= 0);
+    int ls, cfd, afd;
+    CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
+    if (ls < 0 || afd < 0) return;
     int unconnected = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(net_bound_local_rcvbuf(unconnected) == 0);
     CHECK(net_bound_local_rcvbuf(afd) == 1);

@@ -1,0 +1,101 @@
+/* test_p2p_pace.c - the unsent-bytes cap of ring sends (p2p_pace_tx): counted
+ * peers on this host, applied to a real loopback connection only while those
+ * peers do not outnumber the CPUs, removed again when they do, never applied to
+ * a remote successor or when PCCL_LOCAL_NOTSENT_BYTES is 0. */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "loopback_pair.h"
+#include "net.h"
+#include "p2p.h"
+#include "tinytest.h"
+
+static wire_peer_t peer(uint8_t id, uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+    wire_peer_t p = {.ip = {a, b, c, d}, .port = 1000};
+    memset(p.uuid, id, 16);
+    return p;
+}
+
+static pcclComm_t *comm_stub(void) {
+    pcclComm_t *c = calloc(1, sizeof *c);
+    pthread_mutex_init(&c->p2p.mu, NULL);
+    memset(c->uuid, 1, 16);
+    c->local_notsent_bytes = 64 << 10;
+    return c;
+}
+
+static void comm_stub_free(pcclComm_t *c) {
+    free(c->p2p.peers);
+    pthread_mutex_destroy(&c->p2p.mu);
+    free(c);
+}
+
+static void test_local_peers_counted(void) {
+    pcclComm_t *c = comm_stub();
+    wire_peer_t lan[4] = {peer(2, 10, 0, 0, 5), peer(1, 10, 0, 0, 5), peer(3, 10, 0, 0, 6), peer(4, 10, 0, 0, 5)};
+    p2p_set_peers(c, lan, 4);
+    CHECK(c->p2p.local_peers == 3); /* this peer and two more on 10.0.0.5 */
+    wire_peer_t lo[3] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 2), peer(3, 192, 168, 1, 9)};
+    p2p_set_peers(c, lo, 3);
+    CHECK(c->p2p.local_peers == 2); /* any 127/8 address is this host */
+    p2p_set_peers(c, lo + 1, 2);
+    CHECK(c->p2p.local_peers == 0); /* not in the group */
+    comm_stub_free(c);
+}
+
+static int notsent_lowat(int fd) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    return getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len) == 0 ? v : -1;
+}
+
+static void test_cap_follows_cpus(void) {
+    int ls, cfd, afd;
+    CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
+    if (ls < 0 || afd < 0) return;
+    pcclComm_t *c = comm_stub();
+    wire_peer_t two[2] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 1)};
+    p2p_set_peers(c, two, 2);
+    p2p_conn_t k = {.fd = cfd, .dir = P2P_TX, .same_host = net_fd_same_host(cfd)};
+    CHECK(k.same_host == 1);
+
+    c->ncpus = 2; /* a CPU per local peer: capped */
+    p2p_pace_tx(c, &k);
+    CHECK(notsent_lowat(cfd) == 64 << 10);
+    CHECK(k.notsent_cap == 64 << 10);
+
+    c->ncpus = 1; /* oversubscribed: back to the kernel's default */
+    p2p_pace_tx(c, &k);
+    CHECK(notsent_lowat(cfd) == 0);
+    CHECK(k.notsent_cap == 0);
+
+    c->ncpus = 4;
+    c->local_notsent_bytes = 0; /* turned off */
+    p2p_pace_tx(c, &k);
+    CHECK(notsent_lowat(cfd) == 0);
+
+    c->local_notsent_bytes = 32 << 10;
+    k.same_host = 0; /* a remote successor keeps the default whatever the CPUs */
+    p2p_pace_tx(c, &k);
+    CHECK(notsent_lowat(cfd) == 0);
+    k.same_host = 1;
+    p2p_pace_tx(c, &k);
+    CHECK(notsent_lowat(cfd) == 32 << 10);
+
+    comm_stub_free(c);
+    close(afd);
+    close(cfd);
+    close(ls);
+}
+
+int main(void) {
+    RUN_TEST(test_local_peers_counted);
+    RUN_TEST(test_cap_follows_cpus);
+    TEST_MAIN_END();
+}
