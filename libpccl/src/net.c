@@ -30,9 +30,6 @@ int net_same_host(const struct sockaddr_in *me, const struct sockaddr_in *peer) 
     return (ntohl(peer->sin_addr.s_addr) >> 24) == 127 || peer->sin_addr.s_addr == me->sin_addr.s_addr;
 }
 
-/* On one host there is no bandwidth-delay product to cover, and an autotuned window (megabytes)
- * lets a sender queue data that has left the cache by the time a receiver sharing the cores reads
- * it: the receive copy then costs twice as much (bench/analysis.md, third session). */
 int net_fd_same_host(int fd) {
     struct sockaddr_in me, peer;
     socklen_t lm = sizeof me, lp = sizeof peer;
@@ -40,6 +37,9 @@ int net_fd_same_host(int fd) {
            net_same_host(&me, &peer);
 }
 
+/* On one host there is no bandwidth-delay product to cover, and an autotuned window (megabytes)
+ * lets a sender queue data that has left the cache by the time a receiver sharing the cores reads
+ * it: the receive copy then costs twice as much (bench/analysis.md, third session). */
 int net_bound_local_rcvbuf(int fd) {
     if (!net_fd_same_host(fd)) return 0;
     int v = NET_LOCAL_RCVBUF;

@@ -209,15 +209,23 @@ void p2p_stop(pcclComm_t *c) {
     pthread_mutex_unlock(&c->p2p.mu);
 }
 
+/* Peers of the group sharing this peer's address (any two 127/8 addresses are one host), this
+ * one included; 0 when this peer is not in the group. */
+static uint32_t count_local(const pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
+    const uint8_t *mine = NULL;
+    for (uint32_t i = 0; i < n && !mine; i++)
+        if (memcmp(peers[i].uuid, c->uuid, 16) == 0) mine = peers[i].ip;
+    uint32_t local = 0;
+    for (uint32_t j = 0; mine && j < n; j++)
+        local += memcmp(peers[j].ip, mine, 4) == 0 || (peers[j].ip[0] == 127 && mine[0] == 127);
+    return local;
+}
+
 void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
     wire_peer_t *copy = n ? malloc(n * sizeof *copy) : NULL;
     if (n && !copy) return;
     if (n) memcpy(copy, peers, n * sizeof *copy);
-    uint32_t local = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (memcmp(peers[i].uuid, c->uuid, 16) == 0)
-            for (uint32_t j = 0; j < n; j++)
-                local += memcmp(peers[j].ip, peers[i].ip, 4) == 0 || (peers[j].ip[0] == 127 && peers[i].ip[0] == 127);
+    uint32_t local = count_local(c, peers, n);
     pthread_mutex_lock(&c->p2p.mu);
     free(c->p2p.peers);
     c->p2p.peers = copy;
