@@ -24,6 +24,9 @@ typedef struct msm_peer {
     /* run-wide votes */
     int vote_update, vote_pending, vote_optimize;
     int establishing, established_reported, established_ok;
+    /* P2P_ESTABLISHED reports still owed for rounds that ended before this peer reported: they
+     * arrive later and are dropped, not taken for the next round's report. */
+    int stale_reports;
     int bench_pending; /* asked to measure bandwidth, no result yet */
     /* shared-state sync (ss_phase: 0 none, 1 voted, 2 distributing, 3 distribution done) */
     int ss_phase;

@@ -7,6 +7,9 @@
  * (ESTABLISH_P2P). Each connects to its ring successor and reports. If all
  * report success the newcomers become accepted; otherwise everyone gets a
  * failed TOPOLOGY_DONE, the newcomers stay registered, and a retry starts over.
+ * A round that can no longer succeed (a member left or reported failure) ends
+ * at once: peers still wiring may be waiting on the departed one, and the
+ * early TOPOLOGY_DONE is what lets them stop (libpccl polls for it).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -145,8 +148,16 @@ static void maybe_start_round(msm_t *m) {
 
 static void maybe_finish_round(msm_t *m) {
     if (!m->establishing) return;
+    int doomed = m->round_lost_peer, unreported = 0;
+    for (int i = 0; i < m->npeers; i++) {
+        msm_peer_t *p = &m->peers[i];
+        if (!p->establishing) continue;
+        if (!p->established_reported) unreported = 1;
+        else if (!p->established_ok) doomed = 1;
+    }
+    if (unreported && !doomed) return;
     for (int i = 0; i < m->npeers; i++)
-        if (m->peers[i].establishing && !m->peers[i].established_reported) return;
+        if (m->peers[i].establishing && !m->peers[i].established_reported) m->peers[i].stale_reports++;
     finish_round(m);
 }
 
@@ -166,6 +177,10 @@ void msm_topo_on_vote(msm_t *m, msm_peer_t *p) {
 }
 
 void msm_topo_on_established(msm_t *m, msm_peer_t *p, int ok) {
+    if (p->stale_reports > 0) {
+        p->stale_reports--; /* the report for a round that already ended early */
+        return;
+    }
     if (!p->establishing || p->established_reported) {
         msm_kick(m, p, "P2P_ESTABLISHED outside of a connection round");
         return;
@@ -223,7 +238,7 @@ void msm_topo_start_rewire(msm_t *m) {
 void msm_topo_on_departure(msm_t *m, uint64_t conn) {
     (void)conn;
     if (m->establishing) {
-        /* If the departed peer was being wired (round_lost_peer), the round fails once the rest reported. */
+        /* If the departed peer was being wired (round_lost_peer), the round fails now. */
         maybe_finish_round(m);
     } else {
         maybe_start_round(m);

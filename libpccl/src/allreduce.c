@@ -218,6 +218,12 @@ static int ring_backs_up(const pccl_op_t *o) {
  * restored; the plain ring also reads sendbuf directly, so it copies nothing either. */
 static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 
+/* Connecting to the successor stops when the master aborts the op (it may be the one that left). */
+static int op_cancelled(void *arg) {
+    pccl_op_t *o = arg;
+    return atomic_load(&o->aborted) || atomic_load(&o->comm->master_lost);
+}
+
 /* Runs the ring for a commenced op; returns the result code. */
 static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     pcclComm_t *c = o->comm;
@@ -232,7 +238,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         send_done(o, 0);
         return pcclInternalError;
     }
-    p2p_conn_t *tx = p2p_get_tx(c, cm->ring[(me + 1) % n], cm->slot, c->connect_timeout_ms);
+    net_cancel_t cancel = {.fn = op_cancelled, .arg = o};
+    p2p_conn_t *tx = p2p_get_tx(c, cm->ring[(me + 1) % n], cm->slot, c->connect_timeout_ms, &cancel);
     p2p_conn_t *rx = tx ? p2p_get_rx(c, cm->ring[(me + n - 1) % n], cm->slot, c->timeout_ms, o->abort_fd) : NULL;
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, STAGING_BYTES, &staging_cap);

@@ -83,11 +83,10 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
      * pinning the pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
      * and level or faster at 4 and 8 (bench/analysis.md, fifth session). */
     c->zerocopy_min_bytes = comm_env_int("PCCL_ZEROCOPY_MIN_BYTES", 48 << 20, -1, INT_MAX);
-    /* Off by default until it is understood why, with 65536, the CI chaos test's recovery from a
-     * stop, a kill and a join at once took 2.9-3.0 s in 3 of 6 runs against 2.2 s in 4 of 4
-     * without; set to 65536 it makes 2 peers on one host 10-20 % faster (bench/analysis.md,
-     * sixth session). */
-    c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 0, 0, INT_MAX);
+    /* 65536 makes 2 peers on one host 10-20 % faster (bench/analysis.md, sixth session). It was off
+     * for a while because it made a stop land inside an accept round more often, which then waited
+     * out the handshake timeout; rounds now end at once when a member leaves (seventh session). */
+    c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     c->main_thread = pthread_self();
@@ -283,6 +282,19 @@ pcclResult_t comm_check_ready(const pcclComm_t *c) {
 
 /* ---------- ring wiring ---------- */
 
+/* A round's wiring is moot once its verdict is in the inbox: the master ends a round early when a
+ * member left, and that member may be the successor this peer is still waiting on. */
+static int round_over(void *arg) {
+    pcclComm_t *c = arg;
+    if (atomic_load(&c->master_lost) || atomic_load(&c->shutting_down)) return 1;
+    int over = 0;
+    pthread_mutex_lock(&c->mu);
+    for (inbox_item_t *it = c->inbox_head; it && !over; it = it->next)
+        over = it->msg.type == M2C_TOPOLOGY_DONE || it->msg.type == M2C_OPTIMIZE_DONE;
+    pthread_mutex_unlock(&c->mu);
+    return over;
+}
+
 int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
     const wire_peer_t *peers = e->u.establish.peers;
     uint32_t n = e->u.establish.n;
@@ -296,8 +308,9 @@ int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
     }
     if (n < 2) return 0;
     const uint8_t *next = peers[(me + 1) % n].uuid;
+    net_cancel_t cancel = {.fn = round_over, .arg = c};
     for (uint32_t slot = 0; slot < c->pool_size; slot++) {
-        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms);
+        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, &cancel);
         if (!k) return -1;
         p2p_release(c, k, 0);
     }

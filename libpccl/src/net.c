@@ -74,7 +74,29 @@ int net_listen_any(uint16_t *port_out) {
     return fd;
 }
 
-int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms) {
+int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel) {
+    for (;;) {
+        if (cancel && cancel->fn && cancel->fn(cancel->arg)) {
+            errno = ECANCELED;
+            return -1;
+        }
+        uint64_t now = net_now_ms();
+        if (now >= deadline_ms) {
+            errno = ETIMEDOUT;
+            return 0;
+        }
+        uint64_t left = deadline_ms - now;
+        /* Slices only when someone may cancel: a plain wait is one poll. */
+        int step = cancel && left > NET_CANCEL_POLL_MS ? NET_CANCEL_POLL_MS : (int)(left > INT32_MAX ? INT32_MAX : left);
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, step);
+        if (n > 0) return 1;
+        if (n < 0 && errno != EINTR) return -1;
+    }
+}
+
+int net_connect_cancellable(const uint8_t ip[4], uint16_t port, int timeout_ms, const net_cancel_t *cancel) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return -1;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -82,14 +104,7 @@ int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms) {
     int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
     if (rc != 0 && errno != EINPROGRESS) goto fail;
     if (rc != 0) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int n;
-        do n = poll(&p, 1, timeout_ms);
-        while (n < 0 && errno == EINTR);
-        if (n <= 0) {
-            errno = n == 0 ? ETIMEDOUT : errno;
-            goto fail;
-        }
+        if (net_wait_until(fd, POLLOUT, deadline, cancel) <= 0) goto fail;
         int err = 0;
         socklen_t el = sizeof err;
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
@@ -106,6 +121,10 @@ fail:;
     close(fd);
     errno = e;
     return -1;
+}
+
+int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms) {
+    return net_connect_cancellable(ip, port, timeout_ms, NULL);
 }
 
 int net_send_all(int fd, const void *buf, size_t len) {

@@ -16,6 +16,17 @@ uint64_t net_now_ms(void);
 int net_listen_any(uint16_t *port_out);
 /* Connects with a timeout; returns a blocking fd with TCP_NODELAY, or -1 (errno set). */
 int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms);
+/* Asked every NET_CANCEL_POLL_MS while a wait lasts; nonzero ends it with ECANCELED. */
+typedef struct net_cancel {
+    int (*fn)(void *arg);
+    void *arg;
+} net_cancel_t;
+#define NET_CANCEL_POLL_MS 20
+/* net_connect that also ends when cancel (may be NULL) says so. */
+int net_connect_cancellable(const uint8_t ip[4], uint16_t port, int timeout_ms, const net_cancel_t *cancel);
+/* Waits until fd has events (poll(2) flags) or deadline_ms (net_now_ms clock) passes or cancel
+ * fires: 1 ready, 0 timeout (errno ETIMEDOUT), -1 cancelled (ECANCELED) or poll error. */
+int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel);
 void net_set_nodelay(int fd);
 /* Receive buffer of a connection whose peer is on this host, in bytes (before the kernel's
  * doubling for bookkeeping). */

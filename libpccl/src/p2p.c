@@ -253,7 +253,8 @@ int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
     return rc;
 }
 
-p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms) {
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms,
+                       const net_cancel_t *cancel) {
     pthread_mutex_lock(&c->p2p.mu);
     p2p_conn_t *k = find_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;
@@ -262,7 +263,8 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
 
     wire_peer_t peer;
     if (p2p_lookup(c, uuid, &peer) != 0) return NULL;
-    int fd = net_connect(peer.ip, peer.port, timeout_ms);
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    int fd = net_connect_cancellable(peer.ip, peer.port, timeout_ms, cancel);
     if (fd < 0) {
         char ip[16];
         net_ip_str(peer.ip, ip);
@@ -272,8 +274,12 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     uint8_t hello[WIRE_P2P_HELLO_LEN], ack = 0;
     wire_p2p_hello_encode(hello, P2P_KIND_RING, c->uuid, slot);
     net_set_timeouts(fd, timeout_ms);
-    if (net_send_all(fd, hello, sizeof hello) != 0 || net_recv_all(fd, &ack, 1) != 0 || ack != 1) {
-        PLOG_WARN(c->log_name, "p2p handshake with successor failed");
+    /* A stopped successor's kernel still completes the connect; only the ack tells, so its wait
+     * must end when the caller gives up (the round it serves has ended), not only at the deadline. */
+    if (net_send_all(fd, hello, sizeof hello) != 0 || net_wait_until(fd, POLLIN, deadline, cancel) != 1 ||
+        net_recv_all(fd, &ack, 1) != 0 || ack != 1) {
+        PLOG_WARN(c->log_name, "p2p handshake with successor failed: %s",
+                  errno == ECANCELED ? "cancelled" : errno == ETIMEDOUT ? "no answer in time" : "refused");
         close(fd);
         return NULL;
     }

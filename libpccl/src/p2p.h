@@ -15,6 +15,7 @@
 #define PCCL_P2P_H
 
 #include "comm.h"
+#include "net.h"
 
 int p2p_start(pcclComm_t *c);
 void p2p_stop(pcclComm_t *c);
@@ -22,8 +23,10 @@ void p2p_stop(pcclComm_t *c);
 void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n);
 /* Address of a known peer; returns 0 and fills out, or -1. */
 int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out);
-/* TX connection to uuid for slot, connecting if needed (bounded by timeout_ms). NULL on failure. */
-p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms);
+/* TX connection to uuid for slot, connecting if needed (connect and handshake bounded by
+ * timeout_ms; cancel, which may be NULL, ends them early). NULL on failure. */
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms,
+                       const net_cancel_t *cancel);
 /* RX connection from uuid for slot, waiting for it to arrive (bounded; abort_fd readable cancels). */
 p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd);
 /* The TX connection's pipe for zero-copy ring sends, created on first use ({read, write}); NULL
