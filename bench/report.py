@@ -3,6 +3,7 @@
 
 usage: report.py RESULTS META HASH_TXT ANALYSIS_MD OUT_MD [PROFILE_MD]
 """
+import math
 import statistics
 import os
 import sys
@@ -20,6 +21,13 @@ def parse(path):
                 kv[k] = v
         rows.append(kv)
     return rows
+
+
+def sign_test_p(won, n):
+    """Two-sided sign test: the chance of a split at least as lopsided as won of n under p = 1/2."""
+    k = min(won, n - won)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
 def human(b):
@@ -186,8 +194,9 @@ def main():
           "phases of a shared machine hit all three; the targets (section 6) are judged on these where present.")
         p("")
         p("\"Rounds won\" counts the rounds in which pccl's median beat the best comparator's median of the same "
-          "round. With 5 rounds, 0 or 5 would happen by chance 1 time in 16 if the two were equally fast "
-          "(two-sided sign test); 1-4 wins say the difference is within the machine's noise.")
+          "round; p is the two-sided sign test's chance of a count at least that lopsided if the two were "
+          f"equally fast (with {nrounds} rounds, {nrounds} of {nrounds} or 0 of {nrounds} gives "
+          f"p = {sign_test_p(nrounds, nrounds):.3f}, the smallest possible).")
         p("")
         p("| peers | size | pccl | pccl out of place | Gloo ring | OpenMPI | pccl speed vs best | rounds won | "
           "out of place vs best | pccl rounds (ms) |")
@@ -200,7 +209,7 @@ def main():
             each = ", ".join(f"{v * 1e3:.2f}" for v in rounds.get(("pccl", n, s), []))
             won, total = rounds_won(n, s)
             p(f"| {n} | {human(s)} | {ms('pccl')} | {ms('pccl-oop')} | {ms('gloo')} | {ms('mpi')} | "
-              f"{rr and f'{rr:.2f}x' or 'n/a'} | {f'{won} of {total}' if total else 'n/a'} | "
+              f"{rr and f'{rr:.2f}x' or 'n/a'} | {f'{won} of {total}, p = {sign_test_p(won, total):.2f}' if total else 'n/a'} | "
               f"{ro and f'{ro:.2f}x' or 'n/a'} | {each} |")
         p("")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# bench/report.py on synthetic results: the interleaved-round ratios, the "rounds won" count
-# (a round counts only against the comparators measured in that same round; failed rounds are
-# left out) and the Must verdicts derived from them.
+# bench/report.py on synthetic results: the interleaved-round ratios, the "rounds won" count and
+# its sign-test p (a round counts only against the comparators measured in that same round;
+# failed rounds are left out), and the Must verdicts derived from them.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 command -v python3 >/dev/null || fail "python3 missing (scripts/deps.sh installs it)"
@@ -38,9 +38,9 @@ python3 "$ROOT/bench/report.py" "$res" "$WORK/meta.txt" "$WORK/hash.txt" "$WORK/
 line2=$(grep '^| 2 | 16 MiB |' "$WORK/out.md" | grep ' of ') || fail "no 2-peer row in section 1b"
 line4=$(grep '^| 4 | 16 MiB |' "$WORK/out.md" | grep ' of ') || fail "no 4-peer row in section 1b"
 # Medians of the round medians: pccl 6.20 ms, Gloo 9.00, OpenMPI 6.45 (rounds 1, 2, 3, 5).
-case "$line2" in *"| 6.20 "*"| 9.00 "*"| 6.45 "*"| 1.04x | 3 of 5 |"*) ;;
+case "$line2" in *"| 6.20 "*"| 9.00 "*"| 6.45 "*"| 1.04x | 3 of 5, p = 1.00 |"*) ;;
     *) fail "2-peer row: $line2" ;; esac
-case "$line4" in *"| 0.80x | 0 of 4 |"*) ;; *) fail "4-peer row: $line4" ;; esac
+case "$line4" in *"| 0.80x | 0 of 4, p = 0.12 |"*) ;; *) fail "4-peer row: $line4" ;; esac
 # The verdict follows the rounds (1.04x), not the single plain run (0.78x).
 grep -q "2 peers 16 MiB: pccl >= best comparator.*1.04x" "$WORK/out.md" || fail "Must line for 2 peers"
 echo "ok: rounds won and ratios from synthetic rounds"
