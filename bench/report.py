@@ -102,15 +102,14 @@ def main():
         get[(r["impl"], int(r["peers"]), int(r["bytes"]))] = r
     # Interleaved rounds (run.sh --rounds K): per (impl, peers, size) the median of the round medians.
     rounds = {}
-    for r in rows:
-        if r.get("mode") == "round" and not r.get("status"):
-            rounds.setdefault((r["impl"], int(r["peers"]), int(r["bytes"])), []).append(float(r["median_s"]))
-    rmed = {k: statistics.median(v) for k, v in rounds.items()}
     by_round = {}  # (impl, peers, bytes) -> {round number: median_s}, to compare within a round
     for r in rows:
-        if r.get("mode") == "round" and not r.get("status") and r.get("round"):
-            by_round.setdefault((r["impl"], int(r["peers"]), int(r["bytes"])), {})[int(r["round"])] = \
-                float(r["median_s"])
+        if r.get("mode") == "round" and not r.get("status"):
+            key, t = (r["impl"], int(r["peers"]), int(r["bytes"])), float(r["median_s"])
+            rounds.setdefault(key, []).append(t)
+            if r.get("round"):
+                by_round.setdefault(key, {})[int(r["round"])] = t
+    rmed = {k: statistics.median(v) for k, v in rounds.items()}
 
     def rounds_won(n, s, impl="pccl"):
         """(rounds where impl beat the best comparator of that same round, rounds compared)."""
@@ -208,9 +207,9 @@ def main():
             rr, ro = round_ratio(n, s), round_ratio(n, s, "pccl-oop")
             each = ", ".join(f"{v * 1e3:.2f}" for v in rounds.get(("pccl", n, s), []))
             won, total = rounds_won(n, s)
+            wins = f"{won} of {total}, p = {sign_test_p(won, total):.2f}" if total else "n/a"
             p(f"| {n} | {human(s)} | {ms('pccl')} | {ms('pccl-oop')} | {ms('gloo')} | {ms('mpi')} | "
-              f"{rr and f'{rr:.2f}x' or 'n/a'} | {f'{won} of {total}, p = {sign_test_p(won, total):.2f}' if total else 'n/a'} | "
-              f"{ro and f'{ro:.2f}x' or 'n/a'} | {each} |")
+              f"{rr and f'{rr:.2f}x' or 'n/a'} | {wins} | {ro and f'{ro:.2f}x' or 'n/a'} | {each} |")
         p("")
 
     # ---- latencies
