@@ -9,8 +9,9 @@
 #             tc netem, or bench/wanemu where the kernel has no sch_netem
 #             (4 peers, 40 ms RTT, 1 Gbit/s per link); needs root.
 #   --rounds K  also run the target points (section 1b) in K interleaved rounds of pccl, Gloo and
-#             OpenMPI and judge the targets on the median of the round medians: on a shared machine
-#             one run per point is too noisy to call a 5 % difference (K >= 3; ~10 min for K = 5).
+#             OpenMPI (bench/rounds.sh) and judge the targets on the median of the round medians: on a
+#             shared machine one run per point is too noisy to call a 5 % difference (K >= 3; ~10 min
+#             for K = 5). One point alone: bench/rounds.sh --help.
 #   --reps N  timed repetitions per point (default 5; median reported).
 #   --build   build directory (default /tmp/build-bench); configured and built here.
 #   --out     markdown written (default docs/benchmarks.md of this checkout).
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift ;;
     --build) BUILD=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -77,8 +78,8 @@ meta gloo "$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo none)
 meta openmpi "$(dpkg-query -W -f='${Version}' libopenmpi-dev 2>/dev/null || echo none)"
 meta iperf3 "$(dpkg-query -W -f='${Version}' iperf3 2>/dev/null || echo none)"
 
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo
-        --mca pml ob1 --bind-to none)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 have() { [ -x "$BIN/$1" ]; }
 log() { echo "[$(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)] $*" >&2; }
 # run_point LABEL CMD...: appends the RESULT lines; a failure is recorded, not fatal.
@@ -149,9 +150,7 @@ for n in $PEERS; do
             log "skip $n peers x $s B: needs ~$((n * s * 5 / 2 >> 30)) GiB of $((mem_avail >> 30)) GiB available"
             continue
         fi
-        warm=1
-        r=$REPS
-        [ "$s" -le 1048576 ] && { warm=20; r=$((REPS * 10)); } # small: many cheap repetitions
+        reps_for "$s" "$REPS"
         run_point "impl=pccl mode=ar peers=$n bytes=$s" "$BIN/pccl_allreduce" ar "$n" "$s" "$r" "$warm"
         run_point "impl=pccl-oop mode=ar peers=$n bytes=$s" "$BIN/pccl_allreduce" oop "$n" "$s" "$r" "$warm"
         have gloo_allreduce &&
@@ -168,24 +167,8 @@ if [ "$ROUNDS" -gt 0 ]; then
     for pt in $RPOINTS; do
         IFS=: read -r n s <<<"$pt"
         fits "$n" "$s" || continue
-        r=$REPS warm=1
-        [ "$s" -le 1048576 ] && { warm=20; r=$((REPS * 10)); }
-        for k in $(seq 1 "$ROUNDS"); do
-            log "round $k/$ROUNDS: $n peers x $s B"
-            for impl in pccl pccl-oop gloo mpi; do
-                case $impl in
-                pccl) cmd=("$BIN/pccl_allreduce" ar "$n" "$s" "$r" "$warm") ;;
-                pccl-oop) cmd=("$BIN/pccl_allreduce" oop "$n" "$s" "$r" "$warm") ;;
-                gloo) have gloo_allreduce || continue; cmd=("$BIN/gloo_allreduce" "$n" "$s" "$r" "$warm") ;;
-                mpi) have mpi_allreduce || continue; cmd=("${MPIRUN[@]}" -np "$n" "$BIN/mpi_allreduce" "$s" "$r" "$warm") ;;
-                esac
-                if out=$(timeout 900 "${cmd[@]}" 2>>"$BUILD/bench-failures.txt"); then
-                    grep '^RESULT' <<<"$out" | sed "s/ mode=ar / mode=round round=$k /" >>"$RES" || true
-                else
-                    echo "RESULT impl=$impl mode=round round=$k peers=$n bytes=$s status=FAILED" >>"$RES"
-                fi
-            done
-        done
+        "$ROOT/bench/rounds.sh" --bin "$BIN" --reps "$REPS" --errlog "$BUILD/bench-failures.txt" "$n" "$s" "$ROUNDS" \
+            >>"$RES" || log "  rounds.sh failed"
     done
 fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/report.py on synthetic results: the interleaved-round ratios, the "rounds won" count and
 # its sign-test p (a round counts only against the comparators measured in that same round;
-# failed rounds are left out), and the Must verdicts derived from them.
+# failed rounds are left out), and the Must verdicts derived from them. Then report.py --rounds
+# and bench/rounds.sh, which runs the rounds (stand-in programs, then one tiny real run).
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 command -v python3 >/dev/null || fail "python3 missing (scripts/deps.sh installs it)"
@@ -18,6 +19,7 @@ row() { # impl round peers bytes median_s [status]
     row pccl 3 2 $S16 0.0080; row gloo 3 2 $S16 0.0090; row mpi 3 2 $S16 0.0064
     row pccl 4 2 $S16 0.0062; row gloo 4 2 $S16 0.0090 # OpenMPI missing: Gloo alone is the best
     row pccl 5 2 $S16 0.0090; row gloo 5 2 $S16 0.0085; row mpi 5 2 $S16 0.0063
+    for k in 1 2 3 4 5; do row pccl-oop $k 2 $S16 0.0058; done # out of place: 6.45 / 5.80 = 1.11x
     # 4 peers x 16 MiB: pccl loses every round, and its round 5 failed (not counted).
     for k in 1 2 3 4 5; do row gloo $k 4 $S16 0.020; done
     for k in 1 2 3 4; do row pccl $k 4 $S16 0.025; done
@@ -38,9 +40,64 @@ python3 "$ROOT/bench/report.py" "$res" "$WORK/meta.txt" "$WORK/hash.txt" "$WORK/
 line2=$(grep '^| 2 | 16 MiB |' "$WORK/out.md" | grep ' of ') || fail "no 2-peer row in section 1b"
 line4=$(grep '^| 4 | 16 MiB |' "$WORK/out.md" | grep ' of ') || fail "no 4-peer row in section 1b"
 # Medians of the round medians: pccl 6.20 ms, Gloo 9.00, OpenMPI 6.45 (rounds 1, 2, 3, 5).
-case "$line2" in *"| 6.20 "*"| 9.00 "*"| 6.45 "*"| 1.04x | 3 of 5, p = 1.00 |"*) ;;
+case "$line2" in *"| 6.20 | 5.80 | 9.00 | 6.45 | 1.04x | 3 of 5, p = 1.00 | 1.11x |"*) ;;
     *) fail "2-peer row: $line2" ;; esac
 case "$line4" in *"| 0.80x | 0 of 4, p = 0.12 |"*) ;; *) fail "4-peer row: $line4" ;; esac
 # The verdict follows the rounds (1.04x), not the single plain run (0.78x).
-grep -q "2 peers 16 MiB: pccl >= best comparator.*1.04x" "$WORK/out.md" || fail "Must line for 2 peers"
+grep -q "2 peers 16 MiB: pccl >= best comparator | yes | 1.04x (5 rounds); out of place 1.11x |" "$WORK/out.md" ||
+    fail "Must line for 2 peers: $(grep '2 peers 16 MiB: pccl >=' "$WORK/out.md")"
 echo "ok: rounds won and ratios from synthetic rounds"
+
+# report.py --rounds prints section 1b alone: the same rows as in the full report.
+python3 "$ROOT/bench/report.py" --rounds "$res" > "$WORK/rounds.md" 2>"$WORK/report.log" || fail "report.py --rounds failed"
+grep -qF "$line2" "$WORK/rounds.md" || fail "--rounds: 2-peer row differs from the full report's"
+grep -qF "$line4" "$WORK/rounds.md" || fail "--rounds: 4-peer row differs from the full report's"
+[ "$(grep -c '^| [0-9]' "$WORK/rounds.md")" = 2 ] || fail "--rounds: want exactly the two rows"
+echo "ok: report.py --rounds"
+
+# bench/rounds.sh with stand-in programs: each round runs the implementations in the order given,
+# pccl's lines are relabelled mode=round with the round number, and a comparator that fails (or
+# prints nothing) becomes a status=FAILED line instead of ending the series.
+fake="$WORK/fakebin"
+mkdir -p "$fake"
+cat > "$fake/pccl_allreduce" <<'SH'
+#!/bin/sh
+echo "$*" >> "$(dirname "$0")/calls"
+impl=pccl; [ "$1" = oop ] && impl=pccl-oop
+echo "HEARTBEAT not a result"
+echo "RESULT impl=$impl mode=ar peers=$2 bytes=$3 conc=1 reps=$4 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1"
+SH
+# shellcheck disable=SC2016 # expanded by the stand-in, not here
+printf '#!/bin/sh\necho "gloo $*" >> "$(dirname "$0")/calls"\nexit 3\n' > "$fake/gloo_allreduce"
+chmod +x "$fake/pccl_allreduce" "$fake/gloo_allreduce"
+"$ROOT/bench/rounds.sh" --bin "$fake" --impls "pccl gloo pccl-oop" 2 $S16 2 > "$WORK/fake.txt" 2>"$WORK/fake.log" ||
+    fail "rounds.sh with stand-ins failed"
+want="RESULT impl=pccl mode=round round=1 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
+RESULT impl=gloo mode=round round=1 peers=2 bytes=$S16 status=FAILED
+RESULT impl=pccl-oop mode=round round=1 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
+RESULT impl=pccl mode=round round=2 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
+RESULT impl=gloo mode=round round=2 peers=2 bytes=$S16 status=FAILED
+RESULT impl=pccl-oop mode=round round=2 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1"
+[ "$(cat "$WORK/fake.txt")" = "$want" ] || fail "rounds.sh output: $(cat "$WORK/fake.txt")"
+# Small points get 10x the repetitions and 20 warm-ups (bench/lib.sh), large ones 1 warm-up.
+grep -qx "ar 2 $S16 5 1" "$fake/calls" || fail "rounds.sh: 16 MiB arguments: $(head -1 "$fake/calls")"
+: > "$fake/calls"
+"$ROOT/bench/rounds.sh" --bin "$fake" --impls pccl --reps 6 2 409600 1 > /dev/null 2>&1 || fail "rounds.sh 400 KB"
+grep -qx "ar 2 409600 60 20" "$fake/calls" || fail "rounds.sh: 400 KB arguments: $(cat "$fake/calls")"
+for bad in "2 $S16" "1 $S16 3" "2 -5 3" "2 $S16 x"; do
+    # shellcheck disable=SC2086 # the cases are word lists on purpose
+    if "$ROOT/bench/rounds.sh" --bin "$fake" $bad > /dev/null 2>&1; then fail "rounds.sh accepted '$bad'"; fi
+done
+"$ROOT/bench/rounds.sh" --bin "$WORK/nowhere" 2 $S16 1 > /dev/null 2>&1 && fail "rounds.sh ran without pccl_allreduce"
+
+# And once for real, if the benchmark program was built: two tiny rounds of pccl in and out of place.
+if [ -x "$BIN/pccl_allreduce" ]; then
+    "$ROOT/bench/rounds.sh" --bin "$BIN" --impls "pccl pccl-oop" --reps 5 2 65536 2 > "$WORK/real.txt" 2>"$WORK/real.log" ||
+        fail "rounds.sh (real) failed"
+    [ "$(grep -c 'mode=round round=[12] peers=2 bytes=65536 .*median_s=' "$WORK/real.txt")" = 4 ] ||
+        fail "rounds.sh (real): $(cat "$WORK/real.txt")"
+    python3 "$ROOT/bench/report.py" --rounds "$WORK/real.txt" | grep -q '^| 2 | 64 KiB |' || fail "no 64 KiB row"
+    echo "ok: rounds.sh, stand-ins and a real run"
+else
+    echo "ok: rounds.sh with stand-ins ($BIN/pccl_allreduce not built: no real run)"
+fi
