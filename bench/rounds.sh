@@ -33,7 +33,12 @@ n=$1 s=$2 k_max=$3
 for v in "$n" "$s" "$k_max" "$REPS"; do
     case $v in '' | *[!0-9]*) echo "rounds.sh: '$v' is not a positive integer" >&2; exit 2 ;; esac
 done
-if [ "$n" -lt 2 ] || [ "$k_max" -lt 1 ]; then echo "rounds.sh: want PEERS >= 2 and K >= 1" >&2; exit 2; fi
+if [ "$n" -lt 2 ] || [ "$k_max" -lt 1 ] || [ "$REPS" -lt 1 ]; then
+    echo "rounds.sh: want PEERS >= 2, K >= 1 and --reps >= 1" >&2; exit 2
+fi
+for impl in $IMPLS; do
+    case $impl in pccl | pccl-oop | gloo | mpi) ;; *) echo "rounds.sh: unknown implementation $impl" >&2; exit 2 ;; esac
+done
 [ -x "$BIN/pccl_allreduce" ] || { echo "rounds.sh: no pccl_allreduce in '$BIN' (--bin)" >&2; exit 2; }
 
 # shellcheck source=bench/lib.sh
@@ -47,7 +52,6 @@ for k in $(seq 1 "$k_max"); do
         pccl-oop) cmd=("$BIN/pccl_allreduce" oop "$n" "$s" "$r" "$warm") ;;
         gloo) [ -x "$BIN/gloo_allreduce" ] || continue; cmd=("$BIN/gloo_allreduce" "$n" "$s" "$r" "$warm") ;;
         mpi) [ -x "$BIN/mpi_allreduce" ] || continue; cmd=("${MPIRUN[@]}" -np "$n" "$BIN/mpi_allreduce" "$s" "$r" "$warm") ;;
-        *) echo "rounds.sh: unknown implementation $impl" >&2; exit 2 ;;
         esac
         # Bounded: a hung run is killed and recorded as failed; the round goes on.
         if out=$(timeout 900 "${cmd[@]}" 2>>"$ERRLOG") && grep -q '^RESULT' <<<"$out"; then

@@ -84,11 +84,13 @@ grep -qx "ar 2 $S16 5 1" "$fake/calls" || fail "rounds.sh: 16 MiB arguments: $(h
 : > "$fake/calls"
 "$ROOT/bench/rounds.sh" --bin "$fake" --impls pccl --reps 6 2 409600 1 > /dev/null 2>&1 || fail "rounds.sh 400 KB"
 grep -qx "ar 2 409600 60 20" "$fake/calls" || fail "rounds.sh: 400 KB arguments: $(cat "$fake/calls")"
-for bad in "2 $S16" "1 $S16 3" "2 -5 3" "2 $S16 x"; do
+: > "$fake/calls"
+for bad in "2 $S16" "1 $S16 3" "2 -5 3" "2 $S16 x" "--reps 0 2 $S16 1" "--impls nccl 2 $S16 1"; do
     # shellcheck disable=SC2086 # the cases are word lists on purpose
     if "$ROOT/bench/rounds.sh" --bin "$fake" $bad > /dev/null 2>&1; then fail "rounds.sh accepted '$bad'"; fi
 done
 "$ROOT/bench/rounds.sh" --bin "$WORK/nowhere" 2 $S16 1 > /dev/null 2>&1 && fail "rounds.sh ran without pccl_allreduce"
+[ -s "$fake/calls" ] && fail "rounds.sh ran programs for refused arguments: $(cat "$fake/calls")"
 
 # And once for real, if the benchmark program was built: two tiny rounds of pccl in and out of place.
 if [ -x "$BIN/pccl_allreduce" ]; then
@@ -96,7 +98,8 @@ if [ -x "$BIN/pccl_allreduce" ]; then
         fail "rounds.sh (real) failed"
     [ "$(grep -c 'mode=round round=[12] peers=2 bytes=65536 .*median_s=' "$WORK/real.txt")" = 4 ] ||
         fail "rounds.sh (real): $(cat "$WORK/real.txt")"
-    python3 "$ROOT/bench/report.py" --rounds "$WORK/real.txt" | grep -q '^| 2 | 64 KiB |' || fail "no 64 KiB row"
+    python3 "$ROOT/bench/report.py" --rounds "$WORK/real.txt" > "$WORK/real.md" || fail "report.py --rounds (real)"
+    grep -q '^| 2 | 64 KiB |' "$WORK/real.md" || fail "no 64 KiB row: $(cat "$WORK/real.md")"
     echo "ok: rounds.sh, stand-ins and a real run"
 else
     echo "ok: rounds.sh with stand-ins ($BIN/pccl_allreduce not built: no real run)"
