@@ -114,6 +114,9 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--rounds":  # section 1b alone, from bench/rounds.sh output
         print("\n".join(Rounds(parse(sys.argv[2])).section()))
         return
+    if len(sys.argv) not in (6, 7) or sys.argv[1].startswith("-"):
+        print(__doc__.strip().split("\n\n", 1)[1], file=sys.stderr)
+        sys.exit(2)
     res_path, meta_path, hash_path, analysis_path, out_path = sys.argv[1:6]
     prof_path = sys.argv[6] if len(sys.argv) > 6 else None
     rows = parse(res_path)

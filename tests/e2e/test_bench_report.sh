@@ -53,6 +53,11 @@ python3 "$ROOT/bench/report.py" --rounds "$res" > "$WORK/rounds.md" 2>"$WORK/rep
 grep -qF "$line2" "$WORK/rounds.md" || fail "--rounds: 2-peer row differs from the full report's"
 grep -qF "$line4" "$WORK/rounds.md" || fail "--rounds: 4-peer row differs from the full report's"
 [ "$(grep -c '^| [0-9]' "$WORK/rounds.md")" = 2 ] || fail "--rounds: want exactly the two rows"
+for bad in "--rounds" "--round $res" "$res"; do
+    # shellcheck disable=SC2086 # the cases are word lists on purpose
+    python3 "$ROOT/bench/report.py" $bad > "$WORK/bad.txt" 2>&1 && fail "report.py accepted '$bad'"
+    grep -q "^usage: report.py" "$WORK/bad.txt" || fail "report.py '$bad': $(cat "$WORK/bad.txt")"
+done
 echo "ok: report.py --rounds"
 
 # bench/rounds.sh with stand-in programs: each round runs the implementations in the order given,
