@@ -47,14 +47,12 @@ class Rounds:
     and per round who beat whom."""
 
     def __init__(self, rows):
-        self.rounds = {}
         self.by_round = {}  # (impl, peers, bytes) -> {round number: median_s}, to compare within a round
         for r in rows:
             if r.get("mode") == "round" and not r.get("status"):
-                key, t = (r["impl"], int(r["peers"]), int(r["bytes"])), float(r["median_s"])
-                self.rounds.setdefault(key, []).append(t)
-                if r.get("round"):
-                    self.by_round.setdefault(key, {})[int(r["round"])] = t
+                key = (r["impl"], int(r["peers"]), int(r["bytes"]))
+                self.by_round.setdefault(key, {})[int(r["round"])] = float(r["median_s"])
+        self.rounds = {k: list(v.values()) for k, v in self.by_round.items()}
         self.rmed = {k: statistics.median(v) for k, v in self.rounds.items()}
         self.nrounds = max((len(v) for v in self.rounds.values()), default=0)
 
@@ -217,11 +215,9 @@ def main():
           f"{ratio and f'{ratio:.2f}x' or 'n/a'} | {floor_g and f'{floor_g:.3f}' or 'n/a'} | {pf and f'{pf * 100:.0f}%' or 'n/a'} |")
         table_txt.append(f"{n:>5} {human(s):>8}  pccl {pc:>22}  oop {oc:>22}  gloo {gc:>22}  mpi {mc:>22}  "
                          f"pccl/best {ratio and f'{ratio:.2f}' or 'n/a':>5}  floor% {pf and f'{pf * 100:.0f}' or 'n/a'}")
-        rr, oratio = round_ratio(n, s), og / best if (og is not None and best) else None
-        if rr is not None:  # the rounds are the sturdier measurement: judge on them
-            ratio, oratio, how = rr, round_ratio(n, s, "pccl-oop"), f" ({nrounds} rounds)"
-        else:
-            how = ""
+        oratio, how = (og / best if (og is not None and best) else None), ""
+        if round_ratio(n, s) is not None:  # the rounds are the sturdier measurement: judge on them
+            ratio, oratio, how = round_ratio(n, s), round_ratio(n, s, "pccl-oop"), f" ({nrounds} rounds)"
         if s >= 16 << 20 and ratio is not None:
             oop = f"; out of place {oratio:.2f}x" if oratio is not None else ""
             must.append((f"{n} peers {human(s)}: pccl >= best comparator", ratio >= 1.0, f"{ratio:.2f}x{how}{oop}"))
