@@ -98,7 +98,7 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
     uint32_t pool = strcmp(mode, "conc") == 0 ? (uint32_t)extra : 1;
     pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .port = port},
                                      .peer_group = 0, .p2p_connection_pool_size = pool};
-    memcpy(params.master_address.inet.address.ipv4.data, ip, 4);
+    memcpy(params.master_address.inet.ipv4.data, ip, 4);
     pcclComm_t *comm;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) {
         fprintf(stderr, "rank %d: cannot connect\n", rank);
@@ -223,7 +223,7 @@ static void stats(int world, int reps, int q, double *med, double *mn, double *m
 
 static int split_master(const char *ip) {
     ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .port = 0};
-    if (inet_pton(AF_INET, ip, la.inet.address.ipv4.data) != 1) return 2;
+    if (inet_pton(AF_INET, ip, la.inet.ipv4.data) != 1) return 2;
     pcclInit();
     pcclMasterInstance_t *m;
     if (pcclCreateMaster(la, &m) != pcclSuccess) return 1;
@@ -285,7 +285,7 @@ int main(int argc, char **argv) {
     if (g_times == MAP_FAILED) return 1;
 
     pcclInit();
-    ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1}, .port = 0};
+    ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = 0};
     pcclMasterInstance_t *m;
     if (pcclCreateMaster(la, &m) != pcclSuccess) {
         fprintf(stderr, "cannot create master\n");

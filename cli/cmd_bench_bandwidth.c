@@ -69,10 +69,10 @@ static void *serve_one(void *arg) {
 static int serve(const ccoip_socket_address_t *addr) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
-    memcpy(&sa.sin_addr.s_addr, addr->inet.address.ipv4.data, 4);
+    memcpy(&sa.sin_addr.s_addr, addr->inet.ipv4.data, 4);
     socklen_t len = sizeof sa;
     char ip[16];
-    net_ip_str(addr->inet.address.ipv4.data, ip);
+    net_ip_str(addr->inet.ipv4.data, ip);
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
@@ -108,12 +108,12 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
     const int dirs[2] = {BW_CLIENT_SENDS, BW_SERVER_SENDS};
     bw_result_t res[2];
     char ip[16];
-    net_ip_str(addr->inet.address.ipv4.data, ip);
+    net_ip_str(addr->inet.ipv4.data, ip);
     for (int d = 0; d < 2; d++) {
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
         fprintf(stderr, "measuring %s to %s:%u for %d s over %d stream(s)...\n", names[d], ip, addr->port, seconds,
                 streams);
-        if (bw_measure(addr->inet.address.ipv4.data, addr->port, uuid, dirs[d], seconds * 1000, streams, 10000,
+        if (bw_measure(addr->inet.ipv4.data, addr->port, uuid, dirs[d], seconds * 1000, streams, 10000,
                        &res[d]) != 0) {
             fprintf(stderr, "pccl bench-bandwidth: %s measurement to %s:%u failed\n", names[d], ip, addr->port);
             return CLI_EXIT_FAIL;

@@ -157,7 +157,7 @@ static int run(int argc, char **argv) {
     }
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
-        const uint8_t *ip = master.inet.address.ipv4.data;
+        const uint8_t *ip = master.inet.ipv4.data;
         if (master.inet.protocol == inetIPv4)
             fprintf(stderr, "pccl join: cannot join the run at %u.%u.%u.%u:%u: %s\n", ip[0], ip[1], ip[2], ip[3],
                     master.port, pcclResultString(r));

@@ -45,8 +45,8 @@ static int read_token(const char *path, char *out, size_t cap) {
 }
 
 static void ip_string(const ccoip_socket_address_t *a, char out[16]) {
-    snprintf(out, 16, "%u.%u.%u.%u", a->inet.address.ipv4.data[0], a->inet.address.ipv4.data[1],
-             a->inet.address.ipv4.data[2], a->inet.address.ipv4.data[3]);
+    snprintf(out, 16, "%u.%u.%u.%u", a->inet.ipv4.data[0], a->inet.ipv4.data[1],
+             a->inet.ipv4.data[2], a->inet.ipv4.data[3]);
 }
 
 /* Flag values of `pccl master`, filled by on_flag. */
@@ -75,7 +75,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 
 static int run(int argc, char **argv) {
     master_args_t a = {
-        .admin = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1}, .port = ADMIN_DEFAULT_PORT},
+        .admin = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = ADMIN_DEFAULT_PORT},
         .admin_on = 1,
         .listen = {.inet.protocol = inetIPv4, .port = CCOIP_PROTOCOL_PORT_MASTER},
     };

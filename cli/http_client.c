@@ -56,7 +56,7 @@ char *cli_http_get(const ccoip_socket_address_t *addr, const char *path, int tim
         return NULL;
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
-    memcpy(&sa.sin_addr.s_addr, addr->inet.address.ipv4.data, 4);
+    memcpy(&sa.sin_addr.s_addr, addr->inet.ipv4.data, 4);
     char *resp = NULL;
     size_t len = 0, cap = 0;
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {

@@ -59,7 +59,7 @@ int cli_parse_hostport(const char *s, ccoip_socket_address_t *out, unsigned shor
     if (inet_pton(AF_INET, host, &a) != 1) return -1;
     memset(out, 0, sizeof *out);
     out->inet.protocol = inetIPv4;
-    memcpy(out->inet.address.ipv4.data, &a.s_addr, 4);
+    memcpy(out->inet.ipv4.data, &a.s_addr, 4);
     out->port = (uint16_t)port;
     return 0;
 }

@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     ccoip_socket_address_t master = {.inet.protocol = inetIPv4, .port = (uint16_t)atoi(argv[2])};
-    if (inet_pton(AF_INET, argv[1], master.inet.address.ipv4.data) != 1) return 2;
+    if (inet_pton(AF_INET, argv[1], master.inet.ipv4.data) != 1) return 2;
     uint64_t steps = strtoull(argv[3], NULL, 10), seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 1;
     compute_ms = argc > 5 ? atoi(argv[5]) : 0;
 

@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
     }
     ccoip_socket_address_t master = {.inet.protocol = inetIPv4,
                                      .port = argc > 2 ? (uint16_t)atoi(argv[2]) : CCOIP_PROTOCOL_PORT_MASTER};
-    if (inet_pton(AF_INET, argv[1], master.inet.address.ipv4.data) != 1) return 2;
+    if (inet_pton(AF_INET, argv[1], master.inet.ipv4.data) != 1) return 2;
     int steps = argc > 3 ? atoi(argv[3]) : 10;
 
     pcclInit();

@@ -27,7 +27,7 @@ size_t pccl_dtype_size(pcclDataType_t dt)
     case pcclDouble:
         return 8;
     }
-    return 0; /* reserved (0, 1) or out of range */
+    return 0; /* out of range */
 }
 
 static const struct {

@@ -236,7 +236,7 @@ static int pccl_cpu_has_f16c(void)
 }
 #endif
 
-#define PCCL_DT_SLOTS 14
+#define PCCL_DT_SLOTS (pcclDouble + 1)
 #define PCCL_OP_SLOTS 5
 
 /* Signed sum/prod share the unsigned kernels (same bits modulo 2^n);

@@ -334,7 +334,7 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
     a->async.data = a->timer.data = a->check.data = m;
     a->started_ms = uv_now(&m->loop);
     char err[160];
-    a->srv = admin_server_start(addr.inet.address.ipv4.data, addr.port, token, notify_loop, m, err, sizeof err);
+    a->srv = admin_server_start(addr.inet.ipv4.data, addr.port, token, notify_loop, m, err, sizeof err);
     if (!a->srv) {
         PLOG_ERROR("master", "%s", err);
         pccl__admin_on_stop(m);

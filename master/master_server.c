@@ -347,7 +347,7 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     uv_tcp_init(&m->loop, &m->server);
     m->server.data = m;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(listen_address.port)};
-    memcpy(&sa.sin_addr.s_addr, listen_address.inet.address.ipv4.data, 4);
+    memcpy(&sa.sin_addr.s_addr, listen_address.inet.ipv4.data, 4);
     int rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&sa, 0);
     if (rc == 0) rc = uv_listen((uv_stream_t *)&m->server, 511, on_connection);
     if (rc != 0 || !m->sm) {

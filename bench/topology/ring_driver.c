@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
     if (world < 2 || n == 0 || reps < 1 || reps > 16) return 2;
     pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .port = (uint16_t)atoi(argv[2])},
                                      .peer_group = 0, .p2p_connection_pool_size = 1};
-    if (inet_pton(AF_INET, argv[1], params.master_address.inet.address.ipv4.data) != 1) return 2;
+    if (inet_pton(AF_INET, argv[1], params.master_address.inet.ipv4.data) != 1) return 2;
     if (pcclInit() != pcclSuccess) return 1;
     pcclComm_t *comm;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) {

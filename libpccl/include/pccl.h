@@ -16,6 +16,7 @@
 #ifndef PCCL_H
 #define PCCL_H
 
+#include "ccoip.h"
 #include "ccoip_inet.h"
 
 #include <stddef.h>
@@ -57,20 +58,20 @@ typedef enum pcclResult_t {
 #undef PCCL_RESULT_ENUM_
 } pcclResult_t;
 
-/** Element types. Values 0 and 1 are reserved (PCCL's sub-byte types). */
+/** Element types (PCCL 1.0's values). */
 typedef enum pcclDataType_t {
-    pcclUint8 = 2,
-    pcclInt8 = 3,
-    pcclInt16 = 4,
-    pcclUint16 = 5,
-    pcclUint32 = 6,
-    pcclInt32 = 7,
-    pcclUint64 = 8,
-    pcclInt64 = 9,
-    pcclFloat16 = 10,  /* IEEE 754 binary16 */
-    pcclBFloat16 = 11, /* bfloat16: upper 16 bits of a binary32 */
-    pcclFloat = 12,
-    pcclDouble = 13
+    pcclUint8 = 0,
+    pcclInt8 = 1,
+    pcclInt16 = 2,
+    pcclUint16 = 3,
+    pcclUint32 = 4,
+    pcclInt32 = 5,
+    pcclUint64 = 6,
+    pcclInt64 = 7,
+    pcclFloat16 = 8,  /* IEEE 754 binary16 */
+    pcclBFloat16 = 9, /* bfloat16: upper 16 bits of a binary32 */
+    pcclFloat = 10,
+    pcclDouble = 11
 } pcclDataType_t;
 
 typedef enum pcclDeviceType_t {
@@ -116,6 +117,9 @@ typedef struct pcclCommCreateParams_t {
 } pcclCommCreateParams_t;
 
 typedef struct pcclComm_t pcclComm_t;
+
+/** Opaque; declared for source compatibility with PCCL 1.0 (no call takes it). */
+typedef struct pcclRankInfo_t pcclRankInfo_t;
 
 typedef struct pcclReduceInfo_t {
     /** Peers that took part in the (last) operation. */

@@ -361,8 +361,8 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     }
     const ccoip_socket_address_t *a = &c->params.master_address;
     char ip[16];
-    net_ip_str(a->inet.address.ipv4.data, ip);
-    c->master_fd = connect_master(a->inet.address.ipv4.data, a->port, c->connect_timeout_ms);
+    net_ip_str(a->inet.ipv4.data, ip);
+    c->master_fd = connect_master(a->inet.ipv4.data, a->port, c->connect_timeout_ms);
     if (c->master_fd < 0) {
         PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port, strerror(errno));
         p2p_stop(c);

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536

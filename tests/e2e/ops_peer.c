@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
     g_rank = atoi(argv[2]);
     g_world = atoi(argv[3]);
     pcclInit();
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1},
+    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1},
                                                         .port = (uint16_t)atoi(argv[1])},
                                      .peer_group = 0, .p2p_connection_pool_size = 4};
     pcclComm_t *comm;
@@ -218,8 +218,8 @@ int main(int argc, char **argv) {
     EXPECT(memcmp(x, y, sizeof x) == 0, "buffer changed by a rejected all-reduce");
 
     /* Locally invalid arguments never reach the master. */
-    pcclReduceDescriptor_t bad = desc(16, pcclSum, 6000, (pcclDataType_t)1);
-    EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "reserved dtype accepted");
+    pcclReduceDescriptor_t bad = desc(16, pcclSum, 6000, (pcclDataType_t)12);
+    EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "unknown dtype accepted");
     bad = desc(16, pcclSum, 6001, pcclFloat);
     bad.quantization_options.algorithm = pcclQuantMinMax;
     EXPECT(pcclAllReduce(x, x, &bad, comm, NULL) == pcclInvalidArgument, "quantization to float accepted");

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     FILE *out = fopen(argv[4], "w");
     if (!out) return 2;
     pcclInit();
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .inet.address.ipv4.data = {127, 0, 0, 1},
+    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1},
                                                         .port = (uint16_t)atoi(argv[1])},
                                      .peer_group = 0, .p2p_connection_pool_size = 3};
     pcclComm_t *comm;

@@ -58,8 +58,8 @@ int main(int argc, char **argv) {
     if (pcclInit() != pcclSuccess) return 1;
     pcclCommCreateParams_t params = {0};
     params.master_address.inet.protocol = inetIPv4;
-    params.master_address.inet.address.ipv4.data[0] = 127;
-    params.master_address.inet.address.ipv4.data[3] = 1;
+    params.master_address.inet.ipv4.data[0] = 127;
+    params.master_address.inet.ipv4.data[3] = 1;
     params.master_address.port = (uint16_t)atoi(argv[1]);
     params.p2p_connection_pool_size = 1;
     pcclComm_t *c = NULL;

@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
 
     pcclInit();
     pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4,
-                                                        .inet.address.ipv4.data = {127, 0, 0, 1},
+                                                        .inet.ipv4.data = {127, 0, 0, 1},
                                                         .port = (uint16_t)atoi(argv[1])},
                                      .peer_group = group, .p2p_connection_pool_size = 1};
     pcclComm_t *comm;

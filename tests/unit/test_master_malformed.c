@@ -378,7 +378,7 @@ static void test_framing(void) {
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* every bad connection logs a warning by design */
     CHECK(pcclInit() == pcclSuccess);
-    ccoip_socket_address_t addr = {.inet = {.protocol = inetIPv4, .address.ipv4.data = {127, 0, 0, 1}}, .port = 0};
+    ccoip_socket_address_t addr = {.inet = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}}, .port = 0};
     pcclMasterInstance_t *master = NULL;
     CHECK(pcclCreateMaster(addr, &master) == pcclSuccess);
     if (!master) TEST_MAIN_END();

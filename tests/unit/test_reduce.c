@@ -208,10 +208,9 @@ static void test_dtype_helpers(void)
     }
     CHECK(strcmp(pccl_dtype_name(pcclBFloat16), "bfloat16") == 0);
     CHECK(strcmp(pccl_dtype_name(pcclFloat), "float") == 0);
-    CHECK_EQ_U64(pccl_dtype_size((pcclDataType_t)0), 0);
-    CHECK_EQ_U64(pccl_dtype_size((pcclDataType_t)1), 0);
-    CHECK_EQ_U64(pccl_dtype_size((pcclDataType_t)14), 0);
-    CHECK(strcmp(pccl_dtype_name((pcclDataType_t)1), "invalid") == 0);
+    CHECK_EQ_U64(pccl_dtype_size((pcclDataType_t)12), 0);
+    CHECK_EQ_U64(pccl_dtype_size((pcclDataType_t)-1), 0);
+    CHECK(strcmp(pccl_dtype_name((pcclDataType_t)12), "invalid") == 0);
     pcclDataType_t out = pcclUint8;
     CHECK(!pccl_dtype_parse("float128", &out));
     CHECK(!pccl_dtype_parse("", &out));
@@ -449,8 +448,8 @@ static void test_reduce_edges(void)
     memset(a, 0x11, sizeof a);
     memset(b, 0x22, sizeof b);
     /* Invalid dt/op: -1 and nothing written. */
-    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)0, pcclSum) == -1);
-    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)1, pcclSum) == -1);
+    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)-1, pcclSum) == -1);
+    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)12, pcclSum) == -1);
     CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)14, pcclSum) == -1);
     CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)5) == -1);
     CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)-1) == -1);
@@ -528,7 +527,7 @@ static void test_finalize_avg(void)
     free(buf);
 
     CHECK(pccl_reduce_finalize_avg(f, 3, pcclFloat, 0) == -1);
-    CHECK(pccl_reduce_finalize_avg(f, 3, (pcclDataType_t)1, 2) == -1);
+    CHECK(pccl_reduce_finalize_avg(f, 3, (pcclDataType_t)12, 2) == -1);
     CHECK(pccl_reduce_finalize_avg(NULL, 0, pcclFloat, 2) == 0);
 }
 

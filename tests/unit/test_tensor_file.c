@@ -51,12 +51,14 @@ static void test_npy_ok(void) {
     /* trailing bytes after the data are tolerated (the shape says what the tensor is) */
     n = npy(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }", 6);
     CHECK(tf_parse_npy(buf, n, &t, err, sizeof err) == 0 && t.dtype == pcclUint16 && t.nbytes == 4);
-    const char *types[][2] = {{"<f8", "13"}, {"<i4", "7"}, {"<u4", "6"}, {"<i2", "4"}, {"|i1", "3"}, {"<u8", "8"}};
+    const struct { const char *descr; pcclDataType_t dt; } types[] = {
+        {"<f8", pcclDouble}, {"<i4", pcclInt32}, {"<u4", pcclUint32}, {"<i2", pcclInt16}, {"|i1", pcclInt8},
+        {"<u8", pcclUint64}};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         char d[128];
-        snprintf(d, sizeof d, "{'descr': '%s', 'fortran_order': False, 'shape': (1,), }", types[i][0]);
+        snprintf(d, sizeof d, "{'descr': '%s', 'fortran_order': False, 'shape': (1,), }", types[i].descr);
         n = npy(1, d, 8);
-        CHECK(tf_parse_npy(buf, n, &t, err, sizeof err) == 0 && (int)t.dtype == atoi(types[i][1]));
+        CHECK(tf_parse_npy(buf, n, &t, err, sizeof err) == 0 && t.dtype == types[i].dt);
     }
 }
 
