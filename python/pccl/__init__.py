@@ -1,0 +1,26 @@
+"""pccl: fault-tolerant collective communications over TCP, with PCCL 1.0's Python API.
+
+A thin layer over libpccl (cffi, ABI mode). Buffers are NumPy arrays or torch tensors; neither
+package is imported by pccl itself. See python/README.md for the library search order.
+"""
+from pccl._version import __version__
+from pccl._native import lib as _lib, library_path
+from pccl._errors import PCCLError, Result
+from pccl._enums import (Attribute, DataType, DeviceType, DistributionHint, QuantizationAlgorithm, ReduceOp,
+                         SharedStateSyncStrategy)
+from pccl._descriptors import (QuantizationOptions, ReduceDescriptor, ReduceInfo, ReduceOpDescriptor,
+                               ReduceOperandDescriptor, SharedStateSyncInfo)
+from pccl._shared_state import SharedState, TensorInfo
+from pccl._comm import AsyncReduceHandle, Communicator
+from pccl._master import MasterNode
+import pccl._cuda as cuda
+
+PCCLError.check(_lib.pcclInit(), "pcclInit")
+
+# PCCL 1.0's list, then the names it exports without listing them.
+__all__ = ["cuda",
+           "Communicator", "MasterNode", "ReduceOp", "Attribute", "SharedStateSyncStrategy",
+           "DataType", "DistributionHint", "QuantizationAlgorithm", "ReduceOperandDescriptor", "QuantizationOptions",
+           "ReduceDescriptor", "TensorInfo", "SharedState", "SharedStateSyncInfo", "ReduceInfo", "ReduceOpDescriptor",
+           "AsyncReduceHandle", "PCCLError",
+           "DeviceType", "Result"]

@@ -1,0 +1,182 @@
+"""The communicator: one peer's connection to a run, its collectives and its shared-state syncs.
+
+Every method that talks to the network blocks in C with the GIL released, so other Python
+threads keep running.
+"""
+import logging
+import time
+
+from pccl._address import socket_address
+from pccl._descriptors import ReduceInfo, ReduceOpDescriptor, SharedStateSyncInfo, of_type, uint
+from pccl._enums import Attribute, SharedStateSyncStrategy
+from pccl._errors import PCCLError
+from pccl._native import ffi, lib
+from pccl._shared_state import SharedState
+
+log = logging.getLogger("pccl")
+_CONNECT_RETRY_S = 1.0
+
+
+class AsyncReduceHandle:
+    """An all-reduce launched by Communicator.all_reduce_async; wait() for its outcome.
+
+    Must be waited on by the thread that launched it. Until then the buffers must not be touched;
+    the communicator keeps them alive even if this handle is dropped.
+    """
+
+    def __init__(self, handle, op=None, comm=None):
+        self._handle = handle
+        self._op = op
+        self._comm = comm  # the C handle points into the communicator
+        self._outcome = None
+
+    def wait(self):
+        """Blocks until the operation ended. Returns (is_success, status, ReduceInfo); status is the
+        pcclResult_t as an int (Result(status) names it). Never raises for a failed operation:
+        on failure an in-place buffer holds its content from before the launch. Later calls return
+        the same tuple."""
+        if self._outcome is None:
+            info = ffi.new("pcclReduceInfo_t *")
+            status = lib.pcclAwaitAsyncReduce(self._handle, info)
+            ok = status == lib.pcclSuccess
+            if self._op is not None:
+                if ok:
+                    self._op._finish()
+                self._comm._pending.pop(self._handle.tag, None)
+            self._outcome = (ok, status, ReduceInfo._from_c(info))
+            self._op = None
+        return self._outcome
+
+
+class Communicator:
+    """A peer of a run coordinated by the master at `address` ('IP:PORT').
+
+    peer_group (uint32): collectives and shared state span only peers of the same group.
+    p2p_connection_pool_size (uint32): connections per ring neighbour, one per concurrent all-reduce (0 = 1).
+    Raises ValueError/TypeError for bad arguments, PCCLError if the library refuses them.
+    """
+
+    def __init__(self, address: str, peer_group: int = 0, p2p_connection_pool_size: int = 0):
+        params = ffi.new("pcclCommCreateParams_t *")
+        params.master_address = socket_address(address, "address")[0]
+        params.peer_group = uint(peer_group, 32, "peer_group")
+        params.p2p_connection_pool_size = uint(p2p_connection_pool_size, 32, "p2p_connection_pool_size")
+        out = ffi.new("pcclComm_t **")
+        PCCLError.check(lib.pcclCreateCommunicator(params, out), "pcclCreateCommunicator")
+        self._comm = out[0]
+        self._pending = {}  # tag -> ReduceOpDescriptor of async ops not yet waited on (keeps buffers alive)
+
+    def __del__(self):
+        comm, self._comm = getattr(self, "_comm", None), None
+        if comm is not None:
+            lib.pcclDestroyCommunicator(comm)  # awaits outstanding ops before _pending is released
+
+    def get_attribute(self, attribute: Attribute) -> int:
+        """The attribute's value (world sizes as of this peer's last topology update)."""
+        value = ffi.new("int *")
+        PCCLError.check(lib.pcclGetAttribute(self._comm, of_type(Attribute, attribute, "attribute").value, value),
+                        "pcclGetAttribute")
+        return value[0]
+
+    def connect(self, n_attempts: int = 5):
+        """Connects to the master and blocks until the run accepts this peer (the existing peers'
+        next update_topology). An unreachable master is retried n_attempts times, 1 s apart;
+        raises PCCLError with the last failure."""
+        n_attempts = uint(n_attempts, 32, "n_attempts")
+        if n_attempts == 0:
+            raise ValueError("n_attempts must be at least 1")
+        for attempt in range(1, n_attempts + 1):
+            result = lib.pcclConnect(self._comm)
+            if result != lib.pcclMasterConnectionFailed or attempt == n_attempts:
+                break
+            log.warning("pcclConnect failed (attempt %d/%d): master unreachable; retrying in %.0f s",
+                        attempt, n_attempts, _CONNECT_RETRY_S)
+            time.sleep(_CONNECT_RETRY_S)
+        PCCLError.check(result, "pcclConnect")
+
+    def update_topology(self):
+        """Votes to accept pending peers and drop vanished ones; blocks until the new ring is wired.
+        Raises PCCLError (UPDATE_TOPOLOGY_FAILED: retry; PENDING_ASYNC_OPS: wait on handles first)."""
+        PCCLError.check(lib.pcclUpdateTopology(self._comm), "pcclUpdateTopology")
+
+    def are_peers_pending(self) -> bool:
+        """Joint vote of the accepted peers: True if peers wait to be accepted (then call update_topology)."""
+        pending = ffi.new("bool *")
+        PCCLError.check(lib.pcclArePeersPending(self._comm, pending), "pcclArePeersPending")
+        return bool(pending[0])
+
+    def optimize_topology(self):
+        """Joint vote to re-order the ring by measured bandwidth. Raises PCCLError
+        (TOPOLOGY_OPTIMIZATION_FAILED: retry)."""
+        PCCLError.check(lib.pcclOptimizeTopology(self._comm), "pcclOptimizeTopology")
+
+    def sync_shared_state(self, shared_state: SharedState,
+                          strategy: SharedStateSyncStrategy = SharedStateSyncStrategy.ENFORCE_POPULAR
+                          ) -> SharedStateSyncInfo:
+        """Makes shared_state bit-identical across the peer group; an outdated peer's tensors are
+        overwritten in place and its revision set to the group's. Returns the payload bytes sent
+        and received. Raises PCCLError (e.g. INVALID_USAGE for a revision ahead of the group's)."""
+        of_type(SharedState, shared_state, "shared_state")
+        info = ffi.new("pcclSharedStateSyncInfo_t *")
+        PCCLError.check(lib.pcclSynchronizeSharedState(
+            self._comm, shared_state._state, of_type(SharedStateSyncStrategy, strategy, "strategy").value, info),
+            "pcclSynchronizeSharedState")
+        return SharedStateSyncInfo(info.tx_bytes, info.rx_bytes)
+
+    def all_reduce(self, send, recv, *, op, tag: int = 0, operand_descriptor=None,
+                   quantization_options=None) -> ReduceInfo:
+        """Reduces `send` over the peer group into `recv` (the same array or tensor for in place).
+
+        send, recv: contiguous NumPy arrays or torch tensors (CPU, or CUDA staged through host
+        memory) of one dtype and element count. Every peer ends with the same bits. Raises
+        TypeError/ValueError for bad buffers, PCCLError (TOO_FEW_PEERS alone, RANK_CONNECTION_LOST:
+        retry; in place, recv then holds its content from before the call)."""
+        rop = ReduceOpDescriptor._for_call(send, recv, op, tag, operand_descriptor, quantization_options)
+        c = self._c_op(rop)
+        info = ffi.new("pcclReduceInfo_t *")
+        PCCLError.check(lib.pcclAllReduce(c.sendbuf, c.recvbuf, ffi.addressof(c, "descriptor"), self._comm, info),
+                        "pcclAllReduce")
+        rop._finish()
+        return ReduceInfo._from_c(info)
+
+    def all_reduce_async(self, send, recv, *, op, tag: int = 0, operand_descriptor=None,
+                         quantization_options=None) -> AsyncReduceHandle:
+        """Launches all_reduce and returns at once; the outcome comes from the handle's wait().
+        Concurrent operations need distinct tags. Raises as all_reduce for what fails at launch
+        (bad arguments, TOO_FEW_PEERS, a tag in flight)."""
+        rop = ReduceOpDescriptor._for_call(send, recv, op, tag, operand_descriptor, quantization_options)
+        c = self._c_op(rop)
+        handle = ffi.new("pcclAsyncReduceOp_t *")
+        PCCLError.check(lib.pcclAllReduceAsync(c.sendbuf, c.recvbuf, ffi.addressof(c, "descriptor"), self._comm,
+                                               handle), "pcclAllReduceAsync")
+        self._pending[handle.tag] = rop
+        return AsyncReduceHandle(handle, rop, self)
+
+    def all_reduce_multiple_with_retry(self, descriptors, *, max_in_flight: int = 4) -> ReduceInfo:
+        """Runs the ReduceOpDescriptors (distinct tags), at most max_in_flight at once, retrying
+        failed ones until all succeeded or the group fell below 2 peers. Returns tx/rx bytes summed
+        over all and the last world size. Raises PCCLError (TOO_FEW_PEERS)."""
+        ops = [of_type(ReduceOpDescriptor, d, "each descriptor") for d in descriptors]
+        tags = [d.reduce_descriptor.tag for d in ops]
+        if len(set(tags)) != len(tags):
+            raise ValueError(f"descriptors need distinct tags, got {tags}")
+        if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be an int >= 1, got {max_in_flight!r}")
+        c = ffi.new("pcclReduceOpDescriptor_t[]", len(ops))
+        for i, rop in enumerate(ops):
+            rop._prepare()
+            rop._fill(c[i])
+        info = ffi.new("pcclReduceInfo_t *")
+        PCCLError.check(lib.pcclAllReduceMultipleWithRetry(c, len(ops), self._comm, info, max_in_flight),
+                        "pcclAllReduceMultipleWithRetry")
+        for rop in ops:
+            rop._finish()
+        return ReduceInfo._from_c(info)
+
+    @staticmethod
+    def _c_op(rop):
+        rop._prepare()
+        c = ffi.new("pcclReduceOpDescriptor_t *")
+        rop._fill(c)
+        return c
+

@@ -1,0 +1,149 @@
+"""Descriptions of all-reduce operations and of their results."""
+from dataclasses import dataclass
+
+from pccl._buffers import describe_pair
+from pccl._enums import DataType, DistributionHint, QuantizationAlgorithm, ReduceOp
+from pccl._native import ffi
+from pccl._staging import stage_if_cuda
+
+
+def of_type(cls, value, what):
+    """`value` if it is an instance of `cls` (an Enum member, a descriptor); TypeError otherwise."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{what} must be a pccl.{cls.__name__}, not {value!r}")
+    return value
+
+
+def uint(value, bits, what):
+    """`value` as an int in [0, 2**bits); TypeError for non-integers, ValueError out of range."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an integer, not {value!r}")
+    value = value.__index__()
+    if not 0 <= value < 1 << bits:
+        raise ValueError(f"{what} must be in [0, 2**{bits}), got {value}")
+    return value
+
+
+@dataclass
+class ReduceInfo:
+    """Result of an all-reduce: `local_world_size` (peers that took part), `tx_bytes` / `rx_bytes`
+    (payload bytes this peer sent / received)."""
+    local_world_size: int
+    tx_bytes: int
+    rx_bytes: int
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls(c.local_world_size, c.tx_bytes, c.rx_bytes)
+
+
+@dataclass
+class SharedStateSyncInfo:
+    """Result of a shared-state sync: payload bytes this peer sent to / received from other peers."""
+    tx_bytes: int
+    rx_bytes: int
+
+
+class ReduceOperandDescriptor:
+    """Element type of the reduced buffers and a hint on their values' distribution."""
+
+    def __init__(self, datatype: DataType, distribution_hint: DistributionHint = DistributionHint.NONE):
+        self.datatype = of_type(DataType, datatype, "datatype")
+        self.distribution_hint = of_type(DistributionHint, distribution_hint, "distribution_hint")
+
+
+class QuantizationOptions:
+    """How values travel on the wire. With algorithm NONE the quantized type is ignored."""
+
+    def __init__(self, quantized_datatype: DataType = DataType.UINT8,
+                 algorithm: QuantizationAlgorithm = QuantizationAlgorithm.MIN_MAX):
+        self.quantized_datatype = of_type(DataType, quantized_datatype, "quantized_datatype")
+        self.algorithm = of_type(QuantizationAlgorithm, algorithm, "algorithm")
+
+
+class ReduceDescriptor:
+    """One all-reduce: `count` elements, `op`, `tag` (unique among operations in flight, < 2**64)."""
+
+    def __init__(self, count: int, op: ReduceOp, tag: int, operand_descriptor: ReduceOperandDescriptor,
+                 quantization_options: QuantizationOptions = None):
+        self.count = uint(count, 64, "count")
+        self.op = of_type(ReduceOp, op, "op")
+        self.tag = uint(tag, 64, "tag")
+        self.operand_descriptor = of_type(ReduceOperandDescriptor, operand_descriptor, "operand_descriptor")
+        if quantization_options is None:
+            quantization_options = QuantizationOptions(self.operand_descriptor.datatype, QuantizationAlgorithm.NONE)
+        self.quantization_options = of_type(QuantizationOptions, quantization_options, "quantization_options")
+
+    def _fill(self, c):
+        """Writes this descriptor into a pcclReduceDescriptor_t."""
+        c.count = self.count
+        c.op = self.op.value
+        c.tag = self.tag
+        c.src_descriptor.datatype = self.operand_descriptor.datatype.value
+        c.src_descriptor.distribution_hint = self.operand_descriptor.distribution_hint.value
+        c.quantization_options.quantized_datatype = self.quantization_options.quantized_datatype.value
+        c.quantization_options.algorithm = self.quantization_options.algorithm.value
+
+
+class ReduceOpDescriptor:
+    """An all-reduce with its buffers: `sendbuf_ptr` and `recvbuf_ptr` (host addresses; equal for in
+    place) and a ReduceDescriptor. Build it with from_numpy / from_torch, which check the buffers
+    against the descriptor and keep them alive; the raw constructor trusts its pointers."""
+
+    def __init__(self, sendbuf_ptr: int, recvbuf_ptr: int, reduce_descriptor: ReduceDescriptor):
+        self.sendbuf_ptr = uint(sendbuf_ptr, 64, "sendbuf_ptr")
+        self.recvbuf_ptr = uint(recvbuf_ptr, 64, "recvbuf_ptr")
+        self.reduce_descriptor = of_type(ReduceDescriptor, reduce_descriptor, "reduce_descriptor")
+        self._buffers = ()  # the arrays or tensors behind the pointers
+        self._staging = None  # HostStaging when the tensors are on CUDA
+
+    @classmethod
+    def _from_buffers(cls, send, recv, reduce_descriptor, kind):
+        s, r = describe_pair(send, recv)
+        if s.kind != kind:
+            raise TypeError(f"from_{kind} needs {kind} buffers, got {s.kind}")
+        d = reduce_descriptor
+        if d.count != s.numel:
+            raise ValueError(f"descriptor count {d.count} != {s.numel} elements in the buffers")
+        if d.operand_descriptor.datatype != s.dtype:
+            raise TypeError(f"descriptor datatype {d.operand_descriptor.datatype} != buffers' dtype {s.dtype}")
+        staging = stage_if_cuda(s, r)
+        if staging:
+            op = cls(staging.send_ptr, staging.recv_ptr, reduce_descriptor)
+        else:
+            op = cls(s.ptr, r.ptr, reduce_descriptor)
+        op._buffers, op._staging = (send, recv), staging
+        return op
+
+    @classmethod
+    def from_numpy(cls, send, recv, reduce_descriptor: ReduceDescriptor):
+        """From two NumPy arrays (the same array for in place). Raises TypeError/ValueError on mismatches."""
+        return cls._from_buffers(send, recv, reduce_descriptor, "numpy")
+
+    @classmethod
+    def from_torch(cls, send, recv, reduce_descriptor: ReduceDescriptor):
+        """From two torch tensors on the same device (CPU, or CUDA staged through host memory)."""
+        return cls._from_buffers(send, recv, reduce_descriptor, "torch")
+
+    @classmethod
+    def _for_call(cls, send, recv, op, tag, operand_descriptor, quantization_options):
+        """The descriptor Communicator.all_reduce* builds from its arguments."""
+        s, _ = describe_pair(send, recv)
+        if operand_descriptor is None:
+            operand_descriptor = ReduceOperandDescriptor(s.dtype, DistributionHint.NONE)
+        d = ReduceDescriptor(s.numel, op, tag, operand_descriptor, quantization_options)
+        return cls._from_buffers(send, recv, d, s.kind)
+
+    def _fill(self, c):
+        """Writes this operation into a pcclReduceOpDescriptor_t."""
+        c.sendbuf = ffi.cast("void *", self.sendbuf_ptr)
+        c.recvbuf = ffi.cast("void *", self.recvbuf_ptr)
+        self.reduce_descriptor._fill(c.descriptor)
+
+    def _prepare(self):
+        if self._staging:
+            self._staging.prepare()
+
+    def _finish(self):
+        if self._staging:
+            self._staging.finish()
