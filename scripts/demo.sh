@@ -7,10 +7,31 @@
 # Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
 # PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint8; default none),
 # KEEP_LOGS=1 to keep the logs.
+# PYTHON=1 (or diloco) runs the same with the Python example peers of examples/python/
+# (PyTorch over the pccl package) instead of `pccl join`; PYTHON=ddp runs data-parallel
+# training instead of DiLoCo. STEPS, INNER (DiLoCo), PEERS and KEEP_LOGS apply.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 ./scripts/build.sh build
+if [ "${PYTHON:-0}" != 0 ]; then
+    case $PYTHON in
+    1 | diloco) example=diloco ;;
+    ddp) example=ddp ;;
+    *) echo "demo.sh: PYTHON must be 1, diloco or ddp" >&2; exit 2 ;;
+    esac
+    PYDEPS=(python3-torch python3-numpy python3-cffi)
+    if ! dpkg -s "${PYDEPS[@]}" >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${PYDEPS[@]}" >/dev/null
+    fi
+    args=(--example "$example" --bin "$PWD/build/bin" --peers "${PEERS:-4}")
+    [ -n "${STEPS:-}" ] && args+=(--steps "$STEPS")
+    [ "${KEEP_LOGS:-0}" = 1 ] && args+=(--keep-logs)
+    [ -n "${INNER:-}" ] && [ "$example" = diloco ] && args+=(-- --inner-steps "$INNER")
+    # Debian's interpreter: apt installs torch for it, not for a python3 earlier on PATH.
+    exec /usr/bin/python3 examples/python/run_examples.py "${args[@]}"
+fi
 PCCL=$PWD/build/bin/pccl
 STEPS=${STEPS:-60}
 INNER=${INNER:-25}

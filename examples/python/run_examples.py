@@ -197,7 +197,7 @@ def main():
     p.add_argument("--example", choices=("diloco", "ddp"), default="diloco")
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="directory of the pccl command")
     p.add_argument("--peers", type=int, default=4, help="peers at the start (>= 3: one is killed)")
-    p.add_argument("--steps", type=int, default=None, help="final revision (default: diloco 40, ddp 300)")
+    p.add_argument("--steps", type=int, default=None, help="final revision (default: diloco 40, ddp 600)")
     p.add_argument("--kill-at", type=float, default=1 / 3, help="kill a peer at this fraction of the steps")
     p.add_argument("--min-accuracy", type=float, default=0.8, help="fail below this test accuracy")
     p.add_argument("--timeout", type=float, default=110, help="seconds for the whole run")
@@ -207,7 +207,7 @@ def main():
     if args.peers < 3 or not 0 < args.kill_at < 1:
         p.error("--peers must be >= 3 and --kill-at in (0, 1)")
     if args.steps is None:
-        args.steps = 40 if args.example == "diloco" else 300
+        args.steps = 40 if args.example == "diloco" else 600
     if not os.access(os.path.join(args.bin, "pccl"), os.X_OK):
         p.error(f"no pccl command in {args.bin} (build first: scripts/build.sh)")
 
