@@ -76,8 +76,9 @@ int cli_parse_hostport(const char *s, struct ccoip_socket_address_t *out, unsign
  */
 char *cli_http_get(const struct ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
                    size_t errlen);
-/* Default admin port of a master. */
-#define CLI_ADMIN_DEFAULT_PORT 48149
+/* Default admin port of a master: the first above PCCL 1.0's four (ccoip.h), so a peer's
+ * shared-state port and the master's admin port never collide on one host. */
+#define CLI_ADMIN_DEFAULT_PORT 48152
 
 extern const cli_command_t cli_cmd_master;
 extern const cli_command_t cli_cmd_join;

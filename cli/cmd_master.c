@@ -11,7 +11,7 @@
 
 static const cli_flag_t flags[] = {
     {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},
-    {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48149; port 0 = any)"},
+    {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48152; port 0 = any)"},
     {"no-admin", no_argument, NULL, "do not serve the admin port"},
     {"admin-token-file", required_argument, "FILE", "bearer token for kick/shutdown (without: refused)"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
@@ -30,7 +30,6 @@ const cli_command_t cli_cmd_master = {
     .run = run,
 };
 
-#define ADMIN_DEFAULT_PORT 48149
 
 /* Reads the first line of path (trailing whitespace stripped) into out; 0 on success. */
 static int read_token(const char *path, char *out, size_t cap) {
@@ -62,7 +61,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         if (cli_parse_hostport(value, &a->listen, CCOIP_PROTOCOL_PORT_MASTER) != 0)
             return cli_usage_error(&cli_cmd_master, "bad --listen '%s' (want IPV4:PORT)", value);
     } else if (strcmp(name, "admin") == 0) {
-        if (cli_parse_hostport(value, &a->admin, ADMIN_DEFAULT_PORT) != 0)
+        if (cli_parse_hostport(value, &a->admin, CLI_ADMIN_DEFAULT_PORT) != 0)
             return cli_usage_error(&cli_cmd_master, "bad --admin '%s' (want IPV4:PORT)", value);
         a->admin_explicit = 1;
     } else if (strcmp(name, "no-admin") == 0) {
@@ -75,7 +74,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 
 static int run(int argc, char **argv) {
     master_args_t a = {
-        .admin = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = ADMIN_DEFAULT_PORT},
+        .admin = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = CLI_ADMIN_DEFAULT_PORT},
         .admin_on = 1,
         .listen = {.inet.protocol = inetIPv4, .port = CCOIP_PROTOCOL_PORT_MASTER},
     };

@@ -25,10 +25,9 @@
 
 #define STATUS_EXIT_UNREACHABLE 3
 #define STATUS_EXIT_STALLED 4
-#define ADMIN_DEFAULT_PORT 48149
 
 static const cli_flag_t flags[] = {
-    {"master", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48149)"},
+    {"master", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},
     {"json", no_argument, NULL, "print the raw /v1/status JSON"},
     {"watch", optional_argument, "[SECONDS]", "refresh every SECONDS (default 2) until interrupted"},
     {"stall-after", required_argument, "SECONDS", "an operation in flight longer than this is a stall (default 60)"},
@@ -171,7 +170,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
     const cli_command_t *cmd = &cli_cmd_status;
     status_args_t *a = ctx;
     if (strcmp(name, "master") == 0) {
-        if (cli_parse_hostport(value, &a->addr, ADMIN_DEFAULT_PORT) != 0)
+        if (cli_parse_hostport(value, &a->addr, CLI_ADMIN_DEFAULT_PORT) != 0)
             return cli_usage_error(cmd, "bad --master '%s' (want IPV4:PORT)", value);
         a->where = value;
     } else if (strcmp(name, "json") == 0) {
@@ -191,8 +190,8 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 }
 
 static int run(int argc, char **argv) {
-    status_args_t a = {.where = "127.0.0.1:48149", .every = 2, .stall_s = 60, .timeout = 3000};
-    cli_parse_hostport(a.where, &a.addr, ADMIN_DEFAULT_PORT);
+    status_args_t a = {.where = "127.0.0.1:48152", .every = 2, .stall_s = 60, .timeout = 3000};
+    cli_parse_hostport(a.where, &a.addr, CLI_ADMIN_DEFAULT_PORT);
     int rc = cli_parse_flags(&cli_cmd_status, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!a.watch) return status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);

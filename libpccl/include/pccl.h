@@ -8,9 +8,16 @@
  * through an accept phase (pcclUpdateTopology) and may vanish at any moment;
  * the others' calls then fail with an error and can be retried.
  *
- * Threading: every call except pcclAllReduceAsync / pcclAwaitAsyncReduce /
- * pcclArePeersPending must come from the thread that created the
- * communicator. An async handle must be awaited by the thread that launched it.
+ * Threading (PCCL 1.0's rules; tests/e2e/test_threads.sh checks them under TSan):
+ *  - collectives (pcclAllReduce, pcclAllReduceAsync, pcclAwaitAsyncReduce,
+ *    pcclAllReduceMultipleWithRetry) may run on any threads, concurrently with
+ *    each other when their tags differ; a handle is awaited once, by any thread;
+ *  - while collectives run on other threads, one thread may vote
+ *    pcclArePeersPending and read pcclGetAttribute (any thread, any time);
+ *  - the other phase calls (pcclConnect, pcclUpdateTopology,
+ *    pcclOptimizeTopology, pcclSynchronizeSharedState) are one at a time per
+ *    communicator and need every collective awaited (else pcclPendingAsyncOps);
+ *  - pcclDestroyCommunicator comes last, after every other call has returned.
  * Nothing in this library calls exit() or abort().
  */
 #ifndef PCCL_H
@@ -314,8 +321,9 @@ PCCL_EXPORT pcclResult_t pcclAllReduce(const void *sendbuff, void *recvbuff,
 /**
  * Launches an all-reduce and returns at once; await it with pcclAwaitAsyncReduce.
  * Buffers must stay valid and untouched until then.
- * @return as pcclAllReduce for argument errors; failures of the operation itself
- *         are returned by pcclAwaitAsyncReduce.
+ * @return as pcclAllReduce for argument errors; pcclTooFewPeers at once when the
+ *         peer group had fewer than 2 peers at the last topology update; failures
+ *         of the operation itself are returned by pcclAwaitAsyncReduce.
  */
 PCCL_EXPORT pcclResult_t pcclAllReduceAsync(const void *sendbuff, void *recvbuff,
                                             const pcclReduceDescriptor_t *descriptor,

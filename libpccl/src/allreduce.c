@@ -429,6 +429,12 @@ static pcclResult_t launch(const void *sendbuf, void *recvbuf, const pcclReduceD
     o->desc = *d;
     o->is_async = is_async;
     pthread_mutex_lock(&c->mu);
+    /* Alone as of the last topology: fail at launch, as PCCL 1.0 does, rather than at the await. */
+    if (c->world.group_world_size < 2) {
+        pthread_mutex_unlock(&c->mu);
+        op_put(c, o);
+        return pcclTooFewPeers;
+    }
     if (find_op(c, d->tag)) {
         pthread_mutex_unlock(&c->mu);
         op_put(c, o);

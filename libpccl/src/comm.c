@@ -90,7 +90,6 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    c->main_thread = pthread_self();
     c->master_fd = -1;
     c->p2p.listen_fd = -1;
     snprintf(c->log_name, sizeof c->log_name, "peer");

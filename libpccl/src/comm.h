@@ -2,7 +2,8 @@
  * comm.h - the communicator (struct pcclComm_t) and what its parts share.
  *
  * Threads of one communicator:
- *  - the user's main thread: every API call except the async all-reduce pair;
+ *  - the user's threads: phase calls one at a time, collectives and
+ *    attribute reads from any thread (the rules are in pccl.h);
  *  - the control reader (comm.c): reads master packets, routes collective
  *    messages to their operation by tag, everything else to the inbox;
  *  - the heartbeat thread (comm.c): a HEARTBEAT to the master every
@@ -80,7 +81,6 @@ struct pcclComm_t {
     uint32_t pool_size;
     int timeout_ms;         /* silent-peer timeout for p2p I/O */
     int connect_timeout_ms; /* master connect + handshake */
-    pthread_t main_thread;
 
     int master_fd;
     pthread_mutex_t send_mu; /* one writer at a time on master_fd */

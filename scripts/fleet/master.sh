@@ -4,12 +4,12 @@
 # whoever can read it. Environment:
 #   PCCL        the pccl binary (default: pccl on PATH)
 #   LISTEN      control port address (default 0.0.0.0:48148)
-#   ADMIN       admin port address (default 127.0.0.1:48149; keep it private)
+#   ADMIN       admin port address (default 127.0.0.1:48152; keep it private)
 #   TOKEN_FILE  bearer token file (default ./pccl-admin.token)
 set -euo pipefail
 PCCL=${PCCL:-pccl}
 LISTEN=${LISTEN:-0.0.0.0:48148}
-ADMIN=${ADMIN:-127.0.0.1:48149}
+ADMIN=${ADMIN:-127.0.0.1:48152}
 TOKEN_FILE=${TOKEN_FILE:-./pccl-admin.token}
 if [ ! -s "$TOKEN_FILE" ]; then
     (umask 077; od -An -tx1 -N16 /dev/urandom | tr -d ' \n' > "$TOKEN_FILE")

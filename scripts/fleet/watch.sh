@@ -6,7 +6,7 @@
 #                           (needs the admin token), then keep watching
 # Environment:
 #   PCCL               the pccl binary (default: pccl on PATH)
-#   ADMIN              admin port (default 127.0.0.1:48149)
+#   ADMIN              admin port (default 127.0.0.1:48152)
 #   TOKEN_FILE         admin token (default ./pccl-admin.token)
 #   INTERVAL           seconds between polls (default 10)
 #   STALL_AFTER        seconds an operation may take (default 120)
@@ -14,7 +14,7 @@
 #   ON_DOWN            command run when the master stays down (default: just log)
 set -uo pipefail
 PCCL=${PCCL:-pccl}
-ADMIN=${ADMIN:-127.0.0.1:48149}
+ADMIN=${ADMIN:-127.0.0.1:48152}
 TOKEN_FILE=${TOKEN_FILE:-./pccl-admin.token}
 INTERVAL=${INTERVAL:-10}
 STALL_AFTER=${STALL_AFTER:-120}

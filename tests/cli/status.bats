@@ -245,10 +245,10 @@ for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbp
     run timeout 10 "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:"$APORT"
     [ "$status" -eq 1 ]
     [[ "$output" == *"cannot serve the admin port on 127.0.0.1:$APORT"* ]]
-    # The default port (48149) may or may not be free on this host: either way the master must start.
+    # The default port (48152) may or may not be free on this host: either way the master must start.
     "$PCCL" master --listen 127.0.0.1:0 > "$TMP/second.out" 2> "$TMP/second.err" &
     PEERS+=($!)
     for _ in $(seq 1 100); do grep -q 'listening on' "$TMP/second.out" && break; sleep 0.05; done
     grep -q 'listening on' "$TMP/second.out"
-    grep -q 'admin on 127.0.0.1:48149' "$TMP/second.out" || grep -q 'running without it' "$TMP/second.err"
+    grep -q 'admin on 127.0.0.1:48152' "$TMP/second.out" || grep -q 'running without it' "$TMP/second.err"
 }

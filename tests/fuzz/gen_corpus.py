@@ -7,7 +7,8 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x5043434C, 1
+MAGIC, VERSION = 0x5043434C, 2
+FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
            COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10)
 M2C = dict(WELCOME=101, ESTABLISH=102, TOPO_DONE=103, PEERS_PENDING=104, SS_PLAN=105, SS_DONE=106,
@@ -21,13 +22,13 @@ def u64(v): return struct.pack('>Q', v)
 def s(x): return u8(len(x)) + x
 def world(a, b, c, d): return u32(a) + u32(b) + u32(c) + u32(d)
 def peer(i): return bytes([i] * 16) + bytes([127, 0, 0, 1]) + u16(40000 + i)
-def tensor(key, count, h, dtype=8, ineq=0): return s(key) + u8(dtype) + u8(ineq) + u64(count) + u64(h)
+def tensor(key, count, h, dtype=FLOAT, ineq=0): return s(key) + u8(dtype) + u8(ineq) + u64(count) + u64(h)
 
 
 def hello(group=0, port=40001): return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1)
 def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
     tensor(b'state%d' % i, 1024, h + i) for i in range(n))
-def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(8) + u8(0) + u8(0) + u8(8)
+def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT)
 def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
 
 
