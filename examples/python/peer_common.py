@@ -23,7 +23,7 @@ from pccl import (Attribute, Communicator, DataType, DistributionHint, PCCLError
 
 import fashion_mnist
 
-# Pause between polls of the world size while too few peers are in the run.
+# Pause between polls of the world size while too few peers are in the run (and of --wait-for).
 WAIT_POLL_S = 0.1
 
 
@@ -40,6 +40,9 @@ def parser(description):
     p.add_argument("--data", default=fashion_mnist.DATA_DIR, help="Fashion-MNIST directory")
     p.add_argument("--threads", type=int, default=1, help="torch threads (peers share the machine's cores)")
     p.add_argument("--timeout", type=float, default=600, help="give up (exit 3) after this many seconds")
+    p.add_argument("--wait-for", metavar="FILE",
+                   help="connect only once FILE exists (a driver starts a newcomer ahead of time, so that "
+                        "loading torch and the data does not delay its join)")
     return p
 
 
@@ -59,6 +62,9 @@ class Peer:
         self.deadline = time.monotonic() + args.timeout
         self.min_world = args.min_world
         self.first = True
+        while args.wait_for and not os.path.exists(args.wait_for):
+            self._check_deadline()
+            time.sleep(WAIT_POLL_S)
         self.comm = Communicator(args.master, peer_group=0, p2p_connection_pool_size=1)
         # Blocks until the run accepts this peer (a newcomer: in the others' update_topology).
         self.comm.connect(n_attempts=15)

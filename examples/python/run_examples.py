@@ -26,6 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 POLL_S = 0.1
+NEWCOMER_GRACE_S = 30
 
 
 class Run:
@@ -68,11 +69,11 @@ class Run:
             time.sleep(0.05)
         raise RuntimeError("master did not start:\n" + self.read("master.err"))
 
-    def start_peer(self, name, seed, min_world):
+    def start_peer(self, name, seed, min_world, extra=()):
         a = self.args
         cmd = [sys.executable, os.path.join(HERE, a.example + ".py"), "--master", f"127.0.0.1:{self.port}",
                "--steps", str(a.steps), "--seed", str(seed), "--min-world", str(min_world),
-               "--out", os.path.join(self.work, name), "--timeout", str(int(a.timeout))] + a.peer_args
+               "--out", os.path.join(self.work, name), "--timeout", str(int(a.timeout)), *extra] + a.peer_args
         self._spawn(name, cmd)
 
     def read(self, fname):
@@ -96,9 +97,9 @@ class Run:
         steps = self.events(name, "step")
         return steps[-1]["revision"] if steps else 0
 
-    def wait(self, name):
-        """Exit status of NAME (its deadline: the run's)."""
-        return self.procs[name].wait(timeout=self.left())
+    def wait(self, name, limit=None):
+        """Exit status of NAME; raises subprocess.TimeoutExpired after `limit` s or at the run's deadline."""
+        return self.procs[name].wait(timeout=min(self.left(), limit or self.left()))
 
     def stop_all(self):
         for name, p in self.procs.items():
@@ -132,6 +133,10 @@ def drive(run):
     peers = [f"peer{i}" for i in range(1, a.peers + 1)]
     for i, name in enumerate(peers, 1):
         run.start_peer(name, seed=i, min_world=a.peers)
+    # The newcomer loads torch and the data now and connects when `go` appears: its join
+    # then lands a second after the kill however slow the machine is.
+    go = os.path.join(run.work, "go")
+    run.start_peer("newcomer", seed=a.peers + 1, min_world=2, extra=("--wait-for", go))
     victim = peers[-1]
     kill_rev = max(1, int(a.steps * a.kill_at))
     while run.revision("peer1") < kill_rev:
@@ -143,13 +148,18 @@ def drive(run):
     run.procs[victim].wait()
     print(f"t={time.monotonic() - t0:.1f}s revision {run.revision('peer1')}: SIGKILLed {victim}", flush=True)
     time.sleep(1)  # the newcomer joins a run that already noticed the loss
-    run.start_peer("newcomer", seed=a.peers + 1, min_world=2)
-    print(f"t={time.monotonic() - t0:.1f}s started newcomer", flush=True)
+    open(go, "w").close()
+    print(f"t={time.monotonic() - t0:.1f}s newcomer connects", flush=True)
 
     survivors = peers[:-1] + ["newcomer"]
     failed = []
     for name in survivors:
-        rc = run.wait(name)
+        try:
+            # A newcomer not accepted before the others ended would wait for peers for ever.
+            rc = run.wait(name, NEWCOMER_GRACE_S if name == "newcomer" else None)
+        except subprocess.TimeoutExpired:
+            failed.append(f"{name} still running {NEWCOMER_GRACE_S} s after the others ended (not accepted?)")
+            continue
         if rc != 0:
             failed.append(f"{name} exited with {rc}: {run.read(name + '.err').strip()[-500:]}")
     print(f"finished in {time.monotonic() - t0:.1f}s", flush=True)
@@ -213,6 +223,8 @@ def main():
 
     work = tempfile.mkdtemp(prefix="pccl-pyex.")
     run = Run(args, work)
+    # SIGTERM (e.g. from `timeout`) unwinds through the finally below, which kills the peers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         failed = drive(run)
     except (TimeoutError, RuntimeError, subprocess.TimeoutExpired) as e:
