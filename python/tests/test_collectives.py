@@ -1,0 +1,48 @@
+"""Every dtype and op, in place, out of place, async and multiple-with-retry, over 3 peer
+processes and a master, against NumPy's results."""
+import pytest
+
+from cases import WORLD, case_ids
+from harness import read_json_lines
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Runs the peers once; {case: [record of rank 0, 1, 2]}."""
+    from harness import Procs
+    procs = Procs(tmp_path_factory.mktemp("collectives"))
+    try:
+        master = procs.start_master()
+        outs = [procs.dir / f"rank{r}.jsonl" for r in range(WORLD)]
+        for r in range(WORLD):
+            procs.start_peer("collectives_peer.py", f"rank{r}", master, r, outs[r])
+        procs.expect_success([f"rank{r}" for r in range(WORLD)], 120)
+        by_case = {}
+        for out in outs:
+            for rec in read_json_lines(out):
+                by_case.setdefault(rec["case"], []).append(rec)
+        return by_case
+    finally:
+        procs.close()
+
+
+@pytest.mark.parametrize("case", case_ids())
+def test_case(results, case):
+    recs = results.get(case, [])
+    assert len(recs) == WORLD, f"{len(recs)} of {WORLD} peers reported {case}"
+    for rank, rec in enumerate(recs):
+        assert rec["ok"], f"rank {rank}: {rec['error']}"
+        assert rec["world"] == WORLD
+    assert len({rec["digest"] for rec in recs}) == 1, "peers ended with different bits"
+
+
+def test_ring_traffic(results):
+    """A ring all-reduce of B bytes over W peers moves 2 (W-1)/W B each way per peer (up to a chunk's rounding)."""
+    import numpy as np
+    from cases import COUNT
+    for case in ("numpy-float32-SUM-inplace", "numpy-float64-MAX-outofplace", "torch-int16-PROD-async"):
+        itemsize = np.dtype(case.split("-")[1]).itemsize
+        ideal = 2 * (WORLD - 1) * COUNT * itemsize / WORLD
+        for rec in results[case]:
+            for key in ("tx", "rx"):
+                assert abs(rec[key] - ideal) <= 2 * WORLD * itemsize, f"{case} {key}={rec[key]}, ideal {ideal:.0f}"
