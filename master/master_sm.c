@@ -120,12 +120,16 @@ void msm_on_tick(msm_t *m) {
         /* Kicking removes the peer, so rescan from the start each time (bounded by npeers). */
         msm_kick(m, late, "no packet or heartbeat for %llu ms", (unsigned long long)(m->now - late->last_seen));
     }
+    msm_rebuild_check(m);
     msm_check_stuck(m);
 }
 
 void msm_destroy(msm_t *m) {
     if (!m) return;
-    for (int i = 0; i < m->npeers; i++) free(m->peers[i].ss_tensors);
+    for (int i = 0; i < m->npeers; i++) {
+        free(m->peers[i].ss_tensors);
+        msm_resume_forget(&m->peers[i]);
+    }
     for (int i = 0; i < m->ngroups; i++) {
         msm_coll_free_all(&m->groups[i]);
         free(m->groups[i].ring);
@@ -161,21 +165,32 @@ void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t 
 
 /* ---------- HELLO ---------- */
 
-static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
-    if (msg->u.hello.magic != WIRE_MAGIC || msg->u.hello.version != WIRE_VERSION) {
+int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port) {
+    if (magic != WIRE_MAGIC || version != WIRE_VERSION) {
         msm_kick(m, p, "protocol mismatch: master speaks version %u, peer sent version %u (magic 0x%08x)",
-                 WIRE_VERSION, msg->u.hello.version, msg->u.hello.magic);
-        return;
+                 WIRE_VERSION, version, magic);
+        return -1;
     }
-    if (msg->u.hello.p2p_port == 0) {
+    if (p2p_port == 0) {
         msm_kick(m, p, "peer announced p2p port 0");
-        return;
+        return -1;
     }
+    return 0;
+}
+
+void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool) {
+    (void)m;
     p->hello = 1;
-    p->group = msg->u.hello.peer_group;
-    p->p2p_port = msg->u.hello.p2p_port;
-    p->pool = msg->u.hello.pool_size ? msg->u.hello.pool_size : 1;
+    p->group = group;
+    p->p2p_port = p2p_port;
+    p->pool = pool ? pool : 1;
     if (p->pool > 64) p->pool = 64;
+}
+
+static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
+    const __typeof__(msg->u.hello) *h = &msg->u.hello;
+    if (msm_check_hello(m, p, h->magic, h->version, h->p2p_port) != 0) return;
+    msm_register(m, p, h->peer_group, h->p2p_port, h->pool_size);
     wire_msg_t w = {.type = M2C_WELCOME};
     memcpy(w.u.welcome.uuid, p->uuid, 16);
     msm_send(m, p->conn, &w);
@@ -191,16 +206,15 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     if (!p) return;
     p->last_seen = m->now;
     if (!p->hello) {
-        if (msg->type != C2M_HELLO) {
-            msm_kick(m, p, "expected HELLO, got %s", wire_type_name(msg->type));
-            return;
-        }
-        on_hello(m, p, msg);
+        if (msg->type == C2M_HELLO) on_hello(m, p, msg);
+        else if (msg->type == C2M_RESUME) msm_on_resume(m, p, msg);
+        else msm_kick(m, p, "expected HELLO or RESUME, got %s", wire_type_name(msg->type));
         return;
     }
     switch (msg->type) {
     case C2M_HELLO:
-        msm_kick(m, p, "duplicate HELLO");
+    case C2M_RESUME:
+        msm_kick(m, p, "duplicate %s", wire_type_name(msg->type));
         return;
     case C2M_HEARTBEAT: {
         wire_msg_t ack = {.type = M2C_HEARTBEAT};
@@ -214,7 +228,8 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
         break;
     }
     if (!p->accepted) {
-        msm_kick(m, p, "%s is not allowed before the peer is accepted", wire_type_name(msg->type));
+        msm_kick(m, p, "%s is not allowed before the peer is %s", wire_type_name(msg->type),
+                 p->resumed ? "told the run is rebuilt" : "accepted");
         return;
     }
     switch (msg->type) {
@@ -241,6 +256,7 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     if (p->establishing) m->round_lost_peer = 1; /* the ring being wired lost a member */
     msm_reports_forget_conn(m, conn);
     free(p->ss_tensors);
+    msm_resume_forget(p);
     /* Order-preserving removal: newcomers are appended to rings in table order. */
     size_t at = (size_t)(p - m->peers);
     memmove(p, p + 1, (size_t)(m->npeers - 1 - (int)at) * sizeof *p);
@@ -295,6 +311,7 @@ int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
                  : p->vote_update ? "vote_accept"
                  : p->ss_phase ? "sync"
                  : p->vote_optimize ? "vote_optimize"
+                 : p->resumed ? "resuming"
                  : !p->accepted ? "registered"
                  : "idle";
     return 0;

@@ -37,6 +37,10 @@ void msm_destroy(msm_t *m);
  * every peer can be waiting on a tag another has not voted for yet. */
 #define MSM_STUCK_GRACE_MS 1000
 
+/* How long (ms) a restarted master waits for the peers named in re-registered rings before it rebuilds
+ * the run from those that came back (msm_resume.c). Peers retry every second or faster. */
+#define MSM_REBUILD_MS 3000
+
 /* Current time in ms (monotonic), set by the caller before each event: the state machine reads no clock. */
 void msm_set_time(msm_t *m, uint64_t now_ms);
 /* A peer silent for longer than this (no packet, heartbeats included) is kicked; 0 disables. */
@@ -79,7 +83,7 @@ typedef struct msm_peer_view {
     uint16_t p2p_port;
     uint32_t group;
     int accepted;
-    const char *state;   /* e.g. "idle", "vote_accept", "establishing", "sync", "collective" */
+    const char *state;   /* e.g. "idle", "vote_accept", "establishing", "sync", "collective", "resuming" */
     uint64_t revision;   /* last revision reported in a shared-state sync */
     uint64_t last_seen_ms; /* time of its last packet (msm_set_time clock) */
 } msm_peer_view_t;
@@ -87,6 +91,7 @@ typedef struct msm_peer_view {
 typedef struct msm_stats {
     uint32_t registered, accepted, groups;
     uint64_t collectives_completed, collectives_aborted, syncs_completed, peers_kicked;
+    uint64_t reregistrations, rebuilds; /* RESUMEs received; runs rebuilt from them */
 } msm_stats_t;
 
 int msm_peer_count(const msm_t *m);

@@ -35,6 +35,16 @@ typedef struct msm_peer {
     uint64_t ss_revision;
     uint32_t ss_n;
     wire_tensor_t *ss_tensors;
+    /* re-registered with a restarted master, waiting for the rebuild (msm_resume.c) */
+    int resumed;
+    int resume_has_rev;
+    uint64_t resume_rev;
+    uint32_t resume_nring;
+    uint8_t (*resume_ring)[16];
+    uint32_t resume_n;
+    wire_tensor_t *resume_tensors;
+    /* its revision or hashes disagreed with the rebuilt group's: its next sync receives */
+    int outdated;
 } msm_peer_t;
 
 typedef struct msm_bw {
@@ -94,9 +104,15 @@ struct msm {
     msm_moonshot_t moon_req; /* pending request for a background search (moon_req.n == 0: none) */
     struct { uint64_t reporter, target; } *reports; /* "could not reach" reports between ring neighbours */
     int nreports, cap_reports;
+    int rebuilding;           /* peers are re-registering with this (restarted) master */
+    uint64_t rebuild_started; /* time of the first RESUME */
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
+/* Checks a HELLO's or RESUME's magic, version and p2p port; kicks p and returns -1 if wrong. */
+int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port);
+/* Marks p registered (group, p2p port, pool size clamped to [1, 64]). */
+void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool);
 msm_group_t *msm_group(msm_t *m, uint32_t id, int create);
 void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -132,5 +148,10 @@ void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 void msm_coll_on_departure(msm_t *m, msm_group_t *g, uint64_t conn);
 int msm_peer_in_running_coll(msm_t *m, const msm_peer_t *p);
 void msm_coll_free_all(msm_group_t *g);
+
+void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+/* Ends the rebuild once every named peer is back or MSM_REBUILD_MS passed. */
+void msm_rebuild_check(msm_t *m);
+void msm_resume_forget(msm_peer_t *p);
 
 #endif

@@ -150,7 +150,7 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
     int rr = 0; /* round-robin over sources */
     for (int k = 0; k < n; k++) {
         msm_peer_t *p = &m->peers[idx[k]];
-        if (p->ss_revision > target) {
+        if (p->ss_revision > target && !p->outdated) {
             PLOG_WARN("master", "peer conn=%llu offered revision %llu, group %u expects %llu",
                       (unsigned long long)p->conn, (unsigned long long)p->ss_revision, g->id,
                       (unsigned long long)target);
@@ -236,6 +236,7 @@ static void maybe_finish(msm_t *m, msm_group_t *g) {
         d.u.flag.value = (uint8_t)all_ok;
         msm_send(m, p->conn, &d);
         p->ss_revision = g->ss_target;
+        p->outdated = 0;
         reset_peer(p);
     }
     g->ss_active = 0;

@@ -114,7 +114,8 @@ static void finish_round(msm_t *m) {
 }
 
 static void maybe_start_round(msm_t *m) {
-    if (m->establishing || m->optimizing) return;
+    /* While a restarted master rebuilds the run, its peers are not accepted yet: no bootstrap. */
+    if (m->establishing || m->optimizing || m->rebuilding) return;
     int newcomers = 0, unwired = 0, accepted = 0;
     for (int i = 0; i < m->npeers; i++) {
         if (m->peers[i].accepted) accepted++;

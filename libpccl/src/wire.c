@@ -155,6 +155,26 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u32(out, u->bench_req.n);
         for (uint32_t i = 0; i < u->bench_req.n; i++) wb_peer(out, &u->bench_req.peers[i]);
         break;
+    case C2M_RESUME:
+        if (u->resume.nring > WIRE_MAX_PEERS || u->resume.n > WIRE_MAX_TENSORS) goto bad;
+        wb_u32(out, u->resume.magic);
+        wb_u16(out, u->resume.version);
+        wb_u32(out, u->resume.peer_group);
+        wb_u16(out, u->resume.p2p_port);
+        wb_u32(out, u->resume.pool_size);
+        wb_bytes(out, u->resume.uuid, 16);
+        wb_u8(out, u->resume.has_revision);
+        wb_u64(out, u->resume.revision);
+        wb_u32(out, u->resume.nring);
+        for (uint32_t i = 0; i < u->resume.nring; i++) wb_bytes(out, u->resume.ring[i], 16);
+        wb_u32(out, u->resume.n);
+        for (uint32_t i = 0; i < u->resume.n; i++) wb_tensor(out, &u->resume.tensors[i]);
+        break;
+    case M2C_RESUMED:
+        wb_u8(out, u->resumed.ok);
+        wb_world(out, &u->resumed.world);
+        wb_u64(out, u->resumed.revision);
+        break;
     case C2M_BENCH_RESULT:
         if (u->bench_res.n > WIRE_MAX_PEERS) goto bad;
         wb_u32(out, u->bench_res.n);
@@ -352,6 +372,33 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
             for (uint32_t i = 0; i < u->bench_req.n && !r.err; i++) rd_peer(&r, &u->bench_req.peers[i]);
         }
         break;
+    case C2M_RESUME:
+        u->resume.magic = rd_u32(&r, "magic");
+        u->resume.version = rd_u16(&r, "version");
+        u->resume.peer_group = rd_u32(&r, "peer group");
+        u->resume.p2p_port = rd_u16(&r, "p2p port");
+        u->resume.pool_size = rd_u32(&r, "pool size");
+        rd_bytes(&r, u->resume.uuid, 16, "uuid");
+        u->resume.has_revision = rd_u8(&r, "revision flag");
+        u->resume.revision = rd_u64(&r, "revision");
+        u->resume.nring = rd_u32(&r, "ring size");
+        if (rd_count(&r, u->resume.nring, 16, WIRE_MAX_PEERS, "ring too large") == 0 && u->resume.nring) {
+            u->resume.ring = calloc(u->resume.nring, 16);
+            if (!u->resume.ring) { r.err = 1; r.what = "out of memory"; break; }
+            for (uint32_t i = 0; i < u->resume.nring && !r.err; i++) rd_bytes(&r, u->resume.ring[i], 16, "ring");
+        }
+        u->resume.n = rd_u32(&r, "tensor count");
+        if (rd_count(&r, u->resume.n, 19, WIRE_MAX_TENSORS, "too many tensors") == 0 && u->resume.n) {
+            u->resume.tensors = calloc(u->resume.n, sizeof(wire_tensor_t));
+            if (!u->resume.tensors) { r.err = 1; r.what = "out of memory"; break; }
+            for (uint32_t i = 0; i < u->resume.n && !r.err; i++) rd_tensor(&r, &u->resume.tensors[i]);
+        }
+        break;
+    case M2C_RESUMED:
+        u->resumed.ok = rd_u8(&r, "ok");
+        rd_world(&r, &u->resumed.world);
+        u->resumed.revision = rd_u64(&r, "revision");
+        break;
     case C2M_BENCH_RESULT:
         u->bench_res.n = rd_u32(&r, "result count");
         if (rd_count(&r, u->bench_res.n, 24, WIRE_MAX_PEERS, "too many results") == 0 && u->bench_res.n) {
@@ -389,6 +436,10 @@ void wire_msg_free(wire_msg_t *m) {
     case M2C_COLL_COMMENCE: free(m->u.commence.ring); break;
     case M2C_BENCH_REQUEST: free(m->u.bench_req.peers); break;
     case C2M_BENCH_RESULT: free(m->u.bench_res.results); break;
+    case C2M_RESUME:
+        free(m->u.resume.ring);
+        free(m->u.resume.tensors);
+        break;
     default: break;
     }
     memset(m, 0, sizeof *m);
@@ -422,6 +473,8 @@ const char *wire_type_name(uint16_t type) {
     case M2C_BENCH_REQUEST: return "BENCH_REQUEST";
     case C2M_BENCH_RESULT: return "BENCH_RESULT";
     case C2M_PEER_UNREACHABLE: return "PEER_UNREACHABLE";
+    case C2M_RESUME: return "RESUME";
+    case M2C_RESUMED: return "RESUMED";
     default: return "UNKNOWN";
     }
 }

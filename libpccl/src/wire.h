@@ -36,6 +36,7 @@ typedef enum wire_type {
     C2M_HEARTBEAT = 10,
     C2M_BENCH_RESULT = 11,
     C2M_PEER_UNREACHABLE = 12,
+    C2M_RESUME = 13, /* re-registration with a restarted master (instead of HELLO) */
     C2M_MAX_,
     /* master -> peer */
     M2C_WELCOME = 101,
@@ -52,6 +53,7 @@ typedef enum wire_type {
     M2C_OPTIMIZE_DONE = 112,
     M2C_HEARTBEAT = 113,
     M2C_BENCH_REQUEST = 114,
+    M2C_RESUMED = 115, /* answer to RESUME once the run is rebuilt */
     M2C_MAX_
 } wire_type_t;
 
@@ -117,6 +119,17 @@ typedef struct wire_msg {
         struct { char reason[256]; } kick;
         struct { uint32_t duration_ms; uint32_t n; wire_peer_t *peers; } bench_req; /* peers to measure toward */
         struct { uint32_t n; wire_bw_t *results; } bench_res;
+        struct {
+            uint32_t magic; uint16_t version; uint32_t peer_group; uint16_t p2p_port; uint32_t pool_size;
+            uint8_t uuid[16];      /* the identity the previous master gave this peer */
+            uint8_t has_revision;  /* 0: this peer never completed a shared-state sync */
+            uint64_t revision;     /* of its last completed sync */
+            uint32_t nring;
+            uint8_t (*ring)[16];   /* its group's ring order as last established */
+            uint32_t n;
+            wire_tensor_t *tensors; /* its last sync's entries (keys, dtypes, counts, hashes) */
+        } resume;
+        struct { uint8_t ok; wire_world_t world; uint64_t revision; } resumed; /* ok 0: join as a new peer */
     } u;
 } wire_msg_t;
 

@@ -438,6 +438,51 @@ static void decode_probe(const uint8_t *b, size_t len, int expect_ok, size_t all
     if (rc == 0) wire_msg_free(&o);
 }
 
+static void test_resume(void) {
+    enum { N = 2, R = 3 };
+    wire_tensor_t t[N];
+    make_tensors(t, N);
+    uint8_t ring[R][16];
+    fill(&ring[0][0], sizeof ring, 9);
+    wire_msg_t m = {.type = C2M_RESUME}, o;
+    m.u.resume.magic = WIRE_MAGIC;
+    m.u.resume.version = WIRE_VERSION;
+    m.u.resume.peer_group = 0xDEADBEEFu;
+    m.u.resume.p2p_port = 4242;
+    m.u.resume.pool_size = 8;
+    fill(m.u.resume.uuid, 16, 3);
+    m.u.resume.has_revision = 1;
+    m.u.resume.revision = 0x0102030405060708ull;
+    m.u.resume.nring = R;
+    m.u.resume.ring = ring;
+    m.u.resume.n = N;
+    m.u.resume.tensors = t;
+    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N), &o);
+    CHECK(o.u.resume.peer_group == 0xDEADBEEFu && o.u.resume.p2p_port == 4242 && o.u.resume.pool_size == 8);
+    CHECK(memcmp(o.u.resume.uuid, m.u.resume.uuid, 16) == 0 && o.u.resume.revision == m.u.resume.revision);
+    CHECK(o.u.resume.nring == R && o.u.resume.ring && memcmp(o.u.resume.ring, ring, sizeof ring) == 0);
+    for (int i = 0; i < N && o.u.resume.tensors; i++) CHECK(tensor_eq(&o.u.resume.tensors[i], &t[i]));
+    wire_msg_free(&o);
+    CHECK(o.u.resume.ring == NULL && o.u.resume.tensors == NULL);
+
+    wire_msg_t d = {.type = M2C_RESUMED};
+    d.u.resumed.ok = 1;
+    d.u.resumed.world = WORLD;
+    d.u.resumed.revision = 77;
+    roundtrip(&d, 2 + 1 + 16 + 8, &o);
+    CHECK(o.u.resumed.ok == 1 && world_eq(&o.u.resumed.world, &WORLD) && o.u.resumed.revision == 77);
+    CHECK(strcmp(wire_type_name(C2M_RESUME), "RESUME") == 0 && wire_type_is_c2m(C2M_RESUME));
+    CHECK(strcmp(wire_type_name(M2C_RESUMED), "RESUMED") == 0 && wire_type_is_m2c(M2C_RESUMED));
+
+    /* A ring count that lies about the bytes present is refused before any allocation. */
+    uint8_t lie[2 + 4 + 2 + 4 + 2 + 4 + 16 + 1 + 8 + 4];
+    memset(lie, 0, sizeof lie);
+    wire_put_u16(lie, C2M_RESUME);
+    wire_put_u32(lie + sizeof lie - 4, 4096);
+    char err[160];
+    CHECK(wire_decode(lie, sizeof lie, &o, err, sizeof err) != 0 && strstr(err, "ring"));
+}
+
 static void test_lying_counts(void) {
     size_t len;
     uint8_t *b;
@@ -577,6 +622,7 @@ int main(void) {
     RUN_TEST(test_master_msgs);
     RUN_TEST(test_append_and_encode_errors);
     RUN_TEST(test_bad_lengths_and_types);
+    RUN_TEST(test_resume);
     RUN_TEST(test_lying_counts);
     RUN_TEST(test_bad_strings);
     RUN_TEST(test_p2p_hello);

@@ -1,0 +1,265 @@
+/* test_msm_resume.c - a restarted master rebuilding the run from RESUMEs
+ * (master/msm_resume.c): agreeing peers, a partial return (deadline), a
+ * disagreeing or lying revision, a late RESUME, a newcomer during the rebuild,
+ * and the bad inputs (version, stolen uuid, votes before RESUMED). */
+#include "master_sm.h"
+#include "msm_admin.h"
+#include "pccl.h"
+#include "tinytest.h"
+#include "wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------- recording io: the last message of each type per conn, and closes ---------- */
+
+#define MAXC 8
+static int sent[MAXC][M2C_MAX_ - M2C_WELCOME];
+static wire_msg_t last[MAXC][M2C_MAX_ - M2C_WELCOME];
+static int closed[MAXC];
+static msm_t *M;
+static uint64_t now;
+
+static void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
+    (void)ctx;
+    CHECK(conn < MAXC && !closed[conn] && wire_type_is_m2c(msg->type));
+    if (conn >= MAXC || !wire_type_is_m2c(msg->type)) return;
+    int t = msg->type - M2C_WELCOME;
+    sent[conn][t]++;
+    last[conn][t] = *msg; /* its arrays are the state machine's: tests read only the scalars */
+}
+
+static void rec_close(void *ctx, uint64_t conn, const char *reason) {
+    (void)ctx;
+    (void)reason;
+    if (conn < MAXC) closed[conn] = 1;
+}
+
+static int got(uint64_t conn, uint16_t type) { return sent[conn][type - M2C_WELCOME]; }
+static const wire_msg_t *msg_of(uint64_t conn, uint16_t type) { return &last[conn][type - M2C_WELCOME]; }
+
+static uint8_t U[MAXC][16]; /* the uuids the old master gave conns 1..n */
+
+static void setup(void) {
+    for (int c = 0; c < MAXC; c++) memset(U[c], c, 16);
+    memset(sent, 0, sizeof sent);
+    memset(closed, 0, sizeof closed);
+    now = 1000;
+    M = msm_create((msm_io_t){.send = rec_send, .close = rec_close});
+    msm_set_time(M, now);
+}
+
+static void teardown(void) {
+    msm_destroy(M);
+    M = NULL;
+}
+
+static void tick(uint64_t ms) {
+    now += ms;
+    msm_set_time(M, now);
+    msm_on_tick(M);
+}
+
+static void connect_(uint64_t conn) {
+    uint8_t ip[4] = {127, 0, 0, 1}, fresh[16];
+    memset(fresh, 0xF0 + (int)conn, 16);
+    msm_on_connect(M, conn, ip, fresh);
+}
+
+static wire_tensor_t T = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 111};
+
+/* conn re-registers: group 0, revision rev (has_rev), hash of its state, the ring of conns ring[0..nr). */
+static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
+                        int nr) {
+    connect_(conn);
+    uint8_t r[MAXC][16];
+    for (int i = 0; i < nr; i++) memcpy(r[i], U[ring[i]], 16);
+    wire_tensor_t t = T;
+    t.hash = hash;
+    wire_msg_t m = {.type = C2M_RESUME};
+    m.u.resume.magic = WIRE_MAGIC;
+    m.u.resume.version = version;
+    m.u.resume.p2p_port = (uint16_t)(40000 + conn);
+    m.u.resume.pool_size = 1;
+    memcpy(m.u.resume.uuid, U[conn], 16);
+    m.u.resume.has_revision = (uint8_t)has_rev;
+    m.u.resume.revision = rev;
+    m.u.resume.nring = (uint32_t)nr;
+    m.u.resume.ring = r;
+    m.u.resume.n = 1;
+    m.u.resume.tensors = &t;
+    msm_on_packet(M, conn, &m);
+}
+
+static void resume(uint64_t conn, uint64_t rev, uint64_t hash, const int *ring, int nr) {
+    resume_full(conn, WIRE_VERSION, 1, rev, hash, ring, nr);
+}
+
+static void pkt(uint64_t conn, uint16_t type) {
+    wire_msg_t m = {.type = type};
+    msm_on_packet(M, conn, &m);
+}
+
+static void sync_vote(uint64_t conn, uint64_t rev, uint64_t hash) {
+    wire_tensor_t t = T;
+    t.hash = hash;
+    wire_msg_t m = {.type = C2M_SYNC_SHARED_STATE};
+    m.u.sync.revision = rev;
+    m.u.sync.n = 1;
+    m.u.sync.tensors = &t;
+    msm_on_packet(M, conn, &m);
+}
+
+static const char *state_of(uint64_t conn) {
+    msm_peer_view_t v;
+    for (int i = 0; i < msm_peer_count(M); i++)
+        if (msm_peer_view(M, i, &v) == 0 && v.conn == conn) return v.state;
+    return "gone";
+}
+
+/* ---------- tests ---------- */
+
+static const int RING3[] = {1, 2, 3};
+
+static void test_agreeing_peers(void) {
+    setup();
+    resume(2, 5, 111, RING3, 3);
+    resume(3, 5, 111, RING3, 3);
+    CHECK(got(2, M2C_RESUMED) == 0 && strcmp(state_of(2), "resuming") == 0); /* peer 1 not back yet */
+    resume(1, 5, 111, RING3, 3);
+    for (uint64_t c = 1; c <= 3; c++) {
+        CHECK(got(c, M2C_RESUMED) == 1);
+        CHECK(msg_of(c, M2C_RESUMED)->u.resumed.ok == 1 && msg_of(c, M2C_RESUMED)->u.resumed.revision == 5);
+        CHECK(msg_of(c, M2C_RESUMED)->u.resumed.world.group_world_size == 3);
+        CHECK(strcmp(state_of(c), "idle") == 0);
+    }
+    uint64_t ring[4];
+    CHECK(msm_group_ring(M, 0, ring, 4) == 3 && ring[0] == 1 && ring[1] == 2 && ring[2] == 3);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.rebuilds == 1 && st.reregistrations == 3 && st.accepted == 3);
+    /* The ring is as the peers had it: an update vote needs no rewiring. */
+    for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_UPDATE_TOPOLOGY);
+    for (uint64_t c = 1; c <= 3; c++) CHECK(got(c, M2C_ESTABLISH_P2P) == 0 && got(c, M2C_TOPOLOGY_DONE) == 1);
+    /* The group's revision is the peers': revision 6 is next. */
+    for (uint64_t c = 1; c <= 3; c++) sync_vote(c, 6, 222);
+    for (uint64_t c = 1; c <= 3; c++)
+        CHECK(got(c, M2C_SS_PLAN) == 1 && msg_of(c, M2C_SS_PLAN)->u.ss_plan.status == SS_OK &&
+              msg_of(c, M2C_SS_PLAN)->u.ss_plan.revision == 6);
+    teardown();
+}
+
+static void test_partial_return_waits_for_deadline(void) {
+    setup();
+    resume(1, 5, 111, RING3, 3);
+    resume(3, 5, 111, RING3, 3);
+    tick(MSM_REBUILD_MS - 1);
+    CHECK(got(1, M2C_RESUMED) == 0);
+    tick(1);
+    CHECK(got(1, M2C_RESUMED) == 1 && got(3, M2C_RESUMED) == 1);
+    CHECK(msg_of(1, M2C_RESUMED)->u.resumed.world.group_world_size == 2);
+    uint64_t ring[4];
+    CHECK(msm_group_ring(M, 0, ring, 4) == 2 && ring[0] == 1 && ring[1] == 3);
+    /* Peer 2 is gone, so the ring is not what anyone had: the next accept vote rewires it. */
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    pkt(3, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 1 && got(3, M2C_ESTABLISH_P2P) == 1);
+    teardown();
+}
+
+static void test_majority_revision_wins(void) {
+    setup();
+    resume(1, 7, 111, RING3, 3);
+    resume(2, 7, 111, RING3, 3);
+    resume(3, 9, 999, RING3, 3); /* claims to be ahead, with other content */
+    CHECK(msg_of(3, M2C_RESUMED)->u.resumed.revision == 7);
+    /* Next sync: 1 and 2 offer 8; 3 offers 10. 3 is not refused: it is outdated and receives. */
+    sync_vote(1, 8, 222);
+    sync_vote(2, 8, 222);
+    sync_vote(3, 10, 999);
+    const wire_msg_t *p3 = msg_of(3, M2C_SS_PLAN);
+    CHECK(got(3, M2C_SS_PLAN) == 1 && p3->u.ss_plan.status == SS_OK && p3->u.ss_plan.revision == 8);
+    CHECK(p3->u.ss_plan.n == 1); /* fetches the majority's tensor */
+    CHECK(msg_of(1, M2C_SS_PLAN)->u.ss_plan.n == 0);
+    teardown();
+}
+
+static void test_tie_goes_forward(void) {
+    setup();
+    const int ring2[] = {1, 2};
+    resume(1, 4, 111, ring2, 2);
+    resume(2, 5, 111, ring2, 2); /* one sync finished here only: the run never goes back */
+    CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 5 && msg_of(2, M2C_RESUMED)->u.resumed.revision == 5);
+    teardown();
+}
+
+static void test_late_resume_is_a_new_peer(void) {
+    setup();
+    const int ring2[] = {1, 2};
+    resume(1, 3, 111, ring2, 2);
+    resume(2, 3, 111, ring2, 2);
+    resume(3, 3, 111, RING3, 3); /* after the rebuild */
+    CHECK(got(3, M2C_RESUMED) == 1 && msg_of(3, M2C_RESUMED)->u.resumed.ok == 0);
+    CHECK(strcmp(state_of(3), "registered") == 0);
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    pkt(2, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(3, M2C_ESTABLISH_P2P) == 1 && msg_of(3, M2C_ESTABLISH_P2P)->u.establish.n == 3);
+    teardown();
+}
+
+static void test_newcomer_waits_for_rebuild(void) {
+    setup();
+    const int ring2[] = {1, 2};
+    resume(1, 3, 111, ring2, 2);
+    connect_(4);
+    wire_msg_t h = {.type = C2M_HELLO};
+    h.u.hello.magic = WIRE_MAGIC;
+    h.u.hello.version = WIRE_VERSION;
+    h.u.hello.p2p_port = 4444;
+    msm_on_packet(M, 4, &h);
+    CHECK(got(4, M2C_WELCOME) == 1 && got(4, M2C_ESTABLISH_P2P) == 0); /* not bootstrapped alone */
+    resume(2, 3, 111, ring2, 2);
+    CHECK(got(1, M2C_RESUMED) == 1 && got(4, M2C_ESTABLISH_P2P) == 0); /* waits for the members' vote */
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    pkt(2, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(4, M2C_ESTABLISH_P2P) == 1);
+    teardown();
+}
+
+static void test_bad_resumes(void) {
+    setup();
+    resume_full(1, WIRE_VERSION + 1, 1, 3, 111, RING3, 3);
+    CHECK(closed[1] && got(1, M2C_KICK) == 1);
+    CHECK(strstr(msg_of(1, M2C_KICK)->u.kick.reason, "protocol mismatch") != NULL);
+    resume(2, 3, 111, RING3, 3);
+    connect_(3); /* claims conn 2's identity */
+    wire_msg_t m = {.type = C2M_RESUME};
+    m.u.resume.magic = WIRE_MAGIC;
+    m.u.resume.version = WIRE_VERSION;
+    m.u.resume.p2p_port = 4003;
+    memcpy(m.u.resume.uuid, U[2], 16);
+    msm_on_packet(M, 3, &m);
+    CHECK(closed[3] && strstr(msg_of(3, M2C_KICK)->u.kick.reason, "already registered") != NULL);
+    resume(4, 3, 111, RING3, 3);
+    pkt(4, C2M_COLL_INIT); /* a vote before RESUMED is out of state */
+    CHECK(closed[4] && strstr(msg_of(4, M2C_KICK)->u.kick.reason, "rebuilt") != NULL);
+    wire_msg_t again = m;
+    memcpy(again.u.resume.uuid, U[2], 16);
+    msm_on_packet(M, 2, &again); /* a second RESUME on one connection */
+    CHECK(closed[2]);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.accepted == 0 && st.rebuilds == 0);
+    teardown();
+}
+
+int main(void) {
+    RUN_TEST(test_agreeing_peers);
+    RUN_TEST(test_partial_return_waits_for_deadline);
+    RUN_TEST(test_majority_revision_wins);
+    RUN_TEST(test_tie_goes_forward);
+    RUN_TEST(test_late_resume_is_a_new_peer);
+    RUN_TEST(test_newcomer_waits_for_rebuild);
+    RUN_TEST(test_bad_resumes);
+    TEST_MAIN_END();
+}
