@@ -99,10 +99,10 @@ class ReduceOpDescriptor:
 
     @classmethod
     def _from_buffers(cls, send, recv, reduce_descriptor, kind):
+        d = of_type(ReduceDescriptor, reduce_descriptor, "reduce_descriptor")
         s, r = describe_pair(send, recv)
         if s.kind != kind:
             raise TypeError(f"from_{kind} needs {kind} buffers, got {s.kind}")
-        d = reduce_descriptor
         if d.count != s.numel:
             raise ValueError(f"descriptor count {d.count} != {s.numel} elements in the buffers")
         if d.operand_descriptor.datatype != s.dtype:

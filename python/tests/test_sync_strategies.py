@@ -1,6 +1,6 @@
 """Shared-state sync of NumPy and torch tensors across 3 peer processes: a SEND_ONLY peer's
-content reaches two RECEIVE_ONLY peers, byte counts are exact, an allow_content_inequality
-tensor stays private, and a second sync of equal state moves nothing."""
+content (all of it) reaches two RECEIVE_ONLY peers with exact byte counts; then, between
+up-to-date peers, an allow_content_inequality tensor stays private and nothing moves."""
 import numpy as np
 
 from harness import read_json_lines
