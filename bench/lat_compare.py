@@ -41,13 +41,18 @@ def build(build_dir):
 
 
 def medians(cmd):
-    """{call: median ms} from the RESULT lines of one run of `cmd`; raises RuntimeError if it failed."""
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    found = {m.group(1): float(m.group(2))
-             for m in re.finditer(r"^RESULT .*call=(\S+) median_ms=([0-9.]+)", out.stdout, re.M)}
-    if out.returncode != 0 or set(found) != set(CALLS):
-        raise RuntimeError(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}{out.stderr[-2000:]}")
-    return found
+    """{call: median ms} from the RESULT lines of one run of `cmd`, which is re-run once if it
+    fails (as bench/run.sh does: under load a peer may give up waiting for the other); raises
+    RuntimeError if the second run fails too."""
+    for attempt in (1, 2):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        found = {m.group(1): float(m.group(2))
+                 for m in re.finditer(r"^RESULT .*call=(\S+) median_ms=([0-9.]+)", out.stdout, re.M)}
+        if out.returncode == 0 and set(found) == set(CALLS):
+            return found
+        print(f"lat_compare: {' '.join(cmd)} failed ({out.returncode}), attempt {attempt} of 2:\n"
+              f"{out.stdout}{out.stderr[-2000:]}", file=sys.stderr)
+    raise RuntimeError(f"{' '.join(cmd)} failed twice")
 
 
 def main():

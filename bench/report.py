@@ -108,6 +108,17 @@ class Rounds:
         return out
 
 
+def include(p, name, heading):
+    """Emits bench/NAME under HEADING, if it exists: a hand-kept section measured outside run.sh."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    if os.path.exists(path):
+        p(f"{heading} (bench/{name}, not measured in this run)")
+        p("")
+        with open(path) as f:
+            p(f.read().rstrip())
+        p("")
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--rounds":  # section 1b alone, from bench/rounds.sh output
         print("\n".join(Rounds(parse(sys.argv[2])).section()))
@@ -253,6 +264,7 @@ def main():
     if not lat:
         p("| (failed) | | | | | |")
     p("")
+    include(p, "python_lat.md", "### 2b. The same calls from Python")
 
     # ---- concurrency
     conc = [r for r in rows if r.get("mode") == "conc" and not r.get("status") and r.get("impl") == "pccl"
@@ -362,12 +374,7 @@ def main():
     p("Reference (kernels engineer, earlier): 1 thread memcpy 12.9 GB/s vs SimpleHash 13.1 GB/s; "
       "2 threads 11.8 vs 20.8 GB/s on 256 MiB.")
     p("")
-    gpu_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hash_gpu.md")
-    if os.path.exists(gpu_path):
-        p("### 5b. SimpleHash on a GPU (bench/hash_gpu.md, not measured in this run)")
-        p("")
-        p(open(gpu_path).read().rstrip())
-        p("")
+    include(p, "hash_gpu.md", "### 5b. SimpleHash on a GPU")
 
     # ---- targets
     p("## 6. Targets")
