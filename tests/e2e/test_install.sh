@@ -3,7 +3,8 @@
 # consumer program out of tree against the installed package two ways
 # (find_package(pccl) with the shared and the static target, and plain
 # pkg-config) and runs each. Also checks the SONAME, the binary, man pages
-# and completions landed where distributions look for them.
+# and completions landed where distributions look for them, and that the
+# Python package imports and loads the installed library.
 set -euo pipefail
 BIN=${1:?usage: $0 BIN_DIR}
 BUILD=$(cd "$BIN/.." && pwd)
@@ -68,4 +69,17 @@ out=$(LD_LIBRARY_PATH="$LIBDIR" "$WORK/pc_shared") || fail "pkg-config consumer 
 # check that --static names what libpccl.a needs; the CMake build above links libpccl.a for real.
 static=$(pkg-config --static --libs pccl)
 for l in -luv -lcjson -lmicrohttpd -lz -fopenmp -lm; do [[ " $static " == *" $l "* ]] || fail "pkg-config --static lacks $l"; done
+
+# The Python package: in PREFIX/lib/python3.X/dist-packages (on python3's path for /usr and /usr/local), loading
+# the installed library through the libdir recorded at install time, with no environment variable.
+if [ -x /usr/bin/python3 ]; then
+    PYPKG=$(dirname "$(find "$PREFIX" -path '*/pccl/_install_libdir.py' | head -1)")
+    [[ "$PYPKG" == "$PREFIX"/lib/python3.*/*-packages/pccl ]] || fail "Python package not installed ('$PYPKG')"
+    py=$(cd "$WORK" && env -u PCCL_LIBRARY -u LD_LIBRARY_PATH -u PYTHONPATH /usr/bin/python3 -c "
+import sys; sys.path.insert(0, '$(dirname "$PYPKG")')
+import pccl
+m = pccl.MasterNode('127.0.0.1:0'); m.run(); m.interrupt(); m.await_termination()
+print(pccl.__file__, pccl.library_path)") || fail "installed Python package does not import"
+    [[ "$py" == "$PYPKG/__init__.py $LIBDIR/libpccl.so.0" ]] || fail "installed Python package loaded '$py'"
+fi
 echo "install ok: $out"
