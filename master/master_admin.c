@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 #include <uv.h>
@@ -32,6 +33,7 @@ struct pccl_master_admin {
     uv_async_t async;
     int closed;
     uint64_t started_ms;
+    double started_unix_s; /* wall clock at start, for pccl_master_start_time_seconds */
     op_age_t *ops;
     int nops;
 };
@@ -243,6 +245,15 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     fprintf(f, "# HELP pccl_master_bytes_sent_total Control bytes sent.\n"
                "# TYPE pccl_master_bytes_sent_total counter\n");
     fprintf(f, "pccl_master_bytes_sent_total %llu\n", (unsigned long long)m->bytes_sent);
+    fprintf(f, "# HELP pccl_master_start_time_seconds Start time of this master process since the Unix epoch.\n"
+               "# TYPE pccl_master_start_time_seconds gauge\n");
+    fprintf(f, "pccl_master_start_time_seconds %.3f\n", m->admin->started_unix_s);
+    fprintf(f, "# HELP pccl_reregistrations_total Peers that re-registered (RESUME) after a master restart.\n"
+               "# TYPE pccl_reregistrations_total counter\n");
+    fprintf(f, "pccl_reregistrations_total %llu\n", (unsigned long long)st->reregistrations);
+    fprintf(f, "# HELP pccl_rebuilds_total Runs rebuilt from re-registered peers.\n"
+               "# TYPE pccl_rebuilds_total counter\n");
+    fprintf(f, "pccl_rebuilds_total %llu\n", (unsigned long long)st->rebuilds);
     fclose(f);
     return buf;
 }
@@ -333,6 +344,9 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
     uv_check_init(&m->loop, &a->check);
     a->async.data = a->timer.data = a->check.data = m;
     a->started_ms = uv_now(&m->loop);
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    a->started_unix_s = (double)wall.tv_sec + wall.tv_nsec / 1e9;
     char err[160];
     a->srv = admin_server_start(addr.inet.ipv4.data, addr.port, token, notify_loop, m, err, sizeof err);
     if (!a->srv) {

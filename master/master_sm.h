@@ -38,7 +38,7 @@ void msm_destroy(msm_t *m);
 #define MSM_STUCK_GRACE_MS 1000
 
 /* How long (ms) a restarted master waits for the peers named in re-registered rings before it rebuilds
- * the run from those that came back (msm_resume.c). Peers retry every second or faster. */
+ * the run from those that came back (msm_resume.c). Peers retry every 250 ms or faster. */
 #define MSM_REBUILD_MS 3000
 
 /* Current time in ms (monotonic), set by the caller before each event: the state machine reads no clock. */

@@ -14,8 +14,11 @@
  *    never goes back). A peer that reported another revision or other hashes is
  *    marked outdated: its next sync receives the state, even if it claims to be
  *    ahead. No single peer is trusted over the majority.
- * A RESUME after the rebuild (or to a master that never lost its run) is a new
- * peer: RESUMED with ok = 0, and it joins through the next accept round.
+ * Newcomers that registered with the restarted master first may already form
+ * the group (bootstrap): the resumed peers join them, and the next accept round
+ * wires the ring. A RESUME to a group that has synced on this master (after the
+ * rebuild, or with a master that never lost its run) is a new peer: RESUMED
+ * with ok = 0, and it must join again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,12 +129,12 @@ static void rebuild_group(msm_t *m, uint32_t group) {
         if (!in) order[norder++] = mem[a];
     }
     msm_group_t *g = msm_group(m, group, 1);
-    if (!g) return; /* out of memory: the peers time out waiting and give up */
+    if (!g) return; /* out of memory: finish_rebuild kicks the members */
+    int wired = g->ring_len == 0; /* newcomers accepted before the peers came back need new connections */
     uint64_t rev = 0;
     int popular = -1, has_rev = majority_revision(m, mem, n, &rev, &popular);
     g->has_revision = has_rev;
     g->last_revision = rev;
-    int wired = 1;
     for (int k = 0; k < norder; k++) {
         msm_peer_t *p = &m->peers[order[k]];
         if (p->resume_nring != (uint32_t)norder) wired = 0;
@@ -200,10 +203,11 @@ void msm_rebuild_check(msm_t *m) {
     if (m->now >= m->rebuild_started + MSM_REBUILD_MS || all_named_back(m)) finish_rebuild(m);
 }
 
-static int run_is_live(const msm_t *m) {
-    for (int i = 0; i < m->npeers; i++)
-        if (m->peers[i].accepted) return 1;
-    return 0;
+/* The group ran on this master past its first sync: a RESUME is too late to shape it. (A group with no
+ * revision yet may hold only newcomers that registered first after the restart: they are kept.) */
+static int group_is_established(msm_t *m, uint32_t group) {
+    msm_group_t *g = msm_group(m, group, 0);
+    return g && g->ring_len && g->has_revision;
 }
 
 void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
@@ -217,7 +221,7 @@ void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     msm_register(m, p, r->peer_group, r->p2p_port, r->pool_size);
     memcpy(p->uuid, r->uuid, 16);
     m->stats.reregistrations++;
-    if (!m->rebuilding && run_is_live(m)) {
+    if (!m->rebuilding && group_is_established(m, r->peer_group)) {
         /* The run went on without it: a new peer, accepted at the next round like any other. */
         wire_msg_t no = {.type = M2C_RESUMED};
         msm_send(m, p->conn, &no);

@@ -38,6 +38,7 @@ typedef struct pccl_op {
     /* result, written by whoever runs the op; finished (under mu) tells the awaiter */
     pcclResult_t result;
     pcclReduceInfo_t info;
+    unsigned epoch; /* of the master connection its vote went to (comm.h) */
     int finished;
     struct pccl_op *next;      /* comm->ops */
     struct pccl_op *next_work; /* comm->work queue or comm->op_free */
@@ -167,11 +168,13 @@ void allreduce_abort_all(pcclComm_t *c) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Waits until pred(o) holds or the master is lost; returns 0 or -1 (lost). Holds no lock on return. */
+/* Waits until pred(o) holds or the master of the op's epoch is gone; returns 0 or -1. Holds no lock on
+ * return. (The reader moves the epoch and then aborts every op, which broadcasts o->cv.) */
 static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
     pcclComm_t *c = o->comm;
     pthread_mutex_lock(&c->mu);
-    while (!pred(o) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down))
+    while (!pred(o) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
+           atomic_load(&c->master_epoch) == o->epoch)
         pthread_cond_wait(&o->cv, &c->mu);
     int ok = pred(o);
     pthread_mutex_unlock(&c->mu);
@@ -185,7 +188,7 @@ static void send_done(pccl_op_t *o, int ok) {
     d.u.coll.tag = o->tag;
     d.u.coll.op_seq = o->op_seq;
     d.u.coll.ok = (uint8_t)ok;
-    comm_send(o->comm, &d);
+    comm_send(o->comm, o->epoch, &d);
 }
 
 /* The ring of this op (quantized or not) on connected sockets: a RING_* code. */
@@ -221,7 +224,8 @@ static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 /* Connecting to the successor stops when the master aborts the op (it may be the one that left). */
 static int op_cancelled(void *arg) {
     pccl_op_t *o = arg;
-    return atomic_load(&o->aborted) || atomic_load(&o->comm->master_lost);
+    return atomic_load(&o->aborted) || atomic_load(&o->comm->master_lost) ||
+           atomic_load(&o->comm->master_epoch) != o->epoch;
 }
 
 /* Runs the ring for a commenced op; returns the result code. */
@@ -232,6 +236,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     for (uint32_t i = 0; i < n; i++)
         if (memcmp(cm->ring[i], c->uuid, 16) == 0) me = i;
     comm_set_world(c, &cm->world);
+    comm_note_ring(c, (const uint8_t(*)[16])cm->ring, n);
     o->info.local_world_size = n;
     if (me == n || n < 2) {
         PLOG_ERROR(c->log_name, "tag %llu: ring from the master is unusable", (unsigned long long)o->tag);
@@ -264,7 +269,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         if (!tx || (!rx && !aborted)) {
             wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
             memcpy(rep.u.welcome.uuid, cm->ring[!tx ? (me + 1) % n : (me + n - 1) % n], 16);
-            comm_send(c, &rep);
+            comm_send(c, o->epoch, &rep);
         }
         if (aborted) signal_abort(o); /* keep the abort visible to the code below */
     }
@@ -275,7 +280,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     if (rc == RING_OK) {
         send_done(o, 1);
         /* Keep the backup until everyone confirmed: another peer may still fail. */
-        if (wait_for(o, ended) != 0) result = pcclMasterConnectionFailed;
+        if (wait_for(o, ended) != 0) result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed
+                                                                          : pcclRankConnectionLost;
         else if (!o->end_ok) {
             result = pcclRankConnectionLost;
             PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
@@ -318,11 +324,13 @@ static void run_op(pccl_op_t *o) {
     init.u.coll_init.quant_algo = (uint8_t)o->desc.quantization_options.algorithm;
     init.u.coll_init.quant_dtype = (uint8_t)o->desc.quantization_options.quantized_datatype;
     /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
-     * shows up as master_lost below. An upfront backup copy overlaps the master's round trip. */
-    comm_send(c, &init);
+     * shows up as a lost or restarted master below. An upfront backup copy overlaps the master's
+     * round trip. While a restarted master is awaited, comm_begin holds the vote back. */
+    if (comm_begin(c, &o->epoch) == COMM_OK) comm_send(c, o->epoch, &init);
+    else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
     if (backup && !ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
     if (wait_for(o, started) != 0) {
-        o->result = pcclMasterConnectionFailed;
+        o->result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;

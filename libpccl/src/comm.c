@@ -79,6 +79,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->timeout_ms = comm_env_int("PCCL_TIMEOUT_MS", 10000, 100, 3600000);
     c->connect_timeout_ms = comm_env_int("PCCL_CONNECT_TIMEOUT_MS", 10000, 100, 3600000);
     c->heartbeat_ms = comm_env_int("PCCL_HEARTBEAT_MS", 1000, 10, 600000);
+    c->reconnect_ms = comm_env_int("PCCL_MASTER_RECONNECT_MS", 60000, 0, 86400000);
     /* Up to 32 MiB (the benchmark machine's last-level cache) the send() copy runs in cache and
      * pinning the pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
      * and a few % faster at 8; at 4 copying measured ~4 % faster, without a known cause, so the
@@ -117,7 +118,9 @@ static void inbox_clear(pcclComm_t *c) {
 pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     if (!c) return pcclInvalidArgument;
     atomic_store(&c->shutting_down, 1);
+    pthread_mutex_lock(&c->send_mu); /* the reader may be swapping in a new master connection */
     if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
+    pthread_mutex_unlock(&c->send_mu);
     allreduce_abort_all(c);
     allreduce_join_all(c);
     pthread_mutex_lock(&c->mu);
@@ -137,19 +140,78 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     pthread_mutex_destroy(&c->p2p.mu);
     pthread_cond_destroy(&c->p2p.cv);
     bufpool_destroy(&c->buffers);
+    free(c->last_ring);
+    free(c->last_tensors);
     free(c);
     return pcclSuccess;
 }
 
 /* ---------- control connection ---------- */
 
-int comm_send(pcclComm_t *c, const wire_msg_t *m) {
-    if (atomic_load(&c->master_lost)) return -1;
-    pthread_mutex_lock(&c->send_mu);
-    int rc = net_send_msg(c->master_fd, m);
-    pthread_mutex_unlock(&c->send_mu);
-    if (rc != 0) PLOG_WARN(c->log_name, "sending %s to the master failed", wire_type_name(m->type));
+int comm_begin(pcclComm_t *c, unsigned *epoch) {
+    /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader. */
+    uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
+    pthread_mutex_lock(&c->mu);
+    while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
+           net_now_ms() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    int rc = atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)
+                 ? COMM_LOST : COMM_OK;
+    *epoch = atomic_load(&c->master_epoch);
+    pthread_mutex_unlock(&c->mu);
     return rc;
+}
+
+int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
+    if (atomic_load(&c->master_lost)) return COMM_LOST;
+    pthread_mutex_lock(&c->send_mu);
+    int rc = COMM_RESTARTED;
+    if (atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
+        rc = net_send_msg(c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
+        /* A master that stopped reading: make the reader notice now rather than at its next read. */
+        if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&c->send_mu);
+    if (rc != COMM_OK && rc != COMM_RESTARTED)
+        PLOG_WARN(c->log_name, "sending %s to the master failed", wire_type_name(m->type));
+    return rc;
+}
+
+void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]) {
+    memcpy(c->uuid, uuid, 16);
+    snprintf(c->log_name, sizeof c->log_name, "peer:%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2], uuid[3]);
+}
+
+void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n) {
+    uint8_t(*copy)[16] = n ? malloc((size_t)n * 16) : NULL;
+    if (n && !copy) return;
+    if (n) memcpy(copy, ring, (size_t)n * 16);
+    pthread_mutex_lock(&c->mu);
+    free(c->last_ring);
+    c->last_ring = copy;
+    c->last_nring = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, uint32_t n) {
+    wire_tensor_t *copy = n ? malloc((size_t)n * sizeof *copy) : NULL;
+    if (n && !copy) return;
+    if (n) memcpy(copy, t, (size_t)n * sizeof *copy);
+    pthread_mutex_lock(&c->mu);
+    free(c->last_tensors);
+    c->last_tensors = copy;
+    c->last_ntensors = n;
+    c->has_revision = 1;
+    c->last_revision = revision;
+    pthread_mutex_unlock(&c->mu);
 }
 
 void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
@@ -158,24 +220,25 @@ void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
     pthread_mutex_unlock(&c->mu);
 }
 
-static void *reader_main(void *arg) {
-    pcclComm_t *c = arg;
+/* Reads the master connection until it fails; returns 1 if the master ended this peer's run (a
+ * kick, a protocol error), 0 if the connection was lost (worth re-establishing). */
+static int read_master(pcclComm_t *c) {
     for (;;) {
         wire_msg_t msg;
         char err[160];
         if (net_recv_msg(c->master_fd, &msg, err, sizeof err) != 0) {
             if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
-            break;
+            return 0;
         }
         if (!wire_type_is_m2c(msg.type)) {
             PLOG_ERROR(c->log_name, "master sent %s, which is not a master-to-peer message", wire_type_name(msg.type));
             wire_msg_free(&msg);
-            break;
+            return 1;
         }
         if (msg.type == M2C_KICK) {
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
             wire_msg_free(&msg);
-            break;
+            return 1;
         }
         if (msg.type == M2C_HEARTBEAT) {
             wire_msg_free(&msg);
@@ -195,6 +258,13 @@ static void *reader_main(void *arg) {
         c->inbox_tail = it;
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
+    }
+}
+
+static void *reader_main(void *arg) {
+    pcclComm_t *c = arg;
+    while (!read_master(c) && !atomic_load(&c->shutting_down) && c->reconnect_ms > 0 &&
+           atomic_load(&c->registered) && comm_reconnect(c) == 0) {
     }
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->master_lost, 1);
@@ -221,7 +291,7 @@ static void *heartbeat_main(void *arg) {
         if (atomic_load(&c->shutting_down) || atomic_load(&c->master_lost)) break;
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
-        comm_send(c, &hb);
+        if (!atomic_load(&c->master_down)) comm_send(c, atomic_load(&c->master_epoch), &hb);
         bufpool_trim(&c->buffers, BUFPOOL_IDLE_MS); /* give back all-reduce buffers nobody used lately */
         pthread_mutex_lock(&c->mu);
     }
@@ -229,10 +299,15 @@ static void *heartbeat_main(void *arg) {
     return NULL;
 }
 
-int comm_wait(pcclComm_t *c, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
+int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
     uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
     pthread_mutex_lock(&c->mu);
     for (;;) {
+        /* The inbox was emptied when the epoch moved: nothing in it answers this wait any more. */
+        if (atomic_load(&c->master_epoch) != epoch && !atomic_load(&c->master_lost)) {
+            pthread_mutex_unlock(&c->mu);
+            return COMM_RESTARTED;
+        }
         inbox_item_t *prev = NULL;
         for (inbox_item_t *it = c->inbox_head; it; prev = it, it = it->next) {
             int match = 0;
@@ -248,13 +323,13 @@ int comm_wait(pcclComm_t *c, const uint16_t *types, int ntypes, int timeout_ms, 
         }
         if (atomic_load(&c->master_lost)) {
             pthread_mutex_unlock(&c->mu);
-            return -1;
+            return COMM_LOST;
         }
         if (timeout_ms >= 0) {
             uint64_t now = net_now_ms();
             if (now >= deadline) {
                 pthread_mutex_unlock(&c->mu);
-                return -2;
+                return COMM_TIMEOUT;
             }
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -286,7 +361,7 @@ pcclResult_t comm_check_ready(const pcclComm_t *c) {
  * member left, and that member may be the successor this peer is still waiting on. */
 static int round_over(void *arg) {
     pcclComm_t *c = arg;
-    if (atomic_load(&c->master_lost) || atomic_load(&c->shutting_down)) return 1;
+    if (atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)) return 1;
     int over = 0;
     pthread_mutex_lock(&c->mu);
     for (inbox_item_t *it = c->inbox_head; it && !over; it = it->next)
@@ -299,6 +374,10 @@ int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
     const wire_peer_t *peers = e->u.establish.peers;
     uint32_t n = e->u.establish.n;
     p2p_set_peers(c, peers, n);
+    uint8_t(*ring)[16] = n ? malloc((size_t)n * 16) : NULL;
+    for (uint32_t i = 0; i < n && ring; i++) memcpy(ring[i], peers[i].uuid, 16);
+    if (ring || !n) comm_note_ring(c, (const uint8_t(*)[16])ring, n);
+    free(ring);
     uint32_t me = n;
     for (uint32_t i = 0; i < n; i++)
         if (memcmp(peers[i].uuid, c->uuid, 16) == 0) me = i;
@@ -317,25 +396,28 @@ int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
     return 0;
 }
 
-/* One accept round from the peer's side: wire the ring, report, await the verdict. */
-static int run_round(pcclComm_t *c, const wire_msg_t *establish, int *ok_out) {
+/* One accept round from the peer's side: wire the ring, report, await the verdict. A COMM_* code. */
+static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, int *ok_out) {
     int ok = comm_establish(c, establish) == 0;
     wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
     r.u.flag.value = (uint8_t)ok;
-    if (comm_send(c, &r) != 0) return -1;
+    int rc = comm_send(c, ep, &r);
+    if (rc != COMM_OK) return rc;
     uint16_t t[] = {M2C_TOPOLOGY_DONE};
     wire_msg_t done;
-    if (comm_wait(c, t, 1, -1, &done) != 0) return -1;
+    if ((rc = comm_wait(c, ep, t, 1, -1, &done)) != COMM_OK) return rc;
     *ok_out = done.u.topo_done.ok;
     if (done.u.topo_done.ok) comm_set_world(c, &done.u.topo_done.world);
     wire_msg_free(&done);
-    return 0;
+    return COMM_OK;
 }
 
 /* Connects within timeout_ms. "No route" errors are retried until then: a link that is coming up
  * (ARP not yet resolved, interface just restored) answers them for a moment. A refused connection
  * means nobody listens there and fails at once. */
-static int connect_master(const uint8_t ip[4], uint16_t port, int timeout_ms) {
+int comm_connect_master(pcclComm_t *c, int timeout_ms) {
+    const uint8_t *ip = c->params.master_address.inet.ipv4.data;
+    uint16_t port = c->params.master_address.port;
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t now = net_now_ms();
@@ -361,7 +443,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     const ccoip_socket_address_t *a = &c->params.master_address;
     char ip[16];
     net_ip_str(a->inet.ipv4.data, ip);
-    c->master_fd = connect_master(a->inet.ipv4.data, a->port, c->connect_timeout_ms);
+    c->master_fd = comm_connect_master(c, c->connect_timeout_ms);
     if (c->master_fd < 0) {
         PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port, strerror(errno));
         p2p_stop(c);
@@ -386,27 +468,32 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     if (pthread_create(&c->heartbeat, NULL, heartbeat_main, c) == 0) c->heartbeat_started = 1;
     uint16_t tw[] = {M2C_WELCOME};
     wire_msg_t w;
-    int rc = comm_wait(c, tw, 1, c->connect_timeout_ms, &w);
-    if (rc != 0) {
+    int rc = comm_wait(c, 0, tw, 1, c->connect_timeout_ms, &w);
+    if (rc != COMM_OK) {
         PLOG_ERROR(c->log_name, "the master at %s:%u did not accept the handshake (%s)", ip, a->port,
                    rc == -2 ? "timeout" : "connection closed");
         shutdown(c->master_fd, SHUT_RDWR);
         return pcclMasterConnectionFailed;
     }
-    memcpy(c->uuid, w.u.welcome.uuid, 16);
-    snprintf(c->log_name, sizeof c->log_name, "peer:%02x%02x%02x%02x", c->uuid[0], c->uuid[1], c->uuid[2],
-             c->uuid[3]);
+    comm_set_uuid(c, w.u.welcome.uuid);
     wire_msg_free(&w);
+    atomic_store(&c->registered, 1);
     PLOG_INFO(c->log_name, "registered with the master at %s:%u; waiting to be accepted", ip, a->port);
-    /* Accept rounds may fail (a peer vanished while wiring): wait for the next one. */
+    /* Accept rounds may fail (a peer vanished while wiring): wait for the next one. A restarted master
+     * knows this peer again once the reader re-registered it: keep waiting in the new epoch. */
     for (;;) {
         uint16_t te[] = {M2C_ESTABLISH_P2P};
         wire_msg_t e;
-        if (comm_wait(c, te, 1, -1, &e) != 0) return pcclMasterConnectionFailed;
+        unsigned ep;
+        if (comm_begin(c, &ep) != COMM_OK) return pcclMasterConnectionFailed;
+        rc = comm_wait(c, ep, te, 1, -1, &e);
+        if (rc == COMM_RESTARTED) continue;
+        if (rc != COMM_OK) return pcclMasterConnectionFailed;
         int ok = 0;
-        rc = run_round(c, &e, &ok);
+        rc = run_round(c, ep, &e, &ok);
         wire_msg_free(&e);
-        if (rc != 0) return pcclMasterConnectionFailed;
+        if (rc == COMM_RESTARTED) continue;
+        if (rc != COMM_OK) return pcclMasterConnectionFailed;
         if (ok) break;
         PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
     }
@@ -419,20 +506,22 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
-    wire_msg_t v = {.type = C2M_UPDATE_TOPOLOGY};
-    if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
+    unsigned ep;
+    wire_msg_t v = {.type = C2M_UPDATE_TOPOLOGY}, m;
     uint16_t t[] = {M2C_ESTABLISH_P2P, M2C_TOPOLOGY_DONE};
-    wire_msg_t m;
-    if (comm_wait(c, t, 2, -1, &m) != 0) return pcclMasterConnectionFailed;
+    int rc = comm_begin(c, &ep);
+    if (rc == COMM_OK) rc = comm_send(c, ep, &v);
+    if (rc == COMM_OK) rc = comm_wait(c, ep, t, 2, -1, &m);
+    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : pcclMasterConnectionFailed;
     int ok = 1;
     if (m.type == M2C_TOPOLOGY_DONE) {
         ok = m.u.topo_done.ok;
         if (ok) comm_set_world(c, &m.u.topo_done.world);
-    } else if (run_round(c, &m, &ok) != 0) {
-        wire_msg_free(&m);
-        return pcclMasterConnectionFailed;
+    } else {
+        rc = run_round(c, ep, &m, &ok);
     }
     wire_msg_free(&m);
+    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : pcclMasterConnectionFailed;
     return ok ? pcclSuccess : pcclUpdateTopologyFailed;
 }
 
@@ -441,21 +530,28 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
     if (!pending_out) return pcclInvalidArgument;
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
-    wire_msg_t v = {.type = C2M_PEERS_PENDING};
-    if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
-    uint16_t t[] = {M2C_PEERS_PENDING};
-    wire_msg_t m;
-    if (comm_wait(c, t, 1, -1, &m) != 0) return pcclMasterConnectionFailed;
-    *pending_out = m.u.flag.value != 0;
-    wire_msg_free(&m);
-    return pcclSuccess;
+    /* A vote lost with a restarted master is cast again (each try waits for the master first). */
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned ep;
+        wire_msg_t v = {.type = C2M_PEERS_PENDING}, m;
+        uint16_t t[] = {M2C_PEERS_PENDING};
+        int rc = comm_begin(c, &ep);
+        if (rc == COMM_OK) rc = comm_send(c, ep, &v);
+        if (rc == COMM_OK) rc = comm_wait(c, ep, t, 1, -1, &m);
+        if (rc == COMM_RESTARTED) continue;
+        if (rc != COMM_OK) return pcclMasterConnectionFailed;
+        *pending_out = m.u.flag.value != 0;
+        wire_msg_free(&m);
+        return pcclSuccess;
+    }
+    return pcclMasterConnectionFailed;
 }
 
 pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcclArePeersPending(c, out); }
 
 /* Measures bandwidth toward each requested peer (one at a time, so this peer's
  * probes do not compete with each other) and reports the results. */
-static int run_bench(pcclComm_t *c, const wire_msg_t *req) {
+static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     uint32_t n = req->u.bench_req.n;
     wire_bw_t *res = calloc(n ? n : 1, sizeof *res);
     if (!res) return -1;
@@ -470,7 +566,7 @@ static int run_bench(pcclComm_t *c, const wire_msg_t *req) {
     wire_msg_t out = {.type = C2M_BENCH_RESULT};
     out.u.bench_res.n = n;
     out.u.bench_res.results = res;
-    int rc = comm_send(c, &out);
+    int rc = comm_send(c, ep, &out);
     free(res);
     return rc;
 }
@@ -480,30 +576,31 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
+    unsigned ep;
     wire_msg_t v = {.type = C2M_OPTIMIZE_TOPOLOGY};
-    if (comm_send(c, &v) != 0) return pcclMasterConnectionFailed;
+    int rc = comm_begin(c, &ep);
+    if (rc == COMM_OK) rc = comm_send(c, ep, &v);
     /* The master may ask for measurements and then for re-wiring before it answers. */
-    for (;;) {
+    while (rc == COMM_OK) {
         uint16_t t[] = {M2C_OPTIMIZE_DONE, M2C_BENCH_REQUEST, M2C_ESTABLISH_P2P};
         wire_msg_t m;
-        if (comm_wait(c, t, 3, -1, &m) != 0) return pcclMasterConnectionFailed;
-        int rc = 0;
+        if ((rc = comm_wait(c, ep, t, 3, -1, &m)) != COMM_OK) break;
         if (m.type == M2C_OPTIMIZE_DONE) {
             int ok = m.u.flag.value;
             wire_msg_free(&m);
             return ok ? pcclSuccess : pcclTopologyOptimizationFailed;
         }
         if (m.type == M2C_BENCH_REQUEST) {
-            rc = run_bench(c, &m);
+            rc = run_bench(c, ep, &m);
         } else {
             wire_msg_t e = {.type = C2M_P2P_ESTABLISHED};
             e.u.flag.value = comm_establish(c, &m) == 0;
             if (e.u.flag.value) comm_set_world(c, &m.u.establish.world);
-            rc = comm_send(c, &e);
+            rc = comm_send(c, ep, &e);
         }
         wire_msg_free(&m);
-        if (rc != 0) return pcclMasterConnectionFailed;
     }
+    return rc == COMM_RESTARTED ? pcclTopologyOptimizationFailed : pcclMasterConnectionFailed;
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

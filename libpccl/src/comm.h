@@ -93,6 +93,14 @@ struct pcclComm_t {
     int ncpus;               /* CPUs this process may run on */
     int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
     atomic_int connected, accepted, master_lost, shutting_down;
+    /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
+     * epoch is never sent, and a wait that began in one ends when it moves. master_down is set
+     * while reconnecting, for at most reconnect_ms (PCCL_MASTER_RECONNECT_MS; 0: a lost master ends
+     * the run). registered: the master welcomed this peer, so it may re-register. */
+    atomic_uint master_epoch;
+    atomic_int master_down, registered;
+    int reconnect_ms;
+    uint64_t down_since_ms;
     uint8_t uuid[16];
     char log_name[24]; /* "peer:xxxxxxxx" */
 
@@ -113,16 +121,46 @@ struct pcclComm_t {
 
     p2p_state_t p2p;
     bufpool_t buffers; /* staging and backup buffers of all-reduces */
+
+    /* What this peer tells a restarted master (guarded by mu): its group's ring as last seen,
+     * the revision and entries of its last completed sync. */
+    uint8_t (*last_ring)[16];
+    uint32_t last_nring;
+    int has_revision;
+    uint64_t last_revision;
+    wire_tensor_t *last_tensors;
+    uint32_t last_ntensors;
 };
 
-/* Sends one control message to the master; -1 if the master is gone. */
-int comm_send(pcclComm_t *c, const wire_msg_t *m);
+/* Return codes of comm_send / comm_wait / comm_begin. */
+enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
+
+/*
+ * Waits until the master connection is up (while it is re-established, at most the reconnect
+ * window) and gives its epoch: an operation sends and waits within one epoch.
+ * @return COMM_OK, or COMM_LOST (the master is gone for good or the peer is shutting down).
+ */
+int comm_begin(pcclComm_t *c, unsigned *epoch);
+/* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
+int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*
  * Waits for the next inbox message whose type is one of types[0..ntypes).
  * timeout_ms < 0 waits until the master connection is lost.
- * @return 0 (msg filled, caller frees), -1 master lost, -2 timeout.
+ * @return COMM_OK (msg filled, caller frees), COMM_LOST, COMM_TIMEOUT, or COMM_RESTARTED when the
+ *         master connection of epoch was lost (a restarted master knows nothing of the request).
  */
-int comm_wait(pcclComm_t *c, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
+int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
+/* Sets this peer's identity (and the log name derived from it). */
+void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]);
+/* Records the group's ring (uuids in order) for a later RESUME. */
+void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n);
+/* Records a completed sync (revision and the entries voted) for a later RESUME. */
+void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, uint32_t n);
+/* Re-establishes a lost master connection (resume.c); 0 when back, -1 when the run is over for
+ * this peer (window passed, refused, shutting down). Called by the reader thread only. */
+int comm_reconnect(pcclComm_t *c);
+/* Connects to the master within timeout_ms; the fd or -1 (errno set). */
+int comm_connect_master(pcclComm_t *c, int timeout_ms);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 int comm_ops_outstanding(pcclComm_t *c);
 /* Checks common preconditions of main-thread API calls. */

@@ -190,8 +190,13 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     pcclResult_t result = pcclSuccess;
     wire_msg_t plan = {0};
     uint16_t tp[] = {M2C_SS_PLAN};
-    if (comm_send(c, &vote) != 0 || comm_wait(c, tp, 1, -1, &plan) != 0) {
-        result = pcclMasterConnectionFailed;
+    unsigned ep;
+    int rc = comm_begin(c, &ep);
+    if (rc == COMM_OK) rc = comm_send(c, ep, &vote);
+    if (rc == COMM_OK) rc = comm_wait(c, ep, tp, 1, -1, &plan);
+    if (rc != COMM_OK) {
+        /* A restarted master knows nothing of this sync: the caller retries it. */
+        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : pcclMasterConnectionFailed;
         goto out;
     }
     switch (plan.u.ss_plan.status) {
@@ -229,12 +234,23 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     wire_msg_t fin = {0};
     uint16_t tf[] = {M2C_SS_DONE};
     /* Keep serving until the master says every peer is done. */
-    if (comm_send(c, &done) != 0 || comm_wait(c, tf, 1, -1, &fin) != 0) {
-        result = pcclMasterConnectionFailed;
+    rc = comm_send(c, ep, &done);
+    if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
+    if (rc != COMM_OK) {
+        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : pcclMasterConnectionFailed;
         goto out;
     }
-    if (!ok || !fin.u.flag.value) result = pcclRankConnectionLost;
-    else st->revision = plan.u.ss_plan.revision;
+    if (!ok || !fin.u.flag.value) {
+        result = pcclRankConnectionLost;
+    } else {
+        st->revision = plan.u.ss_plan.revision;
+        /* What this peer holds now: its own hashes, but the fetched tensors' are the source's. */
+        for (uint32_t f = 0; f < plan.u.ss_plan.n; f++)
+            for (uint32_t i = 0; i < vote.u.sync.n; i++)
+                if (strcmp(vote.u.sync.tensors[i].key, plan.u.ss_plan.fetch[f].key) == 0)
+                    vote.u.sync.tensors[i].hash = plan.u.ss_plan.fetch[f].hash;
+        comm_note_sync(c, st->revision, vote.u.sync.tensors, vote.u.sync.n);
+    }
     wire_msg_free(&fin);
 out:
     pthread_mutex_lock(&c->mu);

@@ -226,6 +226,30 @@ static void test_newcomer_waits_for_rebuild(void) {
     teardown();
 }
 
+static void test_newcomer_first_after_restart(void) {
+    setup();
+    const int ring2[] = {1, 2};
+    connect_(4); /* the newcomer of an accept round the old master never finished comes back first */
+    wire_msg_t h = {.type = C2M_HELLO};
+    h.u.hello.magic = WIRE_MAGIC;
+    h.u.hello.version = WIRE_VERSION;
+    h.u.hello.p2p_port = 4444;
+    msm_on_packet(M, 4, &h);
+    CHECK(got(4, M2C_ESTABLISH_P2P) == 1); /* bootstrapped: alone in the run */
+    wire_msg_t ok = {.type = C2M_P2P_ESTABLISHED};
+    ok.u.flag.value = 1;
+    msm_on_packet(M, 4, &ok);
+    CHECK(strcmp(state_of(4), "idle") == 0);
+    resume(1, 6, 111, ring2, 2);
+    resume(2, 6, 111, ring2, 2);
+    CHECK(msg_of(1, M2C_RESUMED)->u.resumed.ok == 1 && msg_of(2, M2C_RESUMED)->u.resumed.ok == 1);
+    CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 6 && msg_of(1, M2C_RESUMED)->u.resumed.world.group_world_size == 3);
+    /* The newcomer was never wired to them: the members' next vote rewires the ring of three. */
+    for (uint64_t c = 1; c <= 4; c += c == 2 ? 2 : 1) pkt(c, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 1 && msg_of(1, M2C_ESTABLISH_P2P)->u.establish.n == 3);
+    teardown();
+}
+
 static void test_bad_resumes(void) {
     setup();
     resume_full(1, WIRE_VERSION + 1, 1, 3, 111, RING3, 3);
@@ -260,6 +284,7 @@ int main(void) {
     RUN_TEST(test_tie_goes_forward);
     RUN_TEST(test_late_resume_is_a_new_peer);
     RUN_TEST(test_newcomer_waits_for_rebuild);
+    RUN_TEST(test_newcomer_first_after_restart);
     RUN_TEST(test_bad_resumes);
     TEST_MAIN_END();
 }

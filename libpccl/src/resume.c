@@ -1,0 +1,177 @@
+/*
+ * resume.c - a peer outliving its master: when the control connection is lost
+ * (and PCCL_MASTER_RECONNECT_MS > 0), the reader thread calls comm_reconnect.
+ * It moves the epoch (waits and operations of the old connection end: in-flight
+ * all-reduces abort and restore their buffers, phase calls return their
+ * retryable failure), then connects again every 100 ms, then every 250 ms,
+ * until the window passes. An accepted peer re-registers with RESUME (uuid,
+ * group, ring, last synced revision and hashes) and waits for the master's
+ * rebuild (RESUMED); a peer that was only registered sends HELLO again. The
+ * p2p listener, ring connections and the caller's state are kept throughout.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allreduce.h"
+#include "comm.h"
+#include "log.h"
+#include "net.h"
+
+/* Marks the connection down and ends everything that was waiting on it. */
+static void begin_outage(pcclComm_t *c) {
+    pthread_mutex_lock(&c->send_mu);
+    pthread_mutex_lock(&c->mu);
+    atomic_store(&c->master_down, 1);
+    atomic_fetch_add(&c->master_epoch, 1);
+    c->down_since_ms = net_now_ms();
+    while (c->inbox_head) { /* the old master's answers mean nothing to the new one */
+        inbox_item_t *it = c->inbox_head;
+        c->inbox_head = it->next;
+        wire_msg_free(&it->msg);
+        free(it);
+    }
+    c->inbox_tail = NULL;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (c->master_fd >= 0) close(c->master_fd);
+    c->master_fd = -1;
+    pthread_mutex_unlock(&c->send_mu);
+    allreduce_abort_all(c);
+}
+
+/* RESUME for an accepted peer, HELLO for one that was only registered. */
+static int send_registration(pcclComm_t *c, int fd) {
+    wire_msg_t m = {.type = C2M_HELLO};
+    int accepted = atomic_load(&c->accepted);
+    if (!accepted) {
+        m.u.hello.magic = WIRE_MAGIC;
+        m.u.hello.version = WIRE_VERSION;
+        m.u.hello.peer_group = c->params.peer_group;
+        m.u.hello.p2p_port = c->p2p.port;
+        m.u.hello.pool_size = c->pool_size;
+        return net_send_msg(fd, &m);
+    }
+    m.type = C2M_RESUME;
+    __typeof__(m.u.resume) *r = &m.u.resume;
+    r->magic = WIRE_MAGIC;
+    r->version = WIRE_VERSION;
+    r->peer_group = c->params.peer_group;
+    r->p2p_port = c->p2p.port;
+    r->pool_size = c->pool_size;
+    memcpy(r->uuid, c->uuid, 16);
+    pthread_mutex_lock(&c->mu);
+    r->has_revision = (uint8_t)c->has_revision;
+    r->revision = c->last_revision;
+    r->nring = c->last_nring;
+    r->ring = c->last_ring;
+    r->n = c->last_ntensors;
+    r->tensors = c->last_tensors;
+    int rc = net_send_msg(fd, &m); /* under mu: the arrays are the communicator's */
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* Waits for the answer to the registration: 0 back in the run, 1 try again, -1 the master refused. */
+static int await_answer(pcclComm_t *c, int fd) {
+    for (;;) {
+        wire_msg_t m;
+        char err[160];
+        if (net_recv_msg(fd, &m, err, sizeof err) != 0) return 1;
+        int rc = 1;
+        switch (m.type) {
+        case M2C_HEARTBEAT: wire_msg_free(&m); continue;
+        case M2C_WELCOME: /* registered again as a newcomer: a new identity */
+            comm_set_uuid(c, m.u.welcome.uuid);
+            rc = 0;
+            break;
+        case M2C_RESUMED:
+            if (m.u.resumed.ok) {
+                comm_set_world(c, &m.u.resumed.world);
+                rc = 0;
+            } else {
+                PLOG_ERROR(c->log_name, "the restarted master rebuilt the run without this peer; "
+                                        "create a new communicator to join it again");
+                rc = -1;
+            }
+            break;
+        case M2C_KICK:
+            PLOG_ERROR(c->log_name, "the restarted master refused this peer: %s", m.u.kick.reason);
+            rc = -1;
+            break;
+        default:
+            PLOG_ERROR(c->log_name, "the restarted master answered %s to the registration", wire_type_name(m.type));
+            rc = -1;
+            break;
+        }
+        wire_msg_free(&m);
+        return rc;
+    }
+}
+
+/* Sleeps ms, waking early on shutdown. */
+static void backoff(pcclComm_t *c, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (!atomic_load(&c->shutting_down)) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int comm_reconnect(pcclComm_t *c) {
+    begin_outage(c);
+    uint64_t start = c->down_since_ms, deadline = start + (uint64_t)c->reconnect_ms;
+    PLOG_WARN(c->log_name, "lost the master; reconnecting for up to %d ms (operations in flight abort)",
+              c->reconnect_ms);
+    int delay = 100, tries = 0;
+    while (!atomic_load(&c->shutting_down)) {
+        uint64_t now = net_now_ms();
+        if (now >= deadline) break;
+        int left = (int)(deadline - now);
+        int fd = comm_connect_master(c, left < c->connect_timeout_ms ? left : c->connect_timeout_ms);
+        tries++;
+        if (fd >= 0) {
+            pthread_mutex_lock(&c->send_mu); /* visible to pcclDestroyCommunicator, which shuts it down */
+            c->master_fd = fd;
+            pthread_mutex_unlock(&c->send_mu);
+            /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
+            net_set_timeouts(fd, left);
+            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : 1;
+            if (rc == 0) {
+                net_set_timeouts(fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
+                pthread_mutex_lock(&c->mu);
+                atomic_store(&c->master_down, 0);
+                pthread_cond_broadcast(&c->cv);
+                uint64_t rev = c->last_revision;
+                int has_rev = c->has_revision;
+                pthread_mutex_unlock(&c->mu);
+                PLOG_WARN(c->log_name, "master back after %llu ms (%d connection attempts); %s at revision %llu%s",
+                          (unsigned long long)(net_now_ms() - start), tries,
+                          atomic_load(&c->accepted) ? "resumed" : "registered again", (unsigned long long)rev,
+                          has_rev ? "" : " (no sync yet)");
+                return 0;
+            }
+            pthread_mutex_lock(&c->send_mu);
+            close(fd);
+            c->master_fd = -1;
+            pthread_mutex_unlock(&c->send_mu);
+            if (rc < 0) return -1;
+        } else if (errno != ECONNREFUSED && errno != ETIMEDOUT && errno != EHOSTUNREACH && errno != ENETUNREACH) {
+            PLOG_WARN(c->log_name, "reconnecting to the master: %s", strerror(errno));
+        }
+        backoff(c, delay);
+        delay = delay * 2 > 250 ? 250 : delay * 2;
+    }
+    if (!atomic_load(&c->shutting_down))
+        PLOG_ERROR(c->log_name, "the master did not come back within %d ms (%d attempts)", c->reconnect_ms, tries);
+    return -1;
+}
