@@ -1,4 +1,7 @@
-"""The public surface: PCCL 1.0's names, pccl._pccl, pccl.cuda, pccl_master's command line."""
+"""The public surface: PCCL 1.0's names, pccl._pccl, pccl.cuda, pccl_master's command line, and
+working with NumPy alone or torch alone (PCCL 1.0's numpy_only and pytorch_only tests)."""
+import pytest
+
 import pccl
 
 PCCL1_ALL = ["cuda", "Communicator", "MasterNode", "ReduceOp", "Attribute", "SharedStateSyncStrategy", "DataType",
@@ -39,3 +42,35 @@ def test_master_command_runs_until_sigterm(procs):
     assert comm.get_attribute(pccl.Attribute.GLOBAL_WORLD_SIZE) == 1
     procs.procs["master0"].terminate()
     assert procs.wait("master0", 10) == 0
+
+
+def run_isolated(code, blocked=None):
+    """Runs code in a fresh interpreter in which importing `blocked` fails; (returncode, stdout)."""
+    import subprocess
+    import sys
+    from harness import child_env
+    prelude = f"import sys; sys.modules[{blocked!r}] = None\n" if blocked else ""
+    p = subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=60,
+                       env=child_env())
+    return p.returncode, p.stdout.strip() or p.stderr
+
+
+def test_imports_neither_numpy_nor_torch():
+    assert run_isolated("import sys, pccl; print(sorted({'numpy', 'torch'} & set(sys.modules)))") == (0, "[]")
+
+
+@pytest.mark.parametrize("blocked,make_x", [("torch", "import numpy as np; x = np.random.rand(27)"),
+                                            ("numpy", "import torch; x = torch.rand(27)")])
+def test_alone_async_without_the_other_package(blocked, make_x):
+    from harness import free_port
+    addr = f"127.0.0.1:{free_port()}"
+    code = f"""{make_x}
+import pccl
+m = pccl.MasterNode("{addr}"); m.run()
+c = pccl.Communicator("{addr}"); c.connect()
+try:
+    c.all_reduce_async(x, x, op=pccl.ReduceOp.SUM)
+except pccl.PCCLError as e:
+    print(e.result.name)
+m.interrupt()"""
+    assert run_isolated(code, blocked) == (0, "TOO_FEW_PEERS")

@@ -1,5 +1,5 @@
 """Every dtype and op, in place, out of place, async and multiple-with-retry, over 3 peer
-processes and a master, against NumPy's results."""
+processes and a master, against NumPy's results; quantized sums within their documented bound."""
 import pytest
 
 from cases import WORLD, case_ids
@@ -46,3 +46,13 @@ def test_ring_traffic(results):
         for rec in results[case]:
             for key in ("tx", "rx"):
                 assert abs(rec[key] - ideal) <= 2 * WORLD * itemsize, f"{case} {key}={rec[key]}, ideal {ideal:.0f}"
+
+
+def test_quantized_traffic(results):
+    """8-bit codes cross the wire instead of 4- and 8-byte floats (plus per-block parameters)."""
+    from cases import COUNT
+    for case, itemsize in (("numpy-float32-SUM-quant_MIN_MAX_UINT8", 4),
+                           ("numpy-float64-SUM-quant_ZERO_POINT_SCALE_INT8", 8)):
+        unquantized = 2 * (WORLD - 1) * COUNT * itemsize / WORLD
+        for rec in results[case]:
+            assert 0 < rec["tx"] < 2 * unquantized / itemsize, f"{case}: tx {rec['tx']}"

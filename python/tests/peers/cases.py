@@ -14,12 +14,26 @@ OPS = ["SUM", "AVG", "PROD", "MAX", "MIN"]
 MODES = ["inplace", "outofplace", "async", "multi"]
 COUNT = 1031  # not a multiple of the world size: uneven ring chunks
 WORLD = 3
+# Quantized sums: (kind, dtype, algorithm, wire dtype); the mode is 'quant_ALGORITHM_WIRE'.
+QUANT = [("numpy", "float32", "MIN_MAX", "UINT8"), ("numpy", "float64", "ZERO_POINT_SCALE", "INT8"),
+         ("torch", "float16", "MIN_MAX", "UINT16"), ("torch", "bfloat16", "ZERO_POINT_SCALE", "UINT8")]
 
 
 def case_ids():
     """Every case as 'kind-dtype-op-mode'."""
-    return [f"{kind}-{dt}-{op}-{mode}" for kind, dts in (("numpy", NUMPY_DTYPES), ("torch", TORCH_DTYPES))
-            for dt in dts for op in OPS for mode in MODES]
+    exact = [f"{kind}-{dt}-{op}-{mode}" for kind, dts in (("numpy", NUMPY_DTYPES), ("torch", TORCH_DTYPES))
+             for dt in dts for op in OPS for mode in MODES]
+    return exact + [f"{kind}-{dt}-SUM-quant_{algo}_{wire}" for kind, dt, algo, wire in QUANT]
+
+
+def quant_tolerance(dt, wire, world=WORLD, n=COUNT):
+    """The bound on a quantized sum's error per element (docs/quantization.md, as tests/e2e/quant_peer.c
+    applies it): (N + 1) A max(1 / (L - 4), ulp of dt) with A = max_i sum_p |x_p,i| and L codes; each
+    hop's partial result is also rounded to dt."""
+    xs = np.stack([cast_values(inputs(dt, "MAX", r, n), dt) for r in range(world)])
+    codes = 1 << (16 if wire == "UINT16" else 8)
+    ulp = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}.get(dt, 2.0 ** -52)
+    return (world + 1) * np.abs(xs).sum(0).max() * max(1 / (codes - 4), ulp)
 
 
 def _is_float(dt):

@@ -2,8 +2,8 @@
 
 Joins a run of cases.WORLD peers, runs every case of cases.case_ids() (blocking in and out of
 place, async with all ops of a dtype in flight at once, multiple-with-retry over all of a
-kind) and writes one JSON line per case to OUT: ok, an error, a digest of the result, the
-ReduceInfo."""
+kind, quantized sums) and writes one JSON line per case to OUT: ok, an error, a digest of the
+result, the ReduceInfo."""
 import hashlib
 import sys
 
@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 import pccl
-from cases import NUMPY_DTYPES, OPS, TORCH_DTYPES, WORLD, cast_values, expected, inputs
+from cases import NUMPY_DTYPES, OPS, QUANT, TORCH_DTYPES, WORLD, cast_values, expected, inputs, quant_tolerance
 from common import JsonLines, join
 
 
@@ -43,6 +43,14 @@ def check(kind, dt, op, send, recv, original):
     return ""
 
 
+def check_quantized(dt, wire, recv):
+    """'' if a quantized sum is within docs/quantization.md's bound of the exact sum."""
+    exact = sum(cast_values(inputs(dt, "MAX", r), dt) for r in range(WORLD))
+    err = np.abs(as_numpy(recv) - exact)
+    excess = err - quant_tolerance(dt, wire)
+    return "" if (excess <= 0).all() else f"error {err[excess.argmax()]:.3g} above the bound at {excess.argmax()}"
+
+
 def digest(x):
     data = x.view(torch.int16).numpy() if isinstance(x, torch.Tensor) and x.dtype == torch.bfloat16 else x
     return hashlib.sha256(np.ascontiguousarray(data).tobytes()).hexdigest()[:16]
@@ -60,9 +68,11 @@ def main(master, rank, out):
     results = JsonLines(out)
     tag = 0
 
-    def report(case, send, recv, original, info, error=""):
+    def report(case, send, recv, original, info, error=None):
+        """error: None to compare with the exact result."""
         kind, dt, op, _ = case.split("-")
-        error = error or check(kind, dt, op, send, recv, original)
+        if error is None:
+            error = check(kind, dt, op, send, recv, original)
         results.write(case=case, ok=not error, error=error, digest=digest(recv),
                       world=info.local_world_size if info else 0, tx=info.tx_bytes if info else 0,
                       rx=info.rx_bytes if info else 0)
@@ -84,7 +94,7 @@ def main(master, rank, out):
                 launched.append((f"{kind}-{dt}-{op}-async", send, recv, original, handle))
             for case, send, recv, original, handle in launched:
                 ok, status, info = handle.wait()
-                report(case, send, recv, original, info, "" if ok else f"status {pccl.Result(status).name}")
+                report(case, send, recv, original, info, None if ok else f"status {pccl.Result(status).name}")
             for i, op in enumerate(OPS):
                 send, recv, original = operands(kind, dt, op, rank, i % 2 == 1)
                 tag += 1
@@ -97,6 +107,12 @@ def main(master, rank, out):
         info = comm.all_reduce_multiple_with_retry([m[4] for m in multi], max_in_flight=4)
         for case, send, recv, original, _ in multi:
             report(case, send, recv, original, info)
+    for kind, dt, algo, wire in QUANT:
+        x = make(kind, dt, inputs(dt, "MAX", rank))
+        tag += 1
+        q = pccl.QuantizationOptions(pccl.DataType[wire], pccl.QuantizationAlgorithm[algo])
+        info = comm.all_reduce(x, x, op=pccl.ReduceOp.SUM, tag=tag, quantization_options=q)
+        report(f"{kind}-{dt}-SUM-quant_{algo}_{wire}", x, x, None, info, check_quantized(dt, wire, x))
 
 
 if __name__ == "__main__":
