@@ -57,7 +57,11 @@ def test_connect_to_a_silent_master_releases_the_gil(monkeypatch):
 def test_master_await_termination_releases_the_gil():
     master = pccl.MasterNode(f"127.0.0.1:{free_port()}")
     master.run()
-    threading.Timer(1.0, master.interrupt).start()
-    blocked, counts = count_during(master.await_termination)
+
+    def await_termination():
+        threading.Timer(1.0, master.interrupt).start()
+        master.await_termination()
+
+    blocked, counts = count_during(await_termination)
     assert blocked >= 0.9
     assert_counted_freely(blocked, counts)
