@@ -98,9 +98,8 @@ class ReduceOpDescriptor:
         self._staging = None  # HostStaging when the tensors are on CUDA
 
     @classmethod
-    def _from_buffers(cls, send, recv, reduce_descriptor, kind):
-        d = of_type(ReduceDescriptor, reduce_descriptor, "reduce_descriptor")
-        s, r = describe_pair(send, recv)
+    def _checked(cls, s, r, d, kind):
+        """The operation on Buffers s, r after checking them against descriptor d."""
         if s.kind != kind:
             raise TypeError(f"from_{kind} needs {kind} buffers, got {s.kind}")
         if d.count != s.numel:
@@ -108,31 +107,30 @@ class ReduceOpDescriptor:
         if d.operand_descriptor.datatype != s.dtype:
             raise TypeError(f"descriptor datatype {d.operand_descriptor.datatype} != buffers' dtype {s.dtype}")
         staging = stage_if_cuda(s, r)
-        if staging:
-            op = cls(staging.send_ptr, staging.recv_ptr, reduce_descriptor)
-        else:
-            op = cls(s.ptr, r.ptr, reduce_descriptor)
-        op._buffers, op._staging = (send, recv), staging
+        op = cls(staging.send_ptr, staging.recv_ptr, d) if staging else cls(s.ptr, r.ptr, d)
+        op._buffers, op._staging = (s.obj, r.obj), staging
         return op
 
     @classmethod
     def from_numpy(cls, send, recv, reduce_descriptor: ReduceDescriptor):
         """From two NumPy arrays (the same array for in place). Raises TypeError/ValueError on mismatches."""
-        return cls._from_buffers(send, recv, reduce_descriptor, "numpy")
+        d = of_type(ReduceDescriptor, reduce_descriptor, "reduce_descriptor")
+        return cls._checked(*describe_pair(send, recv), d, "numpy")
 
     @classmethod
     def from_torch(cls, send, recv, reduce_descriptor: ReduceDescriptor):
         """From two torch tensors on the same device (CPU, or CUDA staged through host memory)."""
-        return cls._from_buffers(send, recv, reduce_descriptor, "torch")
+        d = of_type(ReduceDescriptor, reduce_descriptor, "reduce_descriptor")
+        return cls._checked(*describe_pair(send, recv), d, "torch")
 
     @classmethod
     def _for_call(cls, send, recv, op, tag, operand_descriptor, quantization_options):
         """The descriptor Communicator.all_reduce* builds from its arguments."""
-        s, _ = describe_pair(send, recv)
+        s, r = describe_pair(send, recv)
         if operand_descriptor is None:
             operand_descriptor = ReduceOperandDescriptor(s.dtype, DistributionHint.NONE)
         d = ReduceDescriptor(s.numel, op, tag, operand_descriptor, quantization_options)
-        return cls._from_buffers(send, recv, d, s.kind)
+        return cls._checked(s, r, d, s.kind)
 
     def _fill(self, c):
         """Writes this operation into a pcclReduceOpDescriptor_t."""

@@ -97,9 +97,13 @@ class DataType(Enum):
     def from_numpy_dtype(cls, dtype):
         """DataType of a NumPy dtype (anything numpy.dtype() accepts). Raises ValueError if unsupported
         (bool, complex, non-native byte order, ...)."""
+        found = _cached(_FROM_NUMPY, dtype)  # a call per all-reduce: skip np.dtype() for known dtypes
+        if found is not None:
+            return found
         import numpy as np
         dt = np.dtype(dtype)
         if dt.name in _NUMPY_NAMES and dt.isnative:
+            _FROM_NUMPY[dt] = _BY_NAME[dt.name]
             return _BY_NAME[dt.name]
         raise ValueError(f"unsupported NumPy dtype {dt.str} ({dt}); supported: {', '.join(_NUMPY_NAMES)}, "
                          "native byte order")
@@ -107,13 +111,24 @@ class DataType(Enum):
     @classmethod
     def from_torch_dtype(cls, dtype):
         """DataType of a torch.dtype. Raises ValueError if unsupported (bool, complex, ...)."""
+        found = _cached(_FROM_TORCH, dtype)
+        if found is not None:
+            return found
         if not _is_torch_dtype(dtype):
             raise ValueError(f"not a torch.dtype: {dtype!r}")
         name = str(dtype).rpartition(".")[2]
         if name in _BY_NAME:
+            _FROM_TORCH[dtype] = _BY_NAME[name]
             return _BY_NAME[name]
         raise ValueError(f"unsupported torch dtype {dtype}; supported: "
                          + ", ".join(n for n in _BY_NAME if hasattr(sys.modules["torch"], n)))
+
+
+def _cached(cache, key):
+    try:
+        return cache.get(key)
+    except TypeError:  # unhashable: not a dtype; the full conversion says why
+        return None
 
 
 def _is_torch_dtype(x):
@@ -130,4 +145,5 @@ _NAMES = {
 }
 _BY_NAME = {name: t for t, name in _NAMES.items()}
 _NUMPY_NAMES = tuple(n for n in _BY_NAME if n != "bfloat16")
+_FROM_NUMPY, _FROM_TORCH = {}, {}  # caches of the conversions to DataType
 _ITEMSIZE = {t: (1 if n.endswith("8") else int(n[-2:]) // 8) for t, n in _NAMES.items()}
