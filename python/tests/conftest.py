@@ -7,6 +7,8 @@ from harness import Procs
 
 if not os.environ.get("PCCL_LIBRARY"):
     pytest.exit("set PCCL_LIBRARY to the libpccl.so under test (e.g. build/lib/libpccl.so)", returncode=4)
+# In-process peers and masters log from library threads, also after a test ended; keep the summary readable.
+os.environ.setdefault("PCCL_LOG_LEVEL", "error")
 
 
 @pytest.fixture

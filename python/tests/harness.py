@@ -27,7 +27,7 @@ def child_env(extra=None):
     """This environment, with the source tree's package first on PYTHONPATH."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PYTHON_DIR), env.get("PYTHONPATH")) if p)
-    env.setdefault("PCCL_LOG_LEVEL", "warn")
+    env["PCCL_LOG_LEVEL"] = "warn"  # into the process's log file
     env.update(extra or {})
     return env
 

@@ -74,3 +74,18 @@ def test_alone_sync_moves_nothing(master):
     state.revision = 3
     info = comm.sync_shared_state(state)
     assert (info.tx_bytes, info.rx_bytes, state.revision) == (0, 0, 3)
+
+
+def test_library_checks_reach_python_as_invalid_argument(master):
+    """What only the library checks (overlapping buffers, a quantization it cannot do) fails at once."""
+    comm = pccl.Communicator(master)
+    comm.connect()
+    a = np.zeros(10, np.float32)
+    with pytest.raises(PCCLError) as e:
+        comm.all_reduce(a[:6], a[4:], op=ReduceOp.SUM)
+    assert e.value.result is Result.INVALID_ARGUMENT
+    i = np.zeros(10, np.int32)
+    q = pccl.QuantizationOptions(pccl.DataType.UINT8, pccl.QuantizationAlgorithm.MIN_MAX)
+    with pytest.raises(PCCLError) as e:
+        comm.all_reduce(i, i, op=ReduceOp.SUM, quantization_options=q)
+    assert e.value.result is Result.INVALID_ARGUMENT
