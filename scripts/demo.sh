@@ -20,11 +20,6 @@ if [ "${PYTHON:-0}" != 0 ]; then
     ddp) example=ddp ;;
     *) echo "demo.sh: PYTHON must be 1, diloco or ddp" >&2; exit 2 ;;
     esac
-    PYDEPS=(python3-torch python3-numpy python3-cffi)
-    if ! dpkg -s "${PYDEPS[@]}" >/dev/null 2>&1; then
-        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${PYDEPS[@]}" >/dev/null
-    fi
     args=(--example "$example" --bin "$PWD/build/bin" --peers "${PEERS:-4}")
     [ -n "${STEPS:-}" ] && args+=(--steps "$STEPS")
     [ "${KEEP_LOGS:-0}" = 1 ] && args+=(--keep-logs)
