@@ -1,12 +1,12 @@
 /*
  * master_admin.c - the loop-thread side of the admin port (see admin.h).
  *
- * Three libuv handles on the master's loop: a check handle that runs after
- * every event batch and tracks since when each operation has been in flight
- * (the state machine reads no clock of its own for that), a 250 ms timer that
- * rebuilds and publishes the snapshot documents, and an async handle through
- * which the HTTP thread wakes the loop for queued kick/shutdown commands.
- * Everything here runs on the loop thread, so it may read the state machine.
+ * Two libuv handles on the master's loop: a 250 ms timer that rebuilds and
+ * publishes the snapshot documents, and an async handle through which the
+ * HTTP thread wakes the loop for queued kick/shutdown commands. The operations
+ * in flight, their members and start times are read from the state machine's
+ * records (its clock is the loop's uv_now, set before every event). Everything
+ * here runs on the loop thread, so it may read the state machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,68 +21,16 @@
 #include "master_internal.h"
 #include "msm_admin.h"
 
-typedef struct op_age {
-    msm_op_view_t op;
-    uint64_t since_ms;
-} op_age_t;
-
 struct pccl_master_admin {
     admin_server_t *srv;
     uv_timer_t timer;
-    uv_check_t check;
     uv_async_t async;
     int closed;
     uint64_t started_ms;
     double started_unix_s; /* wall clock at start, for pccl_master_start_time_seconds */
-    op_age_t *ops;
-    int nops;
 };
 
 #define OPS_MAX 4096
-
-static int same_op(const msm_op_view_t *a, const msm_op_view_t *b) {
-    return strcmp(a->kind, b->kind) == 0 && a->group == b->group && a->tag == b->tag && a->running == b->running &&
-           a->op_seq == b->op_seq;
-}
-
-/*
- * After every event batch: an operation keeps its start time while it is the
- * same operation; one that went from voting to running inherits the vote's.
- * A completed op and its successor with the same tag never meet in one batch
- * (the successor's votes need the COMPLETE first), so ages are exact.
- */
-static void track_ops(pcclMasterInstance_t *m) {
-    struct pccl_master_admin *a = m->admin;
-    int n = msm_op_views(m->sm, NULL, 0);
-    if (n > OPS_MAX) n = OPS_MAX;
-    msm_op_view_t *views = n ? malloc((size_t)n * sizeof *views) : NULL;
-    op_age_t *next = n ? malloc((size_t)n * sizeof *next) : NULL;
-    if (n && (!views || !next)) {
-        free(views);
-        free(next);
-        return;
-    }
-    msm_op_views(m->sm, views, n);
-    uint64_t now = uv_now(&m->loop);
-    for (int i = 0; i < n; i++) {
-        next[i] = (op_age_t){.op = views[i], .since_ms = now};
-        for (int j = 0; j < a->nops; j++) {
-            const msm_op_view_t *o = &a->ops[j].op;
-            int voted_then_ran = views[i].running && !o->running && strcmp(o->kind, views[i].kind) == 0 &&
-                                 o->group == views[i].group && o->tag == views[i].tag;
-            if (same_op(o, &views[i]) || voted_then_ran) {
-                next[i].since_ms = a->ops[j].since_ms;
-                if (!voted_then_ran) break;
-            }
-        }
-    }
-    free(views);
-    free(a->ops);
-    a->ops = next;
-    a->nops = n;
-}
-
-static void on_check(uv_check_t *h) { track_ops(h->data); }
 
 static void ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }
 
@@ -148,10 +96,40 @@ static cJSON *peers_json(pcclMasterInstance_t *m, uint64_t now, uint8_t **uuids_
     return peers;
 }
 
-/* Appends the in-flight operations of group (or MSM_RUN_WIDE) to arr, with their ages. */
-static void ops_json(const struct pccl_master_admin *a, uint32_t group, uint64_t now, cJSON *arr) {
-    for (int j = 0; j < a->nops; j++) {
-        const msm_op_view_t *o = &a->ops[j].op;
+/* The operations in flight (at most OPS_MAX), oldest first; *n their number. Caller frees. */
+static msm_op_view_t *op_views(pcclMasterInstance_t *m, int *n) {
+    *n = msm_op_views(m->sm, NULL, 0);
+    if (*n > OPS_MAX) *n = OPS_MAX;
+    msm_op_view_t *v = *n ? malloc((size_t)*n * sizeof *v) : NULL;
+    if (!v) *n = 0;
+    else msm_op_views(m->sm, v, *n);
+    return v;
+}
+
+/* The members of the index-th operation as uuids. */
+static cJSON *members_json(pcclMasterInstance_t *m, int index, int n) {
+    cJSON *arr = cJSON_CreateArray();
+    uint64_t *conns = n > 0 ? malloc((size_t)n * sizeof *conns) : NULL;
+    n = conns ? msm_op_view_members(m->sm, index, conns, n) : 0;
+    int np = msm_peer_count(m->sm);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < np; j++) {
+            msm_peer_view_t v;
+            if (msm_peer_view(m->sm, j, &v) != 0 || v.conn != conns[i]) continue;
+            char hex[33];
+            admin_uuid_hex(v.uuid, hex);
+            cJSON_AddItemToArray(arr, cJSON_CreateString(hex));
+            break;
+        }
+    free(conns);
+    return arr;
+}
+
+/* Appends the in-flight operations of group (or MSM_RUN_WIDE) to arr, with their ages and members. */
+static void ops_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int nops, uint32_t group, uint64_t now,
+                     cJSON *arr) {
+    for (int j = 0; j < nops; j++) {
+        const msm_op_view_t *o = &ops[j];
         if (o->group != group) continue;
         int coll = strcmp(o->kind, "collective") == 0;
         cJSON *op = cJSON_CreateObject();
@@ -162,21 +140,22 @@ static void ops_json(const struct pccl_master_admin *a, uint32_t group, uint64_t
         if (coll && o->running) cJSON_AddNumberToObject(op, "op_seq", (double)o->op_seq);
         else cJSON_AddNullToObject(op, "op_seq");
         cJSON_AddNumberToObject(op, "members", o->members);
-        cJSON_AddNumberToObject(op, "age_ms", (double)(now - a->ops[j].since_ms));
+        cJSON_AddItemToObject(op, "member_uuids", members_json(m, j, o->members));
+        cJSON_AddNumberToObject(op, "age_ms", now > o->started_ms ? (double)(now - o->started_ms) : 0);
         cJSON_AddItemToArray(arr, op);
     }
 }
 
-static cJSON *groups_json(pcclMasterInstance_t *m, uint64_t now, int topology) {
+static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int nops, uint64_t now,
+                          int topology) {
     cJSON *groups = cJSON_CreateArray();
     msm_group_view_t gv[256];
     int ng = msm_group_views(m->sm, gv, 256);
     if (ng > 256) ng = 256;
-    struct pccl_master_admin *a = m->admin;
     for (int i = 0; i < ng; i++) {
         if (gv[i].ring_len == 0 && !topology) {
             int has_ops = 0;
-            for (int j = 0; j < a->nops; j++) has_ops |= a->ops[j].op.group == gv[i].id;
+            for (int j = 0; j < nops; j++) has_ops |= ops[j].group == gv[i].id;
             if (!has_ops) continue;
         }
         cJSON *g = cJSON_CreateObject();
@@ -185,8 +164,7 @@ static cJSON *groups_json(pcclMasterInstance_t *m, uint64_t now, int topology) {
         if (!topology) {
             if (gv[i].has_revision) cJSON_AddNumberToObject(g, "last_revision", (double)gv[i].last_revision);
             else cJSON_AddNullToObject(g, "last_revision");
-            cJSON *ops = cJSON_AddArrayToObject(g, "operations");
-            ops_json(a, gv[i].id, now, ops);
+            ops_json(m, ops, nops, gv[i].id, now, cJSON_AddArrayToObject(g, "operations"));
         }
         cJSON_AddItemToArray(groups, g);
     }
@@ -264,7 +242,8 @@ static void publish(pcclMasterInstance_t *m) {
     msm_stats_t st;
     msm_get_stats(m->sm, &st);
     uint8_t *uuids = NULL;
-    int nuuids = 0;
+    int nuuids = 0, nops;
+    msm_op_view_t *ops = op_views(m, &nops);
 
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "version", PCCL_VERSION_STRING);
@@ -272,8 +251,8 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON_AddNumberToObject(s, "uptime_ms", (double)(now - a->started_ms));
     cJSON *peers = peers_json(m, now, &uuids, &nuuids);
     cJSON_AddItemToObject(s, "peers", peers);
-    cJSON_AddItemToObject(s, "groups", groups_json(m, now, 0));
-    ops_json(a, MSM_RUN_WIDE, now, cJSON_AddArrayToObject(s, "run_operations"));
+    cJSON_AddItemToObject(s, "groups", groups_json(m, ops, nops, now, 0));
+    ops_json(m, ops, nops, MSM_RUN_WIDE, now, cJSON_AddArrayToObject(s, "run_operations"));
     cJSON *c = cJSON_AddObjectToObject(s, "counters");
     cJSON_AddNumberToObject(c, "collectives_completed", (double)st.collectives_completed);
     cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);
@@ -282,12 +261,13 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON_AddNumberToObject(c, "control_bytes_sent", (double)m->bytes_sent);
     cJSON_AddNumberToObject(c, "control_packets_received", (double)m->packets_received);
     uint64_t oldest = 0;
-    for (int i = 0; i < a->nops; i++)
-        if (now - a->ops[i].since_ms > oldest) oldest = now - a->ops[i].since_ms;
+    for (int i = 0; i < nops; i++)
+        if (now > ops[i].started_ms && now - ops[i].started_ms > oldest) oldest = now - ops[i].started_ms;
     cJSON_AddNumberToObject(s, "oldest_operation_age_ms", (double)oldest);
 
     cJSON *t = cJSON_CreateObject();
-    cJSON_AddItemToObject(t, "groups", groups_json(m, now, 1));
+    cJSON_AddItemToObject(t, "groups", groups_json(m, ops, nops, now, 1));
+    free(ops);
     cJSON_AddItemToObject(t, "bandwidth", bandwidth_json(m));
 
     uint32_t connected = (uint32_t)msm_peer_count(m->sm) - st.registered - st.accepted;
@@ -341,8 +321,7 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
     /* The handles exist before the HTTP thread can call notify_loop. */
     uv_async_init(&m->loop, &a->async, on_commands);
     uv_timer_init(&m->loop, &a->timer);
-    uv_check_init(&m->loop, &a->check);
-    a->async.data = a->timer.data = a->check.data = m;
+    a->async.data = a->timer.data = m;
     a->started_ms = uv_now(&m->loop);
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -359,7 +338,6 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
     }
     publish(m);
     uv_timer_start(&a->timer, on_timer, 250, 250);
-    uv_check_start(&a->check, on_check);
     return pcclSuccess;
 }
 
@@ -377,14 +355,12 @@ void pccl__admin_on_stop(pcclMasterInstance_t *m) {
     admin_server_stop(a->srv);
     uv_close((uv_handle_t *)&a->async, NULL);
     uv_close((uv_handle_t *)&a->timer, NULL);
-    uv_close((uv_handle_t *)&a->check, NULL);
 }
 
 void pccl__admin_free(pcclMasterInstance_t *m) {
     struct pccl_master_admin *a = m->admin;
     if (!a) return;
     admin_server_free(a->srv);
-    free(a->ops);
     free(a);
     m->admin = NULL;
 }

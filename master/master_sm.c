@@ -126,15 +126,13 @@ void msm_on_tick(msm_t *m) {
 
 void msm_destroy(msm_t *m) {
     if (!m) return;
-    for (int i = 0; i < m->npeers; i++) {
-        free(m->peers[i].ss_tensors);
-        msm_resume_forget(&m->peers[i]);
-    }
+    for (int i = 0; i < m->npeers; i++) msm_resume_forget(&m->peers[i]);
     for (int i = 0; i < m->ngroups; i++) {
-        msm_coll_free_all(&m->groups[i]);
         free(m->groups[i].ring);
         free(m->groups[i].moon_conns);
     }
+    /* The connections are going away with the master: the fail path frees the records, sending nothing. */
+    while (m->ops) msm_op_fail(m, m->ops, MSM_FAIL_SHUTDOWN);
     free(m->peers);
     free(m->groups);
     free(m->bw);
@@ -222,7 +220,7 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
         return;
     }
     case C2M_P2P_ESTABLISHED:
-        msm_topo_on_established(m, p, msg->u.flag.value);
+        msm_ops_on_packet(m, p, msg);
         return;
     default:
         break;
@@ -233,16 +231,9 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
         return;
     }
     switch (msg->type) {
-    case C2M_UPDATE_TOPOLOGY: msm_topo_on_vote(m, p); break;
-    case C2M_PEERS_PENDING: msm_topo_on_pending_vote(m, p); break;
-    case C2M_OPTIMIZE_TOPOLOGY: msm_opt_on_vote(m, p); break;
-    case C2M_BENCH_RESULT: msm_opt_on_result(m, p, msg); break;
     case C2M_PEER_UNREACHABLE: msm_report_unreachable(m, p, msg->u.welcome.uuid); break;
-    case C2M_SYNC_SHARED_STATE: msm_ss_on_vote(m, p, msg); break;
-    case C2M_SS_DIST_DONE: msm_ss_on_dist_done(m, p, msg->u.flag.value); break;
-    case C2M_COLL_INIT: msm_coll_on_init(m, p, msg); break;
-    case C2M_COLL_DONE: msm_coll_on_done(m, p, msg); break;
-    default: msm_kick(m, p, "unexpected message %s", wire_type_name(msg->type)); break;
+    /* Votes and reports of the operations (the kinds table, msm_kinds.c); anything else is a kick. */
+    default: msm_ops_on_packet(m, p, msg); break;
     }
 }
 
@@ -253,10 +244,10 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     if (!p) return;
     uint32_t group = p->group;
     int was_accepted = p->accepted;
-    if (p->establishing) m->round_lost_peer = 1; /* the ring being wired lost a member */
+    msm_ops_on_departure(m, conn); /* it leaves every operation at once; a running one may fail */
     msm_reports_forget_conn(m, conn);
-    free(p->ss_tensors);
     msm_resume_forget(p);
+    msm_opt_forget_conn(m, conn);
     /* Order-preserving removal: newcomers are appended to rings in table order. */
     size_t at = (size_t)(p - m->peers);
     memmove(p, p + 1, (size_t)(m->npeers - 1 - (int)at) * sizeof *p);
@@ -275,11 +266,7 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
         m->in_reevaluate = 1;
         while (m->reevaluate_pending) {
             m->reevaluate_pending = 0;
-            msm_topo_on_departure(m, conn);
-            for (int i = 0; i < m->ngroups; i++) {
-                msm_ss_reevaluate(m, &m->groups[i]);
-                msm_coll_on_departure(m, &m->groups[i], conn);
-            }
+            msm_ops_progress(m);
         }
         m->in_reevaluate = 0;
     }
@@ -306,14 +293,8 @@ int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
     out->accepted = p->accepted;
     out->revision = p->ss_revision;
     out->last_seen_ms = p->last_seen;
-    out->state = !p->hello ? "connecting"
-                 : p->establishing ? "establishing"
-                 : p->vote_update ? "vote_accept"
-                 : p->ss_phase ? "sync"
-                 : p->vote_optimize ? "vote_optimize"
-                 : p->resumed ? "resuming"
-                 : !p->accepted ? "registered"
-                 : "idle";
+    const char *in_op = msm_ops_peer_state(m, p->conn);
+    out->state = !p->hello ? "connecting" : in_op ? in_op : p->resumed ? "resuming" : !p->accepted ? "registered" : "idle";
     return 0;
 }
 

@@ -1,7 +1,6 @@
-/* msm_admin.c - views of groups and in-flight operations, and the operator's kick (see msm_admin.h). */
+/* msm_admin.c - views of groups and of the operation records in flight, and the operator's kick (see msm_admin.h). */
 #include "msm_admin.h"
 
-#include <stddef.h>
 #include <string.h>
 
 #include "msm_internal.h"
@@ -18,44 +17,28 @@ int msm_group_views(const msm_t *m, msm_group_view_t *out, int max) {
     return n;
 }
 
-static void put(msm_op_view_t *out, int max, int *n, msm_op_view_t v) {
-    if (*n < max) out[*n] = v;
-    (*n)++;
-}
-
-/* A run-wide vote is in flight while any peer holds it; members = peers holding it. */
-static void run_wide(const msm_t *m, msm_op_view_t *out, int max, int *n, const char *kind, size_t field, int running) {
-    int holders = 0;
-    for (int i = 0; i < m->npeers; i++) holders += *(const int *)((const char *)&m->peers[i] + field) != 0;
-    if (holders || running)
-        put(out, max, n, (msm_op_view_t){.kind = kind, .group = MSM_RUN_WIDE, .running = running, .members = holders});
-}
-
 int msm_op_views(const msm_t *m, msm_op_view_t *out, int max) {
     int n = 0;
-    /* An optimize round re-wires through the accept machinery: report it as optimize, not as an accept round. */
-    run_wide(m, out, max, &n, "update_topology", offsetof(msm_peer_t, vote_update),
-             m->establishing && !m->round_optimize);
-    run_wide(m, out, max, &n, "peers_pending", offsetof(msm_peer_t, vote_pending), 0);
-    run_wide(m, out, max, &n, "optimize_topology", offsetof(msm_peer_t, vote_optimize),
-             m->optimizing || m->round_optimize);
-    for (int i = 0; i < m->ngroups; i++) {
-        const msm_group_t *g = &m->groups[i];
-        int syncing = 0;
-        for (int j = 0; j < m->npeers; j++) syncing += m->peers[j].group == g->id && m->peers[j].ss_phase != 0;
-        if (syncing || g->ss_active)
-            put(out, max, &n,
-                (msm_op_view_t){.kind = "shared_state_sync", .group = g->id, .running = g->ss_active, .members = syncing});
-        for (const msm_coll_t *c = g->colls; c; c = c->next)
-            put(out, max, &n,
-                (msm_op_view_t){.kind = "collective",
-                                .group = g->id,
-                                .tag = c->tag,
-                                .running = c->running,
-                                .op_seq = c->running ? c->op_seq : 0,
-                                .members = c->nvoters});
+    for (const msm_op_t *op = m->ops; op; op = op->next, n++) {
+        if (n >= max) continue;
+        int running = op->phase == MSM_PHASE_RUNNING;
+        out[n] = (msm_op_view_t){.kind = msm_kinds[op->kind].name,
+                                 .group = op->group,
+                                 .tag = op->tag,
+                                 .running = running,
+                                 .op_seq = running ? op->op_seq : 0,
+                                 .members = op->nmembers,
+                                 .started_ms = op->started};
     }
     return n;
+}
+
+int msm_op_view_members(const msm_t *m, int index, uint64_t *conns, int max) {
+    const msm_op_t *op = m->ops;
+    for (int i = 0; op && i < index; i++) op = op->next;
+    if (!op || index < 0) return -1;
+    for (int i = 0; i < op->nmembers && i < max; i++) conns[i] = op->members[i].conn;
+    return op->nmembers;
 }
 
 int msm_bw_views(const msm_t *m, msm_bw_view_t *out, int max) {

@@ -19,19 +19,22 @@ typedef struct msm_group_view {
 
 #define MSM_RUN_WIDE UINT32_MAX /* group of a run-wide operation (accept round, votes of all accepted peers) */
 
+/* One operation record in flight (msm_ops.h). */
 typedef struct msm_op_view {
     const char *kind; /* "collective", "shared_state_sync", "update_topology", "peers_pending", "optimize_topology" */
     uint32_t group;   /* MSM_RUN_WIDE for the run-wide kinds */
     uint64_t tag;     /* collective only */
-    int running;     /* 0: voting to initiate, 1: performing */
-    uint64_t op_seq; /* running only */
+    int running;     /* 0: voting, 1: running (commenced, distributing, measuring or wiring) */
+    uint64_t op_seq; /* running collective only */
     int members;     /* voters so far (voting) or members (running) */
-    /* The other kinds: running = the distribution phase of a sync, or an accept round wiring the ring. */
+    uint64_t started_ms; /* when its record was opened (msm_set_time's clock) */
 } msm_op_view_t;
 
-/* Fills up to max views; returns the total number (may exceed max). */
+/* Fills up to max views, oldest first; returns the total number (may exceed max). */
 int msm_group_views(const msm_t *m, msm_group_view_t *out, int max);
 int msm_op_views(const msm_t *m, msm_op_view_t *out, int max);
+/* Members (conns) of the index-th operation of msm_op_views; returns their number, or -1 if no such operation. */
+int msm_op_view_members(const msm_t *m, int index, uint64_t *conns, int max);
 
 /* A measured directed link (optimize topology's bandwidth store), by conn id. */
 typedef struct msm_bw_view {

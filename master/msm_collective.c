@@ -16,41 +16,7 @@
 #include "log.h"
 #include "msm_internal.h"
 
-static msm_coll_t *find_coll(msm_group_t *g, uint64_t tag) {
-    for (msm_coll_t *c = g->colls; c; c = c->next)
-        if (c->tag == tag) return c;
-    return NULL;
-}
-
-static void unlink_coll(msm_group_t *g, msm_coll_t *c) {
-    for (msm_coll_t **pp = &g->colls; *pp; pp = &(*pp)->next) {
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    }
-    free(c->voters);
-    free(c->done);
-    free(c);
-}
-
-void msm_coll_free_all(msm_group_t *g) {
-    while (g->colls) unlink_coll(g, g->colls);
-}
-
-static int has_member(const msm_coll_t *c, uint64_t conn) {
-    for (int i = 0; i < c->nvoters; i++)
-        if (c->voters[i] == conn) return 1;
-    return 0;
-}
-
-int msm_peer_in_running_coll(msm_t *m, const msm_peer_t *p) {
-    msm_group_t *g = msm_group(m, p->group, 0);
-    if (!g) return 0;
-    for (msm_coll_t *c = g->colls; c; c = c->next)
-        if (has_member(c, p->conn)) return 1;
-    return 0;
-}
+uint64_t msm_coll_tag_of(const wire_msg_t *vote) { return vote->u.coll_init.tag; }
 
 static uint32_t group_pool(msm_t *m, msm_group_t *g) {
     uint32_t pool = 64;
@@ -61,13 +27,14 @@ static uint32_t group_pool(msm_t *m, msm_group_t *g) {
     return pool ? pool : 1;
 }
 
-static int slot_free(msm_group_t *g, uint32_t slot) {
-    for (msm_coll_t *c = g->colls; c; c = c->next)
-        if (c->running && c->slot == slot) return 0;
+static int slot_free(msm_t *m, uint32_t group, uint32_t slot) {
+    for (msm_op_t *op = m->ops; op; op = op->next)
+        if (op->kind == MSM_OP_COLLECTIVE && op->group == group && op->phase == MSM_PHASE_RUNNING && op->slot == slot)
+            return 0;
     return 1;
 }
 
-static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_coll_t *c, int ok) {
+static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_op_t *c, int ok) {
     wire_msg_t w = {.type = type};
     w.u.coll.tag = c->tag;
     w.u.coll.op_seq = c->op_seq;
@@ -75,43 +42,22 @@ static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_coll_t *
     msm_send(m, conn, &w);
 }
 
-static void reject_all(msm_t *m, msm_group_t *g, msm_coll_t *c, uint8_t reason) {
-    for (int i = 0; i < c->nvoters; i++) {
-        wire_msg_t w = {.type = M2C_COLL_REJECT};
-        w.u.reject.tag = c->tag;
-        w.u.reject.reason = reason;
-        msm_send(m, c->voters[i], &w);
-    }
-    unlink_coll(g, c);
-}
-
-static int commence(msm_t *m, msm_group_t *g, msm_coll_t *c) {
+static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     uint32_t pool = group_pool(m, g), slot;
     for (slot = 0; slot < pool; slot++)
-        if (slot_free(g, slot)) break;
+        if (slot_free(m, g->id, slot)) break;
     if (slot == pool) return 0; /* all connections busy: wait for one */
-    uint8_t(*ring)[16] = calloc((size_t)g->ring_len, 16);
-    uint8_t *done = calloc((size_t)g->ring_len, 1);
-    uint64_t *members = calloc((size_t)g->ring_len, sizeof *members);
-    if (!ring || !done || !members) {
-        free(ring);
-        free(done);
-        free(members);
-        return 0;
-    }
+    uint8_t(*ring)[16] = calloc((size_t)g->ring_len + 1, 16);
+    if (!ring) return 0;
     int n = 0;
     for (int i = 0; i < g->ring_len; i++) {
         msm_peer_t *p = msm_find(m, g->ring[i]);
-        if (!p) continue;
-        memcpy(ring[n], p->uuid, 16);
-        members[n++] = p->conn;
+        msm_member_t *mb = msm_op_member(c, g->ring[i]);
+        if (!p || !mb) continue;
+        memcpy(ring[n++], p->uuid, 16);
+        mb->owes = 1;
     }
-    free(c->voters);
-    free(c->done);
-    c->voters = members;
-    c->nvoters = n;
-    c->done = done;
-    c->running = 1;
+    c->phase = MSM_PHASE_RUNNING;
     c->slot = slot;
     c->op_seq = ++m->next_op_seq;
     wire_msg_t w = {.type = M2C_COLL_COMMENCE};
@@ -121,162 +67,111 @@ static int commence(msm_t *m, msm_group_t *g, msm_coll_t *c) {
     msm_world(m, g->id, &w.u.commence.world);
     w.u.commence.n = (uint32_t)n;
     w.u.commence.ring = ring;
-    for (int i = 0; i < n; i++) msm_send(m, members[i], &w);
+    for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
     PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slot %u, %d peers", g->id, (unsigned long long)c->tag,
                (unsigned long long)c->op_seq, slot, n);
     free(ring);
     return 1;
 }
 
-/* Decide every voting collective whose vote is complete; commence in tag order of arrival. */
+/* Decides every voting collective of g whose vote is complete, in launch order. */
 static void evaluate(msm_t *m, msm_group_t *g) {
     int progress = 1;
     while (progress) {
         progress = 0;
-        for (msm_coll_t *c = g->colls; c; c = c->next) {
-            if (c->running) continue;
-            int all = g->ring_len > 0;
-            for (int i = 0; i < g->ring_len && all; i++)
-                if (!has_member(c, g->ring[i])) all = 0;
-            if (!all) continue;
-            if (c->mismatch) {
-                PLOG_WARN("master", "group %u tag %llu rejected: %s", g->id, (unsigned long long)c->tag,
-                          c->mismatch_reason);
-                reject_all(m, g, c, REJECT_PARAM_MISMATCH);
-                progress = 1;
-                break;
+        for (msm_op_t *c = m->ops; c; c = c->next) {
+            if (c->kind != MSM_OP_COLLECTIVE || c->group != g->id || c->phase != MSM_PHASE_VOTING) continue;
+            if (!msm_op_all_voted(m, c)) continue;
+            if (c->mismatch[0]) {
+                PLOG_WARN("master", "group %u tag %llu rejected: %s", g->id, (unsigned long long)c->tag, c->mismatch);
+                msm_op_fail(m, c, MSM_FAIL_MISMATCH);
+            } else if (g->ring_len < 2) {
+                msm_op_fail(m, c, MSM_FAIL_TOO_FEW);
+            } else if (!commence(m, g, c)) {
+                continue;
             }
-            if (g->ring_len < 2) {
-                reject_all(m, g, c, REJECT_TOO_FEW_PEERS);
-                progress = 1;
-                break;
-            }
-            if (commence(m, g, c)) {
-                progress = 1;
-                break;
-            }
+            progress = 1;
+            break;
         }
     }
 }
 
-void msm_coll_on_init(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
-    if (p->vote_update || p->vote_optimize || p->ss_phase || p->establishing) {
-        msm_kick(m, p, "COLL_INIT while another operation of this peer is in progress");
-        return;
-    }
-    msm_group_t *g = msm_group(m, p->group, 0);
-    if (!g) {
-        msm_kick(m, p, "COLL_INIT from a peer without a group");
-        return;
-    }
-    const __typeof__(msg->u.coll_init) *ci = &msg->u.coll_init;
-    msm_coll_t *c = find_coll(g, ci->tag);
-    if (c && (c->running || has_member(c, p->conn))) {
-        msm_kick(m, p, "COLL_INIT for tag %llu which this peer already started", (unsigned long long)ci->tag);
-        return;
-    }
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c) {
-            msm_kick(m, p, "master out of memory");
-            return;
-        }
-        c->tag = ci->tag;
+void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, const wire_msg_t *vote) {
+    (void)mb;
+    const __typeof__(vote->u.coll_init) *ci = &vote->u.coll_init;
+    if (c->nmembers == 1) {
         c->count = ci->count;
         c->dtype = ci->dtype;
-        c->op = ci->op;
+        c->rop = ci->op;
         c->quant_algo = ci->quant_algo;
         c->quant_dtype = ci->quant_dtype;
-        /* Append so that commencement follows launch order. */
-        msm_coll_t **pp = &g->colls;
-        while (*pp) pp = &(*pp)->next;
-        *pp = c;
-    } else if (c->count != ci->count || c->dtype != ci->dtype || c->op != ci->op ||
-               c->quant_algo != ci->quant_algo || c->quant_dtype != ci->quant_dtype) {
-        if (!c->mismatch)
-            snprintf(c->mismatch_reason, sizeof c->mismatch_reason,
-                     "peers disagree on (count, dtype, op, quantization): (%llu,%u,%u,%u/%u) vs (%llu,%u,%u,%u/%u)",
-                     (unsigned long long)c->count, c->dtype, c->op, c->quant_algo, c->quant_dtype,
-                     (unsigned long long)ci->count, ci->dtype, ci->op, ci->quant_algo, ci->quant_dtype);
-        c->mismatch = 1;
+    } else if (!c->mismatch[0] && (c->count != ci->count || c->dtype != ci->dtype || c->rop != ci->op ||
+                                   c->quant_algo != ci->quant_algo || c->quant_dtype != ci->quant_dtype)) {
+        snprintf(c->mismatch, sizeof c->mismatch,
+                 "peers disagree on (count, dtype, op, quantization): (%llu,%u,%u,%u/%u) vs (%llu,%u,%u,%u/%u)",
+                 (unsigned long long)c->count, c->dtype, c->rop, c->quant_algo, c->quant_dtype,
+                 (unsigned long long)ci->count, ci->dtype, ci->op, ci->quant_algo, ci->quant_dtype);
     }
-    uint64_t *v = realloc(c->voters, (size_t)(c->nvoters + 1) * sizeof *v);
-    if (!v) {
-        msm_kick(m, p, "master out of memory");
-        return;
-    }
-    c->voters = v;
-    c->voters[c->nvoters++] = p->conn;
-    evaluate(m, g);
+    evaluate(m, msm_group(m, p->group, 0));
 }
 
-static void finish(msm_t *m, msm_group_t *g, msm_coll_t *c, int ok) {
-    for (int i = 0; i < c->nvoters; i++) send_coll(m, c->voters[i], ok ? M2C_COLL_COMPLETE : M2C_COLL_ABORT, c, ok);
-    if (ok) {
-        m->stats.collectives_completed++;
-        msm_reports_forget_group(m, g->id); /* the ring worked: old unreachability reports are stale */
-    }
-    else m->stats.collectives_aborted++;
-    unlink_coll(g, c);
-    evaluate(m, g); /* a slot became free */
+static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
+    for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_COMPLETE, c, 1);
+    m->stats.collectives_completed++;
+    msm_reports_forget_group(m, g->id); /* the ring worked: old unreachability reports are stale */
+    msm_op_complete(m, c);
 }
 
 void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     msm_group_t *g = msm_group(m, p->group, 0);
-    if (!g) return;
-    msm_coll_t *c = find_coll(g, msg->u.coll.tag);
+    msm_op_t *c = g ? msm_op_find(m, MSM_OP_COLLECTIVE, g->id, msg->u.coll.tag) : NULL;
     /* A DONE for an operation that was already aborted is a normal race: ignore it. */
-    if (!c || !c->running || c->op_seq != msg->u.coll.op_seq) return;
-    int i;
-    for (i = 0; i < c->nvoters; i++)
-        if (c->voters[i] == p->conn) break;
-    if (i == c->nvoters) {
+    if (!c || c->phase != MSM_PHASE_RUNNING || c->op_seq != msg->u.coll.op_seq) return;
+    msm_member_t *mb = msm_op_member(c, p->conn);
+    if (!mb) {
         msm_kick(m, p, "COLL_DONE for tag %llu from a non-member", (unsigned long long)c->tag);
         return;
     }
     if (!msg->u.coll.ok) {
         PLOG_INFO("master", "group %u tag %llu failed on conn=%llu: aborting", g->id, (unsigned long long)c->tag,
                   (unsigned long long)p->conn);
-        finish(m, g, c, 0);
-        return;
+        msm_op_fail(m, c, MSM_FAIL_LOST);
+    } else {
+        mb->owes = 0;
+        if (msm_op_owed(c)) return;
+        complete(m, g, c);
     }
-    c->done[i] = 1;
-    for (i = 0; i < c->nvoters; i++)
-        if (!c->done[i]) return;
-    finish(m, g, c, 1);
+    evaluate(m, g); /* a slot became free */
 }
 
-void msm_coll_on_departure(msm_t *m, msm_group_t *g, uint64_t conn) {
-    int again = 1;
-    while (again) {
-        again = 0;
-        for (msm_coll_t *c = g->colls; c; c = c->next) {
-            if (!has_member(c, conn)) continue;
-            if (c->running) {
-                PLOG_INFO("master", "group %u tag %llu: member conn=%llu left mid-operation, aborting", g->id,
-                          (unsigned long long)c->tag, (unsigned long long)conn);
-                /* Remove the departed member first so it is not messaged. */
-                for (int i = 0; i < c->nvoters; i++)
-                    if (c->voters[i] == conn) {
-                        c->voters[i] = c->voters[--c->nvoters];
-                        c->done[i] = c->done[c->nvoters];
-                        break;
-                    }
-                finish(m, g, c, 0);
-                again = 1;
-                break;
-            }
-            for (int i = 0; i < c->nvoters; i++)
-                if (c->voters[i] == conn) {
-                    c->voters[i] = c->voters[--c->nvoters];
-                    break;
-                }
-            if (c->nvoters == 0) {
-                unlink_coll(g, c);
-                again = 1;
-                break;
-            }
-        }
+/* After departures: a running collective that lost a member aborts; votes may now be complete. */
+void msm_coll_progress(msm_t *m) {
+    for (;;) {
+        msm_op_t *c = m->ops;
+        while (c && !(c->kind == MSM_OP_COLLECTIVE && c->phase == MSM_PHASE_RUNNING && (c->failed || !c->nmembers)))
+            c = c->next;
+        if (!c) break;
+        PLOG_INFO("master", "group %u tag %llu: a member left mid-operation, aborting", c->group,
+                  (unsigned long long)c->tag);
+        msm_op_fail(m, c, MSM_FAIL_LOST);
     }
-    evaluate(m, g);
+    for (int i = 0; i < m->ngroups; i++) evaluate(m, &m->groups[i]);
+}
+
+/* Voting: REJECT with the reason; running: ABORT to every (remaining) member at once. */
+void msm_coll_fail(msm_t *m, msm_op_t *c, msm_fail_t why) {
+    if (c->phase == MSM_PHASE_RUNNING) {
+        for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_ABORT, c, 0);
+        m->stats.collectives_aborted++;
+        return;
+    }
+    uint8_t reason = why == MSM_FAIL_MISMATCH ? REJECT_PARAM_MISMATCH
+                     : why == MSM_FAIL_TOO_FEW ? REJECT_TOO_FEW_PEERS
+                                               : REJECT_CONFLICT;
+    for (int i = 0; i < c->nmembers; i++) {
+        wire_msg_t w = {.type = M2C_COLL_REJECT};
+        w.u.reject.tag = c->tag;
+        w.u.reject.reason = reason;
+        msm_send(m, c->members[i].conn, &w);
+    }
 }

@@ -1,7 +1,8 @@
 /*
  * msm_internal.h - data of the master state machine shared by its parts:
- * master_sm.c (registry, dispatch, departures), msm_topology.c (accept,
- * pending, optimize votes), msm_shared_state.c, msm_collective.c.
+ * master_sm.c (registry, dispatch, departures), msm_ops.c and msm_kinds.c
+ * (operation records and their kinds, see msm_ops.h), msm_topology.c (accept
+ * rounds, pending votes), msm_optimize.c, msm_shared_state.c, msm_collective.c.
  */
 #ifndef PCCL_MSM_INTERNAL_H
 #define PCCL_MSM_INTERNAL_H
@@ -10,6 +11,7 @@
 #include <stdint.h>
 
 #include "master_sm.h"
+#include "msm_ops.h"
 
 typedef struct msm_peer {
     uint64_t conn;
@@ -21,20 +23,10 @@ typedef struct msm_peer {
     uint64_t last_seen; /* ms, msm clock */
     int hello;    /* HELLO received: registered */
     int accepted; /* phase PEER_ACCEPTED */
-    /* run-wide votes */
-    int vote_update, vote_pending, vote_optimize;
-    int establishing, established_reported, established_ok;
     /* P2P_ESTABLISHED reports still owed for rounds that ended before this peer reported: they
      * arrive later and are dropped, not taken for the next round's report. */
     int stale_reports;
-    int bench_pending; /* asked to measure bandwidth, no result yet */
-    /* shared-state sync (ss_phase: 0 none, 1 voted, 2 distributing, 3 distribution done) */
-    int ss_phase;
-    int ss_dist_ok;
-    uint8_t ss_strategy;
-    uint64_t ss_revision;
-    uint32_t ss_n;
-    wire_tensor_t *ss_tensors;
+    uint64_t ss_revision; /* the revision of its last shared-state sync (views) */
     /* re-registered with a restarted master, waiting for the rebuild (msm_resume.c) */
     int resumed;
     int resume_has_rev;
@@ -52,21 +44,6 @@ typedef struct msm_bw {
     double mbps;
 } msm_bw_t;
 
-typedef struct msm_coll {
-    uint64_t tag;
-    int running; /* 0: voting to initiate, 1: performing */
-    uint64_t op_seq;
-    uint32_t slot;
-    uint64_t count;
-    uint8_t dtype, op, quant_algo, quant_dtype;
-    int mismatch;
-    char mismatch_reason[160];
-    int nvoters;
-    uint64_t *voters; /* voting: conns that voted; running: members */
-    uint8_t *done;    /* running: member reported done */
-    struct msm_coll *next;
-} msm_coll_t;
-
 typedef struct msm_group {
     uint32_t id;
     uint64_t *ring; /* accepted conns in ring order */
@@ -74,9 +51,6 @@ typedef struct msm_group {
     int wired; /* p2p connections match the ring */
     int has_revision;
     uint64_t last_revision;
-    int ss_active; /* sync in distribution phase */
-    uint64_t ss_target;
-    msm_coll_t *colls;
     uint64_t epoch;       /* bumped on every membership change of the ring */
     uint64_t *moon_conns; /* background search result: a ring of these conns (NULL: none) */
     int moon_n;
@@ -89,12 +63,9 @@ struct msm {
     int npeers, cap_peers;
     msm_group_t *groups;
     int ngroups, cap_groups;
-    int establishing; /* a wiring round is running */
-    int round_optimize; /* ... started by optimize topology (answered with OPTIMIZE_DONE) */
-    int optimizing, bench_failed; /* optimize topology: bandwidth measurements in progress */
+    msm_op_t *ops; /* operations in flight, oldest first (msm_ops.h) */
     msm_bw_t *bw; /* bandwidth store: measured directed pairs */
     int nbw, cap_bw;
-    int round_lost_peer; /* a peer of the running round left: it fails */
     uint64_t next_op_seq;
     int in_reevaluate, reevaluate_pending;
     uint64_t now, peer_timeout;
@@ -119,35 +90,21 @@ void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((form
 void msm_world(const msm_t *m, uint32_t group, wire_world_t *w);
 int msm_ring_append(msm_group_t *g, uint64_t conn);
 
+/* A peer registered (HELLO): with nobody accepted it bootstraps at once. */
 void msm_topo_on_registered(msm_t *m);
-void msm_topo_on_vote(msm_t *m, msm_peer_t *p);
-void msm_topo_on_established(msm_t *m, msm_peer_t *p, int ok);
-void msm_topo_on_pending_vote(msm_t *m, msm_peer_t *p);
-void msm_topo_on_departure(msm_t *m, uint64_t conn);
-/* Starts a wiring round of all accepted peers for the current rings (optimize: no newcomers). */
-void msm_topo_start_rewire(msm_t *m);
-void msm_topo_finish_optimize(msm_t *m, int ok);
+/* Starts the wiring round of optimize op for the current rings (accepted peers only). */
+void msm_topo_start_rewire(msm_t *m, msm_op_t *op);
+/* A wiring round ends early: the reports its members still owe are dropped when they arrive. */
+void msm_topo_abandon_reports(msm_t *m, msm_op_t *op);
 
-void msm_opt_on_vote(msm_t *m, msm_peer_t *p);
-void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
-void msm_opt_on_departure(msm_t *m, uint64_t conn);
 double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to);
+void msm_opt_forget_conn(msm_t *m, uint64_t conn);
 void msm_report_unreachable(msm_t *m, msm_peer_t *reporter, const uint8_t uuid[16]);
 /* Forgets reports involving conn (departure), or of group g's members (a collective of g succeeded). */
 void msm_reports_forget_conn(msm_t *m, uint64_t conn);
 void msm_reports_forget_group(msm_t *m, uint32_t group);
 /* Fails votes that can never complete because peers called different operations (msm_stuck.c). */
 void msm_check_stuck(msm_t *m);
-
-void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
-void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, int ok);
-void msm_ss_reevaluate(msm_t *m, msm_group_t *g);
-
-void msm_coll_on_init(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
-void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
-void msm_coll_on_departure(msm_t *m, msm_group_t *g, uint64_t conn);
-int msm_peer_in_running_coll(msm_t *m, const msm_peer_t *p);
-void msm_coll_free_all(msm_group_t *g);
 
 void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 /* Ends the rebuild once every named peer is back or MSM_REBUILD_MS passed. */

@@ -48,16 +48,6 @@ static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps) {
     return 0;
 }
 
-static int all_voted(msm_t *m) {
-    int any = 0;
-    for (int i = 0; i < m->npeers; i++) {
-        if (!m->peers[i].accepted) continue;
-        any = 1;
-        if (!m->peers[i].vote_optimize) return 0;
-    }
-    return any;
-}
-
 /* One machine-readable line per solve: peers (uuid prefixes in the current ring order), the
  * measured matrix in that order, and the chosen ring as indices into it. */
 static void log_solution(const msm_t *m, const msm_group_t *g, const double *bw, int n, const topo_solution_t *sol) {
@@ -199,28 +189,37 @@ static void solve_groups(msm_t *m) {
     }
 }
 
-static void finish(msm_t *m) {
-    m->optimizing = 0;
-    if (m->bench_failed) {
-        m->bench_failed = 0;
-        msm_topo_finish_optimize(m, 0);
+static msm_op_t *optimize_op(msm_t *m) { return msm_op_find(m, MSM_OP_OPTIMIZE, MSM_RUN_WIDE, 0); }
+
+static void finish(msm_t *m, msm_op_t *op) {
+    if (op->failed) {
+        msm_op_fail(m, op, MSM_FAIL_LOST);
         return;
     }
     solve_groups(m);
     int unwired = 0;
     for (int i = 0; i < m->ngroups; i++)
         if (m->groups[i].ring_len >= 2 && !m->groups[i].wired) unwired = 1;
-    if (unwired) msm_topo_start_rewire(m);
-    else msm_topo_finish_optimize(m, 1);
+    if (unwired) {
+        msm_topo_start_rewire(m, op);
+        return;
+    }
+    for (int i = 0; i < op->nmembers; i++) {
+        wire_msg_t r = {.type = M2C_OPTIMIZE_DONE};
+        r.u.flag.value = 1;
+        msm_send(m, op->members[i].conn, &r);
+    }
+    msm_op_complete(m, op);
 }
 
-static void maybe_start(msm_t *m) {
-    if (m->optimizing || m->establishing || !all_voted(m)) return;
+/* Asks each member to probe the pairs of its group missing from the store; returns 1 if anyone was asked. */
+static int request_probes(msm_t *m, msm_op_t *op) {
     int asked = 0;
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
         msm_group_t *g = p->accepted ? msm_group(m, p->group, 0) : NULL;
-        if (!g || g->ring_len < 3) continue;
+        msm_member_t *mb = msm_op_member(op, p->conn);
+        if (!g || !mb || g->ring_len < 3) continue;
         wire_peer_t *targets = calloc((size_t)g->ring_len, sizeof *targets);
         if (!targets) continue;
         /* Targets in ring-offset order: in probe slot k every peer sends to the peer k places ahead,
@@ -242,46 +241,37 @@ static void maybe_start(msm_t *m) {
             req.u.bench_req.n = nt;
             req.u.bench_req.peers = targets;
             msm_send(m, p->conn, &req);
-            p->bench_pending = 1;
+            mb->owes = 1;
             asked = 1;
         }
         free(targets);
     }
-    if (asked) {
-        m->optimizing = 1;
-        m->bench_failed = 0;
-        return;
-    }
-    m->optimizing = 1;
-    finish(m);
+    return asked;
 }
 
-void msm_opt_on_vote(msm_t *m, msm_peer_t *p) {
-    if (p->vote_optimize) {
-        msm_kick(m, p, "duplicate OPTIMIZE_TOPOLOGY vote");
-        return;
-    }
-    if (p->vote_update || p->ss_phase || msm_peer_in_running_coll(m, p)) {
-        msm_kick(m, p, "OPTIMIZE_TOPOLOGY while another operation of this peer is in progress");
-        return;
-    }
-    p->vote_optimize = 1;
-    maybe_start(m);
+/* Starts the measurements once every accepted peer voted and no wiring round runs. */
+static void maybe_start(msm_t *m, msm_op_t *op) {
+    if (op->phase != MSM_PHASE_VOTING || !msm_op_all_voted(m, op)) return;
+    for (msm_op_t *o = m->ops; o; o = o->next)
+        if (o->wiring) return;
+    op->phase = MSM_PHASE_RUNNING;
+    op->failed = 0;
+    if (!request_probes(m, op)) finish(m, op);
 }
 
-static void maybe_finish(msm_t *m) {
-    if (!m->optimizing) return;
-    for (int i = 0; i < m->npeers; i++)
-        if (m->peers[i].bench_pending) return;
-    finish(m);
+void msm_opt_on_vote(msm_t *m, msm_peer_t *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote) {
+    (void)p, (void)mb, (void)vote;
+    maybe_start(m, op);
 }
 
 void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
-    if (!p->bench_pending) {
+    msm_op_t *op = optimize_op(m);
+    msm_member_t *mb = op && !op->wiring ? msm_op_member(op, p->conn) : NULL;
+    if (!mb || !mb->owes) {
         msm_kick(m, p, "BENCH_RESULT without a request");
         return;
     }
-    p->bench_pending = 0;
+    mb->owes = 0;
     for (uint32_t i = 0; i < msg->u.bench_res.n; i++) {
         const wire_bw_t *r = &msg->u.bench_res.results[i];
         msm_peer_t *q = NULL;
@@ -289,23 +279,35 @@ void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
             if (memcmp(m->peers[k].uuid, r->uuid, 16) == 0) q = &m->peers[k];
         if (!q || !isfinite(r->mbps) || r->mbps <= 0 || q->group != p->group) {
             /* A failed or nonsensical measurement fails this optimization; the pair stays missing. */
-            m->bench_failed = 1;
+            op->failed = 1;
             continue;
         }
-        if (bw_set(m, p->conn, q->conn, r->mbps) != 0) m->bench_failed = 1;
+        if (bw_set(m, p->conn, q->conn, r->mbps) != 0) op->failed = 1;
     }
-    maybe_finish(m);
+    if (!msm_op_owed(op)) finish(m, op);
 }
 
-void msm_opt_on_departure(msm_t *m, uint64_t conn) {
+void msm_opt_forget_conn(msm_t *m, uint64_t conn) {
     int kept = 0;
     for (int i = 0; i < m->nbw; i++)
         if (m->bw[i].from != conn && m->bw[i].to != conn) m->bw[kept++] = m->bw[i];
     m->nbw = kept;
-    if (m->optimizing) {
-        m->bench_failed = 1; /* membership changed under the measurement */
-        maybe_finish(m);
-    } else {
-        maybe_start(m);
+}
+
+/* After a departure: a vote may now be complete; measurements end (failed) once the rest reported,
+ * since the peers are still probing; a wiring round is the accept kind's to end. */
+void msm_opt_progress(msm_t *m) {
+    msm_op_t *op = optimize_op(m);
+    if (!op || op->wiring) return;
+    if (op->phase == MSM_PHASE_VOTING) maybe_start(m, op);
+    else if (!msm_op_owed(op)) finish(m, op);
+}
+
+void msm_opt_fail(msm_t *m, msm_op_t *op, msm_fail_t why) {
+    (void)why;
+    msm_topo_abandon_reports(m, op);
+    for (int i = 0; i < op->nmembers; i++) {
+        wire_msg_t r = {.type = M2C_OPTIMIZE_DONE};
+        msm_send(m, op->members[i].conn, &r);
     }
 }

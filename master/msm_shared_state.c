@@ -12,6 +12,9 @@
  *  3. sends each peer its plan: which tensors to fetch and from whom.
  * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync,
  * with one outcome for all: ok only if every member's fetches succeeded.
+ * The offers live in the operation's members; a member whose plan is not OK
+ * leaves the operation, and its next vote opens the group's next sync, which
+ * waits for the running one to end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,26 +24,26 @@
 #include "pccl.h"
 
 /* Tensors of a and b have the same layout (keys, dtypes, counts, in order). */
-static int same_layout(const msm_peer_t *a, const msm_peer_t *b) {
-    if (a->ss_n != b->ss_n) return 0;
-    for (uint32_t i = 0; i < a->ss_n; i++) {
-        const wire_tensor_t *x = &a->ss_tensors[i], *y = &b->ss_tensors[i];
+static int same_layout(const msm_member_t *a, const msm_member_t *b) {
+    if (a->ntensors != b->ntensors) return 0;
+    for (uint32_t i = 0; i < a->ntensors; i++) {
+        const wire_tensor_t *x = &a->tensors[i], *y = &b->tensors[i];
         if (strcmp(x->key, y->key) || x->dtype != y->dtype || x->count != y->count) return 0;
     }
     return 1;
 }
 
 /* Same content for popularity: layout, and hashes of tensors that must be equal. */
-static int same_content(const msm_peer_t *a, const msm_peer_t *b) {
+static int same_content(const msm_member_t *a, const msm_member_t *b) {
     if (!same_layout(a, b)) return 0;
-    for (uint32_t i = 0; i < a->ss_n; i++) {
-        const wire_tensor_t *x = &a->ss_tensors[i], *y = &b->ss_tensors[i];
+    for (uint32_t i = 0; i < a->ntensors; i++) {
+        const wire_tensor_t *x = &a->tensors[i], *y = &b->tensors[i];
         if (!x->allow_inequality && x->hash != y->hash) return 0;
     }
     return 1;
 }
 
-static void send_plan(msm_t *m, msm_peer_t *p, uint8_t status, uint64_t revision, const msm_peer_t *src,
+static void send_plan(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision, const msm_peer_t *src,
                       wire_tensor_t *fetch, uint32_t nfetch) {
     wire_msg_t w = {.type = M2C_SS_PLAN};
     w.u.ss_plan.status = status;
@@ -52,41 +55,33 @@ static void send_plan(msm_t *m, msm_peer_t *p, uint8_t status, uint64_t revision
     }
     w.u.ss_plan.n = nfetch;
     w.u.ss_plan.fetch = fetch;
-    msm_send(m, p->conn, &w);
+    msm_send(m, conn, &w);
 }
 
-static void reset_peer(msm_peer_t *p) {
-    p->ss_phase = 0;
-    p->ss_dist_ok = 0;
-    free(p->ss_tensors);
-    p->ss_tensors = NULL;
-    p->ss_n = 0;
-}
-
-/* Indices into m->peers of the group's accepted members, in ring order. */
-static int group_members(msm_t *m, msm_group_t *g, int *idx) {
+/* The operation's members in ring order. */
+static int members_in_ring_order(msm_t *m, msm_op_t *op, msm_member_t **mem) {
+    msm_group_t *g = msm_group(m, op->group, 0);
     int n = 0;
-    for (int r = 0; r < g->ring_len; r++)
-        for (int i = 0; i < m->npeers; i++)
-            if (m->peers[i].conn == g->ring[r] && m->peers[i].accepted) idx[n++] = i;
+    for (int r = 0; g && r < g->ring_len; r++) {
+        msm_member_t *mb = msm_op_member(op, g->ring[r]);
+        if (mb) mem[n++] = mb;
+    }
     return n;
 }
 
-static int is_recv_only(const msm_peer_t *p) { return p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY; }
-static int is_send_only(const msm_peer_t *p) { return p->ss_strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY; }
+static int is_recv_only(const msm_member_t *p) { return p->strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY; }
+static int is_send_only(const msm_member_t *p) { return p->strategy == PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY; }
 
 /* Target revision: the highest offered by a peer whose content may count (RECEIVE_ONLY peers declare
  * their state wrong, so their revision must not pull the group forward), capped at previous + 1.
  * Nobody may roll the group back: if every offer is older than the group's revision, no peer has the
  * state (*rollback). Offering the group's current revision again is allowed (a step was discarded). */
-static uint64_t pick_target(msm_t *m, msm_group_t *g, const int *idx, int n, int *rollback) {
+static uint64_t pick_target(msm_group_t *g, msm_member_t **mem, int n, int *rollback) {
     uint64_t target = 0;
     int any_sender = 0;
-    for (int k = 0; k < n; k++) any_sender |= !is_recv_only(&m->peers[idx[k]]);
-    for (int k = 0; k < n; k++) {
-        const msm_peer_t *p = &m->peers[idx[k]];
-        if ((!any_sender || !is_recv_only(p)) && p->ss_revision > target) target = p->ss_revision;
-    }
+    for (int k = 0; k < n; k++) any_sender |= !is_recv_only(mem[k]);
+    for (int k = 0; k < n; k++)
+        if ((!any_sender || !is_recv_only(mem[k])) && mem[k]->revision > target) target = mem[k]->revision;
     *rollback = 0;
     if (g->has_revision) {
         if (target > g->last_revision + 1) target = g->last_revision + 1;
@@ -98,213 +93,208 @@ static uint64_t pick_target(msm_t *m, msm_group_t *g, const int *idx, int n, int
     return target;
 }
 
-/* May this member provide content at target? excluded[k] marks send-only peers in conflict. */
-static int may_send(const msm_peer_t *p, uint64_t target, int excluded) {
-    return !excluded && p->ss_revision == target && !is_recv_only(p);
+/* May this member provide content at target? excluded marks send-only peers in conflict. */
+static int may_send(const msm_member_t *p, uint64_t target, int excluded) {
+    return !excluded && p->revision == target && !is_recv_only(p);
 }
 
 /*
- * Popular content (index into m->peers, or -1), per seed 002:
+ * Popular content (index into mem, or -1), per seed 002:
  *  - SEND_ONLY peers at the target that all agree decide: their content is chosen even if fewer peers
  *    hold it. If they disagree, every one of them is in conflict (marked in conflict[], kicked later)
  *    and the remaining senders elect among themselves.
  *  - otherwise the content held by most ENFORCE_POPULAR/SEND_ONLY peers at the target wins (ties: the
  *    first in ring order). RECEIVE_ONLY content never counts.
  */
-static int elect(msm_t *m, const int *idx, int n, uint64_t target, int *conflict) {
+static int elect(msm_member_t **mem, int n, uint64_t target, int *conflict) {
     int first_so = -1, so_agree = 1;
     for (int k = 0; k < n; k++) {
-        const msm_peer_t *a = &m->peers[idx[k]];
-        if (!is_send_only(a) || a->ss_revision != target) continue;
+        if (!is_send_only(mem[k]) || mem[k]->revision != target) continue;
         if (first_so < 0) first_so = k;
-        else if (!same_content(a, &m->peers[idx[first_so]])) so_agree = 0;
+        else if (!same_content(mem[k], mem[first_so])) so_agree = 0;
     }
-    if (first_so >= 0 && so_agree) return idx[first_so];
+    if (first_so >= 0 && so_agree) return first_so;
     if (first_so >= 0)
-        for (int k = 0; k < n; k++)
-            conflict[k] = is_send_only(&m->peers[idx[k]]) && m->peers[idx[k]].ss_revision == target;
+        for (int k = 0; k < n; k++) conflict[k] = is_send_only(mem[k]) && mem[k]->revision == target;
     int best = -1, best_votes = 0;
     for (int k = 0; k < n; k++) {
-        const msm_peer_t *a = &m->peers[idx[k]];
-        if (!may_send(a, target, conflict[k])) continue;
+        if (!may_send(mem[k], target, conflict[k])) continue;
         int votes = 0;
         for (int j = 0; j < n; j++)
-            votes += may_send(&m->peers[idx[j]], target, conflict[j]) && same_content(a, &m->peers[idx[j]]);
+            votes += may_send(mem[j], target, conflict[j]) && same_content(mem[k], mem[j]);
         if (votes > best_votes) {
-            best = idx[k];
+            best = k;
             best_votes = votes;
         }
     }
     return best;
 }
 
-static void elect_and_plan(msm_t *m, msm_group_t *g, int *idx, int n) {
+/* The plan status of mem[k] other than OK (or SS_OK). */
+/* outdated: the member resumed out of step with its rebuilt group (msm_resume.c) and receives even if ahead. */
+static uint8_t plan_status(msm_member_t **mem, int k, int best, uint64_t target, const int *conflict, int outdated) {
+    msm_member_t *p = mem[k];
+    if (p->revision > target && !outdated) return SS_REVISION_REFUSED;
+    if (conflict[k]) return SS_CONFLICT;
+    if (best < 0) return SS_NO_STATE;
+    if (!same_layout(p, mem[best])) return SS_LAYOUT_MISMATCH;
+    /* SEND_ONLY never receives: an outdated one or one holding other content fails instead. */
+    if (is_send_only(p) && (p->revision != target || !same_content(p, mem[best]))) return SS_CONFLICT;
+    return SS_OK;
+}
+
+static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
+    msm_member_t *mem[op->nmembers + 1];
+    int n = members_in_ring_order(m, op, mem);
     int rollback;
-    uint64_t target = pick_target(m, g, idx, n, &rollback);
-    int conflict[n];
+    uint64_t target = pick_target(g, mem, n, &rollback);
+    int conflict[n + 1];
     memset(conflict, 0, sizeof conflict);
-    int best = rollback ? -1 : elect(m, idx, n, target, conflict);
-    uint64_t kick[n];
-    int nkick = 0;
+    int best = rollback ? -1 : elect(mem, n, target, conflict);
+    uint64_t leave[n + 1], kick[n + 1];
+    int nleave = 0, nkick = 0;
 
     int rr = 0; /* round-robin over sources */
     for (int k = 0; k < n; k++) {
-        msm_peer_t *p = &m->peers[idx[k]];
-        if (p->ss_revision > target && !p->outdated) {
-            PLOG_WARN("master", "peer conn=%llu offered revision %llu, group %u expects %llu",
-                      (unsigned long long)p->conn, (unsigned long long)p->ss_revision, g->id,
-                      (unsigned long long)target);
-            send_plan(m, p, SS_REVISION_REFUSED, target, NULL, NULL, 0);
-            reset_peer(p);
-            continue;
-        }
-        if (conflict[k]) {
+        msm_member_t *p = mem[k];
+        const msm_peer_t *peer = msm_find(m, p->conn);
+        uint8_t status = plan_status(mem, k, best, target, conflict, peer && peer->outdated);
+        if (status != SS_OK) {
+            if (status == SS_REVISION_REFUSED)
+                PLOG_WARN("master", "peer conn=%llu offered revision %llu, group %u expects %llu",
+                          (unsigned long long)p->conn, (unsigned long long)p->revision, g->id,
+                          (unsigned long long)target);
+            send_plan(m, p->conn, status, target, NULL, NULL, 0);
+            leave[nleave++] = p->conn;
             /* The error first, so the peer's call returns a reason; then the kick the seed demands. */
-            send_plan(m, p, SS_CONFLICT, target, NULL, NULL, 0);
-            reset_peer(p);
-            kick[nkick++] = p->conn;
+            if (conflict[k]) kick[nkick++] = p->conn;
             continue;
         }
-        if (best < 0) {
-            send_plan(m, p, SS_NO_STATE, target, NULL, NULL, 0);
-            reset_peer(p);
-            continue;
-        }
-        msm_peer_t *pop = &m->peers[best];
-        if (!same_layout(p, pop)) {
-            send_plan(m, p, SS_LAYOUT_MISMATCH, target, NULL, NULL, 0);
-            reset_peer(p);
-            continue;
-        }
-        /* SEND_ONLY never receives: an outdated one or one holding other content fails instead. */
-        if (is_send_only(p) && (p->ss_revision != target || !same_content(p, pop))) {
-            send_plan(m, p, SS_CONFLICT, target, NULL, NULL, 0);
-            reset_peer(p);
-            continue;
-        }
-        int outdated = p->ss_revision < target || is_recv_only(p);
+        int outdated = p->revision < target || is_recv_only(p);
         /* Source: a peer with the popular content that is allowed to send. */
-        msm_peer_t *src = NULL;
+        msm_member_t *src = NULL;
         for (int tries = 0; tries < n && !src; tries++) {
             int j = (rr + tries) % n;
-            msm_peer_t *c = &m->peers[idx[j]];
-            if (c != p && may_send(c, target, conflict[j]) && same_content(c, pop)) {
-                src = c;
+            if (mem[j] != p && may_send(mem[j], target, conflict[j]) && same_content(mem[j], mem[best])) {
+                src = mem[j];
                 rr = (j + 1) % n;
             }
         }
-        wire_tensor_t *fetch = calloc(p->ss_n ? p->ss_n : 1, sizeof *fetch);
+        wire_tensor_t *fetch = calloc(p->ntensors ? p->ntensors : 1, sizeof *fetch);
         uint32_t nf = 0;
         if (src && fetch && !is_send_only(p)) {
-            for (uint32_t t = 0; t < p->ss_n; t++) {
-                const wire_tensor_t *mine = &p->ss_tensors[t], *theirs = &src->ss_tensors[t];
+            for (uint32_t t = 0; t < p->ntensors; t++) {
+                const wire_tensor_t *mine = &p->tensors[t], *theirs = &src->tensors[t];
                 if (mine->hash == theirs->hash) continue;
                 if (mine->allow_inequality && !outdated) continue;
                 fetch[nf++] = *theirs;
             }
         }
-        send_plan(m, p, SS_OK, target, nf ? src : NULL, fetch, nf);
+        send_plan(m, p->conn, SS_OK, target, nf ? msm_find(m, src->conn) : NULL, fetch, nf);
         free(fetch);
-        p->ss_phase = 2;
+        p->owes = 1;
     }
-    g->ss_active = 1;
-    g->ss_target = target;
-    /* Kicks last: a kick removes the peer record (shifting m->peers) and re-evaluates the group. */
+    op->phase = MSM_PHASE_RUNNING;
+    op->target = target;
+    /* A member told anything but OK leaves this sync (its next vote waits for the next one). */
+    for (int k = 0; k < nleave; k++) msm_op_remove(op, leave[k]);
+    /* Kicks last: a kick removes the peer record (shifting m->peers) and re-evaluates every operation. */
     for (int k = 0; k < nkick; k++) {
         msm_peer_t *p = msm_find(m, kick[k]);
         if (p) msm_kick(m, p, "SEND_ONLY shared state differs from another SEND_ONLY peer's");
     }
 }
 
-static void maybe_finish(msm_t *m, msm_group_t *g) {
-    int idx[m->npeers + 1];
-    int n = group_members(m, g, idx);
-    for (int k = 0; k < n; k++)
-        if (m->peers[idx[k]].ss_phase == 2) return;
+/* Ends the distribution once no member owes its report. */
+static void maybe_finish(msm_t *m, msm_group_t *g, msm_op_t *op) {
+    if (msm_op_owed(op)) return;
     /* One outcome for the whole group, as for a collective (COMPLETE/ABORT): if any member's fetch
      * failed (e.g. its source left mid-transfer), every member's sync fails. A member told "ok"
      * would go on to its next operation (an all-reduce) while the failed one retries the sync: the
      * group would be out of lockstep and stuck until the conflict is broken. */
     int completed = 0, all_ok = 1;
-    for (int k = 0; k < n; k++)
-        if (m->peers[idx[k]].ss_phase == 3 && !m->peers[idx[k]].ss_dist_ok) all_ok = 0;
-    for (int k = 0; k < n; k++) {
-        msm_peer_t *p = &m->peers[idx[k]];
-        if (p->ss_phase != 3) continue;
-        completed += p->ss_dist_ok;
+    for (int k = 0; k < op->nmembers; k++) {
+        all_ok &= op->members[k].ok;
+        completed += op->members[k].ok;
+    }
+    for (int k = 0; k < op->nmembers; k++) {
         wire_msg_t d = {.type = M2C_SS_DONE};
         d.u.flag.value = (uint8_t)all_ok;
-        msm_send(m, p->conn, &d);
-        p->ss_revision = g->ss_target;
-        p->outdated = 0;
-        reset_peer(p);
+        msm_send(m, op->members[k].conn, &d);
+        msm_peer_t *p = msm_find(m, op->members[k].conn);
+        if (p) {
+            p->ss_revision = op->target;
+            p->outdated = 0;
+        }
     }
-    g->ss_active = 0;
     if (completed) {
         g->has_revision = 1;
-        g->last_revision = g->ss_target;
+        g->last_revision = op->target;
         m->stats.syncs_completed++;
     }
-    msm_ss_reevaluate(m, g); /* votes that arrived during the distribution */
+    msm_op_complete(m, op);
 }
 
-void msm_ss_reevaluate(msm_t *m, msm_group_t *g) {
-    int idx[m->npeers + 1];
-    int n = group_members(m, g, idx);
-    if (g->ss_active) {
-        maybe_finish(m, g);
-        return;
+/* Moves group g's sync along: a distribution may end, then a complete vote is planned. */
+static void reevaluate(msm_t *m, msm_group_t *g) {
+    msm_op_t *op = msm_op_find(m, MSM_OP_SYNC, g->id, 0);
+    if (op && op->phase == MSM_PHASE_RUNNING) {
+        maybe_finish(m, g, op);
+        op = msm_op_find(m, MSM_OP_SYNC, g->id, 0); /* votes that arrived during the distribution */
+        if (op && op->phase == MSM_PHASE_RUNNING) return;
     }
-    if (n == 0) return;
-    for (int k = 0; k < n; k++)
-        if (m->peers[idx[k]].ss_phase != 1) return;
-    elect_and_plan(m, g, idx, n);
+    if (!op || !msm_op_all_voted(m, op)) return;
+    elect_and_plan(m, g, op);
     /* Every member got a plan; those with nothing to do still report DIST_DONE. */
-    maybe_finish(m, g);
+    op = msm_op_find(m, MSM_OP_SYNC, g->id, 0);
+    if (op && op->phase == MSM_PHASE_RUNNING) maybe_finish(m, g, op);
 }
 
-void msm_ss_on_vote(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
-    if (p->ss_phase) {
-        msm_kick(m, p, "SYNC_SHARED_STATE while a sync of this peer is in progress");
-        return;
-    }
-    if (p->vote_update || p->vote_optimize || msm_peer_in_running_coll(m, p)) {
-        msm_kick(m, p, "SYNC_SHARED_STATE while another operation of this peer is in progress");
-        return;
-    }
-    if (msg->u.sync.strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) {
-        msm_kick(m, p, "unknown shared-state strategy %u", msg->u.sync.strategy);
-        return;
-    }
-    msm_group_t *g = msm_group(m, p->group, 0);
-    if (!g) {
-        msm_kick(m, p, "SYNC_SHARED_STATE from a peer without a group");
-        return;
-    }
-    /* A vote arriving while the group still distributes (e.g. a refused peer retrying) waits for the next round. */
-    p->ss_phase = 1;
-    p->ss_strategy = msg->u.sync.strategy;
-    p->ss_revision = msg->u.sync.revision;
-    p->ss_n = msg->u.sync.n;
-    p->ss_tensors = NULL;
-    if (p->ss_n) {
-        p->ss_tensors = malloc(p->ss_n * sizeof(wire_tensor_t));
-        if (!p->ss_tensors) {
+void msm_ss_progress(msm_t *m) {
+    for (int i = 0; i < m->ngroups; i++) reevaluate(m, &m->groups[i]);
+}
+
+int msm_ss_check(msm_t *m, msm_peer_t *p, const wire_msg_t *vote) {
+    if (vote->u.sync.strategy <= PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return 0;
+    msm_kick(m, p, "unknown shared-state strategy %u", vote->u.sync.strategy);
+    return -1;
+}
+
+void msm_ss_on_vote(msm_t *m, msm_peer_t *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote) {
+    (void)op;
+    mb->strategy = vote->u.sync.strategy;
+    mb->revision = vote->u.sync.revision;
+    p->ss_revision = vote->u.sync.revision;
+    if (vote->u.sync.n) {
+        mb->tensors = malloc(vote->u.sync.n * sizeof(wire_tensor_t));
+        if (!mb->tensors) {
             msm_kick(m, p, "master out of memory");
             return;
         }
-        memcpy(p->ss_tensors, msg->u.sync.tensors, p->ss_n * sizeof(wire_tensor_t));
+        memcpy(mb->tensors, vote->u.sync.tensors, vote->u.sync.n * sizeof(wire_tensor_t));
+        mb->ntensors = vote->u.sync.n;
     }
-    msm_ss_reevaluate(m, g);
+    reevaluate(m, msm_group(m, p->group, 0));
 }
 
-void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, int ok) {
-    if (p->ss_phase != 2) {
+void msm_ss_on_dist_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
+    msm_op_t *op = msm_op_find(m, MSM_OP_SYNC, p->group, 0);
+    msm_member_t *mb = op && op->phase == MSM_PHASE_RUNNING ? msm_op_member(op, p->conn) : NULL;
+    if (!mb || !mb->owes) {
         msm_kick(m, p, "SS_DIST_DONE outside of a shared-state distribution");
         return;
     }
-    p->ss_phase = 3;
-    p->ss_dist_ok = ok != 0;
-    msm_group_t *g = msm_group(m, p->group, 0);
-    if (g) maybe_finish(m, g);
+    mb->owes = 0;
+    mb->ok = msg->u.flag.value != 0;
+    reevaluate(m, msm_group(m, p->group, 0));
+}
+
+/* Voting: the sync is aborted (SS_PLAN status ABORTED); distributing: it failed for everyone. */
+void msm_ss_fail(msm_t *m, msm_op_t *op, msm_fail_t why) {
+    (void)why;
+    for (int k = 0; k < op->nmembers; k++) {
+        wire_msg_t d = {.type = op->phase == MSM_PHASE_VOTING ? M2C_SS_PLAN : M2C_SS_DONE};
+        if (op->phase == MSM_PHASE_VOTING) d.u.ss_plan.status = SS_ABORTED;
+        msm_send(m, op->members[k].conn, &d);
+    }
 }

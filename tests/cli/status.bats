@@ -133,9 +133,24 @@ for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbp
     kill -STOP "$A"
     sleep 2
     run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --stall-after 1
+    json=$(timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --json)
     kill -CONT "$A"
     [ "$status" -eq 4 ]
     [[ "$output" == *"STALLED"* ]]
+    # The operation in flight, read from the master's records: its age, members and the peers' state.
+    echo "$json" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+ops = s["run_operations"] + [o for g in s["groups"] for o in g["operations"]]
+uuids = {p["uuid"] for p in s["peers"]}
+assert ops, s
+old = max(ops, key=lambda o: o["age_ms"])
+assert old["age_ms"] >= 1000 and old["age_ms"] == s["oldest_operation_age_ms"], s
+for o in ops:
+    assert o["members"] == len(o["member_uuids"]) and set(o["member_uuids"]) <= uuids, o
+if old["kind"] == "collective":
+    assert any(p["state"] == "collective" for p in s["peers"]), s
+'
 }
 
 @test "status --watch refreshes until interrupted" {

@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "master_sm.h"
+#include "msm_admin.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
 #include "wire.h"
@@ -245,6 +246,14 @@ static inline int fuzz_master_sm_one(const uint8_t *data, size_t size) {
             FUZZ_CHECK(msm_peer_view(m, k, &v) == 0);
             FUZZ_CHECK(v.conn >= 1 && v.conn <= FUZZ_MSM_CONNS && ctx.live[v.conn - 1]);
             FUZZ_CHECK(v.state != NULL);
+        }
+        /* every operation in flight has only live members (a departure leaves every record at once) */
+        int nops = msm_op_views(m, NULL, 0);
+        for (int k = 0; k < nops; k++) {
+            uint64_t mc[FUZZ_MSM_CONNS + 1];
+            int nm = msm_op_view_members(m, k, mc, FUZZ_MSM_CONNS + 1);
+            FUZZ_CHECK(nm >= 0 && nm <= FUZZ_MSM_CONNS);
+            for (int j = 0; j < nm; j++) FUZZ_CHECK(mc[j] >= 1 && mc[j] <= FUZZ_MSM_CONNS && ctx.live[mc[j] - 1]);
         }
         msm_stats_t st;
         msm_get_stats(m, &st);

@@ -1,174 +1,10 @@
-/* test_ss_strategies.c - the shared-state strategies of seed 002 on the pure
+/* test_msm_sync_strategies.c - the shared-state strategies of seed 002 on the pure
  * master state machine (msm_shared_state.c): RECEIVE_ONLY content never counts
  * and is never a source, agreeing SEND_ONLY peers decide and never receive,
  * disagreeing SEND_ONLY peers get SS_CONFLICT and are kicked, and
  * allow_content_inequality only matters for up-to-date peers.
- *
- * The recording msm_io_t follows tests/unit/test_master_sm.c: every message
- * is deep-copied, must encode, and must never go to a closed connection. */
-#include "log.h"
-#include "master_sm.h"
-#include "pccl.h"
-#include "tinytest.h"
-#include "wire.h"
-
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-enum { ENFORCE = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR,
-       RECV_ONLY = PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY,
-       SEND_ONLY = PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY };
-
-/* ---------- recording io ---------- */
-
-typedef struct ev {
-    int is_close;
-    uint64_t conn;
-    wire_msg_t msg;
-} ev_t;
-
-static ev_t evs[4096];
-static int nevs;
-static uint64_t closed[64];
-static int nclosed, violations;
-
-static int was_closed(uint64_t conn) {
-    for (int i = 0; i < nclosed; i++)
-        if (closed[i] == conn) return 1;
-    return 0;
-}
-
-static void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
-    (void)ctx;
-    wbuf_t b = {0};
-    if (was_closed(conn) || !wire_type_is_m2c(msg->type) || wire_encode(msg, &b) != 0) violations++;
-    wbuf_free(&b);
-    if (nevs == (int)(sizeof evs / sizeof evs[0])) {
-        violations++;
-        return;
-    }
-    ev_t *e = &evs[nevs++];
-    memset(e, 0, sizeof *e);
-    e->conn = conn;
-    e->msg = *msg;
-    /* Deep-copy the plan's fetch list (the state machine owns it); the union's other pointer members are
-     * not kept (only plans are inspected), so wire_msg_free must not see them. */
-    if (msg->type == M2C_SS_PLAN) {
-        size_t sz = msg->u.ss_plan.n * sizeof(wire_tensor_t);
-        e->msg.u.ss_plan.fetch = sz ? malloc(sz) : NULL;
-        if (sz) memcpy(e->msg.u.ss_plan.fetch, msg->u.ss_plan.fetch, sz);
-    } else if (msg->type == M2C_ESTABLISH_P2P) {
-        e->msg.u.establish.peers = NULL;
-        e->msg.u.establish.n = 0;
-    } else if (msg->type == M2C_COLL_COMMENCE) {
-        e->msg.u.commence.ring = NULL;
-        e->msg.u.commence.n = 0;
-    }
-}
-
-static void rec_close(void *ctx, uint64_t conn, const char *reason) {
-    (void)ctx;
-    (void)reason;
-    if (was_closed(conn)) violations++;
-    if (nclosed < 64) closed[nclosed++] = conn;
-    if (nevs < (int)(sizeof evs / sizeof evs[0])) {
-        ev_t *e = &evs[nevs++];
-        memset(e, 0, sizeof *e);
-        e->is_close = 1;
-        e->conn = conn;
-    }
-}
-
-static void clear_log(void) {
-    for (int i = 0; i < nevs; i++)
-        if (!evs[i].is_close) wire_msg_free(&evs[i].msg);
-    nevs = 0;
-}
-
-static msm_t *M;
-
-static void setup(void) {
-    clear_log();
-    nclosed = 0;
-    violations = 0;
-    msm_io_t io = {.ctx = NULL, .send = rec_send, .close = rec_close};
-    M = msm_create(io);
-    CHECK(M != NULL);
-}
-
-static void teardown(void) {
-    CHECK_EQ_U64(violations, 0);
-    msm_destroy(M);
-    M = NULL;
-    clear_log();
-}
-
-static const wire_msg_t *last_to(uint64_t conn, uint16_t type) {
-    for (int i = nevs - 1; i >= 0; i--)
-        if (!evs[i].is_close && evs[i].conn == conn && evs[i].msg.type == type) return &evs[i].msg;
-    return NULL;
-}
-static const wire_msg_t *plan_of(uint64_t c) { return last_to(c, M2C_SS_PLAN); }
-static int plan_status(uint64_t c) { return plan_of(c) ? plan_of(c)->u.ss_plan.status : -1; }
-static int plan_n(uint64_t c) { return plan_of(c) ? (int)plan_of(c)->u.ss_plan.n : -1; }
-
-/* A KICK went to conn, after its SS_PLAN, and conn was then closed. */
-static int kicked_after_plan(uint64_t conn) {
-    int plan = -1, kick = -1, close = -1;
-    for (int i = 0; i < nevs; i++) {
-        if (evs[i].conn != conn) continue;
-        if (evs[i].is_close) close = close < 0 ? i : close;
-        else if (evs[i].msg.type == M2C_SS_PLAN && plan < 0) plan = i;
-        else if (evs[i].msg.type == M2C_KICK && kick < 0) kick = i;
-    }
-    return plan >= 0 && kick > plan && close > kick;
-}
-
-/* ---------- peer events ---------- */
-
-static void uuid_of(uint64_t conn, uint8_t u[16]) {
-    for (int i = 0; i < 16; i++) u[i] = (uint8_t)(conn * 13 + (uint64_t)i * 7 + 1);
-}
-static int source_is(uint64_t c, uint64_t src) {
-    uint8_t u[16];
-    uuid_of(src, u);
-    return plan_of(c) && memcmp(plan_of(c)->u.ss_plan.source.uuid, u, 16) == 0;
-}
-
-static void join(uint64_t conn) {
-    uint8_t ip[4] = {10, 0, 0, (uint8_t)conn}, u[16];
-    uuid_of(conn, u);
-    msm_on_connect(M, conn, ip, u);
-    wire_msg_t h = {.type = C2M_HELLO};
-    h.u.hello.magic = WIRE_MAGIC;
-    h.u.hello.version = WIRE_VERSION;
-    h.u.hello.p2p_port = (uint16_t)(20000 + conn);
-    h.u.hello.pool_size = 1;
-    msm_on_packet(M, conn, &h);
-}
-static void flag(uint64_t conn, uint16_t type, int v) {
-    wire_msg_t m = {.type = type};
-    m.u.flag.value = (uint8_t)v;
-    msm_on_packet(M, conn, &m);
-}
-
-/* Accepted group of conns 1..n: 1 bootstraps, the rest join in one accept round. */
-static void make_group(int n) {
-    join(1);
-    flag(1, C2M_P2P_ESTABLISHED, 1);
-    for (int i = 2; i <= n; i++) join((uint64_t)i);
-    if (n > 1) {
-        wire_msg_t u = {.type = C2M_UPDATE_TOPOLOGY};
-        msm_on_packet(M, 1, &u);
-        for (int i = 1; i <= n; i++) flag((uint64_t)i, C2M_P2P_ESTABLISHED, 1);
-    }
-    for (int i = 0; i < msm_peer_count(M); i++) {
-        msm_peer_view_t v;
-        CHECK(msm_peer_view(M, i, &v) == 0 && v.accepted);
-    }
-    clear_log();
-}
+ * Driven through the shared harness (msm_harness.h). */
+#include "msm_harness.h"
 
 /* Two tensors: "w" must be equal, "stats" may differ. */
 static void state(wire_tensor_t t[2], uint64_t hw, uint64_t hs) {
@@ -193,9 +29,6 @@ static void vote(uint64_t conn, uint64_t rev, int strategy, const wire_tensor_t 
     msm_on_packet(M, conn, &m);
 }
 
-static void done_all(uint64_t first, uint64_t last) {
-    for (uint64_t c = first; c <= last; c++) flag(c, C2M_SS_DIST_DONE, 1);
-}
 
 /* ---------- tests ---------- */
 
@@ -214,7 +47,7 @@ static void test_receive_only_never_counts(void) {
     CHECK(plan_status(2) == SS_OK && plan_n(2) == 1 && source_is(2, 1));
     CHECK(plan_status(3) == SS_OK && plan_n(3) == 1 && source_is(3, 1));
     CHECK(plan_of(3) && plan_of(3)->u.ss_plan.fetch[0].hash == 0xa);
-    done_all(1, 3);
+    finish_sync(1, 3);
     CHECK(last_to(2, M2C_SS_DONE) && last_to(2, M2C_SS_DONE)->u.flag.value == 1);
     teardown();
 
@@ -269,7 +102,7 @@ static void test_send_only_agree(void) {
         CHECK(plan_status(c) == SS_OK && plan_n(c) == 1 && (source_is(c, 1) || source_is(c, 2)));
         CHECK(plan_of(c) && plan_of(c)->u.ss_plan.fetch[0].hash == 0x5);
     }
-    done_all(1, 5);
+    finish_sync(1, 5);
     for (uint64_t c = 1; c <= 5; c++) CHECK(last_to(c, M2C_SS_DONE) != NULL);
     clear_log();
 
@@ -280,10 +113,10 @@ static void test_send_only_agree(void) {
     vote(4, 3, ENFORCE, s1);
     vote(5, 3, ENFORCE, s1);
     CHECK(plan_status(2) == SS_CONFLICT);
-    CHECK(last_to(2, M2C_KICK) == NULL && !was_closed(2));
+    CHECK(last_to(2, M2C_KICK) == NULL && !closed_in_log(2));
     for (uint64_t c = 3; c <= 5; c++) CHECK(plan_status(c) == SS_OK && plan_n(c) == 0);
     flag(1, C2M_SS_DIST_DONE, 1);
-    done_all(3, 5);
+    finish_sync(3, 5);
     CHECK(last_to(1, M2C_SS_DONE) != NULL && last_to(2, M2C_SS_DONE) == NULL);
     teardown();
 }
@@ -303,12 +136,12 @@ static void test_send_only_disagree(void) {
     vote(4, 1, ENFORCE, y);
     CHECK(plan_status(1) == SS_CONFLICT && kicked_after_plan(1));
     CHECK(plan_status(2) == SS_CONFLICT && kicked_after_plan(2));
-    CHECK(!was_closed(3) && !was_closed(4));
+    CHECK(!closed_in_log(3) && !closed_in_log(4));
     CHECK(plan_status(3) == SS_OK && plan_n(3) == 0);
     /* 3 and 4 tie 1:1; the first in ring order wins, and the source is never a kicked peer */
     CHECK(plan_status(4) == SS_OK && plan_n(4) == 1 && source_is(4, 3));
     CHECK_EQ_U64(msm_peer_count(M), 2);
-    done_all(3, 4);
+    finish_sync(3, 4);
     CHECK(last_to(3, M2C_SS_DONE) && last_to(4, M2C_SS_DONE));
     msm_stats_t st;
     msm_get_stats(M, &st);

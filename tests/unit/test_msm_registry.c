@@ -1,0 +1,232 @@
+/* test_msm_registry.c - the master's pure state machine, operation kind by kind:
+ * registration (HELLO and its errors, bootstrap), peer groups, unreachable-peer reports and the read-only views. Driven event by event through the shared harness (msm_harness.h). */
+#include "msm_harness.h"
+
+/* ---------- handshake and kicks ---------- */
+
+static void test_hello_errors(void) {
+    setup();
+    make_group(1);
+    connect_(10);
+    hello_full(10, WIRE_MAGIC ^ 1, WIRE_VERSION, 0, 1234, 1);
+    CHECK(kicked(10));
+    connect_(11);
+    hello_full(11, WIRE_MAGIC, WIRE_VERSION + 1, 0, 1234, 1);
+    CHECK(kicked(11));
+    CHECK(strstr(kick_reason(11), "version") != NULL);
+    connect_(12);
+    hello_full(12, WIRE_MAGIC, WIRE_VERSION, 0, 0, 1); /* p2p port 0 */
+    CHECK(kicked(12));
+    connect_(13);
+    pkt(13, C2M_UPDATE_TOPOLOGY); /* first packet is not HELLO */
+    CHECK(kicked(13));
+    CHECK(strstr(kick_reason(13), "HELLO") != NULL);
+    connect_(14);
+    coll_init(14, 1);
+    CHECK(kicked(14));
+    for (uint64_t c = 10; c <= 14; c++) CHECK_EQ_U64(count_type(M2C_WELCOME), 0);
+
+    connect_(15);
+    hello_g(15, 0, 1);
+    const wire_msg_t *w = last_to(15, M2C_WELCOME);
+    CHECK(w && is_uuid_of(w->u.welcome.uuid, 15));
+    CHECK(!closed_in_log(15));
+    hello_g(15, 0, 1); /* duplicate */
+    CHECK(kicked(15));
+    CHECK(strstr(kick_reason(15), "duplicate") != NULL);
+
+    /* registered but not accepted: run-level packets are refused */
+    uint16_t early[] = {C2M_COLL_INIT, C2M_UPDATE_TOPOLOGY, C2M_PEERS_PENDING, C2M_SYNC_SHARED_STATE,
+                        C2M_SS_DIST_DONE, C2M_COLL_DONE, C2M_OPTIMIZE_TOPOLOGY};
+    for (size_t i = 0; i < sizeof early / sizeof early[0]; i++) {
+        uint64_t c = 20 + i;
+        join(c);
+        CHECK_EQ_U64(count_to(c, M2C_WELCOME), 1);
+        pkt(c, early[i]);
+        CHECK(kicked(c));
+    }
+    /* P2P_ESTABLISHED outside of a round */
+    join(30);
+    p2p_ok(30, 1);
+    CHECK(kicked(30));
+    /* a registered peer's heartbeat is answered */
+    join(31);
+    pkt(31, C2M_HEARTBEAT);
+    CHECK_EQ_U64(count_to(31, M2C_HEARTBEAT), 1);
+    CHECK(!closed_in_log(31));
+    /* packets from forgotten or unknown connections are ignored */
+    int before = nevs;
+    pkt(10, C2M_HELLO);
+    pkt(999, C2M_UPDATE_TOPOLOGY);
+    disconnect(999);
+    disconnect(10);
+    CHECK_EQ_U64(nevs, before);
+
+    /* the accepted peer was never bothered */
+    CHECK_EQ_U64(sends_to(1), 0);
+    CHECK(is_accepted(1));
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.peers_kicked, 5 + 1 + 7 + 1);
+    CHECK_EQ_U64(st.accepted, 1);
+    CHECK_EQ_U64(st.registered, 1); /* conn 31 */
+    CHECK_EQ_U64(msm_peer_count(M), 2);
+    /* the run goes on: the accepted peer can still complete an update round that admits 31 */
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    CHECK_EQ_U64(count_to(31, M2C_ESTABLISH_P2P), 1);
+    p2p_ok(1, 1);
+    p2p_ok(31, 1);
+    CHECK(is_accepted(31));
+    teardown();
+}
+
+/* ---------- bootstrap and accept rounds ---------- */
+
+static void test_bootstrap(void) {
+    setup();
+    connect_(1);
+    CHECK_EQ_U64(total_sends(), 0);
+    CHECK(strcmp(state_of(1), "connecting") == 0);
+    hello_g(1, 0, 4);
+    CHECK_EQ_U64(count_to(1, M2C_WELCOME), 1);
+    const wire_msg_t *e = last_to(1, M2C_ESTABLISH_P2P);
+    CHECK(e != NULL);
+    CHECK(evs[0].msg.type == M2C_WELCOME); /* WELCOME first */
+    if (e) {
+        CHECK_EQ_U64(e->u.establish.n, 1);
+        CHECK(is_uuid_of(e->u.establish.peers[0].uuid, 1));
+        CHECK(e->u.establish.peers[0].ip[0] == 10 && e->u.establish.peers[0].ip[3] == 1);
+        CHECK_EQ_U64(e->u.establish.peers[0].port, port_of(1));
+        CHECK_EQ_U64(e->u.establish.world.group_world_size, 1);
+    }
+    CHECK(!is_accepted(1));
+    CHECK(strcmp(state_of(1), "establishing") == 0);
+    CHECK_EQ_U64(count_to(1, M2C_TOPOLOGY_DONE), 0);
+    p2p_ok(1, 1);
+    const wire_msg_t *d = last_to(1, M2C_TOPOLOGY_DONE);
+    CHECK(d && d->u.topo_done.ok == 1);
+    if (d) check_world(&d->u.topo_done.world, 1, 1, 1, 1);
+    CHECK(is_accepted(1));
+    CHECK(strcmp(state_of(1), "idle") == 0);
+    uint64_t ring[4];
+    CHECK_EQ_U64(msm_group_ring(M, 0, ring, 4), 1);
+    CHECK_EQ_U64(ring[0], 1);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.accepted == 1 && st.registered == 0 && st.groups == 1);
+    teardown();
+}
+
+static void report(uint64_t from, uint64_t about) {
+    wire_msg_t m = {.type = C2M_PEER_UNREACHABLE};
+    uuid_of(about, m.u.welcome.uuid);
+    msm_on_packet(M, from, &m);
+}
+
+/* A peer is removed only when two distinct ring neighbours could not reach it. */
+static void test_unreachable_reports(void) {
+    setup();
+    make_group(3);
+    report(1, 2);
+    report(1, 2); /* the same reporter twice counts once */
+    CHECK(!kicked(2));
+    report(2, 2); /* about oneself: ignored */
+    report(3, 2);
+    CHECK(kicked(2));
+    CHECK(!kicked(1) && !kicked(3));
+    teardown();
+
+    /* a successful collective proves connectivity: old reports are forgotten */
+    setup();
+    make_group(3);
+    report(1, 2);
+    for (uint64_t c = 1; c <= 3; c++) coll_init(c, 5);
+    uint64_t seq = commence_of(1, 5) ? commence_of(1, 5)->u.commence.op_seq : 0;
+    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 5, seq, 1);
+    report(3, 2);
+    CHECK(!kicked(2));
+    teardown();
+
+    /* two peers blaming each other: nobody can tell who is at fault, nobody is kicked */
+    setup();
+    make_group(2);
+    report(1, 2);
+    report(2, 1);
+    CHECK(!kicked(1) && !kicked(2));
+    teardown();
+}
+
+static void test_multi_group(void) {
+    setup();
+    make_group_ex(1, 1, 0, 1);
+    connect_(2);
+    hello_g(2, 0, 1);
+    connect_(3);
+    hello_g(3, 7, 1);
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    uint64_t g0[] = {1, 2}, g7[] = {3};
+    check_establish_ring(1, g0, 2);
+    check_establish_ring(2, g0, 2);
+    check_establish_ring(3, g7, 1);
+    for (uint64_t c = 1; c <= 3; c++) p2p_ok(c, 1);
+    const wire_msg_t *d = last_to(1, M2C_TOPOLOGY_DONE);
+    if (d) check_world(&d->u.topo_done.world, 3, 2, 2, 2);
+    d = last_to(3, M2C_TOPOLOGY_DONE);
+    if (d) check_world(&d->u.topo_done.world, 3, 1, 2, 2);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.groups == 2 && st.accepted == 3);
+    /* collectives are per group: group 0 does not wait for group 7 */
+    clear_log();
+    coll_init(1, 5);
+    coll_init(2, 5);
+    CHECK_EQ_U64(count_type(M2C_COLL_COMMENCE), 2);
+    coll_init(3, 5);
+    const wire_msg_t *r = last_to(3, M2C_COLL_REJECT);
+    CHECK(r && r->u.reject.reason == REJECT_TOO_FEW_PEERS && r->u.reject.tag == 5);
+    /* run-wide votes span groups */
+    clear_log();
+    pkt(1, C2M_PEERS_PENDING);
+    pkt(2, C2M_PEERS_PENDING);
+    CHECK_EQ_U64(count_type(M2C_PEERS_PENDING), 0);
+    pkt(3, C2M_PEERS_PENDING);
+    CHECK_EQ_U64(count_type(M2C_PEERS_PENDING), 3);
+    teardown();
+}
+
+/* ---------- views ---------- */
+
+static void test_views(void) {
+    setup();
+    make_group(2);
+    join(3);
+    connect_(4);
+    CHECK_EQ_U64(msm_peer_count(M), 4);
+    msm_peer_view_t v;
+    CHECK(msm_peer_view(M, -1, &v) == -1);
+    CHECK(msm_peer_view(M, 4, &v) == -1);
+    CHECK(view_of(1, &v) == 0);
+    CHECK(v.accepted == 1 && v.group == 0 && v.p2p_port == port_of(1) && v.ip[0] == 10 && v.ip[3] == 1 &&
+          is_uuid_of(v.uuid, 1) && strcmp(v.state, "idle") == 0);
+    CHECK(view_of(3, &v) == 0 && !v.accepted && strcmp(v.state, "registered") == 0);
+    CHECK(view_of(4, &v) == 0 && !v.accepted && strcmp(v.state, "connecting") == 0);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.registered == 1 && st.accepted == 2 && st.groups == 1 && st.peers_kicked == 0);
+    disconnect(1);
+    disconnect(2);
+    msm_get_stats(M, &st);
+    CHECK(st.accepted == 0 && st.groups == 0);
+    CHECK(view_of(1, &v) == -1);
+    teardown();
+}
+
+int main(void) {
+    pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
+    RUN_TEST(test_hello_errors);
+    RUN_TEST(test_bootstrap);
+    RUN_TEST(test_unreachable_reports);
+    RUN_TEST(test_multi_group);
+    RUN_TEST(test_views);
+    TEST_MAIN_END();
+}
