@@ -18,6 +18,12 @@
  *    pcclOptimizeTopology, pcclSynchronizeSharedState) are one at a time per
  *    communicator and need every collective awaited (else pcclPendingAsyncOps);
  *  - pcclDestroyCommunicator comes last, after every other call has returned.
+ * Master restarts: a peer that loses the master reconnects and re-registers
+ * for PCCL_MASTER_RECONNECT_MS (default 60000; 0 turns it off), keeping its
+ * state and connections. Calls made meanwhile wait; calls in flight fail with
+ * their retryable code (pcclUpdateTopologyFailed, pcclTopologyOptimizationFailed,
+ * pcclRankConnectionLost; in place, buffers restored). pcclMasterConnectionFailed
+ * means the master did not come back within that window, or refused this peer.
  * Nothing in this library calls exit() or abort().
  */
 #ifndef PCCL_H
