@@ -71,3 +71,12 @@ def load(places=None):
     raise ImportError("pccl: cannot load the native library libpccl; looked in:\n" + "\n".join(tried) +
                       f"\nBuild it (cmake --build build) and set {ENV_VAR}=/path/to/libpccl.so, "
                       "or install it (cmake --install build).")
+
+
+def load_native_module():
+    """PCCL 1.0's name for the loaded library: (ffi, lib), the ones the package itself uses.
+
+    Programs and tests written against PCCL 1.0's package import it from pccl._loader.
+    """
+    from pccl._native import ffi, lib
+    return ffi, lib

@@ -92,3 +92,11 @@ def test_nothing_found_names_every_place(package_copy):
     assert rc != 0 and "ImportError: pccl: cannot load the native library" in err
     for place in ("next to the package", "system loader: libpccl.so.0"):
         assert place in err
+
+
+def test_pccl1_load_native_module_gives_the_loaded_library():
+    """PCCL 1.0's own modules call pccl._loader.load_native_module(); it must be the package's library."""
+    from pccl import _loader, _native
+    ffi, lib = _loader.load_native_module()
+    assert ffi is _native.ffi and lib is _native.lib
+    assert ffi.string(lib.pcclResultString(lib.pcclTooFewPeers)).decode() == "too few peers (world size below 2)"
