@@ -29,11 +29,16 @@ def hello(group=0, port=40001): return u16(1) + u32(MAGIC) + u16(VERSION) + u32(
 def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
     tensor(b'state%d' % i, 1024, h + i) for i in range(n))
 def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT)
+def resume(i, rev, ring, port=40001): return (u16(13) + u32(MAGIC) + u16(VERSION) + u32(0) + u16(port + i) + u32(1) +
+                                              bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
+                                              b''.join(bytes([r] * 16) for r in ring) + u32(1) +
+                                              tensor(b'state0', 1024, 0x1234))
 def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
 
 
 bodies = {
     'c2m_hello': hello(),
+    'c2m_resume': resume(0, 7, (0, 1, 2)),
     'c2m_update_topology': u16(2),
     'c2m_p2p_established': u16(3) + u8(1),
     'c2m_peers_pending': u16(4),
@@ -104,6 +109,8 @@ write('fuzz_master_sm', 'groups', connect(0) + vhello(0, 0) + connect(1) + vhell
       pkt(0, u16(10)))
 write('fuzz_master_sm', 'timeout', two + accept + tick(0, 100) + pkt(0, u16(10)) + tick(0, 150) +
       all_((0, 1), coll_init(0)) + tick(0, 250))
+write('fuzz_master_sm', 'resume', connect(0) + pkt(0, resume(0, 5, (0, 1))) + connect(2) + vhello(2) +
+      connect(1) + pkt(1, resume(1, 5, (0, 1))) + all_((0, 1), coll_init(0)) + all_((0, 1), u16(2)))
 write('fuzz_master_sm', 'bad_packet', two + accept + pkt(0, u16(101) + bytes(16)) + pkt(1, b'\x00'))
 
 print('corpus written under', os.path.join(HERE, 'corpus'))
