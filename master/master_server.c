@@ -375,6 +375,8 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     const char *pt = getenv("PCCL_PEER_TIMEOUT_MS");
     long timeout = pt && *pt ? strtol(pt, NULL, 10) : 10000;
     msm_set_peer_timeout(m->sm, timeout > 0 ? (uint64_t)timeout : 0);
+    /* Peers of a run this master replaces retry every 250 ms at most (libpccl/src/resume.c). */
+    msm_set_boot_grace(m->sm, 1000);
     uv_timer_start(&m->tick, on_tick, 250, 250);
     *out = m;
     return pcclSuccess;

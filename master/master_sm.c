@@ -110,17 +110,24 @@ msm_t *msm_create(msm_io_t io) {
 
 void msm_set_time(msm_t *m, uint64_t now_ms) { m->now = now_ms; }
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
+void msm_set_boot_grace(msm_t *m, uint64_t grace_ms) { m->boot_grace = grace_ms; }
+int msm_booting(const msm_t *m) { return m->booting && m->now < m->born + m->boot_grace; }
 
 void msm_on_tick(msm_t *m) {
     while (m->peer_timeout) {
         msm_peer_t *late = NULL;
         for (int i = 0; i < m->npeers && !late; i++)
-            if (m->now > m->peers[i].last_seen + m->peer_timeout) late = &m->peers[i];
+            /* A re-registered peer waits for the rebuild in silence; MSM_REBUILD_MS bounds that wait. */
+            if (!m->peers[i].resumed && m->now > m->peers[i].last_seen + m->peer_timeout) late = &m->peers[i];
         if (!late) break;
         /* Kicking removes the peer, so rescan from the start each time (bounded by npeers). */
         msm_kick(m, late, "no packet or heartbeat for %llu ms", (unsigned long long)(m->now - late->last_seen));
     }
     msm_rebuild_check(m);
+    if (m->booting && !msm_booting(m)) {
+        m->booting = 0;
+        msm_topo_on_registered(m); /* the peers that registered during the grace */
+    }
     msm_check_stuck(m);
 }
 
@@ -157,6 +164,10 @@ void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t 
     memset(p, 0, sizeof *p);
     p->conn = conn;
     p->last_seen = m->now;
+    if (!m->born) {
+        m->born = m->now ? m->now : 1;
+        m->booting = m->boot_grace > 0;
+    }
     memcpy(p->ip, ip, 4);
     memcpy(p->uuid, uuid, 16);
 }

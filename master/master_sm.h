@@ -45,6 +45,10 @@ void msm_destroy(msm_t *m);
 void msm_set_time(msm_t *m, uint64_t now_ms);
 /* A peer silent for longer than this (no packet, heartbeats included) is kicked; 0 disables. */
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms);
+/* A fresh master accepts its first peers (bootstrap) only grace_ms after its first connection, so that
+ * the peers of a run it lost (a restart) re-register before newcomers found a new run. Default 0. */
+void msm_set_boot_grace(msm_t *m, uint64_t grace_ms);
+
 /* Periodic check of silent peers and of votes that can never complete (after MSM_STUCK_GRACE_MS). */
 void msm_on_tick(msm_t *m);
 

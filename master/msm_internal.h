@@ -76,6 +76,8 @@ struct msm {
     struct { uint64_t reporter, target; } *reports; /* "could not reach" reports between ring neighbours */
     int nreports, cap_reports;
     int rebuilding;           /* peers are re-registering with this (restarted) master */
+    uint64_t boot_grace, born; /* msm_set_boot_grace; time of the first connection (0: none yet) */
+    int booting;               /* the grace has not passed yet */
     uint64_t rebuild_started; /* time of the first RESUME */
 };
 
@@ -107,6 +109,8 @@ void msm_reports_forget_group(msm_t *m, uint32_t group);
 void msm_check_stuck(msm_t *m);
 
 void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+/* Whether the boot grace still holds back the first accept round. */
+int msm_booting(const msm_t *m);
 /* Ends the rebuild once every named peer is back or MSM_REBUILD_MS passed. */
 void msm_rebuild_check(msm_t *m);
 void msm_resume_forget(msm_peer_t *p);

@@ -160,6 +160,7 @@ static void rebuild_group(msm_t *m, uint32_t group) {
         msm_world(m, group, &r.u.resumed.world);
         r.u.resumed.revision = rev;
         msm_send(m, p->conn, &r);
+        p->last_seen = m->now; /* its heartbeats start again now */
         msm_resume_forget(p);
     }
     PLOG_INFO("master", "group %u rebuilt: %d peers, revision %llu%s, ring %s", group, norder,

@@ -145,8 +145,9 @@ static void maybe_start_round(msm_t *m) {
         if (m->peers[i].accepted) accepted++;
         else if (m->peers[i].hello) newcomers++;
     }
-    /* Bootstrap: with nobody accepted there is nobody to vote, so registered peers go straight in. */
-    if (accepted ? !(op && msm_op_all_voted(m, op)) : !newcomers) return;
+    /* Bootstrap: with nobody accepted there is nobody to vote, so registered peers go straight in, once
+     * the boot grace passed (the peers of a run this master lost re-register first: msm_set_boot_grace). */
+    if (accepted ? !(op && msm_op_all_voted(m, op)) : !newcomers || msm_booting(m)) return;
     for (int i = 0; i < m->ngroups; i++)
         if (m->groups[i].ring_len && !m->groups[i].wired) unwired = 1;
     if (!newcomers && !unwired) {

@@ -4,16 +4,20 @@
 Starts a `pccl master`, keeps between 2 and --peers-max `pccl join --workload synthetic`
 peers running, SIGKILLs one every 500-1000 ms, at a lower rate SIGSTOPs one for longer
 than the timeout (then SIGCONT) and cuts one's network (a peer in its own network
-namespace whose veth is taken down, then up again). The schedule comes from --seed.
+namespace whose veth is taken down, then up again); with --master-kills it also SIGKILLs
+the master every 30-60 s and starts a new one on the same port 0.5-2 s later (the peers
+must live through it). The schedule comes from --seed.
 It reads the peers' JSON events as they arrive and checks:
   consistent  no two peers logged different "hash" (when the step events carry one) or
               different all-reduce world sizes for the same revision, and no peer that
               was already stepping needed a shared-state repair (ss_rx_bytes > 0)
-  progress    the run's revision never stalled longer than the timeout + one step
+  progress    the run's revision never stalled longer than the timeout + one step (after a
+              master restart: + the outage + MSM_REBUILD_MS, 3 s)
   exits       no peer exited except by the orchestrator's signals (a peer that was stopped
               or cut may exit 1 after it resumes: the master dropped it)
-  master      the master stays up, its VmRSS at the end is at most 10% above its value
-              after the first minute (half of the run for runs under 2 minutes), and it
+  master      the master stays up (but for the restarts), its VmRSS at the end is at most 10%
+              above its value after the first minute (half of the run for runs under 2
+              minutes; after a restart: 20 s later, measured on the new master), and it
               exits 0 on the SIGTERM at the end
   sanitizers  no process wrote a sanitizer report (ASan, LSan, UBSan, TSan) to its log,
               whatever its exit status; the report is printed and the logs are kept
@@ -167,7 +171,8 @@ class Stress:
         self.failures = []
         self.kept = False  # keep the work directory (a failure's logs)
         self.master_reported = False  # the master's end was reported with its log
-        self.counts = {"spawned": 0, "killed": 0, "stopped": 0, "cut": 0, "exited_after_disturbance": 0}
+        self.counts = {"spawned": 0, "killed": 0, "stopped": 0, "cut": 0, "exited_after_disturbance": 0,
+                       "master_restarts": 0}
         self.events = {}
         self.rev = {}  # revision -> (hash or None, world_size, first peer)
         self.max_rev, self.last_adv, self.max_stall = 0, None, 0.0
@@ -186,12 +191,13 @@ class Stress:
             self.failures.append(msg)
         print("stress: FAILURE: " + msg, flush=True)
 
-    def start_master(self):
-        listen = "0.0.0.0:0" if self.lab else "127.0.0.1:0"
+    def start_master(self, port=0):
+        listen = ("0.0.0.0:%d" if self.lab else "127.0.0.1:%d") % port
         env = dict(os.environ, PCCL_LOG_LEVEL=self.a.master_log_level,
                    PCCL_PEER_TIMEOUT_MS=str(self.a.timeout_ms), PCCL_TIMEOUT_MS=str(self.a.timeout_ms))
         env.update(self.a.master_env)
-        self.master_log = os.path.join(self.work, "master.log")
+        self.master_log = os.path.join(self.work, "master.log" if not port else "master-%d.log"
+                                       % self.counts["master_restarts"])
         cmd = [self.a.pccl, "master", "--listen", listen]
         helptext = subprocess.run([self.a.pccl, "master", "--help"], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=20).stdout
@@ -213,6 +219,18 @@ class Stress:
                 break
             time.sleep(0.05)
         raise RuntimeError("master did not start: " + self.master_log_tail())
+
+    def restart_master(self):
+        """SIGKILL the master, wait 0.5-2 s, start a new one on the same port; returns the outage (s)."""
+        self.master.kill()
+        self.master.wait()
+        self.act("SIGKILL master")
+        down = self.rng.uniform(0.5, 2.0)
+        time.sleep(down)
+        self.counts["master_restarts"] += 1
+        self.start_master(self.port)
+        self.act("master restarted on port %d after %.1f s" % (self.port, down))
+        return down
 
     def master_log_tail(self):
         """The master's sanitizer report if it wrote one, else the tail of its log."""
@@ -410,6 +428,8 @@ class Stress:
         t0 = self.t0 = time.monotonic()
         end = t0 + duration
         rss_at = t0 + (60.0 if duration >= 120 else duration / 2)
+        next_mkill = t0 + a.warmup + self.rng.uniform(30.0, 60.0) if a.master_kills else float("inf")
+        restarted_at, restart_allow = None, 0.0
         timeout_s = a.timeout_ms / 1000.0
         print("stress: master %s (pid %d), %s peers max, seed %d, %.1f min, timeout %d ms, netcut %s, logs %s"
               % (self.master_addr, self.master.pid, a.peers_max, a.seed, a.minutes, a.timeout_ms,
@@ -450,7 +470,9 @@ class Stress:
                 step_allow = max(1.0, 2 * statistics.median(self.step_ms[-200:]) / 1000.0) if self.step_ms else 1.0
                 stall = now - self.last_adv
                 self.max_stall = max(self.max_stall, stall)
-                if stall > timeout_s + step_allow + a.stall_slack:
+                # a stall that spans a master restart may also last the outage and the rebuild
+                allow = restart_allow if restarted_at is not None and self.last_adv <= restarted_at else 0.0
+                if stall > timeout_s + step_allow + a.stall_slack + allow:
                     self.fail("the revision stalled at %d for %.1f s (limit %.1f s, at %.1f s into the run; "
                               "see actions.log)" % (self.max_rev, stall, timeout_s + step_allow + a.stall_slack,
                                                     self.last_adv - t0))
@@ -476,6 +498,13 @@ class Stress:
             # one stop or cut at a time: the progress limit is for one silent peer
             disturbing = any(p.stopped_until is not None or p.cut_until is not None for p in self.live)
             # chaos
+            if now >= next_mkill and not disturbing:
+                next_mkill = now + self.rng.uniform(30.0, 60.0)
+                one_step = max(1.0, 2 * statistics.median(self.step_ms[-200:]) / 1000.0) if self.step_ms else 1.0
+                restart_allow = self.restart_master() + 3.0 + one_step  # + MSM_REBUILD_MS + one step
+                now = restarted_at = time.monotonic()
+                if self.rss_ref is not None:  # the reference was the old master's: measure the new one
+                    self.rss_ref, rss_at = None, min(now + 20.0, end - 1.0)
             if now >= next_kill:
                 next_kill = now + self.rng.uniform(0.5, 1.0)
                 # never take out the last peer that holds the run's state: the run would restart from
@@ -589,6 +618,7 @@ class Stress:
             "%s %d" % (k, v) for k, v in sorted(self.events.items()) if k != "step") or "no other events"))
         print("state repairs of stepping peers: %d" % self.repairs)
         print("master VmRSS:         %s kB at the reference point, %s kB at the end" % (self.rss_ref, self.rss_end))
+        print("master restarts:      %d (SIGKILL, new master on the same port)" % self.counts["master_restarts"])
         if self.failures:
             print("failures (%d):" % len(self.failures))
             for f in self.failures[:20]:
@@ -615,6 +645,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=3.0, help="seconds before the first signal")
     ap.add_argument("--stall-slack", type=float, default=0.0, help="extra seconds allowed on top of timeout + step")
     ap.add_argument("--master-log-level", default="warn")
+    ap.add_argument("--master-kills", action="store_true",
+                    help="SIGKILL the master every 30-60 s and restart it on the same port")
     ap.add_argument("--master-ignore-sigpipe", action="store_true",
                     help="start the master with SIGPIPE ignored (workaround for a master that dies writing to a "
                          "peer that is gone)")

@@ -167,6 +167,22 @@ static void test_partial_return_waits_for_deadline(void) {
     teardown();
 }
 
+static void test_waiting_peers_are_not_timed_out(void) {
+    setup();
+    msm_set_peer_timeout(M, 1000); /* shorter than the rebuild window */
+    resume(1, 5, 111, RING3, 3);
+    resume(2, 5, 111, RING3, 3);
+    tick(MSM_REBUILD_MS - 1); /* silent while they wait: no kick */
+    CHECK(!closed[1] && !closed[2]);
+    tick(1);
+    CHECK(got(1, M2C_RESUMED) == 1 && !closed[1]);
+    tick(999); /* the peer timeout counts from RESUMED */
+    CHECK(!closed[1]);
+    tick(2);
+    CHECK(closed[1] && closed[2]);
+    teardown();
+}
+
 static void test_majority_revision_wins(void) {
     setup();
     resume(1, 7, 111, RING3, 3);
@@ -250,6 +266,42 @@ static void test_newcomer_first_after_restart(void) {
     teardown();
 }
 
+static void hello_from(uint64_t conn) {
+    connect_(conn);
+    wire_msg_t h = {.type = C2M_HELLO};
+    h.u.hello.magic = WIRE_MAGIC;
+    h.u.hello.version = WIRE_VERSION;
+    h.u.hello.p2p_port = (uint16_t)(4000 + conn);
+    msm_on_packet(M, conn, &h);
+}
+
+static void test_boot_grace(void) {
+    setup();
+    msm_set_boot_grace(M, 1000);
+    hello_from(4); /* a fresh master: the first peer waits out the grace */
+    CHECK(got(4, M2C_WELCOME) == 1 && got(4, M2C_ESTABLISH_P2P) == 0);
+    tick(999);
+    CHECK(got(4, M2C_ESTABLISH_P2P) == 0);
+    tick(1);
+    CHECK(got(4, M2C_ESTABLISH_P2P) == 1);
+    teardown();
+
+    setup();
+    msm_set_boot_grace(M, 1000);
+    const int ring2[] = {1, 2};
+    hello_from(4); /* a newcomer reaches the restarted master before the run's peers */
+    tick(300);
+    resume(1, 8, 111, ring2, 2);
+    resume(2, 8, 111, ring2, 2);
+    CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 8 && msg_of(1, M2C_RESUMED)->u.resumed.ok == 1);
+    tick(1000);
+    CHECK(got(4, M2C_ESTABLISH_P2P) == 0); /* no run of its own: it waits for the members' vote */
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    pkt(2, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(4, M2C_ESTABLISH_P2P) == 1 && msg_of(4, M2C_ESTABLISH_P2P)->u.establish.n == 3);
+    teardown();
+}
+
 static void test_bad_resumes(void) {
     setup();
     resume_full(1, WIRE_VERSION + 1, 1, 3, 111, RING3, 3);
@@ -280,11 +332,13 @@ static void test_bad_resumes(void) {
 int main(void) {
     RUN_TEST(test_agreeing_peers);
     RUN_TEST(test_partial_return_waits_for_deadline);
+    RUN_TEST(test_waiting_peers_are_not_timed_out);
     RUN_TEST(test_majority_revision_wins);
     RUN_TEST(test_tie_goes_forward);
     RUN_TEST(test_late_resume_is_a_new_peer);
     RUN_TEST(test_newcomer_waits_for_rebuild);
     RUN_TEST(test_newcomer_first_after_restart);
+    RUN_TEST(test_boot_grace);
     RUN_TEST(test_bad_resumes);
     TEST_MAIN_END();
 }
