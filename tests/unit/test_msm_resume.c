@@ -2,68 +2,32 @@
  * (master/msm_resume.c): agreeing peers, a partial return (deadline), a
  * disagreeing or lying revision, a late RESUME, a newcomer during the rebuild,
  * and the bad inputs (version, stolen uuid, votes before RESUMED). */
-#include "master_sm.h"
-#include "msm_admin.h"
-#include "pccl.h"
-#include "tinytest.h"
-#include "wire.h"
+#include "msm_harness.h"
 
-#include <stdlib.h>
-#include <string.h>
+/* ---------- on top of the shared harness: a clock, the old master's uuids, RESUME ---------- */
 
-/* ---------- recording io: the last message of each type per conn, and closes ---------- */
-
-#define MAXC 8
-static int sent[MAXC][M2C_MAX_ - M2C_WELCOME];
-static wire_msg_t last[MAXC][M2C_MAX_ - M2C_WELCOME];
-static int closed[MAXC];
-static msm_t *M;
 static uint64_t now;
+static uint8_t U[8][16]; /* the uuids the old master gave conns 1..n (the harness's fresh ones differ) */
 
-static void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
-    (void)ctx;
-    CHECK(conn < MAXC && !closed[conn] && wire_type_is_m2c(msg->type));
-    if (conn >= MAXC || !wire_type_is_m2c(msg->type)) return;
-    int t = msg->type - M2C_WELCOME;
-    sent[conn][t]++;
-    last[conn][t] = *msg; /* its arrays are the state machine's: tests read only the scalars */
-}
-
-static void rec_close(void *ctx, uint64_t conn, const char *reason) {
-    (void)ctx;
-    (void)reason;
-    if (conn < MAXC) closed[conn] = 1;
-}
-
-static int got(uint64_t conn, uint16_t type) { return sent[conn][type - M2C_WELCOME]; }
-static const wire_msg_t *msg_of(uint64_t conn, uint16_t type) { return &last[conn][type - M2C_WELCOME]; }
-
-static uint8_t U[MAXC][16]; /* the uuids the old master gave conns 1..n */
-
-static void setup(void) {
-    for (int c = 0; c < MAXC; c++) memset(U[c], c, 16);
-    memset(sent, 0, sizeof sent);
-    memset(closed, 0, sizeof closed);
+static void start(void) {
+    setup();
+    for (int c = 0; c < 8; c++) memset(U[c], c, 16);
     now = 1000;
-    M = msm_create((msm_io_t){.send = rec_send, .close = rec_close});
     msm_set_time(M, now);
 }
 
-static void teardown(void) {
-    msm_destroy(M);
-    M = NULL;
+static int got(uint64_t conn, uint16_t type) { return count_to(conn, type); }
+static const wire_msg_t *msg_of(uint64_t conn, uint16_t type) {
+    static const wire_msg_t none;
+    const wire_msg_t *m = last_to(conn, type);
+    return m ? m : &none;
 }
+static int closed_(uint64_t conn) { return closed_in_log(conn); }
 
 static void tick(uint64_t ms) {
     now += ms;
     msm_set_time(M, now);
     msm_on_tick(M);
-}
-
-static void connect_(uint64_t conn) {
-    uint8_t ip[4] = {127, 0, 0, 1}, fresh[16];
-    memset(fresh, 0xF0 + (int)conn, 16);
-    msm_on_connect(M, conn, ip, fresh);
 }
 
 static wire_tensor_t T = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 111};
@@ -72,7 +36,7 @@ static wire_tensor_t T = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 11
 static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
                         int nr) {
     connect_(conn);
-    uint8_t r[MAXC][16];
+    uint8_t r[8][16];
     for (int i = 0; i < nr; i++) memcpy(r[i], U[ring[i]], 16);
     wire_tensor_t t = T;
     t.hash = hash;
@@ -95,12 +59,7 @@ static void resume(uint64_t conn, uint64_t rev, uint64_t hash, const int *ring, 
     resume_full(conn, WIRE_VERSION, 1, rev, hash, ring, nr);
 }
 
-static void pkt(uint64_t conn, uint16_t type) {
-    wire_msg_t m = {.type = type};
-    msm_on_packet(M, conn, &m);
-}
-
-static void sync_vote(uint64_t conn, uint64_t rev, uint64_t hash) {
+static void sync_hash(uint64_t conn, uint64_t rev, uint64_t hash) {
     wire_tensor_t t = T;
     t.hash = hash;
     wire_msg_t m = {.type = C2M_SYNC_SHARED_STATE};
@@ -110,19 +69,12 @@ static void sync_vote(uint64_t conn, uint64_t rev, uint64_t hash) {
     msm_on_packet(M, conn, &m);
 }
 
-static const char *state_of(uint64_t conn) {
-    msm_peer_view_t v;
-    for (int i = 0; i < msm_peer_count(M); i++)
-        if (msm_peer_view(M, i, &v) == 0 && v.conn == conn) return v.state;
-    return "gone";
-}
-
 /* ---------- tests ---------- */
 
 static const int RING3[] = {1, 2, 3};
 
 static void test_agreeing_peers(void) {
-    setup();
+    start();
     resume(2, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
     CHECK(got(2, M2C_RESUMED) == 0 && strcmp(state_of(2), "resuming") == 0); /* peer 1 not back yet */
@@ -142,7 +94,7 @@ static void test_agreeing_peers(void) {
     for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_UPDATE_TOPOLOGY);
     for (uint64_t c = 1; c <= 3; c++) CHECK(got(c, M2C_ESTABLISH_P2P) == 0 && got(c, M2C_TOPOLOGY_DONE) == 1);
     /* The group's revision is the peers': revision 6 is next. */
-    for (uint64_t c = 1; c <= 3; c++) sync_vote(c, 6, 222);
+    for (uint64_t c = 1; c <= 3; c++) sync_hash(c, 6, 222);
     for (uint64_t c = 1; c <= 3; c++)
         CHECK(got(c, M2C_SS_PLAN) == 1 && msg_of(c, M2C_SS_PLAN)->u.ss_plan.status == SS_OK &&
               msg_of(c, M2C_SS_PLAN)->u.ss_plan.revision == 6);
@@ -150,7 +102,7 @@ static void test_agreeing_peers(void) {
 }
 
 static void test_partial_return_waits_for_deadline(void) {
-    setup();
+    start();
     resume(1, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
     tick(MSM_REBUILD_MS - 1);
@@ -168,31 +120,31 @@ static void test_partial_return_waits_for_deadline(void) {
 }
 
 static void test_waiting_peers_are_not_timed_out(void) {
-    setup();
+    start();
     msm_set_peer_timeout(M, 1000); /* shorter than the rebuild window */
     resume(1, 5, 111, RING3, 3);
     resume(2, 5, 111, RING3, 3);
     tick(MSM_REBUILD_MS - 1); /* silent while they wait: no kick */
-    CHECK(!closed[1] && !closed[2]);
+    CHECK(!closed_(1) && !closed_(2));
     tick(1);
-    CHECK(got(1, M2C_RESUMED) == 1 && !closed[1]);
+    CHECK(got(1, M2C_RESUMED) == 1 && !closed_(1));
     tick(999); /* the peer timeout counts from RESUMED */
-    CHECK(!closed[1]);
+    CHECK(!closed_(1));
     tick(2);
-    CHECK(closed[1] && closed[2]);
+    CHECK(closed_(1) && closed_(2));
     teardown();
 }
 
 static void test_majority_revision_wins(void) {
-    setup();
+    start();
     resume(1, 7, 111, RING3, 3);
     resume(2, 7, 111, RING3, 3);
     resume(3, 9, 999, RING3, 3); /* claims to be ahead, with other content */
     CHECK(msg_of(3, M2C_RESUMED)->u.resumed.revision == 7);
     /* Next sync: 1 and 2 offer 8; 3 offers 10. 3 is not refused: it is outdated and receives. */
-    sync_vote(1, 8, 222);
-    sync_vote(2, 8, 222);
-    sync_vote(3, 10, 999);
+    sync_hash(1, 8, 222);
+    sync_hash(2, 8, 222);
+    sync_hash(3, 10, 999);
     const wire_msg_t *p3 = msg_of(3, M2C_SS_PLAN);
     CHECK(got(3, M2C_SS_PLAN) == 1 && p3->u.ss_plan.status == SS_OK && p3->u.ss_plan.revision == 8);
     CHECK(p3->u.ss_plan.n == 1); /* fetches the majority's tensor */
@@ -201,7 +153,7 @@ static void test_majority_revision_wins(void) {
 }
 
 static void test_tie_goes_forward(void) {
-    setup();
+    start();
     const int ring2[] = {1, 2};
     resume(1, 4, 111, ring2, 2);
     resume(2, 5, 111, ring2, 2); /* one sync finished here only: the run never goes back */
@@ -210,7 +162,7 @@ static void test_tie_goes_forward(void) {
 }
 
 static void test_late_resume_is_a_new_peer(void) {
-    setup();
+    start();
     const int ring2[] = {1, 2};
     resume(1, 3, 111, ring2, 2);
     resume(2, 3, 111, ring2, 2);
@@ -224,15 +176,10 @@ static void test_late_resume_is_a_new_peer(void) {
 }
 
 static void test_newcomer_waits_for_rebuild(void) {
-    setup();
+    start();
     const int ring2[] = {1, 2};
     resume(1, 3, 111, ring2, 2);
-    connect_(4);
-    wire_msg_t h = {.type = C2M_HELLO};
-    h.u.hello.magic = WIRE_MAGIC;
-    h.u.hello.version = WIRE_VERSION;
-    h.u.hello.p2p_port = 4444;
-    msm_on_packet(M, 4, &h);
+    join(4);
     CHECK(got(4, M2C_WELCOME) == 1 && got(4, M2C_ESTABLISH_P2P) == 0); /* not bootstrapped alone */
     resume(2, 3, 111, ring2, 2);
     CHECK(got(1, M2C_RESUMED) == 1 && got(4, M2C_ESTABLISH_P2P) == 0); /* waits for the members' vote */
@@ -243,14 +190,9 @@ static void test_newcomer_waits_for_rebuild(void) {
 }
 
 static void test_newcomer_first_after_restart(void) {
-    setup();
+    start();
     const int ring2[] = {1, 2};
-    connect_(4); /* the newcomer of an accept round the old master never finished comes back first */
-    wire_msg_t h = {.type = C2M_HELLO};
-    h.u.hello.magic = WIRE_MAGIC;
-    h.u.hello.version = WIRE_VERSION;
-    h.u.hello.p2p_port = 4444;
-    msm_on_packet(M, 4, &h);
+    join(4); /* the newcomer of an accept round the old master never finished comes back first */
     CHECK(got(4, M2C_ESTABLISH_P2P) == 1); /* bootstrapped: alone in the run */
     wire_msg_t ok = {.type = C2M_P2P_ESTABLISHED};
     ok.u.flag.value = 1;
@@ -266,19 +208,10 @@ static void test_newcomer_first_after_restart(void) {
     teardown();
 }
 
-static void hello_from(uint64_t conn) {
-    connect_(conn);
-    wire_msg_t h = {.type = C2M_HELLO};
-    h.u.hello.magic = WIRE_MAGIC;
-    h.u.hello.version = WIRE_VERSION;
-    h.u.hello.p2p_port = (uint16_t)(4000 + conn);
-    msm_on_packet(M, conn, &h);
-}
-
 static void test_boot_grace(void) {
-    setup();
+    start();
     msm_set_boot_grace(M, 1000);
-    hello_from(4); /* a fresh master: the first peer waits out the grace */
+    join(4); /* a fresh master: the first peer waits out the grace */
     CHECK(got(4, M2C_WELCOME) == 1 && got(4, M2C_ESTABLISH_P2P) == 0);
     tick(999);
     CHECK(got(4, M2C_ESTABLISH_P2P) == 0);
@@ -286,10 +219,10 @@ static void test_boot_grace(void) {
     CHECK(got(4, M2C_ESTABLISH_P2P) == 1);
     teardown();
 
-    setup();
+    start();
     msm_set_boot_grace(M, 1000);
     const int ring2[] = {1, 2};
-    hello_from(4); /* a newcomer reaches the restarted master before the run's peers */
+    join(4); /* a newcomer reaches the restarted master before the run's peers */
     tick(300);
     resume(1, 8, 111, ring2, 2);
     resume(2, 8, 111, ring2, 2);
@@ -303,9 +236,9 @@ static void test_boot_grace(void) {
 }
 
 static void test_bad_resumes(void) {
-    setup();
+    start();
     resume_full(1, WIRE_VERSION + 1, 1, 3, 111, RING3, 3);
-    CHECK(closed[1] && got(1, M2C_KICK) == 1);
+    CHECK(closed_(1) && got(1, M2C_KICK) == 1);
     CHECK(strstr(msg_of(1, M2C_KICK)->u.kick.reason, "protocol mismatch") != NULL);
     resume(2, 3, 111, RING3, 3);
     connect_(3); /* claims conn 2's identity */
@@ -315,14 +248,14 @@ static void test_bad_resumes(void) {
     m.u.resume.p2p_port = 4003;
     memcpy(m.u.resume.uuid, U[2], 16);
     msm_on_packet(M, 3, &m);
-    CHECK(closed[3] && strstr(msg_of(3, M2C_KICK)->u.kick.reason, "already registered") != NULL);
+    CHECK(closed_(3) && strstr(msg_of(3, M2C_KICK)->u.kick.reason, "already registered") != NULL);
     resume(4, 3, 111, RING3, 3);
     pkt(4, C2M_COLL_INIT); /* a vote before RESUMED is out of state */
-    CHECK(closed[4] && strstr(msg_of(4, M2C_KICK)->u.kick.reason, "rebuilt") != NULL);
+    CHECK(closed_(4) && strstr(msg_of(4, M2C_KICK)->u.kick.reason, "rebuilt") != NULL);
     wire_msg_t again = m;
     memcpy(again.u.resume.uuid, U[2], 16);
     msm_on_packet(M, 2, &again); /* a second RESUME on one connection */
-    CHECK(closed[2]);
+    CHECK(closed_(2));
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK(st.accepted == 0 && st.rebuilds == 0);
