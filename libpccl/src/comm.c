@@ -105,7 +105,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     return pcclSuccess;
 }
 
-static void inbox_clear(pcclComm_t *c) {
+void comm_inbox_clear(pcclComm_t *c) {
     while (c->inbox_head) {
         inbox_item_t *it = c->inbox_head;
         c->inbox_head = it->next;
@@ -131,7 +131,7 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     p2p_stop(c);
     if (c->master_fd >= 0) close(c->master_fd);
     pthread_mutex_lock(&c->mu);
-    inbox_clear(c);
+    comm_inbox_clear(c);
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_destroy(&c->send_mu);
     pthread_mutex_destroy(&c->mu);

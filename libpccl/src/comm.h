@@ -150,6 +150,8 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
  *         master connection of epoch was lost (a restarted master knows nothing of the request).
  */
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
+/* Drops every queued master message (caller holds mu). */
+void comm_inbox_clear(pcclComm_t *c);
 /* Sets this peer's identity (and the log name derived from it). */
 void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]);
 /* Records the group's ring (uuids in order) for a later RESUME. */

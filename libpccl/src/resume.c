@@ -28,13 +28,7 @@ static void begin_outage(pcclComm_t *c) {
     atomic_store(&c->master_down, 1);
     atomic_fetch_add(&c->master_epoch, 1);
     c->down_since_ms = net_now_ms();
-    while (c->inbox_head) { /* the old master's answers mean nothing to the new one */
-        inbox_item_t *it = c->inbox_head;
-        c->inbox_head = it->next;
-        wire_msg_free(&it->msg);
-        free(it);
-    }
-    c->inbox_tail = NULL;
+    comm_inbox_clear(c); /* the old master's answers mean nothing to the new one */
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (c->master_fd >= 0) close(c->master_fd);
