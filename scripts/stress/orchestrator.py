@@ -502,6 +502,11 @@ class Stress:
                 next_mkill = now + self.rng.uniform(30.0, 60.0)
                 one_step = max(1.0, 2 * statistics.median(self.step_ms[-200:]) / 1000.0) if self.step_ms else 1.0
                 restart_allow = self.restart_master() + 3.0 + one_step  # + MSM_REBUILD_MS + one step
+                # steps finished before the kill but read only now must not count as progress after
+                # the restart: that would start the next stall after the restart, without its allowance
+                for p in self.live:
+                    if p.proc.poll() is None:
+                        self.read_events(p)
                 now = restarted_at = time.monotonic()
                 if self.rss_ref is not None:  # the reference was the old master's: measure the new one
                     self.rss_ref, rss_at = None, min(now + 20.0, end - 1.0)
