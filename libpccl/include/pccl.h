@@ -280,6 +280,8 @@ PCCL_EXPORT pcclResult_t pcclConnect(pcclComm_t *communicator);
 /**
  * Vote to accept pending peers and to drop vanished ones; blocks until every
  * accepted peer of the run voted and the p2p connections of the new ring work.
+ * A peer that a restarted master rebuilt the run without (it came back after the
+ * rebuild window) is a newcomer again: this call waits until it is accepted.
  * @return pcclSuccess; pcclPendingAsyncOps if async all-reduces are not awaited;
  *         pcclUpdateTopologyFailed if p2p wiring failed (retry);
  *         pcclMasterConnectionFailed if the master is gone.
@@ -289,6 +291,8 @@ PCCL_EXPORT pcclResult_t pcclUpdateTopology(pcclComm_t *communicator);
 /**
  * Joint vote of all accepted peers: are peers waiting to be accepted?
  * The same answer is returned to every peer. May overlap with all-reduces.
+ * A peer waiting to be accepted again after a master restart gets true at once
+ * (itself), and pcclTooFewPeers from the group's collectives and syncs.
  * @return pcclSuccess; pcclInvalidArgument for NULL pointers;
  *         pcclMasterConnectionFailed if the master is gone.
  */

@@ -350,7 +350,8 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
 pcclResult_t comm_check_ready(const pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
-    if (!atomic_load(&c->accepted)) return pcclInvalidUsage;
+    /* A peer waiting to be accepted again after a master restart is in no ring yet. */
+    if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
     if (atomic_load(&c->master_lost)) return pcclMasterConnectionFailed;
     return pcclSuccess;
 }
@@ -432,6 +433,32 @@ int comm_connect_master(pcclComm_t *c, int timeout_ms) {
     }
 }
 
+/* Waits, as a newcomer, for an accept round that succeeds. */
+static pcclResult_t await_acceptance(pcclComm_t *c) {
+    /* Accept rounds may fail (a peer vanished while wiring): wait for the next one. A restarted master
+     * knows this peer again once the reader re-registered it: keep waiting in the new epoch. */
+    for (;;) {
+        uint16_t te[] = {M2C_ESTABLISH_P2P};
+        wire_msg_t e;
+        unsigned ep;
+        if (comm_begin(c, &ep) != COMM_OK) return pcclMasterConnectionFailed;
+        int rc = comm_wait(c, ep, te, 1, -1, &e);
+        if (rc == COMM_RESTARTED) continue;
+        if (rc != COMM_OK) return pcclMasterConnectionFailed;
+        int ok = 0;
+        rc = run_round(c, ep, &e, &ok);
+        wire_msg_free(&e);
+        if (rc == COMM_RESTARTED) continue;
+        if (rc != COMM_OK) return pcclMasterConnectionFailed;
+        if (ok) break;
+        PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
+    }
+    atomic_store(&c->rejoining, 0);
+    atomic_store(&c->accepted, 1);
+    PLOG_INFO(c->log_name, "accepted into the run");
+    return pcclSuccess;
+}
+
 pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
@@ -479,30 +506,12 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     wire_msg_free(&w);
     atomic_store(&c->registered, 1);
     PLOG_INFO(c->log_name, "registered with the master at %s:%u; waiting to be accepted", ip, a->port);
-    /* Accept rounds may fail (a peer vanished while wiring): wait for the next one. A restarted master
-     * knows this peer again once the reader re-registered it: keep waiting in the new epoch. */
-    for (;;) {
-        uint16_t te[] = {M2C_ESTABLISH_P2P};
-        wire_msg_t e;
-        unsigned ep;
-        if (comm_begin(c, &ep) != COMM_OK) return pcclMasterConnectionFailed;
-        rc = comm_wait(c, ep, te, 1, -1, &e);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return pcclMasterConnectionFailed;
-        int ok = 0;
-        rc = run_round(c, ep, &e, &ok);
-        wire_msg_free(&e);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return pcclMasterConnectionFailed;
-        if (ok) break;
-        PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
-    }
-    atomic_store(&c->accepted, 1);
-    PLOG_INFO(c->log_name, "accepted into the run");
-    return pcclSuccess;
+    return await_acceptance(c);
 }
 
 pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
+    if (c && pccl__initialized() && atomic_load(&c->rejoining) && !atomic_load(&c->master_lost))
+        return await_acceptance(c);
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
@@ -528,6 +537,10 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
 pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
     pcclComm_t *c = (pcclComm_t *)cc;
     if (!pending_out) return pcclInvalidArgument;
+    if (c && atomic_load(&c->rejoining) && !atomic_load(&c->master_lost)) {
+        *pending_out = true; /* this peer itself: the caller's pcclUpdateTopology gets it accepted */
+        return pcclSuccess;
+    }
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
     /* A vote lost with a restarted master is cast again (each try waits for the master first). */

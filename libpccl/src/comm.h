@@ -96,9 +96,11 @@ struct pcclComm_t {
     /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
      * epoch is never sent, and a wait that began in one ends when it moves. master_down is set
      * while reconnecting, for at most reconnect_ms (PCCL_MASTER_RECONNECT_MS; 0: a lost master ends
-     * the run). registered: the master welcomed this peer, so it may re-register. */
+     * the run). registered: the master welcomed this peer, so it may re-register. rejoining: the
+     * restarted master rebuilt the run without this peer; it waits, as a newcomer, to be accepted
+     * again at the next pcclUpdateTopology. */
     atomic_uint master_epoch;
-    atomic_int master_down, registered;
+    atomic_int master_down, registered, rejoining;
     int reconnect_ms;
     uint64_t down_since_ms;
     uint8_t uuid[16];

@@ -6,8 +6,10 @@
  * retryable failure), then connects again every 100 ms, then every 250 ms,
  * until the window passes. An accepted peer re-registers with RESUME (uuid,
  * group, ring, last synced revision and hashes) and waits for the master's
- * rebuild (RESUMED); a peer that was only registered sends HELLO again. The
- * p2p listener, ring connections and the caller's state are kept throughout.
+ * rebuild (RESUMED); a peer that was only registered sends HELLO again. One
+ * that comes back after the rebuild is a newcomer to the new master: it is
+ * accepted again at its next pcclUpdateTopology (comm.c). The p2p listener,
+ * ring connections and the caller's state are kept throughout.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -87,9 +89,13 @@ static int await_answer(pcclComm_t *c, int fd) {
                 comm_set_world(c, &m.u.resumed.world);
                 rc = 0;
             } else {
-                PLOG_ERROR(c->log_name, "the restarted master rebuilt the run without this peer; "
-                                        "create a new communicator to join it again");
-                rc = -1;
+                /* Registered again as a newcomer (same uuid): the caller's next pcclUpdateTopology waits
+                 * for an accept round, and the sync after it repairs this peer's state if it fell behind. */
+                PLOG_WARN(c->log_name, "the restarted master rebuilt the run without this peer; "
+                                       "joining again as a new peer");
+                atomic_store(&c->accepted, 0);
+                atomic_store(&c->rejoining, 1);
+                rc = 0;
             }
             break;
         case M2C_KICK:

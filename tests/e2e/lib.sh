@@ -90,3 +90,23 @@ for line in open(sys.argv[1]):
 print(int(s))
 PY
 }
+
+# rev_of NAME: the last revision restart_peer.c printed to $WORK/NAME.log ("revision R world W")
+rev_of() { grep -o '^revision [0-9]*' "$WORK/$1.log" 2>/dev/null | tail -1 | cut -d' ' -f2; }
+
+# wait_rev NAME REV SECONDS: until NAME printed revision REV or later
+wait_rev() {
+    for _ in $(seq 1 $(($3 * 20))); do
+        r=$(rev_of "$1"); [ -n "$r" ] && [ "$r" -ge "$2" ] && return 0; sleep 0.05
+    done
+    fail "$1 did not reach revision $2"
+}
+
+# start_restart_peers N END: N restart_peer.c processes (peer0..), running to revision END; sets pids
+start_restart_peers() {
+    pids=()
+    for r in $(seq 0 $(($1 - 1))); do
+        PCCL_LOG_LEVEL=info "$BIN/restart_peer" "$PORT" "$2" 15 > "$WORK/peer$r.log" 2> "$WORK/peer$r.err" &
+        pids+=($!); PIDS+=($!)
+    done
+}

@@ -15,20 +15,9 @@ start_master_on() { # PORT: a new master on the same address
     done
     fail "master $2 did not start on port $1"
 }
-rev_of() { grep -o '^revision [0-9]*' "$WORK/$1.log" 2>/dev/null | tail -1 | cut -d' ' -f2; }
-wait_rev() { # NAME REV SECONDS
-    for _ in $(seq 1 $(($3 * 20))); do
-        r=$(rev_of "$1"); [ -n "$r" ] && [ "$r" -ge "$2" ] && return 0; sleep 0.05
-    done
-    fail "$1 did not reach revision $2"
-}
 kill_master() { kill -9 "$MASTER_PID"; wait "$MASTER_PID" 2>/dev/null; }
 
-pids=()
-for r in 0 1 2; do
-    PCCL_LOG_LEVEL=info "$BIN/restart_peer" "$PORT" "$END" 15 > "$WORK/peer$r.log" 2> "$WORK/peer$r.err" &
-    pids+=($!); PIDS+=($!)
-done
+start_restart_peers 3 "$END"
 wait_rev peer0 40 60
 kill_master
 before=$(rev_of peer0)
