@@ -398,8 +398,7 @@ static int enqueue_locked(pcclComm_t *c, pccl_op_t *o) {
     else c->work_head = o;
     c->work_tail = o;
     c->work_queued++;
-    pthread_cond_signal(&c->work_cv);
-    return 0;
+    return 0; /* the caller signals work_cv after unlocking: a woken worker does not block on mu */
 }
 
 static pcclResult_t validate(const void *sendbuf, void *recvbuf, const pcclReduceDescriptor_t *d) {
@@ -457,6 +456,7 @@ static pcclResult_t launch(const void *sendbuf, void *recvbuf, const pcclReduceD
     o->next = c->ops;
     c->ops = o;
     pthread_mutex_unlock(&c->mu);
+    if (is_async) pthread_cond_signal(&c->work_cv);
     *out = o;
     return pcclSuccess;
 }

@@ -3,22 +3,18 @@
 Every problem is a ValueError or TypeError raised here, before any pointer reaches C.
 """
 import sys
-from dataclasses import dataclass
-
 from pccl._enums import DataType, DeviceType
 
 
-@dataclass(frozen=True)
 class Buffer:
     """One contiguous buffer: `ptr` (address), `numel` (elements), `dtype`, `device`, `kind` ('numpy' or
-    'torch') and `obj` (the array or tensor, kept so its memory outlives the call)."""
-    obj: object
-    kind: str
-    ptr: int
-    numel: int
-    dtype: DataType
-    device: DeviceType
-    writeable: bool
+    'torch') and `obj` (the array or tensor, kept so its memory outlives the call). A plain class with
+    slots: one is built per buffer per all-reduce, on the launch path."""
+    __slots__ = ("obj", "kind", "ptr", "numel", "dtype", "device", "writeable")
+
+    def __init__(self, obj, kind, ptr, numel, dtype, device, writeable):
+        self.obj, self.kind, self.ptr, self.numel = obj, kind, ptr, numel
+        self.dtype, self.device, self.writeable = dtype, device, writeable
 
 
 def is_numpy(x):
@@ -65,6 +61,11 @@ def describe_pair(send, recv):
     Raises TypeError (mixed NumPy/torch, different dtypes) or ValueError (different element counts
     or devices, read-only output) besides describe()'s errors.
     """
+    if send is recv:  # in place, the common case: one buffer to check
+        s = describe(send, "recv")
+        if not s.writeable:
+            raise ValueError("recv array is read-only")
+        return s, s
     s, r = describe(send, "send"), describe(recv, "recv")
     if s.kind != r.kind:
         raise TypeError(f"send and recv must both be numpy.ndarray or both torch.Tensor, not {s.kind} and {r.kind}")

@@ -144,12 +144,14 @@ class Communicator:
         """Launches all_reduce and returns at once; the outcome comes from the handle's wait().
         Concurrent operations need distinct tags. Raises as all_reduce for what fails at launch
         (bad arguments, TOO_FEW_PEERS, a tag in flight)."""
+        # The launch path: Python's share of a launch is all work done here (bench/lat_compare.py).
         rop = ReduceOpDescriptor._for_call(send, recv, op, tag, operand_descriptor, quantization_options)
-        c = self._c_op(rop)
+        rop._prepare()
+        sendbuf, recvbuf, desc = rop._c_init()
         handle = ffi.new("pcclAsyncReduceOp_t *")
-        PCCLError.check(lib.pcclAllReduceAsync(c.sendbuf, c.recvbuf, ffi.addressof(c, "descriptor"), self._comm,
-                                               handle), "pcclAllReduceAsync")
-        self._pending[handle.tag] = rop
+        PCCLError.check(lib.pcclAllReduceAsync(sendbuf, recvbuf, ffi.new("pcclReduceDescriptor_t *", desc),
+                                               self._comm, handle), "pcclAllReduceAsync")
+        self._pending[rop.reduce_descriptor.tag] = rop
         return AsyncReduceHandle(handle, rop, self)
 
     def all_reduce_multiple_with_retry(self, descriptors, *, max_in_flight: int = 4) -> ReduceInfo:
@@ -165,7 +167,7 @@ class Communicator:
         c = ffi.new("pcclReduceOpDescriptor_t[]", len(ops))
         for i, rop in enumerate(ops):
             rop._prepare()
-            rop._fill(c[i])
+            c[i] = rop._c_init()
         info = ffi.new("pcclReduceInfo_t *")
         PCCLError.check(lib.pcclAllReduceMultipleWithRetry(c, len(ops), self._comm, info, max_in_flight),
                         "pcclAllReduceMultipleWithRetry")
@@ -176,7 +178,5 @@ class Communicator:
     @staticmethod
     def _c_op(rop):
         rop._prepare()
-        c = ffi.new("pcclReduceOpDescriptor_t *")
-        rop._fill(c)
-        return c
+        return ffi.new("pcclReduceOpDescriptor_t *", rop._c_init())
 

@@ -46,6 +46,7 @@ class SharedStateSyncInfo:
 
 class ReduceOperandDescriptor:
     """Element type of the reduced buffers and a hint on their values' distribution."""
+    __slots__ = ("datatype", "distribution_hint")  # slots: cheaper on the launch path
 
     def __init__(self, datatype: DataType, distribution_hint: DistributionHint = DistributionHint.NONE):
         self.datatype = of_type(DataType, datatype, "datatype")
@@ -54,6 +55,7 @@ class ReduceOperandDescriptor:
 
 class QuantizationOptions:
     """How values travel on the wire. With algorithm NONE the quantized type is ignored."""
+    __slots__ = ("quantized_datatype", "algorithm")
 
     def __init__(self, quantized_datatype: DataType = DataType.UINT8,
                  algorithm: QuantizationAlgorithm = QuantizationAlgorithm.MIN_MAX):
@@ -63,6 +65,7 @@ class QuantizationOptions:
 
 class ReduceDescriptor:
     """One all-reduce: `count` elements, `op`, `tag` (unique among operations in flight, < 2**64)."""
+    __slots__ = ("count", "op", "tag", "operand_descriptor", "quantization_options")
 
     def __init__(self, count: int, op: ReduceOp, tag: int, operand_descriptor: ReduceOperandDescriptor,
                  quantization_options: QuantizationOptions = None):
@@ -74,21 +77,18 @@ class ReduceDescriptor:
             quantization_options = QuantizationOptions(self.operand_descriptor.datatype, QuantizationAlgorithm.NONE)
         self.quantization_options = of_type(QuantizationOptions, quantization_options, "quantization_options")
 
-    def _fill(self, c):
-        """Writes this descriptor into a pcclReduceDescriptor_t."""
-        c.count = self.count
-        c.op = self.op.value
-        c.tag = self.tag
-        c.src_descriptor.datatype = self.operand_descriptor.datatype.value
-        c.src_descriptor.distribution_hint = self.operand_descriptor.distribution_hint.value
-        c.quantization_options.quantized_datatype = self.quantization_options.quantized_datatype.value
-        c.quantization_options.algorithm = self.quantization_options.algorithm.value
+    def _c_init(self):
+        """pcclReduceDescriptor_t's fields in declaration order, for cffi (positional: the fastest)."""
+        o, q = self.operand_descriptor, self.quantization_options
+        return (self.count, self.op._value_, self.tag, (o.datatype._value_, o.distribution_hint._value_),
+                (q.quantized_datatype._value_, q.algorithm._value_))
 
 
 class ReduceOpDescriptor:
     """An all-reduce with its buffers: `sendbuf_ptr` and `recvbuf_ptr` (host addresses; equal for in
     place) and a ReduceDescriptor. Build it with from_numpy / from_torch, which check the buffers
     against the descriptor and keep them alive; the raw constructor trusts its pointers."""
+    __slots__ = ("sendbuf_ptr", "recvbuf_ptr", "reduce_descriptor", "_buffers", "_staging")
 
     def __init__(self, sendbuf_ptr: int, recvbuf_ptr: int, reduce_descriptor: ReduceDescriptor):
         self.sendbuf_ptr = uint(sendbuf_ptr, 64, "sendbuf_ptr")
@@ -125,18 +125,36 @@ class ReduceOpDescriptor:
 
     @classmethod
     def _for_call(cls, send, recv, op, tag, operand_descriptor, quantization_options):
-        """The descriptor Communicator.all_reduce* builds from its arguments."""
+        """The descriptor Communicator.all_reduce* builds from its arguments. It runs on every launch,
+        so it checks only what the buffers do not already guarantee (op, tag, given descriptors) and
+        builds the descriptor objects without their constructors' checks."""
         s, r = describe_pair(send, recv)
+        of_type(ReduceOp, op, "op")
+        tag = uint(tag, 64, "tag")
         if operand_descriptor is None:
-            operand_descriptor = ReduceOperandDescriptor(s.dtype, DistributionHint.NONE)
-        d = ReduceDescriptor(s.numel, op, tag, operand_descriptor, quantization_options)
-        return cls._checked(s, r, d, s.kind)
+            operand_descriptor = ReduceOperandDescriptor.__new__(ReduceOperandDescriptor)
+            operand_descriptor.datatype, operand_descriptor.distribution_hint = s.dtype, DistributionHint.NONE
+        elif of_type(ReduceOperandDescriptor, operand_descriptor, "operand_descriptor").datatype != s.dtype:
+            raise TypeError(f"descriptor datatype {operand_descriptor.datatype} != buffers' dtype {s.dtype}")
+        if quantization_options is None:
+            quantization_options = QuantizationOptions.__new__(QuantizationOptions)
+            quantization_options.quantized_datatype = s.dtype
+            quantization_options.algorithm = QuantizationAlgorithm.NONE
+        else:
+            of_type(QuantizationOptions, quantization_options, "quantization_options")
+        d = ReduceDescriptor.__new__(ReduceDescriptor)
+        d.count, d.op, d.tag = s.numel, op, tag
+        d.operand_descriptor, d.quantization_options = operand_descriptor, quantization_options
+        staging = stage_if_cuda(s, r)
+        rop = cls.__new__(cls)
+        rop.sendbuf_ptr, rop.recvbuf_ptr = (staging.send_ptr, staging.recv_ptr) if staging else (s.ptr, r.ptr)
+        rop.reduce_descriptor, rop._buffers, rop._staging = d, (s.obj, r.obj), staging
+        return rop
 
-    def _fill(self, c):
-        """Writes this operation into a pcclReduceOpDescriptor_t."""
-        c.sendbuf = ffi.cast("void *", self.sendbuf_ptr)
-        c.recvbuf = ffi.cast("void *", self.recvbuf_ptr)
-        self.reduce_descriptor._fill(c.descriptor)
+    def _c_init(self):
+        """pcclReduceOpDescriptor_t's fields in declaration order: ffi.new's initializer, or an array item."""
+        return (ffi.cast("void *", self.sendbuf_ptr), ffi.cast("void *", self.recvbuf_ptr),
+                self.reduce_descriptor._c_init())
 
     def _prepare(self):
         if self._staging:

@@ -7,6 +7,8 @@ PCCL's in-place guarantee (the buffer holds its old content after a failure).
 """
 import sys
 
+from pccl._enums import DeviceType
+
 
 class HostStaging:
     """Host copies of one send/recv pair of torch tensors (same dtype and element count).
@@ -35,5 +37,4 @@ class HostStaging:
 
 def stage_if_cuda(s, r):
     """A HostStaging for a pair of Buffers on CUDA, None for host buffers."""
-    from pccl._enums import DeviceType
-    return HostStaging(s.obj, r.obj) if s.device == DeviceType.CUDA else None
+    return HostStaging(s.obj, r.obj) if s.device is DeviceType.CUDA else None

@@ -20,8 +20,7 @@ def test_reduce_op_descriptor_fills_the_c_struct():
     d = pccl.ReduceDescriptor(6, ReduceOp.PROD, (1 << 64) - 1,
                               pccl.ReduceOperandDescriptor(DataType.INT16, DistributionHint.UNIFORM),
                               pccl.QuantizationOptions(DataType.UINT16, QuantizationAlgorithm.ZERO_POINT_SCALE))
-    c = ffi.new("pcclReduceOpDescriptor_t *")
-    pccl.ReduceOpDescriptor.from_numpy(send, recv, d)._fill(c)
+    c = ffi.new("pcclReduceOpDescriptor_t *", pccl.ReduceOpDescriptor.from_numpy(send, recv, d)._c_init())
     assert int(ffi.cast("uintptr_t", c.sendbuf)) == send.ctypes.data
     assert int(ffi.cast("uintptr_t", c.recvbuf)) == recv.ctypes.data
     x = c.descriptor
