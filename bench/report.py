@@ -293,7 +293,7 @@ def main():
     failed = [r for r in rows if r.get("status") == "FAILED"]
     p("## 4. Concurrent all-reduces under WAN emulation")
     p("")
-    scen_names = {"clean": "the issue's example: delay, no loss", "lossy": "a lossy internet path"}
+    scen_names = {"clean": "the WAN target's example: delay, no loss", "lossy": "a lossy internet path"}
     scenarios = sorted({r.get("scenario", "") for r in wan}, key=lambda x: (x != "clean", x))
     for scen in scenarios:
         series = [r for r in wan if r.get("scenario", "") == scen]
@@ -371,7 +371,7 @@ def main():
     p(open(hash_path).read().rstrip())
     p("```")
     p("")
-    p("Reference (kernels engineer, earlier): 1 thread memcpy 12.9 GB/s vs SimpleHash 13.1 GB/s; "
+    p("Reference (docs/simplehash.md, this machine idle): 1 thread memcpy 12.9 GB/s vs SimpleHash 13.1 GB/s; "
       "2 threads 11.8 vs 20.8 GB/s on 256 MiB.")
     p("")
     include(p, "hash_gpu.md", "### 5b. SimpleHash on a GPU")

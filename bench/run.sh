@@ -185,7 +185,7 @@ for c in $CONCS; do
 done
 
 # ---- 6. optional: the same across network namespaces with WAN emulation
-# Two settings: the example (40 ms RTT, no loss, the kernel's congestion control; 500 Mbit/s
+# Two settings: the WAN target's example (40 ms RTT, no loss, the kernel's congestion control; 500 Mbit/s
 # because the userspace emulator and 4 peers on 2 cores cannot carry 4 links at 1 Gbit/s), and a
 # lossy internet path (0.1 % loss, cubic, MTU 1500), where one TCP stream is loss-limited.
 if [ "$WAN" = 1 ]; then

@@ -83,11 +83,9 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     /* Up to 32 MiB (the benchmark machine's last-level cache) the send() copy runs in cache and
      * pinning the pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
      * and a few % faster at 8; at 4 copying measured ~4 % faster, without a known cause, so the
-     * threshold does not depend on the peer count (bench/analysis.md, fifth and seventh sessions). */
+     * threshold does not depend on the peer count (bench/analysis.md, "Large all-reduces"). */
     c->zerocopy_min_bytes = comm_env_int("PCCL_ZEROCOPY_MIN_BYTES", 48 << 20, -1, INT_MAX);
-    /* 65536 makes 2 peers on one host 10-20 % faster (bench/analysis.md, sixth session). It was off
-     * for a while because it made a stop land inside an accept round more often, which then waited
-     * out the handshake timeout; rounds now end at once when a member leaves (seventh session). */
+    /* 65536 makes 2 peers on one host 10-20 % faster (bench/analysis.md, "Same-host connections"). */
     c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;

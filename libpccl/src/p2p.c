@@ -324,7 +324,7 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
 /* A sender that may queue megabytes ahead of its receiver copies them into socket buffers that
  * have left the cache by the time a receiver on the same host reads them; capping unsent bytes
  * makes each copy happen just before its transfer. The cap costs a wake-up per refill, which
- * only pays while each local peer has a CPU to itself (bench/analysis.md, sixth session). */
+ * only pays while each local peer has a CPU to itself (bench/analysis.md, "Same-host connections"). */
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *k) {
     int want = 0;
     if (k->same_host && c->local_notsent_bytes > 0) { /* else no lock on the op's path (the default) */
