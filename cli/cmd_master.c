@@ -14,6 +14,9 @@ static const cli_flag_t flags[] = {
     {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48152; port 0 = any)"},
     {"no-admin", no_argument, NULL, "do not serve the admin port"},
     {"admin-token-file", required_argument, "FILE", "bearer token for kick/shutdown (without: refused)"},
+    {"vote-timeout", required_argument, "MS",
+     "kick peers that have not voted (or reported) this long after a vote opened (default 600000; 0 = never; "
+     "env PCCL_VOTE_TIMEOUT_MS)"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
     {0},
@@ -24,8 +27,8 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
-    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--log-level LEVEL] "
-             "[--log-format FORMAT]",
+    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--vote-timeout MS] "
+             "[--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
 };
@@ -53,6 +56,7 @@ typedef struct {
     ccoip_socket_address_t listen, admin;
     int admin_on, admin_explicit;
     const char *token_file;
+    long long vote_timeout_ms; /* -1: not given */
 } master_args_t;
 
 static int on_flag(void *ctx, const char *name, const char *value) {
@@ -68,6 +72,11 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         a->admin_on = 0;
     } else if (strcmp(name, "admin-token-file") == 0) {
         a->token_file = value;
+    } else if (strcmp(name, "vote-timeout") == 0) {
+        uint64_t v;
+        if (cli_parse_u64(value, 86400000ULL, &v) != 0)
+            return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, 86400000])", value);
+        a->vote_timeout_ms = (long long)v;
     }
     return 0;
 }
@@ -77,6 +86,7 @@ static int run(int argc, char **argv) {
         .admin = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = CLI_ADMIN_DEFAULT_PORT},
         .admin_on = 1,
         .listen = {.inet.protocol = inetIPv4, .port = CCOIP_PROTOCOL_PORT_MASTER},
+        .vote_timeout_ms = -1,
     };
     if (!getenv("PCCL_LOG_LEVEL")) pccl_log_set_level(PCCL_LOG_INFO);
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
@@ -102,6 +112,7 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, a.listen.port);
         return CLI_EXIT_FAIL;
     }
+    if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
     char aip[16];
     ip_string(&a.admin, aip);
     if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL) != pcclSuccess) {

@@ -45,6 +45,9 @@ struct pcclMasterInstanceState_t {
 
 /* Port the master listens on (useful after binding port 0). */
 uint16_t pccl__master_port(const pcclMasterInstance_t *m);
+/* Vote deadline in ms (0: none; see msm_set_vote_timeout); before pcclRunMaster. pcclCreateMaster sets it
+ * from PCCL_VOTE_TIMEOUT_MS, default MSM_VOTE_TIMEOUT_MS (10 minutes). */
+void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms);
 
 /*
  * Admin port (master_admin.c, admin.c). Not started by pcclCreateMaster: the

@@ -375,6 +375,9 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     const char *pt = getenv("PCCL_PEER_TIMEOUT_MS");
     long timeout = pt && *pt ? strtol(pt, NULL, 10) : 10000;
     msm_set_peer_timeout(m->sm, timeout > 0 ? (uint64_t)timeout : 0);
+    const char *vt = getenv("PCCL_VOTE_TIMEOUT_MS");
+    long vote = vt && *vt ? strtol(vt, NULL, 10) : MSM_VOTE_TIMEOUT_MS;
+    msm_set_vote_timeout(m->sm, vote > 0 ? (uint64_t)vote : 0);
     /* Peers of a run this master replaces retry every 250 ms at most (libpccl/src/resume.c). */
     msm_set_boot_grace(m->sm, 1000);
     uv_timer_start(&m->tick, on_tick, 250, 250);
@@ -427,3 +430,6 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
 }
 
 uint16_t pccl__master_port(const pcclMasterInstance_t *m) { return m ? m->port : 0; }
+void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms) {
+    msm_set_vote_timeout(m->sm, timeout_ms);
+}

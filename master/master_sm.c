@@ -104,6 +104,8 @@ msm_t *msm_create(msm_io_t io) {
     if (m) {
         m->io = io;
         m->peer_timeout = 10000;
+        m->vote_timeout = MSM_VOTE_TIMEOUT_MS;
+        m->wiring_timeout = MSM_WIRING_TIMEOUT_MS;
     }
     return m;
 }
@@ -111,6 +113,8 @@ msm_t *msm_create(msm_io_t io) {
 void msm_set_time(msm_t *m, uint64_t now_ms) { m->now = now_ms; }
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
 void msm_set_boot_grace(msm_t *m, uint64_t grace_ms) { m->boot_grace = grace_ms; }
+void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms) { m->vote_timeout = timeout_ms; }
+void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms) { m->wiring_timeout = timeout_ms; }
 int msm_booting(const msm_t *m) { return m->booting && m->now < m->born + m->boot_grace; }
 
 void msm_on_tick(msm_t *m) {
@@ -128,6 +132,7 @@ void msm_on_tick(msm_t *m) {
         m->booting = 0;
         msm_topo_on_registered(m); /* the peers that registered during the grace */
     }
+    msm_check_deadlines(m);
     msm_check_stuck(m);
 }
 

@@ -49,7 +49,20 @@ void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms);
  * the peers of a run it lost (a restart) re-register before newcomers found a new run. Default 0. */
 void msm_set_boot_grace(msm_t *m, uint64_t grace_ms);
 
-/* Periodic check of silent peers and of votes that can never complete (after MSM_STUCK_GRACE_MS). */
+/* Default of msm_set_vote_timeout: 10 minutes, longer than the compute between two collective calls
+ * of DiLoCo-style runs (an inner loop of hundreds of steps), short enough that a hung peer whose
+ * heartbeats go on does not hold a run for hours. */
+#define MSM_VOTE_TIMEOUT_MS 600000
+/* Default of msm_set_wiring_timeout: three times the peers' default connect timeout (10 s). */
+#define MSM_WIRING_TIMEOUT_MS 30000
+/* Peers of a vote's scope that have not voted when it is this old (ms) are kicked; so are members
+ * that owe a sync or collective report this long after another member reported. 0: no deadline. */
+void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms);
+/* A peer that owes its ring-wiring report this long after ESTABLISH_P2P is kicked. 0: no deadline. */
+void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms);
+
+/* Periodic check of silent peers, of deadlines (msm_deadline.c) and of votes that can never complete
+ * (after MSM_STUCK_GRACE_MS). */
 void msm_on_tick(msm_t *m);
 
 /* A control connection was accepted from ip (IPv4, network order); uuid is fresh and random. */

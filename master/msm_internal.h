@@ -26,6 +26,8 @@ typedef struct msm_peer {
     /* P2P_ESTABLISHED reports still owed for rounds that ended before this peer reported: they
      * arrive later and are dropped, not taken for the next round's report. */
     int stale_reports;
+    int wiring_owed;       /* it owes a P2P_ESTABLISHED report (this round's or a stale one) ... */
+    uint64_t wiring_since; /* ... since its last ESTABLISH_P2P (msm_deadline.c) */
     uint64_t ss_revision; /* the revision of its last shared-state sync (views) */
     /* re-registered with a restarted master, waiting for the rebuild (msm_resume.c) */
     int resumed;
@@ -69,6 +71,7 @@ struct msm {
     uint64_t next_op_seq;
     int in_reevaluate, reevaluate_pending;
     uint64_t now, peer_timeout;
+    uint64_t vote_timeout, wiring_timeout; /* msm_deadline.c; 0: none */
     int stuck_seen;       /* the last tick found every peer blocked in votes that cannot complete ... */
     uint64_t stuck_since; /* ... continuously since this time (msm_stuck.c) */
     msm_stats_t stats;
@@ -107,6 +110,8 @@ void msm_reports_forget_conn(msm_t *m, uint64_t conn);
 void msm_reports_forget_group(msm_t *m, uint32_t group);
 /* Fails votes that can never complete because peers called different operations (msm_stuck.c). */
 void msm_check_stuck(msm_t *m);
+/* Kicks the peers an operation waits on past the vote or wiring deadline (msm_deadline.c). */
+void msm_check_deadlines(msm_t *m);
 
 void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 /* Whether the boot grace still holds back the first accept round. */

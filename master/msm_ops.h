@@ -62,6 +62,7 @@ typedef struct msm_op {
     int wiring; /* accept / optimize: the running phase is a wiring round (ESTABLISH_P2P sent) */
     int failed; /* a member left or a report failed: it ends failed */
     uint64_t started; /* msm clock */
+    uint64_t first_report; /* running: when the tick first saw a member report while others owe (msm_deadline.c) */
     msm_member_t *members;
     int nmembers, cap_members;
     /* collective */

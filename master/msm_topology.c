@@ -63,6 +63,10 @@ static void send_establish(msm_t *m, const msm_op_t *op, msm_peer_t *to) {
     free(list);
 }
 
+/* A registered peer that may join the next accept round: one that still owes the report of an
+ * earlier round is left out until it answers, so a newcomer that never wires fails one round only. */
+static int eligible_newcomer(const msm_peer_t *p) { return p->hello && !p->accepted && !p->stale_reports; }
+
 /* Runs op's wiring round: the accepted peers, and the registered ones when newcomers are admitted. */
 static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
     op->phase = MSM_PHASE_RUNNING;
@@ -70,7 +74,7 @@ static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
     op->failed = 0;
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
-        if (!p->accepted && !(newcomers && p->hello)) continue;
+        if (!p->accepted && !(newcomers && eligible_newcomer(p))) continue;
         msm_member_t *mb = msm_op_add(op, p->conn);
         if (!mb) {
             op->failed = 1;
@@ -78,6 +82,8 @@ static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
         }
         mb->owes = 1;
         mb->ok = 0;
+        p->wiring_owed = 1;
+        p->wiring_since = m->now;
     }
     for (int i = 0; i < m->npeers; i++)
         if (msm_op_member(op, m->peers[i].conn)) send_establish(m, op, &m->peers[i]);
@@ -143,7 +149,7 @@ static void maybe_start_round(msm_t *m) {
     int newcomers = 0, unwired = 0, accepted = 0;
     for (int i = 0; i < m->npeers; i++) {
         if (m->peers[i].accepted) accepted++;
-        else if (m->peers[i].hello) newcomers++;
+        else if (eligible_newcomer(&m->peers[i])) newcomers++;
     }
     /* Bootstrap: with nobody accepted there is nobody to vote, so registered peers go straight in, once
      * the boot grace passed (the peers of a run this master lost re-register first: msm_set_boot_grace). */
@@ -167,17 +173,20 @@ void msm_topo_on_vote(msm_t *m, msm_peer_t *p, msm_op_t *op, msm_member_t *mb, c
 }
 
 void msm_topo_on_established(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
-    if (p->stale_reports > 0) {
-        p->stale_reports--; /* the report for a round that already ended early */
-        return;
-    }
     msm_op_t *op = wiring_op(m);
     msm_member_t *mb = op ? msm_op_member(op, p->conn) : NULL;
+    if (p->stale_reports > 0) {
+        p->stale_reports--; /* the report for a round that already ended early */
+        if (!p->stale_reports && !(mb && mb->owes)) p->wiring_owed = 0;
+        if (!p->stale_reports && !p->accepted) maybe_start_round(m); /* it may join a round again */
+        return;
+    }
     if (!mb || !mb->owes) {
         msm_kick(m, p, "P2P_ESTABLISHED outside of a connection round");
         return;
     }
     mb->owes = 0;
+    p->wiring_owed = p->stale_reports > 0;
     mb->ok = msg->u.flag.value != 0;
     if (!mb->ok) op->failed = 1;
     wiring_progress(m, op);
@@ -211,7 +220,7 @@ void msm_pending_progress(msm_t *m) {
     if (!op || !msm_op_all_voted(m, op)) return;
     int pending = 0;
     for (int i = 0; i < m->npeers; i++)
-        if (m->peers[i].hello && !m->peers[i].accepted) pending = 1;
+        if (eligible_newcomer(&m->peers[i])) pending = 1;
     answer_pending(m, op, pending);
     msm_op_complete(m, op);
 }

@@ -117,7 +117,8 @@ static void test_accept_round_departure(void) {
     p2p_ok(2, 1);
     CHECK(kicked(2));
 
-    /* a stale report may also arrive after the next round started; it does not count for it */
+    /* newcomers that still owe the report of a failed round sit out the next rounds until it
+     * arrives (a newcomer that never wires fails one round only); then they join again */
     teardown();
     setup();
     make_group(1);
@@ -129,12 +130,20 @@ static void test_accept_round_departure(void) {
     disconnect(4);
     CHECK(last_to(2, M2C_TOPOLOGY_DONE) && last_to(2, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 0);
     clear_log();
-    pkt(1, C2M_UPDATE_TOPOLOGY); /* the retry: 2 and 3 are still newcomers */
-    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 3);
+    pkt(1, C2M_UPDATE_TOPOLOGY); /* the retry: 2 and 3 still owe their reports */
+    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
+    CHECK(last_to(1, M2C_TOPOLOGY_DONE) && last_to(1, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
+    pkt(1, C2M_PEERS_PENDING);
+    CHECK(last_to(1, M2C_PEERS_PENDING) && last_to(1, M2C_PEERS_PENDING)->u.flag.value == 0);
     p2p_ok(2, 1); /* stale (for the first round) */
     p2p_ok(3, 1); /* stale */
+    CHECK(!kicked(2) && !kicked(3));
+    pkt(1, C2M_PEERS_PENDING);
+    CHECK(last_to(1, M2C_PEERS_PENDING)->u.flag.value == 1);
+    clear_log();
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 3);
     p2p_ok(1, 1);
-    CHECK_EQ_U64(count_type(M2C_TOPOLOGY_DONE), 0);
     p2p_ok(2, 1);
     CHECK_EQ_U64(count_type(M2C_TOPOLOGY_DONE), 0);
     p2p_ok(3, 1);
@@ -211,10 +220,13 @@ static void test_round_edge_sequences(void) {
     join(3);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     disconnect(1);
-    p2p_ok(2, 1);
-    p2p_ok(3, 1);
     CHECK(last_to(2, M2C_TOPOLOGY_DONE) && last_to(2, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 0);
+    p2p_ok(2, 1); /* its report of the failed round: it may bootstrap now */
     CHECK_EQ_U64(count_to(2, M2C_ESTABLISH_P2P), 2); /* the next round started by itself */
+    p2p_ok(3, 1); /* 3 answered too, but a round is running: the next one */
+    p2p_ok(2, 1);
+    CHECK(is_accepted(2) && !is_accepted(3) && !kicked(3));
+    pkt(2, C2M_UPDATE_TOPOLOGY);
     p2p_ok(2, 1);
     p2p_ok(3, 1);
     CHECK(is_accepted(2) && is_accepted(3));
