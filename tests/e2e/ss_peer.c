@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "e2e_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
 #include "ss_faults.h"
@@ -157,13 +158,8 @@ int main(int argc, char **argv) {
     }
     pcclSharedState_t st = {.revision = revision, .count = ntensors, .infos = infos};
 
-    pcclInit();
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4,
-                                                        .inet.ipv4.data = {127, 0, 0, 1},
-                                                        .port = (uint16_t)atoi(argv[1])},
-                                     .peer_group = group, .p2p_connection_pool_size = 1};
-    pcclComm_t *comm;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) return 1;
+    pcclComm_t *comm = e2e_connect(argv[1], group, 1);
+    if (!comm) return 1;
     int ws = 0;
     /* Attribute first: a peer accepted into the full run must not vote again alone. */
     /* Bounded by time, not tries: others may still be generating a large state before connecting. */
