@@ -254,7 +254,8 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     done.u.flag.value = (uint8_t)ok;
     wire_msg_t fin = {0};
     uint16_t tf[] = {M2C_SS_DONE};
-    /* Keep serving until the master says every peer is done. */
+    /* Keep serving until the master says every peer is done. SS_DONE carries this peer's own
+     * outcome: a failed fetch fails only this call (the revision stays; the caller retries). */
     rc = comm_send(c, ep, &done);
     if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
     if (rc != COMM_OK) {
