@@ -29,6 +29,9 @@ static const cli_flag_t flags[] = {
     {"seed", required_argument, "S", "data-order seed of this peer (default: from the pid)"},
     {"step-delay", required_argument, "MS", "synthetic: pause after each step"},
     {"min-world", required_argument, "N", "wait for N peers in the group before the first step (default 2)"},
+    {"max-rejections", required_argument, "N",
+     "give up after N all-reduces in a row that the master rejected (peers disagree on the parameters); "
+     "until then each is a failed step, retried (default 10)"},
     {"quantize", required_argument, "ALGO:TYPE",
      "quantize all-reduces on the wire: minmax or zero-point-scale, to uint8, int8, uint16 (or float16 with "
      "zero-point-scale); none (default) sends full precision"},
@@ -123,6 +126,9 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     } else if (!strcmp(n, "min-world")) {
         bad = cli_parse_u64(arg, 4096, &v) || v < 2;
         o->min_world = (uint32_t)v;
+    } else if (!strcmp(n, "max-rejections")) {
+        bad = cli_parse_u64(arg, 1000000, &v) || v == 0;
+        o->max_rejections = (uint32_t)v;
     } else if (!strcmp(n, "quantize")) {
         if (parse_quantize(arg, &o->quant) != 0)
             return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8, minmax:int8, minmax:uint16, "
@@ -139,7 +145,7 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
 
 static int run(int argc, char **argv) {
     join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}, .workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
-                     .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u};
+                     .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = 10};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
     const cli_command_t *cmd = &cli_cmd_join;

@@ -10,8 +10,8 @@
  *     (not RECEIVE_ONLY; agreeing SEND_ONLY peers win, disagreeing ones
  *     get SS_CONFLICT and are kicked);
  *  3. sends each peer its plan: which tensors to fetch and from whom.
- * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync,
- * with one outcome for all: ok only if every member's fetches succeeded.
+ * Peers fetch p2p and report SS_DIST_DONE; when all did, SS_DONE ends the sync
+ * with each member's own outcome: a failed fetch fails only that member's sync.
  * The offers live in the operation's members; a member whose plan is not OK
  * leaves the operation, and its next vote opens the group's next sync, which
  * waits for the running one to end.
@@ -208,24 +208,23 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
 /* Ends the distribution once no member owes its report. */
 static void maybe_finish(msm_t *m, msm_group_t *g, msm_op_t *op) {
     if (msm_op_owed(op)) return;
-    /* One outcome for the whole group, as for a collective (COMPLETE/ABORT): if any member's fetch
-     * failed (e.g. its source left mid-transfer), every member's sync fails. A member told "ok"
-     * would go on to its next operation (an all-reduce) while the failed one retries the sync: the
-     * group would be out of lockstep and stuck until the conflict is broken. */
-    int completed = 0, all_ok = 1;
+    /* Each member gets its own outcome, as in PCCL 1.0: the members that had nothing to fetch, or
+     * fetched it, completed the revision; only a member whose fetch failed (its source lied or left
+     * mid-transfer) is told so, keeps its revision and retries the sync. Its group-mates go on; their
+     * next operation waits for it, and the stuck-vote breaker (msm_stuck.c) fails both sides if it
+     * retries the sync meanwhile, so the group meets again at its next topology update or sync. */
+    int completed = 0;
     for (int k = 0; k < op->nmembers; k++) {
-        all_ok &= op->members[k].ok;
-        completed += op->members[k].ok;
-    }
-    for (int k = 0; k < op->nmembers; k++) {
+        const msm_member_t *mb = &op->members[k];
         wire_msg_t d = {.type = M2C_SS_DONE};
-        d.u.flag.value = (uint8_t)all_ok;
-        msm_send(m, op->members[k].conn, &d);
-        msm_peer_t *p = msm_find(m, op->members[k].conn);
-        if (p) {
+        d.u.flag.value = (uint8_t)mb->ok;
+        msm_send(m, mb->conn, &d);
+        msm_peer_t *p = msm_find(m, mb->conn);
+        if (p && mb->ok) {
             p->ss_revision = op->target;
             p->outdated = 0;
         }
+        completed += mb->ok;
     }
     if (completed) {
         g->has_revision = 1;

@@ -70,6 +70,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
     uint32_t H = o->inner_steps ? o->inner_steps : 25;
     uint64_t retries = 0, tx_total = 0, rx_total = 0;
+    uint32_t rejected = 0; /* rejected all-reduces in a row */
 
     int first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
@@ -102,9 +103,14 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
         tx_total += ri.tx_bytes;
         rx_total += ri.rx_bytes;
-        if (r == pcclTooFewPeers || r == pcclRankConnectionLost) {
+        int rej = join_check_rejected(o, r, &rejected);
+        if (rej < 0) {
+            rc = 1;
+            break;
+        }
+        if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
             retries++;
-            emit_error(o, "step_discarded", r);
+            if (!rej) emit_error(o, "step_discarded", r);
             continue;
         }
         if (r != pcclSuccess) {

@@ -29,6 +29,7 @@ typedef struct join_opts {
     int optimize;           /* run pcclOptimizeTopology whenever the world changed */
     pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
     int out_of_place;       /* synthetic: reduce into a second buffer (--out-of-place) */
+    uint32_t max_rejections; /* give up after this many rejected all-reduces in a row (--max-rejections) */
 } join_opts_t;
 
 struct cJSON;
@@ -50,6 +51,15 @@ int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *s
                     pcclSharedStateSyncInfo_t *si);
 
 void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
+
+/*
+ * Looks at a step's all-reduce result r for a rejection by the master (pcclInvalidUsage: another
+ * peer passed a different count, dtype, op or quantization for the tag, or the peers are in
+ * different operations), counting them in a row in *in_a_row and reporting each ("step_rejected").
+ * @return 1 retry the step; 0 r is no rejection (*in_a_row restarts); -1 the limit is reached
+ * (the reason is printed): end the run.
+ */
+int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row);
 
 int workload_synthetic(pcclComm_t *comm, const join_opts_t *o);
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o);

@@ -91,6 +91,27 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
     }
 }
 
+int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row) {
+    if (r != pcclInvalidUsage) {
+        *in_a_row = 0;
+        return 0;
+    }
+    static const char reason[] = "the master rejected the all-reduce: another peer passed a different count, dtype, "
+                                 "op or quantization for its tag, or the peers are in different operations";
+    ++*in_a_row;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "step_rejected");
+    cJSON_AddStringToObject(e, "error", pcclResultString(r));
+    cJSON_AddStringToObject(e, "reason", reason);
+    cJSON_AddNumberToObject(e, "in_a_row", *in_a_row);
+    cJSON_AddNumberToObject(e, "max_rejections", o->max_rejections);
+    join_emit(o, e);
+    if (*in_a_row < o->max_rejections) return 1;
+    fprintf(stderr, "pccl join: giving up after %u rejected all-reduces in a row: %s (--max-rejections)\n",
+            *in_a_row, reason);
+    return -1;
+}
+
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si) {
     if (join_await_world(comm, o, 2, first) != 0) return -1;

@@ -80,6 +80,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     pcclSharedState_t ss = {.revision = 0, .count = 1, .infos = &info};
     int rc = 0;
     uint64_t retries = 0;
+    uint32_t rejected = 0; /* rejected all-reduces in a row */
     int first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (ss.revision < o->steps) {
@@ -105,7 +106,12 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         }
         pcclReduceInfo_t ri = {0};
         pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
-        if (r == pcclTooFewPeers || r == pcclRankConnectionLost) {
+        int rej = join_check_rejected(o, r, &rejected);
+        if (rej < 0) {
+            rc = 1;
+            break;
+        }
+        if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
             retries++;
             continue; /* discard this step; the revision stays */
         }

@@ -364,7 +364,9 @@ PCCL_EXPORT pcclResult_t pcclAllReduceMultipleWithRetry(
  * shared_state->revision of an outdated peer is updated to the group's.
  * @return pcclSuccess; pcclInvalidArgument; pcclInvalidUsage (revision ahead
  *         of the group's expected one, or tensor layout differs from the popular one);
- *         pcclNoSharedStateAvailable; pcclRankConnectionLost (transfer failed; retry).
+ *         pcclNoSharedStateAvailable; pcclRankConnectionLost (this peer's transfer
+ *         failed: its revision stays and the tensor being received keeps its bytes;
+ *         retry. Peers that had nothing to fetch succeed meanwhile).
  */
 PCCL_EXPORT pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *communicator,
                                                     pcclSharedState_t *shared_state,

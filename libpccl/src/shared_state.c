@@ -5,9 +5,9 @@
  * Transfer protocol (on a p2p connection of kind SHARED_STATE):
  *   requester: u32 n, then n keys (u8 length + bytes)
  *   server:    per key: u8 status (0 ok, 1 unavailable), u64 byte count, bytes
- * The requester writes straight into its own tensor (CUDA tensors through a
- * bounded host staging buffer, see ss_device.c) and checks the received bytes
- * against the hash the master announced before accepting them.
+ * The requester receives each tensor into a buffer of its own and copies it
+ * into the tensor only after its hash matched the one the master announced
+ * (fetch).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,19 +77,38 @@ void ss_serve_connection(pcclComm_t *c, int fd) {
     free(keys);
 }
 
-/* Fetches the tensors of the plan from its source; 0 on success. */
+/*
+ * Fetches the tensors of the plan from its source; 0 on success.
+ * Received bytes land in a host buffer first and reach the caller's tensor only
+ * once they hashed to the value the master announced, one tensor at a time: a
+ * failed fetch (a lying or broken source, one that dies mid-transfer) leaves
+ * every tensor it did not verify exactly as it was, while the tensors verified
+ * before the failure already hold the elected content (a retry skips them).
+ * The buffer holds the largest fetched tensor: that is what a fetch costs on
+ * top of the state (a state of equal tensors fetched whole costs 1/n more),
+ * where staging the whole fetch to land it all or nothing would double it.
+ */
 static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx) {
     const __typeof__(plan->u.ss_plan) *p = &plan->u.ss_plan;
+    size_t cap = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        const pcclTensorInfo_t *t = find_tensor(st, p->fetch[i].key);
+        if (t && ss_tensor_bytes(t) > cap) cap = ss_tensor_bytes(t);
+    }
+    uint8_t *land = cap ? malloc(cap) : NULL;
+    if (cap && !land) {
+        PLOG_ERROR(c->log_name, "cannot allocate %zu bytes to receive shared state into", cap);
+        return -1;
+    }
     char ip[16];
     net_ip_str(p->source.ip, ip);
     int fd = net_connect(p->source.ip, p->source.port, c->connect_timeout_ms);
     if (fd < 0) {
         PLOG_WARN(c->log_name, "cannot reach shared-state source %s:%u", ip, p->source.port);
+        free(land);
         return -1;
     }
     net_set_timeouts(fd, c->timeout_ms);
-    wbuf_t req = {0};
-    ss_staging_t stg = {0};
     uint8_t hello[WIRE_P2P_HELLO_LEN];
     wire_p2p_hello_encode(hello, P2P_KIND_SHARED_STATE, c->uuid, 0);
     int rc = net_send_all(fd, hello, sizeof hello);
@@ -115,22 +134,24 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
             rc = -1;
             break;
         }
-        if (ss_recv_tensor(fd, t, &stg) != 0) {
+        if (ss_recv_bytes(fd, land, bytes) != 0) {
             PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s:%u broke off", t->name, ip, p->source.port);
             rc = -1;
             break;
         }
         *rx += bytes;
-        uint64_t h = 0;
-        if (ss_hash(t, &h) != 0 || h != p->fetch[i].hash) {
-            PLOG_ERROR(c->log_name, "received '%s' hashes to %016llx, the master announced %016llx", t->name,
-                       (unsigned long long)h, (unsigned long long)p->fetch[i].hash);
+        uint64_t h = pccl_simplehash(land, bytes); /* equal to the CUDA hash of the same bytes */
+        if (h != p->fetch[i].hash) {
+            PLOG_ERROR(c->log_name, "received '%s' hashes to %016llx, the master announced %016llx; the tensor "
+                       "keeps its bytes", t->name, (unsigned long long)h, (unsigned long long)p->fetch[i].hash);
+            rc = -1;
+        } else if (ss_land(t, land) != 0) {
+            PLOG_ERROR(c->log_name, "cannot copy the received '%s' into its tensor", t->name);
             rc = -1;
         }
     }
-    ss_staging_free(&stg);
-    wbuf_free(&req);
     close(fd);
+    free(land);
     return rc;
 }
 
@@ -233,7 +254,8 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     done.u.flag.value = (uint8_t)ok;
     wire_msg_t fin = {0};
     uint16_t tf[] = {M2C_SS_DONE};
-    /* Keep serving until the master says every peer is done. */
+    /* Keep serving until the master says every peer is done. SS_DONE carries this peer's own
+     * outcome: a failed fetch fails only this call (the revision stays; the caller retries). */
     rc = comm_send(c, ep, &done);
     if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
     if (rc != COMM_OK) {

@@ -6,6 +6,7 @@
 #include "ss_device.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 #include "net.h"
@@ -86,29 +87,23 @@ int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_
     return 0;
 }
 
-int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg) {
-    uint8_t *p = t->data;
-    size_t left = ss_tensor_bytes(t);
+int ss_recv_bytes(int fd, void *buf, size_t n) {
+    /* Bounded reads, so each one is covered by the timeout. */
+    for (uint8_t *p = buf; n;) {
+        size_t k = n < SS_CHUNK ? n : SS_CHUNK;
+        if (net_recv_all(fd, p, k) != 0) return -1;
+        p += k;
+        n -= k;
+    }
+    return 0;
+}
+
+int ss_land(const pcclTensorInfo_t *t, const void *src) {
+    size_t n = ss_tensor_bytes(t);
+    if (!n) return 0;
 #ifdef PCCL_HAS_CUDA
-    if (t->device_type == pcclDeviceCuda) {
-        if (staging_get(stg) != 0) return -1;
-        while (left) {
-            size_t n = left < SS_CHUNK ? left : SS_CHUNK;
-            if (net_recv_all(fd, stg->buf, n) != 0 || pccl_cuda_copy_h2d(p, stg->buf, n) != 0) return -1;
-            p += n;
-            left -= n;
-        }
-        return 0;
-    }
-#else
-    (void)stg;
+    if (t->device_type == pcclDeviceCuda) return pccl_cuda_copy_h2d(t->data, src, n) == 0 ? 0 : -1;
 #endif
-    /* CPU: straight into the user's tensor, in bounded reads so each one is covered by the timeout. */
-    while (left) {
-        size_t n = left < SS_CHUNK ? left : SS_CHUNK;
-        if (net_recv_all(fd, p, n) != 0) return -1;
-        p += n;
-        left -= n;
-    }
+    memcpy(t->data, src, n);
     return 0;
 }

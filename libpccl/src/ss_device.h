@@ -1,9 +1,10 @@
 /*
  * ss_device.h - the device-dependent steps of a shared-state sync: hashing a
- * tensor and streaming it over a socket in bounded chunks. CPU tensors are
- * sent from and received into the user's memory directly; CUDA tensors (only
- * with PCCL_HAS_CUDA) pass through one host staging buffer of SS_CHUNK bytes
- * per connection, so memory never doubles for either kind.
+ * tensor, streaming it over a socket in bounded chunks, and copying received
+ * bytes into it. CPU tensors are sent from the user's memory directly; CUDA
+ * tensors (only with PCCL_HAS_CUDA) pass through one host staging buffer of
+ * SS_CHUNK bytes per connection. A receiver reads into host memory of its own
+ * and lands the bytes in the tensor only after checking them (shared_state.c).
  */
 #ifndef PCCL_SS_DEVICE_H
 #define PCCL_SS_DEVICE_H
@@ -29,8 +30,10 @@ int ss_device_check(const pcclTensorInfo_t *t);
 int ss_hash(const pcclTensorInfo_t *t, uint64_t *out);
 /* Sends the tensor's bytes, adding each chunk to *tx once written; 0 on success. */
 int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx);
-/* Receives exactly the tensor's bytes into it; 0 on success. */
-int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg);
+/* Receives exactly n bytes into host memory buf, in bounded reads; 0 on success. */
+int ss_recv_bytes(int fd, void *buf, size_t n);
+/* Copies the tensor's bytes from host memory src into the tensor, wherever it lives; 0 on success. */
+int ss_land(const pcclTensorInfo_t *t, const void *src);
 void ss_staging_free(ss_staging_t *stg);
 
 #endif

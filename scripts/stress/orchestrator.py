@@ -605,7 +605,7 @@ class Stress:
         if self.max_rev == 0:
             self.fail("no revision completed")
         hashed = sum(1 for v in self.rev.values() if v[0] is not None)
-        retried = sum(self.events.get(k, 0) for k in ("step_discarded", "sync_failed", "update_topology_failed"))
+        retried = sum(self.events.get(k, 0) for k in ("step_discarded", "step_rejected", "sync_failed", "update_topology_failed"))
         ms = sorted(self.step_ms)
         print("==== stress summary (seed %d, %.1f min, peers max %d, timeout %d ms) ====" % (
             a.seed, getattr(self, "elapsed", time.monotonic() - self.t0) / 60.0, a.peers_max, a.timeout_ms))

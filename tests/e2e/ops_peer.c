@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "e2e_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
 
@@ -123,12 +124,8 @@ int main(int argc, char **argv) {
     if (argc != 4) return 2;
     g_rank = atoi(argv[2]);
     g_world = atoi(argv[3]);
-    pcclInit();
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1},
-                                                        .port = (uint16_t)atoi(argv[1])},
-                                     .peer_group = 0, .p2p_connection_pool_size = 4};
-    pcclComm_t *comm;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) return 1;
+    pcclComm_t *comm = e2e_connect(argv[1], 0, 4);
+    if (!comm) return 1;
     int ws = 0;
     /* Bounded in time, not attempts: under sanitizers a peer may take seconds to start. */
     for (int tries = 0; tries < 1200; tries++) {

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "e2e_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
 
@@ -116,12 +117,8 @@ int main(int argc, char **argv) {
     g_world = atoi(argv[3]);
     FILE *out = fopen(argv[4], "w");
     if (!out) return 2;
-    pcclInit();
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1},
-                                                        .port = (uint16_t)atoi(argv[1])},
-                                     .peer_group = 0, .p2p_connection_pool_size = 3};
-    pcclComm_t *comm;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) return 1;
+    pcclComm_t *comm = e2e_connect(argv[1], 0, 3);
+    if (!comm) return 1;
     int ws = 0;
     for (int tries = 0; tries < 1200 && ws < g_world; tries++) { /* bounded: up to 60 s */
         pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &ws);

@@ -4,15 +4,26 @@
  * Usage: ss_peer PORT [--world N] [--group G] [--strategy enforce|recv|send]
  *                [--revision R] [--seed S] [--expect-seed S] [--tensors N]
  *                [--bytes TOTAL] [--allreduce V --expect-sum X] [--expect-result CODE]
- *                [--cuda 1]
+ *                [--cuda 1] [--syncs K] [--sync-delay-ms MS] [--lie-after-ms MS]
+ *                [--die-after-sent BYTES]
  *
  * Builds a shared state of N tensors cycling through every dtype whose sizes
  * add up to TOTAL bytes; content is a function of (seed, tensor, offset), and
  * seed 0 means all zeros (a fresh newcomer). After joining (accept rounds until
- * the run has N peers) it synchronizes once with the given strategy, checks
- * the bytes chunk by chunk against seed --expect-seed (no second copy of a
- * large state), optionally all-reduces V within its group, and prints one JSON
- * line with tx/rx bytes, the state hash and the four attributes.
+ * the run has N peers) it synchronizes K times (default 1) with the given
+ * strategy: the first sync must return --expect-result (default success), the
+ * others success. After each it prints a "sync" event that sorts the tensors
+ * into "new" (the --expect-seed content), "old" (its own seed's) and "torn"
+ * (neither). Then it checks the bytes chunk by chunk against --expect-seed (no
+ * second copy of a large state), optionally all-reduces V within its group, and
+ * prints one "done" JSON line with tx/rx bytes, the state hash and the four
+ * attributes.
+ * Faults (ss_faults.h): --sync-delay-ms waits before the first sync;
+ * --lie-after-ms changes a byte of the last tensor that long into the first
+ * sync (after it was hashed) and restores it when the sync returns, so what
+ * this peer serves meanwhile does not match the hash it announced;
+ * --die-after-sent SIGKILLs this peer once it has sent that many bytes on one
+ * connection during the first sync.
  * --cuda 1 keeps every tensor in GPU memory (hashed on the GPU, staged through
  * the host by the library); without a usable device it prints
  * "SKIP: no CUDA device" and exits 77 before connecting.
@@ -23,8 +34,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "e2e_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
+#include "ss_faults.h"
 
 static const pcclDataType_t DTYPES[] = {pcclUint8,   pcclInt8,  pcclInt16,  pcclUint16, pcclUint32, pcclInt32,
                                         pcclUint64,  pcclInt64, pcclFloat16, pcclBFloat16, pcclFloat, pcclDouble};
@@ -51,11 +64,38 @@ static void gen(uint64_t seed, uint64_t t, size_t off, uint8_t *dst, size_t len)
 
 static size_t tensor_bytes(const pcclTensorInfo_t *t) { return t->count * pccl_dtype_size(t->datatype); }
 
+/* 1 if tensor t (index i) holds seed's content; compared in 1 MiB chunks (through the host for CUDA),
+ * chunk and have are 1 MiB scratch buffers. *at is the first differing offset. */
+static int holds_seed(const pcclTensorInfo_t *t, uint64_t i, uint64_t seed, int cuda, uint8_t *chunk, uint8_t *have,
+                      size_t *at) {
+    size_t nb = tensor_bytes(t);
+    for (size_t off = 0; off < nb; off += 1 << 20) {
+        size_t len = nb - off < (1u << 20) ? nb - off : (1u << 20);
+        gen(seed, i, off, chunk, len);
+        const uint8_t *got = (const uint8_t *)t->data + off;
+#ifdef PCCL_HAS_CUDA
+        if (cuda) {
+            if (pccl_cuda_copy_d2h(have, got, len) != 0) return 0;
+            got = have;
+        }
+#else
+        (void)cuda;
+        (void)have;
+#endif
+        if (memcmp(chunk, got, len) != 0) {
+            *at = off;
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
-    int world = 2, expect_result = pcclSuccess, do_allreduce = 0, cuda = 0;
+    int world = 2, expect_result = pcclSuccess, do_allreduce = 0, cuda = 0, syncs = 1;
     unsigned group = 0;
-    uint64_t revision = 1, seed = 1, expect_seed = 1, ntensors = 16, total = 1 << 20;
+    long sync_delay_ms = 0, lie_after_ms = -1;
+    uint64_t revision = 1, seed = 1, expect_seed = 1, ntensors = 16, total = 1 << 20, die_after = 0;
     double ar_value = 0, expect_sum = 0;
     pcclSharedStateSyncStrategy_t strategy = PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -71,13 +111,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--allreduce")) do_allreduce = 1, ar_value = atof(v);
         else if (!strcmp(k, "--expect-sum")) expect_sum = atof(v);
         else if (!strcmp(k, "--cuda")) cuda = atoi(v);
+        else if (!strcmp(k, "--syncs")) syncs = atoi(v);
+        else if (!strcmp(k, "--sync-delay-ms")) sync_delay_ms = atol(v);
+        else if (!strcmp(k, "--lie-after-ms")) lie_after_ms = atol(v);
+        else if (!strcmp(k, "--die-after-sent")) die_after = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--strategy"))
             strategy = !strcmp(v, "recv")   ? PCCL_SHARED_STATE_SYNC_STRATEGY_RECEIVE_ONLY
                        : !strcmp(v, "send") ? PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY
                                             : PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR;
         else return 2;
     }
-    if (ntensors == 0 || ntensors > 10000) return 2;
+    if (ntensors == 0 || ntensors > 10000 || syncs < 1 || (cuda && lie_after_ms >= 0)) return 2;
 #ifdef PCCL_HAS_CUDA
     if (cuda && !pccl_cuda_available()) {
 #else
@@ -114,13 +158,8 @@ int main(int argc, char **argv) {
     }
     pcclSharedState_t st = {.revision = revision, .count = ntensors, .infos = infos};
 
-    pcclInit();
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4,
-                                                        .inet.ipv4.data = {127, 0, 0, 1},
-                                                        .port = (uint16_t)atoi(argv[1])},
-                                     .peer_group = group, .p2p_connection_pool_size = 1};
-    pcclComm_t *comm;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) return 1;
+    pcclComm_t *comm = e2e_connect(argv[1], group, 1);
+    if (!comm) return 1;
     int ws = 0;
     /* Attribute first: a peer accepted into the full run must not vote again alone. */
     /* Bounded by time, not tries: others may still be generating a large state before connecting. */
@@ -136,38 +175,55 @@ int main(int argc, char **argv) {
         failures++;
     }
 
+    uint8_t *chunk = malloc(1 << 20), *have = malloc(1 << 20);
+    if (!chunk || !have) return 1;
     pcclSharedStateSyncInfo_t info = {0};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    pcclResult_t r = pcclSynchronizeSharedState(comm, &st, strategy, &info);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double sync_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    if ((int)r != expect_result) {
-        fprintf(stderr, "sync returned %d (%s), expected %d\n", r, pcclResultString(r), expect_result);
-        failures++;
+    pcclResult_t r = pcclSuccess;
+    double sync_ms = 0;
+    int fresh = 0; /* tensors holding the --expect-seed content after the last sync */
+    if (sync_delay_ms > 0) sleep_ms(sync_delay_ms);
+    for (int k = 0; k < syncs; k++) {
+        liar_t liar;
+        pthread_t wd;
+        const pcclTensorInfo_t *last = &infos[ntensors - 1];
+        int lying = k == 0 && lie_after_ms >= 0 && tensor_bytes(last) &&
+                    liar_start(&liar, comm, last->data, lie_after_ms) == 0;
+        int watching = k == 0 && die_after && watchdog_start(&wd, &die_after) == 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        r = pcclSynchronizeSharedState(comm, &st, strategy, &info);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (watching) watchdog_disarm(wd);
+        if (lying) liar_end(&liar);
+        sync_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        int want = k == 0 ? expect_result : pcclSuccess;
+        if ((int)r != want) {
+            fprintf(stderr, "sync %d returned %d (%s), expected %d\n", k, r, pcclResultString(r), want);
+            failures++;
+        }
+        int old = 0, torn = 0;
+        fresh = 0;
+        for (uint64_t i = 0; i < ntensors; i++) {
+            size_t at = 0;
+            if (holds_seed(&infos[i], i, expect_seed, cuda, chunk, have, &at)) fresh++;
+            else if (holds_seed(&infos[i], i, seed, cuda, chunk, have, &at)) old++;
+            else torn++;
+        }
+        printf("{\"event\":\"sync\",\"i\":%d,\"result\":%d,\"tx\":%llu,\"rx\":%llu,\"revision\":%llu,"
+               "\"new\":%d,\"old\":%d,\"torn\":%d}\n",
+               k, r, (unsigned long long)info.tx_bytes, (unsigned long long)info.rx_bytes,
+               (unsigned long long)st.revision, fresh, old, torn);
+        fflush(stdout);
     }
 
-    /* Check the content in 1 MiB chunks against the expected seed. */
-    uint8_t *chunk = malloc(1 << 20), *have = malloc(1 << 20);
+    /* After the last sync every tensor holds the --expect-seed content. */
     uint64_t state_hash = 0;
-    for (uint64_t i = 0; chunk && i < ntensors; i++) {
-        size_t nb = tensor_bytes(&infos[i]);
-        for (size_t off = 0; off < nb; off += 1 << 20) {
-            size_t len = nb - off < (1u << 20) ? nb - off : (1u << 20);
-            gen(expect_seed, i, off, chunk, len);
-            const uint8_t *got = (const uint8_t *)infos[i].data + off;
-#ifdef PCCL_HAS_CUDA
-            if (cuda) {
-                if (!have || pccl_cuda_copy_d2h(have, got, len) != 0) return 1;
-                got = have;
-            }
-#endif
-            if (memcmp(chunk, got, len) != 0) {
-                fprintf(stderr, "tensor %s differs from seed %llu at offset %zu\n", infos[i].name,
-                        (unsigned long long)expect_seed, off);
-                failures++;
-                break;
-            }
+    for (uint64_t i = 0; i < ntensors; i++) {
+        size_t nb = tensor_bytes(&infos[i]), at = 0;
+        if (fresh != (int)ntensors && !holds_seed(&infos[i], i, expect_seed, cuda, chunk, have, &at)) {
+            fprintf(stderr, "tensor %s differs from seed %llu at offset %zu\n", infos[i].name,
+                    (unsigned long long)expect_seed, at);
+            failures++;
         }
         uint64_t h = 0;
 #ifdef PCCL_HAS_CUDA

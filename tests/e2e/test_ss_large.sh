@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Large shared state: a newcomer (revision 0, all zeros) receives every tensor of a
-# 12-dtype state from the up-to-date peer, streamed straight into its tensors.
+# 12-dtype state from the up-to-date peer, each tensor checked in a buffer before it lands.
 # Default 256 MiB; PCCL_SS_LARGE_GIB=2 runs the 2 GiB figure of the issue. Checks exact
 # tx/rx, bit-equality, and reports time and peak RSS of each peer (/usr/bin/time -v):
-# a receiver that buffered a second copy would show about twice the state size.
+# the receiver's should exceed the state by one tensor; a second copy would show twice the state.
 . "$(dirname "$0")/lib.sh"
 bytes=$(( ${PCCL_SS_LARGE_GIB:-0} > 0 ? PCCL_SS_LARGE_GIB << 30 : 256 << 20 ))
 timer=(); [ -x /usr/bin/time ] && timer=(/usr/bin/time -v)

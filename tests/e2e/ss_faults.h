@@ -1,0 +1,101 @@
+/*
+ * ss_faults.h - the faulty shared-state sources of ss_peer.c, made from the
+ * real library without hooks in it:
+ *  - a liar: a thread changes one byte of a tensor after the sync hashed it,
+ *    so the bytes this peer serves no longer match the hash it announced;
+ *  - a dying source: a watchdog SIGKILLs the process once one of its TCP
+ *    sockets has had a given number of bytes acknowledged, i.e. in the middle
+ *    of serving a tensor larger than that.
+ */
+#ifndef PCCL_E2E_SS_FAULTS_H
+#define PCCL_E2E_SS_FAULTS_H
+
+#include <dirent.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pccl.h"
+
+static void sleep_ms(long ms) { nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000}, NULL); }
+
+typedef struct {
+    const pcclComm_t *comm;
+    uint8_t *byte;
+    long delay_ms;
+    pthread_t th;
+} liar_t;
+
+static void *liar_main(void *arg) {
+    liar_t *l = arg;
+    sleep_ms(l->delay_ms);
+    /* pcclGetAttribute takes the communicator's lock, which the sync took after hashing and the
+     * p2p server takes before it reads the tensor: the write is ordered between the two (also
+     * for ThreadSanitizer), the delay puts it after the hash in time. */
+    int ws;
+    pcclGetAttribute(l->comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &ws);
+    *l->byte ^= 0xA5;
+    pcclGetAttribute(l->comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &ws);
+    return NULL;
+}
+
+/* Flips *byte delay_ms from now; liar_end waits for that and flips it back (the honest content). */
+static int liar_start(liar_t *l, const pcclComm_t *comm, uint8_t *byte, long delay_ms) {
+    *l = (liar_t){.comm = comm, .byte = byte, .delay_ms = delay_ms};
+    return pthread_create(&l->th, NULL, liar_main, l);
+}
+
+static void liar_end(liar_t *l) {
+    pthread_join(l->th, NULL);
+    *l->byte ^= 0xA5;
+}
+
+static atomic_int watchdog_armed;
+
+/* Bytes acknowledged by the peer of one of this process's TCP sockets, the largest. */
+static uint64_t max_bytes_acked(void) {
+    uint64_t best = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        struct tcp_info ti;
+        socklen_t len = sizeof ti;
+        /* non-sockets and non-TCP sockets fail; an fd closed meanwhile too */
+        if (e->d_name[0] != '.' && getsockopt(atoi(e->d_name), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+            len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked && ti.tcpi_bytes_acked > best)
+            best = ti.tcpi_bytes_acked;
+    }
+    closedir(d);
+    return best;
+}
+
+static void *watchdog_main(void *arg) {
+    uint64_t limit = *(uint64_t *)arg;
+    /* Bounded: a source that never serves is disarmed when its sync returns, at the latest here. */
+    for (int i = 0; i < 300000 && atomic_load(&watchdog_armed); i++) {
+        if (max_bytes_acked() >= limit) kill(getpid(), SIGKILL);
+        sleep_ms(1);
+    }
+    return NULL;
+}
+
+/* Until watchdog_disarm: SIGKILL this process once a TCP socket of it had *limit bytes acknowledged. */
+static int watchdog_start(pthread_t *th, uint64_t *limit) {
+    atomic_store(&watchdog_armed, 1);
+    return pthread_create(th, NULL, watchdog_main, limit);
+}
+
+static void watchdog_disarm(pthread_t th) {
+    atomic_store(&watchdog_armed, 0);
+    pthread_join(th, NULL);
+}
+
+#endif
