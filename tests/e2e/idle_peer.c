@@ -8,19 +8,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "pccl.h"
+#include "e2e_peer.h"
 
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: idle_peer PORT SECONDS\n");
         return 2;
     }
-    pcclCommCreateParams_t params = {.master_address = {.inet = {.protocol = inetIPv4, .ipv4 = {{127, 0, 0, 1}}},
-                                                        .port = (uint16_t)atoi(argv[1])},
-                                     .p2p_connection_pool_size = 1};
-    pcclComm_t *comm;
-    if (pcclInit() != pcclSuccess || pcclCreateCommunicator(&params, &comm) != pcclSuccess ||
-        pcclConnect(comm) != pcclSuccess) {
+    pcclComm_t *comm = e2e_connect(argv[1], 0, 1);
+    if (!comm) {
         fprintf(stderr, "cannot join the run\n");
         return 1;
     }
