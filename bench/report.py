@@ -291,6 +291,7 @@ def main():
     wan = [r for r in rows if r.get("mode") == "wan" and "quant" not in r]
     retried = [r for r in rows if r.get("retried")]
     failed = [r for r in rows if r.get("status") == "FAILED"]
+    include(p, "restart.md", "## 3b. A master restart (`bench/restart.sh --reps 5 4 16`)")
     p("## 4. Concurrent all-reduces under WAN emulation")
     p("")
     scen_names = {"clean": "the WAN target's example: delay, no loss", "lossy": "a lossy internet path"}
