@@ -15,6 +15,12 @@
 
 #include <microhttpd.h>
 
+/* One client (an address) cannot take the admin port from the others: a dashboard or a poller needs a
+ * few connections; idle ones close after 10 s. Requests carry no body: 32 KiB per connection is plenty. */
+#define ADMIN_MAX_CONNECTIONS 64
+#define ADMIN_MAX_CONNECTIONS_PER_CLIENT 16
+#define ADMIN_MAX_REQUEST_MEMORY (32 * 1024)
+
 #define QUEUE_CAP 64
 
 struct admin_server {
@@ -198,7 +204,9 @@ admin_server_t *admin_server_start(const uint8_t ip[4], uint16_t port, const cha
     /* Bounded: idle HTTP connections are closed after 10 s, and at most 64 are served at once. */
     s->daemon = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
-                                 (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+                                 (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS_PER_CLIENT,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_MAX_REQUEST_MEMORY, MHD_OPTION_END);
     if (!s->daemon) {
         char a[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, ip, a, sizeof a);

@@ -194,6 +194,31 @@ if old["kind"] == "collective":
     [[ "$output" == "405 "* ]]
 }
 
+@test "admin port: one client holds at most 16 connections; the port serves again once they close" {
+    start_master
+    run python3 - "$APORT" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+held, refused = [], 0
+for _ in range(24):
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    held.append(s)
+time.sleep(0.5)
+for s in held:  # the master closes the connections beyond the limit at once
+    s.settimeout(0.2)
+    try:
+        if s.recv(1) == b"": refused += 1
+    except socket.timeout: pass
+    except ConnectionResetError: refused += 1
+print("refused", refused)
+for s in held: s.close()
+PY
+    [ "$status" -eq 0 ]
+    [ "$output" = "refused 8" ]
+    run http GET /v1/status
+    [[ "$output" == "200 {"* ]]
+}
+
 @test "admin port: kick and shutdown are 403 without a configured token, or with a wrong one" {
     start_master
     run http POST /v1/shutdown
