@@ -31,7 +31,6 @@ const cli_command_t cli_cmd_solve_topology = {
     .usage = "--matrix FILE [--json] [--time-limit MS]",
     .flags = flags,
     .run = run,
-    .dash_h = 1,
 };
 
 static double topo_ms_now(void) {
