@@ -96,11 +96,40 @@ if old["kind"] == "collective":
 '
 }
 
-@test "status --watch refreshes until interrupted" {
+@test "status --watch in a pipe prints plain successive tables, on a terminal it clears the screen" {
     start_master
     run timeout -s INT 3 "$PCCL" status --master 127.0.0.1:"$APORT" --watch 1
     [ "$(grep -c 'health: ok' <<< "$output")" -ge 2 ]
-    [[ "$output" == *$'\033[H\033[2J'* ]]
+    [[ "$output" != *$'\033'* ]]
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    [[ "$output" != *$'\033'* ]]
+    # script(1) runs it on a pseudo-terminal.
+    command -v script > /dev/null || skip "script(1) not installed"
+    script -qec "timeout -s INT 3 '$PCCL' status --master 127.0.0.1:$APORT --watch 1" /dev/null > "$TMP/tty.out" || true
+    grep -q $'\033\[H\033\[2J' "$TMP/tty.out"
+}
+
+@test "status shows each group's step rate and reduced bytes per second" {
+    start_master
+    start_peer; start_peer
+    wait_accepted 2
+    # The master's rates span 1 to 4 s of samples: wait for them.
+    for _ in $(seq 1 50); do
+        json=$("$PCCL" status --master 127.0.0.1:"$APORT" --json)
+        grep -q '"revisions_per_s":[0-9]' <<< "$json" && break
+        sleep 0.1
+    done
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ group\ 0\ ring:.*\ [0-9]+\.[0-9]\ rev/s,\ [0-9.]+\ [kMG]?B/s\ reduced ]]
+    echo "$json" | python3 -c '
+import json, sys
+g = json.load(sys.stdin)["groups"][0]
+# The synthetic peers step every 20 ms: some revisions and all-reduced bytes each second.
+assert g["revisions_per_s"] > 1 and g["reduced_bytes_per_s"] > 1000, g
+assert g["collectives_completed"] > 0 and g["reduced_bytes"] > 0, g
+assert g["reduced_bytes"] % g["collectives_completed"] == 0, g   # the same buffer every step
+'
 }
 
 @test "status usage errors exit 2" {
