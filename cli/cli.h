@@ -31,7 +31,6 @@ typedef struct cli_command {
     const char *usage; /* synopsis after "pccl NAME " */
     const cli_flag_t *flags; /* terminated by {0} */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
-    int dash_h;              /* -h also shows help, and an unknown short option is named as '-x' */
     const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
 } cli_command_t;
 
@@ -46,8 +45,8 @@ typedef struct cli_command {
  */
 typedef int (*cli_on_flag_fn)(void *ctx, const char *name, const char *value);
 /*
- * Parses argv (argv[0] the command name) against cmd->flags. Handles --help, unknown options, missing values and
- * --log-level/--log-format itself. With first_positional NULL any positional is a usage error; otherwise the
+ * Parses argv (argv[0] the command name) against cmd->flags. Handles --help and -h, unknown options (naming the
+ * closest flag of the table), missing values and --log-level/--log-format itself. With first_positional NULL any positional is a usage error; otherwise the
  * index of the first one (argc if none) is stored there. Returns CLI_FLAGS_GO_ON or the exit code to return.
  */
 int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
@@ -64,6 +63,11 @@ int cli_parse_double(const char *s, double min, double max, double *out);
 int cli_parse_positive(const char *s, double max, double *out);
 /* Prints the command's help to stdout. */
 void cli_print_help(const cli_command_t *cmd);
+/*
+ * The candidate closest to word[0..len) by edit distance (a transposition counts as one edit), or NULL when none
+ * is within a third of the word's length (at least one edit): the "did you mean" of usage errors.
+ */
+const char *cli_suggest(const char *word, size_t len, const char *const *candidates, size_t n);
 /* Prints "pccl NAME: MSG" and a hint to stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses "HOST:PORT" (IPv4 or "localhost"); returns 0 on success. */
@@ -76,6 +80,11 @@ int cli_parse_hostport(const char *s, struct ccoip_socket_address_t *out, unsign
  */
 char *cli_http_get(const struct ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
                    size_t errlen);
+/* The same for any method, with "Authorization: Bearer token" unless token is NULL. */
+char *cli_http_request(const struct ccoip_socket_address_t *addr, const char *method, const char *path,
+                       const char *token, int timeout_ms, int *code, char *err, size_t errlen);
+/* Reads the first line of path (trailing whitespace stripped) into out; 0 on success, -1 if missing or empty. */
+int cli_read_token(const char *path, char *out, size_t cap);
 /* Default admin port of a master: the first above PCCL 1.0's four (ccoip.h), so a peer's
  * shared-state port and the master's admin port never collide on one host. */
 #define CLI_ADMIN_DEFAULT_PORT 48152
@@ -86,5 +95,7 @@ extern const cli_command_t cli_cmd_bench_bandwidth;
 extern const cli_command_t cli_cmd_solve_topology;
 extern const cli_command_t cli_cmd_status;
 extern const cli_command_t cli_cmd_hash_tensor;
+extern const cli_command_t cli_cmd_kick;
+extern const cli_command_t cli_cmd_shutdown;
 
 #endif

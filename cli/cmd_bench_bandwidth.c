@@ -102,6 +102,13 @@ static int serve(const ccoip_socket_address_t *addr) {
     return CLI_EXIT_OK;
 }
 
+/* n x n row-major Mbit/s as [[...], ...]: the "bandwidth_mbps" that `pccl solve-topology --matrix` reads. */
+static cJSON *matrix_json(const double *m, int n) {
+    cJSON *rows = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(rows, cJSON_CreateDoubleArray(m + (size_t)i * n, n));
+    return rows;
+}
+
 static int measure(const ccoip_socket_address_t *addr, int seconds, int streams, int json) {
     static const uint8_t uuid[16] = {0};
     const char *names[2] = {"upload", "download"};
@@ -130,6 +137,11 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
             cJSON_AddNumberToObject(r, "mbps", res[d].mbps);
             cJSON_AddNumberToObject(r, "bytes", (double)res[d].bytes);
         }
+        /* The same link as the matrix `pccl solve-topology` reads: peer 0 this client, peer 1 the server. */
+        const double m[4] = {0, res[0].mbps, res[1].mbps, 0};
+        const char *peers[2] = {"client", "server"};
+        cJSON_AddItemToObject(o, "peers", cJSON_CreateStringArray(peers, 2));
+        cJSON_AddItemToObject(o, "bandwidth_mbps", matrix_json(m, 2));
         char *s = cJSON_Print(o);
         printf("%s\n", s);
         cJSON_free(s);
@@ -150,52 +162,86 @@ static int peer_index(const char **ids, int *n, const char *id) {
     return (*n)++;
 }
 
-/* The run's measured links from GET /v1/topology, as a from x to matrix (Mbit/s). */
-static int show_matrix(const ccoip_socket_address_t *admin, int json) {
-    char err[160];
-    int code = 0;
-    char *body = cli_http_get(admin, "/v1/topology", 5000, &code, err, sizeof err);
-    if (!body || code != 200) {
-        fprintf(stderr, "pccl bench-bandwidth: cannot read the master's topology: %s\n", body ? "bad HTTP status" : err);
-        free(body);
-        return CLI_EXIT_FAIL;
+/* The measured links of a /v1/topology document as an n x n matrix (row = sender, Mbit/s, 0 = not measured). */
+typedef struct {
+    int n;
+    const char **ids; /* n uuids, pointing into the document */
+    double *m;        /* n x n */
+} bw_matrix_t;
+
+static int matrix_from_topology(const cJSON *bw, bw_matrix_t *out) {
+    int cap = 2 * cJSON_GetArraySize(bw), n = 0;
+    const char **ids = calloc((size_t)cap + 1, sizeof *ids);
+    double *links = calloc((size_t)cap * (size_t)cap + 1, sizeof *links);
+    if (!ids || !links) {
+        free(ids);
+        free(links);
+        return -1;
     }
-    if (json) {
-        printf("%s\n", body);
-        free(body);
-        return CLI_EXIT_OK;
-    }
-    cJSON *doc = cJSON_Parse(body);
-    free(body);
-    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(doc, "bandwidth");
-    if (!cJSON_IsArray(bw) || cJSON_GetArraySize(bw) == 0) {
-        printf("no bandwidth measured yet (peers measure during pcclOptimizeTopology)\n");
-        cJSON_Delete(doc);
-        return CLI_EXIT_OK;
-    }
-    int n = 0, cap = 2 * cJSON_GetArraySize(bw);
-    const char **ids = calloc((size_t)cap, sizeof *ids);
-    double *m = calloc((size_t)cap * (size_t)cap, sizeof *m);
     const cJSON *e;
     cJSON_ArrayForEach(e, bw) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "from"), *t = cJSON_GetObjectItemCaseSensitive(e, "to");
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "mbps");
         if (!cJSON_IsString(f) || !cJSON_IsString(t) || !cJSON_IsNumber(v)) continue;
         int i = peer_index(ids, &n, f->valuestring), j = peer_index(ids, &n, t->valuestring);
-        m[i * cap + j] = v->valuedouble;
+        links[i * cap + j] = v->valuedouble;
     }
+    /* Compact the cap-wide rows into n-wide ones. */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) links[i * n + j] = links[i * cap + j];
+    *out = (bw_matrix_t){.n = n, .ids = ids, .m = links};
+    return 0;
+}
+
+static void print_matrix_table(const bw_matrix_t *x) {
     printf("measured bandwidth, Mbit/s (rows send, columns receive; - = not measured)\n%-10s", "from\\to");
-    for (int j = 0; j < n; j++) printf(" %10.8s", ids[j]);
+    for (int j = 0; j < x->n; j++) printf(" %10.8s", x->ids[j]);
     printf("\n");
-    for (int i = 0; i < n; i++) {
-        printf("%-10.8s", ids[i]);
-        for (int j = 0; j < n; j++)
-            if (m[i * cap + j] > 0) printf(" %10.1f", m[i * cap + j]);
+    for (int i = 0; i < x->n; i++) {
+        printf("%-10.8s", x->ids[i]);
+        for (int j = 0; j < x->n; j++)
+            if (x->m[i * x->n + j] > 0) printf(" %10.1f", x->m[i * x->n + j]);
             else printf(" %10s", "-");
         printf("\n");
     }
-    free(ids);
-    free(m);
+}
+
+/*
+ * The run's measured links from GET /v1/topology, as a from x to matrix (Mbit/s). --json prints the document with
+ * "peers" (uuids) and "bandwidth_mbps" (the matrix in their order) added, which `pccl solve-topology` reads.
+ */
+static int show_matrix(const ccoip_socket_address_t *admin, int json) {
+    char err[160];
+    int code = 0;
+    char *body = cli_http_get(admin, "/v1/topology", 5000, &code, err, sizeof err);
+    cJSON *doc = body && code == 200 ? cJSON_Parse(body) : NULL;
+    free(body);
+    if (!cJSON_IsObject(doc)) {
+        fprintf(stderr, "pccl bench-bandwidth: cannot read the master's topology: %s\n",
+                !body ? err : code != 200 ? "bad HTTP status" : "not a JSON document");
+        cJSON_Delete(doc);
+        return CLI_EXIT_FAIL;
+    }
+    const cJSON *bw = cJSON_GetObjectItemCaseSensitive(doc, "bandwidth");
+    bw_matrix_t x = {0};
+    if (cJSON_IsArray(bw) && matrix_from_topology(bw, &x) != 0) {
+        fprintf(stderr, "pccl bench-bandwidth: out of memory\n");
+        cJSON_Delete(doc);
+        return CLI_EXIT_FAIL;
+    }
+    if (json) {
+        cJSON_AddItemToObject(doc, "peers", x.n ? cJSON_CreateStringArray(x.ids, x.n) : cJSON_CreateArray());
+        cJSON_AddItemToObject(doc, "bandwidth_mbps", matrix_json(x.m, x.n));
+        char *s = cJSON_PrintUnformatted(doc);
+        if (s) printf("%s\n", s);
+        cJSON_free(s);
+    } else if (x.n == 0) {
+        printf("no bandwidth measured yet (peers measure during pcclOptimizeTopology)\n");
+    } else {
+        print_matrix_table(&x);
+    }
+    free(x.ids);
+    free(x.m);
     cJSON_Delete(doc);
     return CLI_EXIT_OK;
 }

@@ -35,7 +35,6 @@ const cli_command_t cli_cmd_hash_tensor = {
     .usage = "FILE [--format raw|npy|safetensors] [--dtype T] [--offset B] [--count N] [--device cpu|cuda] [--json]",
     .flags = flags,
     .run = run,
-    .dash_h = 1,
 };
 
 enum { FMT_AUTO, FMT_RAW, FMT_NPY, FMT_SAFETENSORS };

@@ -34,18 +34,6 @@ const cli_command_t cli_cmd_master = {
 };
 
 
-/* Reads the first line of path (trailing whitespace stripped) into out; 0 on success. */
-static int read_token(const char *path, char *out, size_t cap) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int ok = fgets(out, (int)cap, f) != NULL;
-    fclose(f);
-    if (!ok) return -1;
-    size_t n = strlen(out);
-    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' ' || out[n - 1] == '\t')) out[--n] = 0;
-    return n ? 0 : -1;
-}
-
 static void ip_string(const ccoip_socket_address_t *a, char out[16]) {
     snprintf(out, 16, "%u.%u.%u.%u", a->inet.ipv4.data[0], a->inet.ipv4.data[1],
              a->inet.ipv4.data[2], a->inet.ipv4.data[3]);
@@ -92,7 +80,7 @@ static int run(int argc, char **argv) {
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     char token[512] = "";
-    if (a.token_file && read_token(a.token_file, token, sizeof token) != 0) {
+    if (a.token_file && cli_read_token(a.token_file, token, sizeof token) != 0) {
         fprintf(stderr, "pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
         return CLI_EXIT_FAIL;
     }

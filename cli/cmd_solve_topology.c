@@ -16,7 +16,7 @@
 #include "topology_solver.h"
 
 static const cli_flag_t flags[] = {
-    {"matrix", required_argument, "FILE", "bandwidth matrix in Mbit/s, CSV or JSON (row i = from peer i)"},
+    {"matrix", required_argument, "FILE", "bandwidth matrix in Mbit/s, CSV or JSON (row i = from peer i; - = stdin, e.g. bench-bandwidth --json)"},
     {"json", no_argument, NULL, "print the result as one JSON object"},
     {"time-limit", required_argument, "MS", "heuristic budget in ms (default 1000; 0 = no deadline, deterministic descents only)"},
     {0},
@@ -31,7 +31,6 @@ const cli_command_t cli_cmd_solve_topology = {
     .usage = "--matrix FILE [--json] [--time-limit MS]",
     .flags = flags,
     .run = run,
-    .dash_h = 1,
 };
 
 static double topo_ms_now(void) {

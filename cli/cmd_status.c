@@ -1,7 +1,8 @@
 /*
  * cmd_status.c - `pccl status`: asks a master's admin port for /v1/status and
  * prints a table (or the raw JSON), once or every few seconds. The exit code
- * is the health verdict, so scripts can branch on it:
+ * is the health verdict, so scripts can branch on it (the table shows each
+ * group's step rate and reduced bytes per second, which the master measures):
  *   0 healthy, 3 master unreachable, 4 run stalled, 2 usage error.
  * Stalled: the run has accepted peers and an operation has been voting or
  * running for longer than --stall-after seconds.
@@ -87,6 +88,18 @@ static void print_ops(const cJSON *ops) {
     }
 }
 
+/* ", 1.9 rev/s, 12.3 MB/s reduced" from the group's rates; nothing while the master has none yet. */
+static void print_rates(const cJSON *g) {
+    const cJSON *revs = cJSON_GetObjectItemCaseSensitive(g, "revisions_per_s");
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(g, "reduced_bytes_per_s");
+    if (!cJSON_IsNumber(revs) || !cJSON_IsNumber(bytes)) return;
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    double b = bytes->valuedouble;
+    int u = 0;
+    for (; b >= 1000 && u < 4; u++) b /= 1000;
+    printf("  %.1f rev/s, %.1f %s/s reduced", revs->valuedouble, b, units[u]);
+}
+
 static void print_table(const cJSON *st, const char *where, int stalled, double oldest) {
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(st, "peers");
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(st, "counters");
@@ -113,6 +126,7 @@ static void print_table(const cJSON *st, const char *where, int stalled, double 
         if (first) printf(" (empty)");
         const cJSON *rev = cJSON_GetObjectItemCaseSensitive(g, "last_revision");
         if (cJSON_IsNumber(rev)) printf("  (revision %.0f)", rev->valuedouble);
+        print_rates(g);
         printf("\n");
         print_ops(cJSON_GetObjectItemCaseSensitive(g, "operations"));
     }
@@ -200,8 +214,11 @@ static int run(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     rc = CLI_EXIT_OK;
-    while (!stop_requested) {
-        if (!a.json) printf("\033[H\033[2J"); /* clear the screen */
+    /* Only a terminal gets its screen cleared; a pipe or file gets plain tables, one after the other. */
+    int tty = isatty(STDOUT_FILENO);
+    for (int n = 0; !stop_requested; n++) {
+        if (!a.json && tty) printf("\033[H\033[2J");
+        else if (!a.json && n > 0) printf("\n");
         rc = status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);
         struct timespec d = {(time_t)a.every, (long)((a.every - (double)(time_t)a.every) * 1e9)};
         while (!stop_requested && nanosleep(&d, &d) != 0 && errno == EINTR) {

@@ -36,6 +36,18 @@ static int apply_log_flag(const cli_command_t *cmd, const char *name, const char
     return -1;
 }
 
+/* Usage error for an unknown option, with the closest flag of the table when one is near. */
+static int unknown_option(const cli_command_t *cmd, const struct option *opts, const char *arg) {
+    if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    const char *word = arg + strspn(arg, "-");
+    const char *names[64];
+    size_t n = 0;
+    for (; opts[n].name; n++) names[n] = opts[n].name;
+    const char *near = cli_suggest(word, strcspn(word, "="), names, n);
+    if (near) return cli_usage_error(cmd, "unknown option '%s' (did you mean '--%s'?)", arg, near);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
 int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
                     int *first_positional) {
     struct option opts[64];
@@ -43,17 +55,14 @@ int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag
     optind = 1;
     opterr = 0; /* our own messages, with the usage hint */
     int c, idx;
-    while ((c = getopt_long(argc, argv, cmd->dash_h ? ":h" : ":", opts, &idx)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
         if (c == 'h') {
             cli_print_help(cmd);
             if (cmd->help_footer) printf("%s", cmd->help_footer);
             return CLI_EXIT_OK;
         }
         if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-        if (c == '?') {
-            if (cmd->dash_h && optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
-            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-        }
+        if (c == '?') return unknown_option(cmd, opts, argv[optind - 1]);
         const char *name = opts[idx].name, *value = optarg;
         /* "--watch 5" as well as "--watch=5": an optional value may be the next word when that is a number. */
         if (!value && opts[idx].has_arg == optional_argument && optind < argc && argv[optind][0] >= '0' &&

@@ -1,7 +1,7 @@
 /*
- * http_client.c - a minimal HTTP GET client for the master's admin port
- * (pccl status, pccl bench-bandwidth --master): one request, Connection: close,
- * every step bounded by one deadline.
+ * http_client.c - a minimal HTTP client for the master's admin port
+ * (pccl status, kick, shutdown, bench-bandwidth --master): one request,
+ * Connection: close, every step bounded by one deadline.
  */
 #include <errno.h>
 #include <poll.h>
@@ -37,11 +37,18 @@ static int wait_fd(int fd, short events, const struct timespec *deadline) {
 }
 
 /*
- * GET path over HTTP/1.0 (so the body is never chunked) within timeout_ms in
+ * METHOD path over HTTP/1.0 (so the body is never chunked) within timeout_ms in
  * total. Returns the body (malloc'd) and the status code, or NULL with err.
  */
-char *cli_http_get(const ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
-                   size_t errlen) {
+char *cli_http_request(const ccoip_socket_address_t *addr, const char *method, const char *path, const char *token,
+                       int timeout_ms, int *code, char *err, size_t errlen) {
+    char req[1024];
+    int rl = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: pccl\r\nConnection: close\r\nContent-Length: 0\r\n%s%s%s\r\n",
+                      method, path, token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
+    if (rl < 0 || rl >= (int)sizeof req || strpbrk(path, "\r\n") || (token && strpbrk(token, "\r\n"))) {
+        snprintf(err, errlen, "request too long or malformed");
+        return NULL;
+    }
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += timeout_ms / 1000;
@@ -74,8 +81,6 @@ char *cli_http_get(const ccoip_socket_address_t *addr, const char *path, int tim
             goto fail;
         }
     }
-    char req[256];
-    int rl = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: pccl\r\nConnection: close\r\n\r\n", path);
     for (int off = 0; off < rl;) {
         if (wait_fd(fd, POLLOUT, &deadline) != 0) {
             snprintf(err, errlen, "timed out sending the request");
@@ -131,3 +136,8 @@ fail:
     return NULL;
 }
 
+
+char *cli_http_get(const ccoip_socket_address_t *addr, const char *path, int timeout_ms, int *code, char *err,
+                   size_t errlen) {
+    return cli_http_request(addr, "GET", path, NULL, timeout_ms, code, err, errlen);
+}

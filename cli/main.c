@@ -16,6 +16,8 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_solve_topology,
     &cli_cmd_status,
     &cli_cmd_hash_tensor,
+    &cli_cmd_kick,
+    &cli_cmd_shutdown,
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -28,7 +30,7 @@ void cli_print_help(const cli_command_t *cmd) {
         snprintf(left, sizeof left, "--%s%s%s", f->name, f->metavar ? " " : "", f->metavar ? f->metavar : "");
         printf("  %-28s %s\n", left, f->help);
     }
-    printf("  %-28s %s\n", "--help", "show this help");
+    printf("  %-28s %s\n", "-h, --help", "show this help");
 }
 
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
@@ -71,6 +73,17 @@ static void print_main_help(void) {
     for (size_t i = 0; i < NUM_COMMANDS; i++) printf("  %-18s %s\n", commands[i]->name, commands[i]->summary);
     printf("  %-18s %s\n", "help COMMAND", "show help for COMMAND");
     printf("\nExit codes: 0 ok, 1 failure, 2 usage error. See pccl(1).\n");
+}
+
+/* "pccl: unknown command 'X'." with the closest command name when one is near; returns CLI_EXIT_USAGE. */
+static int unknown_command(const char *name) {
+    const char *names[NUM_COMMANDS + 1];
+    for (size_t i = 0; i < NUM_COMMANDS; i++) names[i] = commands[i]->name;
+    names[NUM_COMMANDS] = "help";
+    const char *near = cli_suggest(name, strlen(name), names, NUM_COMMANDS + 1);
+    if (near) fprintf(stderr, "pccl: unknown command '%s' (did you mean '%s'?). See 'pccl --help'.\n", name, near);
+    else fprintf(stderr, "pccl: unknown command '%s'. See 'pccl --help'.\n", name);
+    return CLI_EXIT_USAGE;
 }
 
 static const cli_command_t *find_command(const char *name) {
@@ -118,10 +131,7 @@ int main(int argc, char **argv) {
             return CLI_EXIT_OK;
         }
         const cli_command_t *cmd = find_command(argv[2]);
-        if (!cmd) {
-            fprintf(stderr, "pccl: unknown command '%s'. See 'pccl --help'.\n", argv[2]);
-            return CLI_EXIT_USAGE;
-        }
+        if (!cmd) return unknown_command(argv[2]);
         cli_print_help(cmd);
         return CLI_EXIT_OK;
     }
@@ -131,9 +141,6 @@ int main(int argc, char **argv) {
         if (cmd) return cmd->run(argc - 2, argv + 2);
     }
     const cli_command_t *cmd = find_command(name);
-    if (!cmd) {
-        fprintf(stderr, "pccl: unknown command '%s'. See 'pccl --help'.\n", name);
-        return CLI_EXIT_USAGE;
-    }
+    if (!cmd) return unknown_command(name);
     return cmd->run(argc - 1, argv + 1);
 }

@@ -22,9 +22,10 @@ static int topo_fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-/* Whole file, NUL-terminated; works for pipes too. */
+/* Whole file ("-": standard input), NUL-terminated; works for pipes too. */
 static char *topo_slurp(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         topo_fail(err, errlen, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
@@ -40,7 +41,7 @@ static char *topo_slurp(const char *path, char *err, size_t errlen) {
         cap *= 2;
     }
     int read_error = ferror(f), saved = errno;
-    fclose(f);
+    if (!is_stdin) fclose(f);
     if (!buf) {
         topo_fail(err, errlen, "%s: out of memory", path);
         return NULL;

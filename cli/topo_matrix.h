@@ -5,7 +5,9 @@
  * means JSON, anything else CSV):
  *   CSV:  n lines of n comma-separated numbers (Mbit/s); blank lines and
  *         '#' comments (to the end of the line) are skipped.
- *   JSON: [[...], ...] or {"bandwidth_mbps": [[...], ...]}.
+ *   JSON: [[...], ...] or {"bandwidth_mbps": [[...], ...]} (what `pccl
+ *         bench-bandwidth --json` prints, with --master or --connect).
+ * The path "-" reads standard input, so the two commands make a pipe.
  * Row i, column j is the bandwidth from peer i to peer j; rows and columns
  * are numbered from 0, like peer ids. The diagonal is ignored and may hold
  * anything (in JSON even null). Off-diagonal entries must be finite numbers

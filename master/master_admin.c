@@ -21,7 +21,22 @@
 #include "master_internal.h"
 #include "msm_admin.h"
 
+/*
+ * Rates of a group: two samples of its counters, renewed every RATE_WINDOW_MS, so a rate is the change over the
+ * last 2 to 4 seconds (none in the first second a group is seen).
+ */
+#define RATE_GROUPS 256
+#define RATE_WINDOW_MS 2000
+#define RATE_MIN_SPAN_MS 1000
+
+typedef struct group_rate {
+    uint32_t group;
+    uint64_t t[2], revision[2], bytes[2]; /* [0] the older sample, [1] the newer */
+} group_rate_t;
+
 struct pccl_master_admin {
+    group_rate_t rates[RATE_GROUPS];
+    int nrates;
     admin_server_t *srv;
     uv_timer_t timer;
     uv_async_t async;
@@ -146,6 +161,44 @@ static void ops_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int nops
     }
 }
 
+/* The group's counters and their rates per second ("revisions_per_s", "reduced_bytes_per_s"; null while unknown). */
+static void rates_json(struct pccl_master_admin *a, const msm_group_view_t *g, uint64_t now, cJSON *out) {
+    uint64_t rev = g->has_revision ? g->last_revision : 0;
+    cJSON_AddNumberToObject(out, "collectives_completed", (double)g->collectives_completed);
+    cJSON_AddNumberToObject(out, "reduced_bytes", (double)g->reduced_bytes);
+    group_rate_t *r = NULL;
+    for (int i = 0; i < a->nrates && !r; i++)
+        if (a->rates[i].group == g->id) r = &a->rates[i];
+    if (!r && a->nrates < RATE_GROUPS) {
+        r = &a->rates[a->nrates++];
+        r->group = g->id;
+        r->t[1] = 0; /* forces the reset below */
+    }
+    if (r && (r->t[1] == 0 || rev < r->revision[0] || g->reduced_bytes < r->bytes[0])) {
+        /* First sight, or the group was rebuilt and its counters restarted. */
+        for (int k = 0; k < 2; k++) {
+            r->t[k] = now ? now : 1;
+            r->revision[k] = rev;
+            r->bytes[k] = g->reduced_bytes;
+        }
+    } else if (r && now - r->t[1] >= RATE_WINDOW_MS) {
+        r->t[0] = r->t[1];
+        r->revision[0] = r->revision[1];
+        r->bytes[0] = r->bytes[1];
+        r->t[1] = now;
+        r->revision[1] = rev;
+        r->bytes[1] = g->reduced_bytes;
+    }
+    if (!r || now < r->t[0] + RATE_MIN_SPAN_MS) {
+        cJSON_AddNullToObject(out, "revisions_per_s");
+        cJSON_AddNullToObject(out, "reduced_bytes_per_s");
+        return;
+    }
+    double span_s = (double)(now - r->t[0]) / 1000;
+    cJSON_AddNumberToObject(out, "revisions_per_s", (double)(rev - r->revision[0]) / span_s);
+    cJSON_AddNumberToObject(out, "reduced_bytes_per_s", (double)(g->reduced_bytes - r->bytes[0]) / span_s);
+}
+
 static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int nops, uint64_t now,
                           int topology) {
     cJSON *groups = cJSON_CreateArray();
@@ -164,6 +217,7 @@ static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int
         if (!topology) {
             if (gv[i].has_revision) cJSON_AddNumberToObject(g, "last_revision", (double)gv[i].last_revision);
             else cJSON_AddNullToObject(g, "last_revision");
+            rates_json(m->admin, &gv[i], now, g);
             ops_json(m, ops, nops, gv[i].id, now, cJSON_AddArrayToObject(g, "operations"));
         }
         cJSON_AddItemToArray(groups, g);

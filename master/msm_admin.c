@@ -10,8 +10,12 @@ int msm_group_views(const msm_t *m, msm_group_view_t *out, int max) {
     for (int i = 0; i < m->ngroups; i++) {
         const msm_group_t *g = &m->groups[i];
         if (n < max)
-            out[n] = (msm_group_view_t){
-                .id = g->id, .ring_len = g->ring_len, .has_revision = g->has_revision, .last_revision = g->last_revision};
+            out[n] = (msm_group_view_t){.id = g->id,
+                                        .ring_len = g->ring_len,
+                                        .has_revision = g->has_revision,
+                                        .last_revision = g->last_revision,
+                                        .collectives_completed = g->collectives_completed,
+                                        .reduced_bytes = g->reduced_bytes};
         n++;
     }
     return n;

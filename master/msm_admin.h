@@ -15,6 +15,8 @@ typedef struct msm_group_view {
     int ring_len;
     int has_revision;
     uint64_t last_revision;
+    uint64_t collectives_completed; /* completed collectives of this group */
+    uint64_t reduced_bytes;         /* their buffer sizes (count x dtype size), summed */
 } msm_group_view_t;
 
 #define MSM_RUN_WIDE UINT32_MAX /* group of a run-wide operation (accept round, votes of all accepted peers) */

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "msm_internal.h"
+#include "pccl_kernels.h"
 
 uint64_t msm_coll_tag_of(const wire_msg_t *vote) { return vote->u.coll_init.tag; }
 
@@ -118,6 +119,8 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, co
 static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
     for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_COMPLETE, c, 1);
     m->stats.collectives_completed++;
+    g->collectives_completed++;
+    g->reduced_bytes += c->count * pccl_dtype_size((pcclDataType_t)c->dtype);
     msm_reports_forget_group(m, g->id); /* the ring worked: old unreachability reports are stale */
     msm_op_complete(m, c);
 }

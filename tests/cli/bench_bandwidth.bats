@@ -94,8 +94,37 @@ for d in ("upload", "download"):
         sleep 0.1
     done
     run "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP"
+    # --json carries the matrix in the peers' order, and solve-topology reads it from a pipe.
+    "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP" --json > "$TMP/matrix.json"
+    "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP" --json | "$PCCL" solve-topology --matrix - --json > "$TMP/ring.json"
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     [ "$status" -eq 0 ]
     [[ "$output" == *"measured bandwidth"* ]]
     [ "$(echo "$output" | wc -l)" -eq 5 ]   # title, header, 3 peers
+    python3 - "$TMP/matrix.json" "$TMP/ring.json" <<'PY'
+import json, sys
+t, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ids, m = t["peers"], t["bandwidth_mbps"]
+assert len(ids) == 3 and len(m) == 3 and all(len(row) == 3 for row in m), t
+for l in t["bandwidth"]: assert m[ids.index(l["from"])][ids.index(l["to"])] == l["mbps"], (l, m)
+assert sorted(r["ring"]) == [0, 1, 2] and r["n"] == 3 and r["bottleneck_mbps"] > 0, r
+PY
+}
+
+@test "--connect --json | solve-topology --matrix -: the link as a 2-peer matrix" {
+    start_server
+    timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --json 2>/dev/null > "$TMP/link.json"
+    timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --json 2>/dev/null |
+        "$PCCL" solve-topology --matrix - --json > "$TMP/ring.json"
+    python3 - "$TMP/link.json" "$TMP/ring.json" <<'PY'
+import json, sys
+o, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert o["peers"] == ["client", "server"], o
+assert o["bandwidth_mbps"] == [[0, o["upload"]["mbps"]], [o["download"]["mbps"], 0]], o
+assert sorted(r["ring"]) == [0, 1] and r["bottleneck_mbps"] > 0, r
+PY
+    # An empty pipe is a clear error, not a hang.
+    run timeout 10 "$PCCL" solve-topology --matrix - < /dev/null
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"-: no matrix rows found"* ]]
 }

@@ -51,10 +51,52 @@ start_master() {
     [[ "$output" == *"--workload"* ]]
 }
 
+@test "-h shows the help of every command, exactly as --help does (exit 0)" {
+    cmds=$("$PCCL" __complete)
+    [ "$(wc -w <<< "$cmds")" -ge 8 ]
+    for cmd in $cmds; do
+        [ "$cmd" = help ] && continue
+        run "$PCCL" "$cmd" -h
+        [ "$status" -eq 0 ] || { echo "$cmd -h: exit $status"; false; }
+        [[ "$output" == "usage: pccl $cmd "* ]] || { echo "$cmd -h: $output"; false; }
+        [ "$output" = "$("$PCCL" "$cmd" --help)" ] || { echo "$cmd: -h differs from --help"; false; }
+    done
+    run "$PCCL" bench p2p -h
+    [ "$status" -eq 0 ]
+    [[ "$output" == "usage: pccl bench-bandwidth "* ]]
+}
+
 @test "an unknown command is a usage error (exit 2)" {
     run "$PCCL" frobnicate
     [ "$status" -eq 2 ]
-    [[ "$output" == *"unknown command"* ]]
+    [[ "$output" == *"unknown command 'frobnicate'. See"* ]]   # nothing is close: no suggestion
+}
+
+@test "a mistyped command or flag names the closest one (did you mean), still exit 2" {
+    run "$PCCL" stauts
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown command 'stauts' (did you mean 'status'?)"* ]]
+    run "$PCCL" solve-topolgy
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"(did you mean 'solve-topology'?)"* ]]
+    run "$PCCL" help kik
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"(did you mean 'kick'?)"* ]]
+    run "$PCCL" status --mastr 127.0.0.1:1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown option '--mastr' (did you mean '--master'?)"* ]]
+    run "$PCCL" join --stpes=3
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown option '--stpes=3' (did you mean '--steps'?)"* ]]
+    run "$PCCL" kick abcd --tokn-file x
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"(did you mean '--token-file'?)"* ]]
+    # Each command's own table: --steps is join's, not master's.
+    run "$PCCL" master --stpes 3
+    [ "$status" -eq 2 ]
+    [[ "$output" != *"did you mean"* ]]
+    run "$PCCL" master --bogus
+    [[ "$output" != *"did you mean"* ]]
 }
 
 @test "an unknown flag is a usage error (exit 2)" {

@@ -2,66 +2,9 @@
 # `pccl status` and the master's admin port: table and --json against a real
 # master, exit codes (3 unreachable, 4 stalled, 2 usage), --watch, the HTTP
 # endpoints (200/403/404/405), a kick that removes a real peer and a shutdown.
-# PCCL_BIN points at the binary (default build/bin/pccl under the repo root).
-# HTTP requests use python3's urllib (always installed with the test deps).
+# Helpers (master, peers, http) in admin_helpers.bash.
 
-setup() {
-    PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
-    TMP=$(mktemp -d)
-    PEERS=()
-}
-
-teardown() {
-    for p in "${PEERS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    if [ -n "${MPID:-}" ]; then kill -9 "$MPID" 2>/dev/null || true; fi
-    for p in "${PEERS[@]}" ${MPID:-}; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-}
-
-# start_master [ARGS...]: sets MPID, PORT (control) and APORT (admin)
-start_master() {
-    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 "$@" > "$TMP/master.out" 2> "$TMP/master.err" &
-    MPID=$!
-    for _ in $(seq 1 100); do
-        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
-        APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
-        [ -n "$PORT" ] && [ -n "$APORT" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
-
-# start_peer: a synthetic peer that runs until killed; appends to PEERS, sets LAST
-start_peer() {
-    "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 1000000 --step-delay 20 \
-        > "$TMP/peer$#.out" 2>&1 &
-    LAST=$!
-    PEERS+=("$LAST")
-}
-
-# http METHOD PATH [TOKEN]: prints "CODE BODY"
-http() {
-    python3 - "$1" "http://127.0.0.1:$APORT$2" "${3:-}" <<'PY'
-import sys, urllib.request, urllib.error
-method, url, token = sys.argv[1], sys.argv[2], sys.argv[3]
-req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
-if token: req.add_header("Authorization", "Bearer " + token)
-try:
-    with urllib.request.urlopen(req, timeout=5) as r: print(r.status, r.read().decode())
-except urllib.error.HTTPError as e: print(e.code, e.read().decode())
-PY
-}
-
-# wait_accepted N: until the status shows N accepted peers (10 s)
-wait_accepted() {
-    for _ in $(seq 1 100); do
-        n=$("$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
-            python3 -c 'import json,sys; print(sum(p["phase"]=="accepted" for p in json.load(sys.stdin)["peers"]))' 2>/dev/null)
-        [ "${n:-0}" -eq "$1" ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
+load admin_helpers
 
 @test "status prints a table of peers and rings and exits 0 on a healthy run" {
     start_master
@@ -153,11 +96,40 @@ if old["kind"] == "collective":
 '
 }
 
-@test "status --watch refreshes until interrupted" {
+@test "status --watch in a pipe prints plain successive tables, on a terminal it clears the screen" {
     start_master
     run timeout -s INT 3 "$PCCL" status --master 127.0.0.1:"$APORT" --watch 1
     [ "$(grep -c 'health: ok' <<< "$output")" -ge 2 ]
-    [[ "$output" == *$'\033[H\033[2J'* ]]
+    [[ "$output" != *$'\033'* ]]
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    [[ "$output" != *$'\033'* ]]
+    # script(1) runs it on a pseudo-terminal.
+    command -v script > /dev/null || skip "script(1) not installed"
+    script -qec "timeout -s INT 3 '$PCCL' status --master 127.0.0.1:$APORT --watch 1" /dev/null > "$TMP/tty.out" || true
+    grep -q $'\033\[H\033\[2J' "$TMP/tty.out"
+}
+
+@test "status shows each group's step rate and reduced bytes per second" {
+    start_master
+    start_peer; start_peer
+    wait_accepted 2
+    # The master's rates span 1 to 4 s of samples: wait for them.
+    for _ in $(seq 1 50); do
+        json=$("$PCCL" status --master 127.0.0.1:"$APORT" --json)
+        grep -q '"revisions_per_s":[0-9]' <<< "$json" && break
+        sleep 0.1
+    done
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ group\ 0\ ring:.*\ [0-9]+\.[0-9]\ rev/s,\ [0-9.]+\ [kMG]?B/s\ reduced ]]
+    echo "$json" | python3 -c '
+import json, sys
+g = json.load(sys.stdin)["groups"][0]
+# The synthetic peers step every 20 ms: some revisions and all-reduced bytes each second.
+assert g["revisions_per_s"] > 1 and g["reduced_bytes_per_s"] > 1000, g
+assert g["collectives_completed"] > 0 and g["reduced_bytes"] > 0, g
+assert g["reduced_bytes"] % g["collectives_completed"] == 0, g   # the same buffer every step
+'
 }
 
 @test "status usage errors exit 2" {

@@ -1,0 +1,60 @@
+/*
+ * cmd_shutdown.c - `pccl shutdown`: stops a master through its admin port
+ * (POST /v1/shutdown with the bearer token), then waits, within --timeout,
+ * until the admin port stops answering, so that a script can go on knowing the
+ * master is gone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admin_client.h"
+
+static int run(int argc, char **argv);
+
+const cli_command_t cli_cmd_shutdown = {
+    .name = "shutdown",
+    .summary = "stop a master through its admin port and wait until it is gone",
+    .usage = "--token-file FILE [--admin HOST:PORT] [--timeout MS]",
+    .flags = admin_client_flags,
+    .run = run,
+    .help_footer = "\nexit codes: 0 the master stopped, 1 failure (unreachable master, refused token, or still\n"
+                   "answering after --timeout), 2 usage error\n",
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int run(int argc, char **argv) {
+    const cli_command_t *cmd = &cli_cmd_shutdown;
+    admin_client_t a;
+    admin_client_init(&a, cmd);
+    int rc = cli_parse_flags(cmd, argc, argv, admin_client_on_flag, &a, NULL);
+    if (rc != CLI_FLAGS_GO_ON) return rc;
+    char token[512];
+    if ((rc = admin_client_token(&a, token, sizeof token)) != CLI_EXIT_OK) return rc;
+    if ((rc = admin_client_post(&a, "/v1/shutdown", token)) != CLI_EXIT_OK) return rc;
+
+    /* The master closes its admin port first when it stops: a refused connection means it is gone. */
+    double deadline = now_ms() + a.timeout_ms;
+    for (;;) {
+        char err[160];
+        int code;
+        double left = deadline - now_ms();
+        if (left <= 0) break;
+        char *body = cli_http_get(&a.addr, "/v1/status", left < 500 ? (int)left + 1 : 500, &code, err, sizeof err);
+        if (!body && !strstr(err, "timed out")) { /* refused or closed: gone; a timeout may be a busy master */
+            printf("master %s shut down\n", a.where);
+            return CLI_EXIT_OK;
+        }
+        free(body); /* free(NULL) after a timeout */
+        struct timespec pause = {0, 50 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr, "pccl shutdown: %s accepted the shutdown but still answers after %.0f ms\n", a.where, a.timeout_ms);
+    return CLI_EXIT_FAIL;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# `pccl kick UUID-PREFIX` and `pccl shutdown` against a real master with real peers: kick by prefix, unknown and
+# ambiguous prefixes, a refused token, shutdown that waits for the master to go, usage errors (exit 2).
+# Helpers (master, peers, http) in admin_helpers.bash.
+
+load admin_helpers
+
+# uuids: the uuids of the master's peers, one a line
+uuids() {
+    http GET /v1/status | cut -d' ' -f2- | python3 -c 'import json,sys; [print(p["uuid"]) for p in json.load(sys.stdin)["peers"]]'
+}
+
+@test "kick UUID-PREFIX removes that real peer and leaves the other" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    start_peer; start_peer
+    wait_accepted 2
+    victim=$(uuids | head -1); other=$(uuids | tail -1)
+    # Upper case and 8 digits, as an operator copies them from `pccl status`.
+    run timeout 10 "$PCCL" kick "$(tr a-f A-F <<< "${victim:0:8}")" --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "kicked $victim (127.0.0.1)" ]]
+    for _ in $(seq 1 100); do uuids | grep -q "$victim" || break; sleep 0.1; done
+    run uuids
+    [[ "$output" != *"$victim"* && "$output" == *"$other"* ]]
+    run http GET /metrics
+    [[ "$output" == *"pccl_peers_kicked_total 1"* ]]
+}
+
+@test "kick: a prefix no peer has is exit 1 and kicks nobody" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    start_peer
+    wait_accepted 1
+    uuid=$(uuids)
+    # The peer's uuid with its first digit changed: no peer can match.
+    prefix=$(python3 -c 'import sys; u=sys.argv[1]; print("%x" % ((int(u[0], 16) + 1) % 16) + u[1:8])' "$uuid")
+    run timeout 10 "$PCCL" kick "$prefix" --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"no peer's uuid starts with '$prefix'"* ]]
+    run http GET /metrics
+    [[ "$output" == *"pccl_peers_kicked_total 0"* ]]
+}
+
+@test "kick: an ambiguous prefix is exit 1, lists the candidates and kicks nobody" {
+    # Random uuids of real peers share a 4-digit prefix too rarely, so a stand-in admin port serves
+    # a status document with two peers that do; it records every request it gets.
+    python3 - "$TMP/port" "$TMP/requests" <<'PY' &
+import http.server, json, sys
+peers = [{"uuid": "abcd" + "1" * 28, "address": "10.0.0.1", "phase": "accepted"},
+         {"uuid": "abcd" + "2" * 28, "address": "10.0.0.2", "phase": "accepted"},
+         {"uuid": "ffff" + "3" * 28, "address": "10.0.0.3", "phase": "accepted"}]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self, code, body):
+        open(sys.argv[2], "a").write(self.command + " " + self.path + "\n")
+        self.send_response(code); self.end_headers(); self.wfile.write(body.encode())
+    def do_GET(self): self.answer(200, json.dumps({"peers": peers}))
+    def do_POST(self): self.answer(202, "{}")
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_port))
+s.serve_forever()
+PY
+    MPID=$!
+    for _ in $(seq 1 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
+    echo s3cret > "$TMP/token"
+    run timeout 10 "$PCCL" kick abcd --admin 127.0.0.1:"$(cat "$TMP/port")" --token-file "$TMP/token"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"'abcd' is ambiguous; 2 peers match"* ]]
+    [[ "$output" == *"abcd1111111111111111111111111111  10.0.0.1"* ]]
+    [[ "$output" == *"abcd2222222222222222222222222222  10.0.0.2"* ]]
+    [[ "$output" != *ffff* ]]
+    ! grep -q POST "$TMP/requests"
+    # One more digit resolves it.
+    run timeout 10 "$PCCL" kick abcd2 --admin 127.0.0.1:"$(cat "$TMP/port")" --token-file "$TMP/token"
+    [ "$status" -eq 0 ]
+    grep -qx "POST /v1/peers/abcd2222222222222222222222222222/kick" "$TMP/requests"
+}
+
+@test "kick and shutdown: a wrong token is exit 1 and changes nothing" {
+    echo s3cret > "$TMP/token"
+    echo wrong > "$TMP/wrong"
+    start_master --admin-token-file "$TMP/token"
+    start_peer
+    wait_accepted 1
+    run timeout 10 "$PCCL" kick "$(uuids | cut -c1-8)" --admin 127.0.0.1:"$APORT" --token-file "$TMP/wrong"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"refused the token"* ]]
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --token-file "$TMP/wrong"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"refused the token"* ]]
+    kill -0 "$MPID"
+    wait_accepted 1
+}
+
+@test "shutdown stops a real master (exit 0) and returns once its admin port is gone" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    start_peer
+    wait_accepted 1
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "master 127.0.0.1:$APORT shut down" ]]
+    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --timeout 1000
+    [ "$status" -eq 3 ]
+    run timeout 10 tail --pid="$MPID" -f /dev/null
+    wait "$MPID"
+    MPID=
+}
+
+@test "kick and shutdown: unreachable master is exit 1; usage errors exit 2" {
+    echo s3cret > "$TMP/token"
+    run timeout 10 "$PCCL" kick abcd1234 --admin 127.0.0.1:1 --token-file "$TMP/token" --timeout 1000
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"unreachable"* ]]
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:1 --token-file "$TMP/token" --timeout 1000
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"unreachable"* ]]
+    run "$PCCL" kick abc --token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"want 4 to 32 hex digits"* ]]
+    run "$PCCL" kick abcz --token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    run "$PCCL" kick --token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    run "$PCCL" kick abcd
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--token-file FILE is required"* ]]
+    run "$PCCL" kick abcd abce --token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    run "$PCCL" shutdown --admin nowhere --token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    run "$PCCL" shutdown
+    [ "$status" -eq 2 ]
+    run "$PCCL" kick abcd --token-file "$TMP/missing"
+    [ "$status" -eq 1 ]
+}
