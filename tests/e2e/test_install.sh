@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_install.sh BIN_DIR - `cmake --install` into a temp prefix, then builds a
 # consumer program out of tree against the installed package two ways
-# (find_package(pccl) with the shared and the static target, and plain
-# pkg-config) and runs each. Also checks the SONAME, the binary, man pages
+# (find_package(pccl) with the shared and the static target, and pkg-config
+# with and without --static) and runs each. Also checks the SONAME, the binary, man pages
 # and completions landed where distributions look for them, and that the
 # Python package imports and loads the installed library.
 set -euo pipefail
@@ -46,29 +46,49 @@ C
 cat > "$WORK/src/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.18)
 project(consumer C)
-find_package(pccl 0.1 REQUIRED)
-add_executable(consumer_shared consumer.c)
-target_link_libraries(consumer_shared PRIVATE pccl::pccl)
-add_executable(consumer_static consumer.c)
-target_link_libraries(consumer_static PRIVATE pccl::pccl_static)
+option(WANT_STATIC "link libpccl.a" OFF)
+if(WANT_STATIC)
+  find_package(pccl 0.1 REQUIRED COMPONENTS static)
+  add_executable(consumer_static consumer.c)
+  target_link_libraries(consumer_static PRIVATE pccl::pccl_static)
+else()
+  find_package(pccl 0.1 REQUIRED)
+  add_executable(consumer_shared consumer.c)
+  target_link_libraries(consumer_shared PRIVATE pccl::pccl)
+endif()
 CM
-cmake -S "$WORK/src" -B "$WORK/out" -DCMAKE_PREFIX_PATH="$PREFIX" > "$WORK/cmake.log" 2>&1 || { cat "$WORK/cmake.log"; fail "find_package(pccl)"; }
+# The shared library's consumer finds pccl with neither the CUDA toolkit, pkg-config nor any dependency's .pc
+# file (libmicrohttpd's) in reach, and its link line names libpccl alone.
+PKG_CONFIG_LIBDIR=/nonexistent cmake -S "$WORK/src" -B "$WORK/out" -DCMAKE_PREFIX_PATH="$PREFIX" \
+    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON \
+    > "$WORK/cmake.log" 2>&1 || { cat "$WORK/cmake.log"; fail "find_package(pccl) needs more than the install"; }
 cmake --build "$WORK/out" > "$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; fail "consumer build (CMake)"; }
+grep -E 'microhttpd|cudart|libuv|cjson|gomp' "$WORK/out/CMakeFiles/consumer_shared.dir/link.txt" \
+    && fail "pccl::pccl passes its private dependencies to the consumer's link"
+cmake -S "$WORK/src" -B "$WORK/out_static" -DCMAKE_PREFIX_PATH="$PREFIX" -DWANT_STATIC=ON > "$WORK/cmake.log" 2>&1 \
+    || { cat "$WORK/cmake.log"; fail "find_package(pccl COMPONENTS static)"; }
+cmake --build "$WORK/out_static" > "$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; fail "consumer build (CMake, static)"; }
 expect="invalid_usage=invalid usage (wrong state, mismatched parameters or revision)"
 out=$(LD_LIBRARY_PATH="$LIBDIR" "$WORK/out/consumer_shared") || fail "consumer_shared failed"
 [[ "$out" == *"$expect" ]] || fail "consumer_shared printed '$out'"
-out=$("$WORK/out/consumer_static") || fail "consumer_static failed"
+out=$("$WORK/out_static/consumer_static") || fail "consumer_static failed"
 [[ "$out" == *"$expect" ]] || fail "consumer_static printed '$out'"
-ldd "$WORK/out/consumer_static" | grep -q libpccl && fail "consumer_static links libpccl.so"
+ldd "$WORK/out_static/consumer_static" | grep -q libpccl && fail "consumer_static links libpccl.so"
 
-export PKG_CONFIG_PATH="$LIBDIR/pkgconfig"
+# pkg-config sees only the install: pccl.pc must not need any dependency's .pc file.
+export PKG_CONFIG_LIBDIR="$LIBDIR/pkgconfig"
 cc -o "$WORK/pc_shared" "$WORK/src/consumer.c" $(pkg-config --cflags --libs pccl) || fail "pkg-config build"
 out=$(LD_LIBRARY_PATH="$LIBDIR" "$WORK/pc_shared") || fail "pkg-config consumer failed"
 [[ "$out" == *"$expect" ]] || fail "pkg-config consumer printed '$out'"
-# Fully static pkg-config links need every dependency's static archive (Debian lacks e.g. gnutls'), so only
-# check that --static names what libpccl.a needs; the CMake build above links libpccl.a for real.
-static=$(pkg-config --static --libs pccl)
-for l in -luv -lcjson -lmicrohttpd -lz -fopenmp -lm; do [[ " $static " == *" $l "* ]] || fail "pkg-config --static lacks $l"; done
+# A static consumer: libpccl.a (-l:libpccl.a, so the linker cannot pick the .so) with --static's flags for the
+# rest, which Debian ships as shared libraries.
+static=$(pkg-config --static --libs pccl) || fail "pkg-config --static --libs pccl"
+cc -o "$WORK/pc_static" "$WORK/src/consumer.c" $(pkg-config --cflags pccl) ${static/-lpccl/-l:libpccl.a} \
+    || fail "pkg-config --static link of libpccl.a ($static)"
+out=$("$WORK/pc_static") || fail "pkg-config static consumer failed"
+[[ "$out" == *"$expect" ]] || fail "pkg-config static consumer printed '$out'"
+ldd "$WORK/pc_static" | grep -q libpccl && fail "pkg-config static consumer links libpccl.so"
+unset PKG_CONFIG_LIBDIR
 
 # The Python package: in PREFIX/lib/python3.X/dist-packages (on python3's path for /usr and /usr/local), loading
 # the installed library through the libdir recorded at install time, with no environment variable.
