@@ -172,7 +172,10 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
     if (atomic_load(&c->master_lost)) return COMM_LOST;
     pthread_mutex_lock(&c->send_mu);
     int rc = COMM_RESTARTED;
-    if (atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
+    /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
+     * outage ends with its retryable failure instead of being kicked for an out-of-state vote. */
+    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED;
+    if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
         rc = net_send_msg(c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
         if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
