@@ -65,3 +65,26 @@ json_peer() {
     run "$PCCL" master --listen 127.0.0.1:0 --bogus
     [[ "${lines[0]}" == "pccl master: unknown option"* ]]
 }
+
+@test "/metrics of a master with peers passes promtool check metrics and has the new series" {
+    command -v promtool || skip "promtool missing (Debian package prometheus, scripts/deps.sh)"
+    start_master
+    start_peer; start_peer
+    wait_accepted 2
+    # until the group has a revision and completed collectives
+    for _ in $(seq 1 100); do
+        http GET /metrics | grep -q '^pccl_group_collectives_completed_total{group="0"} [1-9]' && break; sleep 0.1
+    done
+    http GET /metrics | sed '1s/^200 //' > "$TMP/metrics"
+    run promtool check metrics < "$TMP/metrics"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q '^pccl_build_info{version="[0-9][^"]*"} 1$' "$TMP/metrics"
+    start=$(sed -n 's/^process_start_time_seconds //p' "$TMP/metrics")
+    now=$(date +%s)
+    python3 -c "import sys; s, n = float(sys.argv[1]), float(sys.argv[2]); assert n - 120 < s <= n + 1" "$start" "$now"
+    grep -q '^pccl_group_revision{group="0"} [1-9][0-9]*$' "$TMP/metrics"
+    grep -q '^pccl_group_reduced_bytes_total{group="0"} [1-9][0-9]*$' "$TMP/metrics"
+    grep -q '^pccl_oldest_operation_age_seconds [0-9.]*$' "$TMP/metrics"
+    [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
+}
