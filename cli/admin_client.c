@@ -84,7 +84,7 @@ int admin_client_post(const admin_client_t *a, const char *path, const char *tok
     if (code == 202) return CLI_EXIT_OK;
     if (code == 403)
         cli_err("pccl %s: the master refused the token of '%s' (HTTP 403; is it the master's "
-                        "--admin-token-file?)\n", a->cmd->name, a->token_file);
+                "--admin-token-file?)\n", a->cmd->name, a->token_file);
     else if (code == 404)
         cli_err("pccl %s: the master does not know that peer (HTTP 404; it left meanwhile)\n", a->cmd->name);
     else
