@@ -49,7 +49,7 @@ int admin_client_on_flag(void *ctx, const char *name, const char *value) {
 int admin_client_token(const admin_client_t *a, char *out, size_t cap) {
     if (!a->token_file) return cli_usage_error(a->cmd, "--token-file FILE is required");
     if (cli_read_token(a->token_file, out, cap) != 0) {
-        fprintf(stderr, "pccl %s: cannot read a token from '%s' (missing, unreadable or empty)\n", a->cmd->name,
+        cli_err("pccl %s: cannot read a token from '%s' (missing, unreadable or empty)\n", a->cmd->name,
                 a->token_file);
         return CLI_EXIT_FAIL;
     }
@@ -61,11 +61,11 @@ char *admin_client_get(const admin_client_t *a, const char *path) {
     int code = 0;
     char *body = cli_http_get(&a->addr, path, (int)a->timeout_ms, &code, err, sizeof err);
     if (!body) {
-        fprintf(stderr, "pccl %s: master admin port %s unreachable: %s\n", a->cmd->name, a->where, err);
+        cli_err("pccl %s: master admin port %s unreachable: %s\n", a->cmd->name, a->where, err);
         return NULL;
     }
     if (code != 200) {
-        fprintf(stderr, "pccl %s: GET %s on %s answered HTTP %d\n", a->cmd->name, path, a->where, code);
+        cli_err("pccl %s: GET %s on %s answered HTTP %d\n", a->cmd->name, path, a->where, code);
         free(body);
         return NULL;
     }
@@ -77,17 +77,17 @@ int admin_client_post(const admin_client_t *a, const char *path, const char *tok
     int code = 0;
     char *body = cli_http_request(&a->addr, "POST", path, token, (int)a->timeout_ms, &code, err, sizeof err);
     if (!body) {
-        fprintf(stderr, "pccl %s: master admin port %s unreachable: %s\n", a->cmd->name, a->where, err);
+        cli_err("pccl %s: master admin port %s unreachable: %s\n", a->cmd->name, a->where, err);
         return CLI_EXIT_FAIL;
     }
     free(body);
     if (code == 202) return CLI_EXIT_OK;
     if (code == 403)
-        fprintf(stderr, "pccl %s: the master refused the token of '%s' (HTTP 403; is it the master's "
-                        "--admin-token-file?)\n", a->cmd->name, a->token_file);
+        cli_err("pccl %s: the master refused the token of '%s' (HTTP 403; is it the master's "
+                "--admin-token-file?)\n", a->cmd->name, a->token_file);
     else if (code == 404)
-        fprintf(stderr, "pccl %s: the master does not know that peer (HTTP 404; it left meanwhile)\n", a->cmd->name);
+        cli_err("pccl %s: the master does not know that peer (HTTP 404; it left meanwhile)\n", a->cmd->name);
     else
-        fprintf(stderr, "pccl %s: POST %s on %s answered HTTP %d\n", a->cmd->name, path, a->where, code);
+        cli_err("pccl %s: POST %s on %s answered HTTP %d\n", a->cmd->name, path, a->where, code);
     return CLI_EXIT_FAIL;
 }

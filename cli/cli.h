@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
+
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
@@ -68,7 +70,15 @@ void cli_print_help(const cli_command_t *cmd);
  * is within a third of the word's length (at least one edit): the "did you mean" of usage errors.
  */
 const char *cli_suggest(const char *word, size_t len, const char *const *candidates, size_t n);
-/* Prints "pccl NAME: MSG" and a hint to stderr; returns CLI_EXIT_USAGE. */
+/*
+ * Messages to stderr go through the logger (pccl_log_plain): plain text as written, or JSON records under
+ * --log-format json / PCCL_LOG_FORMAT=json, so that every stderr line of a command has the one format.
+ */
+#define cli_err(...) pccl_log_plain(PCCL_LOG_ERROR, __VA_ARGS__)
+/* Applies --log-format wherever it stands in argv (after the command name), before anything is printed:
+ * usage errors of the same command line come out in that format. */
+void cli_early_log_format(int argc, char **argv);
+/* Prints "pccl NAME: MSG" and a hint to stderr (cli_err); returns CLI_EXIT_USAGE. */
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses "HOST:PORT" (IPv4 or "localhost"); returns 0 on success. */
 struct ccoip_socket_address_t;

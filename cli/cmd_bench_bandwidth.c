@@ -76,7 +76,7 @@ static int serve(const ccoip_socket_address_t *addr) {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        fprintf(stderr, "pccl bench-bandwidth: cannot listen on %s:%u: %s\n", ip, addr->port, strerror(errno));
+        cli_err("pccl bench-bandwidth: cannot listen on %s:%u: %s\n", ip, addr->port, strerror(errno));
         if (fd >= 0) close(fd);
         return CLI_EXIT_FAIL;
     }
@@ -118,11 +118,11 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
     net_ip_str(addr->inet.ipv4.data, ip);
     for (int d = 0; d < 2; d++) {
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
-        fprintf(stderr, "measuring %s to %s:%u for %d s over %d stream(s)...\n", names[d], ip, addr->port, seconds,
+        pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s:%u for %d s over %d stream(s)...\n", names[d], ip, addr->port, seconds,
                 streams);
         if (bw_measure(addr->inet.ipv4.data, addr->port, uuid, dirs[d], seconds * 1000, streams, 10000,
                        &res[d]) != 0) {
-            fprintf(stderr, "pccl bench-bandwidth: %s measurement to %s:%u failed\n", names[d], ip, addr->port);
+            cli_err("pccl bench-bandwidth: %s measurement to %s:%u failed\n", names[d], ip, addr->port);
             return CLI_EXIT_FAIL;
         }
     }
@@ -217,7 +217,7 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
     cJSON *doc = body && code == 200 ? cJSON_Parse(body) : NULL;
     free(body);
     if (!cJSON_IsObject(doc)) {
-        fprintf(stderr, "pccl bench-bandwidth: cannot read the master's topology: %s\n",
+        cli_err("pccl bench-bandwidth: cannot read the master's topology: %s\n",
                 !body ? err : code != 200 ? "bad HTTP status" : "not a JSON document");
         cJSON_Delete(doc);
         return CLI_EXIT_FAIL;
@@ -225,7 +225,7 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
     const cJSON *bw = cJSON_GetObjectItemCaseSensitive(doc, "bandwidth");
     bw_matrix_t x = {0};
     if (cJSON_IsArray(bw) && matrix_from_topology(bw, &x) != 0) {
-        fprintf(stderr, "pccl bench-bandwidth: out of memory\n");
+        cli_err("pccl bench-bandwidth: out of memory\n");
         cJSON_Delete(doc);
         return CLI_EXIT_FAIL;
     }

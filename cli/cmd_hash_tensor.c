@@ -131,7 +131,7 @@ static int run(int argc, char **argv) {
     const uint8_t *buf;
     size_t len;
     if (tf_map(path, &buf, &len, err, sizeof err) != 0) {
-        fprintf(stderr, "pccl %s: %s\n", cmd->name, err);
+        cli_err("pccl %s: %s\n", cmd->name, err);
         return CLI_EXIT_FAIL;
     }
     if (a.fmt == FMT_AUTO) {
@@ -197,7 +197,7 @@ static int run(int argc, char **argv) {
         cJSON_AddItemToArray(arr, o);
     }
     if (prc != 0) {
-        fprintf(stderr, "pccl %s: %s: %s\n", cmd->name, path, err);
+        cli_err("pccl %s: %s: %s\n", cmd->name, path, err);
         rc = CLI_EXIT_FAIL;
     } else if (root) {
         char *s = cJSON_PrintUnformatted(root);

@@ -158,22 +158,22 @@ static int run(int argc, char **argv) {
                                      .p2p_connection_pool_size = o.pool ? o.pool : o.tensors};
     pcclComm_t *comm = NULL;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) {
-        fprintf(stderr, "pccl join: cannot create a communicator\n");
+        cli_err("pccl join: cannot create a communicator\n");
         return CLI_EXIT_FAIL;
     }
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
         const uint8_t *ip = master.inet.ipv4.data;
         if (master.inet.protocol == inetIPv4)
-            fprintf(stderr, "pccl join: cannot join the run at %u.%u.%u.%u:%u: %s\n", ip[0], ip[1], ip[2], ip[3],
+            cli_err("pccl join: cannot join the run at %u.%u.%u.%u:%u: %s\n", ip[0], ip[1], ip[2], ip[3],
                     master.port, pcclResultString(r));
         else
-            fprintf(stderr, "pccl join: cannot join the run at port %u: %s\n", master.port, pcclResultString(r));
+            cli_err("pccl join: cannot join the run at port %u: %s\n", master.port, pcclResultString(r));
         pcclDestroyCommunicator(comm);
         return CLI_EXIT_FAIL;
     }
     rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o);
     pcclDestroyCommunicator(comm);
-    if (rc == 1) fprintf(stderr, "pccl join: the run ended abnormally (master gone or fatal error)\n");
+    if (rc == 1) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");
     return rc;
 }

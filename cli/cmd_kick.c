@@ -70,25 +70,25 @@ static int run(int argc, char **argv) {
     free(body);
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(st, "peers");
     if (!cJSON_IsArray(peers)) {
-        fprintf(stderr, "pccl kick: %s did not answer with a status document\n", a.where);
+        cli_err("pccl kick: %s did not answer with a status document\n", a.where);
         cJSON_Delete(st);
         return CLI_EXIT_FAIL;
     }
     int matches;
     const cJSON *peer = resolve(peers, prefix, &matches);
     if (matches == 0) {
-        fprintf(stderr, "pccl kick: no peer's uuid starts with '%s' (%d peers; see 'pccl status')\n", prefix,
+        cli_err("pccl kick: no peer's uuid starts with '%s' (%d peers; see 'pccl status')\n", prefix,
                 cJSON_GetArraySize(peers));
         cJSON_Delete(st);
         return CLI_EXIT_FAIL;
     }
     if (matches > 1) {
-        fprintf(stderr, "pccl kick: '%s' is ambiguous; %d peers match, give more digits:\n", prefix, matches);
+        cli_err("pccl kick: '%s' is ambiguous; %d peers match, give more digits:\n", prefix, matches);
         const cJSON *p;
         cJSON_ArrayForEach(p, peers) {
             const char *u = field(p, "uuid");
             if (strncmp(u, prefix, strlen(prefix)) == 0)
-                fprintf(stderr, "  %s  %s  %s\n", u, field(p, "address"), field(p, "phase"));
+                cli_err("  %s  %s  %s\n", u, field(p, "address"), field(p, "phase"));
         }
         cJSON_Delete(st);
         return CLI_EXIT_FAIL;

@@ -81,7 +81,7 @@ static int run(int argc, char **argv) {
     if (rc != CLI_FLAGS_GO_ON) return rc;
     char token[512] = "";
     if (a.token_file && cli_read_token(a.token_file, token, sizeof token) != 0) {
-        fprintf(stderr, "pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
+        cli_err("pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
         return CLI_EXIT_FAIL;
     }
 
@@ -97,7 +97,7 @@ static int run(int argc, char **argv) {
     char ip[16];
     ip_string(&a.listen, ip);
     if (pcclCreateMaster(a.listen, &m) != pcclSuccess) {
-        fprintf(stderr, "pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, a.listen.port);
+        cli_err("pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, a.listen.port);
         return CLI_EXIT_FAIL;
     }
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
@@ -107,17 +107,17 @@ static int run(int argc, char **argv) {
         /* An explicit --admin is a promise to the operator; the default port is optional (e.g. a second master
          * on the same host), so the run starts without it rather than not at all. */
         if (a.admin_explicit) {
-            fprintf(stderr, "pccl master: cannot serve the admin port on %s:%u (port in use? --no-admin disables it)\n",
+            cli_err("pccl master: cannot serve the admin port on %s:%u (port in use? --no-admin disables it)\n",
                     aip, a.admin.port);
             pcclDestroyMaster(m);
             return CLI_EXIT_FAIL;
         }
-        fprintf(stderr, "pccl master: warning: default admin port %s:%u unavailable, running without it\n", aip,
-                a.admin.port);
+        pccl_log_plain(PCCL_LOG_WARN, "pccl master: warning: default admin port %s:%u unavailable, running without it\n",
+                       aip, a.admin.port);
         a.admin_on = 0;
     }
     if (pcclRunMaster(m) != pcclSuccess) {
-        fprintf(stderr, "pccl master: cannot start the event loop\n");
+        cli_err("pccl master: cannot start the event loop\n");
         pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
     }

@@ -55,6 +55,6 @@ static int run(int argc, char **argv) {
         struct timespec pause = {0, 50 * 1000000L};
         nanosleep(&pause, NULL);
     }
-    fprintf(stderr, "pccl shutdown: %s accepted the shutdown but still answers after %.0f ms\n", a.where, a.timeout_ms);
+    cli_err("pccl shutdown: %s accepted the shutdown but still answers after %.0f ms\n", a.where, a.timeout_ms);
     return CLI_EXIT_FAIL;
 }

@@ -112,11 +112,11 @@ static int run(int argc, char **argv) {
     int n = 0;
     char err[512];
     if (topo_matrix_read(a.matrix, &bw, &n, err, sizeof err) != 0) {
-        fprintf(stderr, "pccl %s: %s\n", cmd->name, err);
+        cli_err("pccl %s: %s\n", cmd->name, err);
         return CLI_EXIT_FAIL;
     }
     if (n < 2) {
-        fprintf(stderr, "pccl %s: %s: matrix is %dx%d; a ring needs at least 2 peers\n", cmd->name, a.matrix, n, n);
+        cli_err("pccl %s: %s: matrix is %dx%d; a ring needs at least 2 peers\n", cmd->name, a.matrix, n, n);
         free(bw);
         return CLI_EXIT_FAIL;
     }
@@ -127,10 +127,10 @@ static int run(int argc, char **argv) {
     double solve_ms = topo_ms_now() - t0;
     int status = CLI_EXIT_OK;
     if (rc != 0) {
-        fprintf(stderr, "pccl %s: %s: the solver failed (%s)\n", cmd->name, a.matrix, rc == -2 ? "out of memory" : "bad matrix");
+        cli_err("pccl %s: %s: the solver failed (%s)\n", cmd->name, a.matrix, rc == -2 ? "out of memory" : "bad matrix");
         status = CLI_EXIT_FAIL;
     } else if (sol.bottleneck_mbps <= 0) {
-        fprintf(stderr, "pccl %s: %s: no ring avoids unreachable links (every ring has a 0 Mbit/s edge)\n", cmd->name,
+        cli_err("pccl %s: %s: no ring avoids unreachable links (every ring has a 0 Mbit/s edge)\n", cmd->name,
                 a.matrix);
         status = CLI_EXIT_FAIL;
     } else if (a.json) {

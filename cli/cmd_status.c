@@ -150,12 +150,12 @@ static int status_once(const ccoip_socket_address_t *addr, const char *where, in
     int code = 0;
     char *body = cli_http_get(addr, "/v1/status", timeout_ms, &code, err, sizeof err);
     if (!body) {
-        fprintf(stderr, "pccl status: master admin port %s unreachable: %s\n", where, err);
+        cli_err("pccl status: master admin port %s unreachable: %s\n", where, err);
         return STATUS_EXIT_UNREACHABLE;
     }
     cJSON *st = code == 200 ? cJSON_Parse(body) : NULL;
     if (!cJSON_IsObject(st)) {
-        fprintf(stderr, "pccl status: %s did not answer with a status document (HTTP %d)\n", where, code);
+        cli_err("pccl status: %s did not answer with a status document (HTTP %d)\n", where, code);
         cJSON_Delete(st);
         free(body);
         return STATUS_EXIT_UNREACHABLE;

@@ -36,6 +36,19 @@ static int apply_log_flag(const cli_command_t *cmd, const char *name, const char
     return -1;
 }
 
+void cli_early_log_format(int argc, char **argv) {
+    static const char flag[] = "--log-format";
+    const size_t n = sizeof flag - 1;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) return;
+        if (strncmp(argv[i], flag, n) != 0) continue;
+        const char *value = argv[i][n] == '=' ? argv[i] + n + 1 : argv[i][n] == 0 ? argv[i + 1] : NULL;
+        /* A bad value is reported by the command's own parse. */
+        if (value && (strcmp(value, "json") == 0 || strcmp(value, "text") == 0))
+            pccl_log_set_json(strcmp(value, "json") == 0);
+    }
+}
+
 /* Usage error for an unknown option, with the closest flag of the table when one is near. */
 static int unknown_option(const cli_command_t *cmd, const struct option *opts, const char *arg) {
     if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);

@@ -36,10 +36,10 @@ void cli_print_help(const cli_command_t *cmd) {
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "pccl %s: ", cmd->name);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nTry 'pccl %s --help'.\n", cmd->name);
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    cli_err("pccl %s: %s\nTry 'pccl %s --help'.\n", cmd->name, msg, cmd->name);
     return CLI_EXIT_USAGE;
 }
 
@@ -81,8 +81,8 @@ static int unknown_command(const char *name) {
     for (size_t i = 0; i < NUM_COMMANDS; i++) names[i] = commands[i]->name;
     names[NUM_COMMANDS] = "help";
     const char *near = cli_suggest(name, strlen(name), names, NUM_COMMANDS + 1);
-    if (near) fprintf(stderr, "pccl: unknown command '%s' (did you mean '%s'?). See 'pccl --help'.\n", name, near);
-    else fprintf(stderr, "pccl: unknown command '%s'. See 'pccl --help'.\n", name);
+    if (near) cli_err("pccl: unknown command '%s' (did you mean '%s'?). See 'pccl --help'.\n", name, near);
+    else cli_err("pccl: unknown command '%s'. See 'pccl --help'.\n", name);
     return CLI_EXIT_USAGE;
 }
 
@@ -109,6 +109,7 @@ static int complete(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    cli_early_log_format(argc, argv);
     if (argc < 2) {
         print_main_help();
         return CLI_EXIT_USAGE;

@@ -42,7 +42,7 @@ struct pccl_master_admin {
     uv_async_t async;
     int closed;
     uint64_t started_ms;
-    double started_unix_s; /* wall clock at start, for pccl_master_start_time_seconds */
+    double started_unix_s; /* wall clock at start, for process_start_time_seconds */
 };
 
 #define OPS_MAX 4096
@@ -252,11 +252,58 @@ static cJSON *bandwidth_json(pcclMasterInstance_t *m) {
     return arr;
 }
 
-static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32_t connected) {
+/* "# HELP name help" and "# TYPE name type" */
+static void metric_head(FILE *f, const char *name, const char *type, const char *help) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Per-group series: revision, completed collectives, reduced bytes; groups with accepted peers only. */
+static void group_metrics(pcclMasterInstance_t *m, FILE *f) {
+    msm_group_view_t gv[256];
+    int ng = msm_group_views(m->sm, gv, 256);
+    if (ng > 256) ng = 256;
+    metric_head(f, "pccl_group_revision", "gauge", "Last shared-state revision of each peer group.");
+    for (int i = 0; i < ng; i++)
+        if (gv[i].ring_len > 0 && gv[i].has_revision)
+            fprintf(f, "pccl_group_revision{group=\"%u\"} %llu\n", gv[i].id, (unsigned long long)gv[i].last_revision);
+    metric_head(f, "pccl_group_collectives_completed_total", "counter", "Collective operations a group completed.");
+    for (int i = 0; i < ng; i++)
+        if (gv[i].ring_len > 0)
+            fprintf(f, "pccl_group_collectives_completed_total{group=\"%u\"} %llu\n", gv[i].id,
+                    (unsigned long long)gv[i].collectives_completed);
+    metric_head(f, "pccl_group_reduced_bytes_total", "counter",
+                "Bytes (count x dtype size) of the collectives a group completed.");
+    for (int i = 0; i < ng; i++)
+        if (gv[i].ring_len > 0)
+            fprintf(f, "pccl_group_reduced_bytes_total{group=\"%u\"} %llu\n", gv[i].id,
+                    (unsigned long long)gv[i].reduced_bytes);
+}
+
+/* Seconds since each peer's last packet (heartbeats included), by uuid. */
+static void heartbeat_metrics(pcclMasterInstance_t *m, FILE *f, uint64_t now) {
+    metric_head(f, "pccl_peer_heartbeat_age_seconds", "gauge",
+                "Seconds since the master last heard from each peer (any packet, heartbeats included).");
+    int np = msm_peer_count(m->sm);
+    for (int i = 0; i < np; i++) {
+        msm_peer_view_t v;
+        if (msm_peer_view(m->sm, i, &v) != 0) continue;
+        char hex[33];
+        admin_uuid_hex(v.uuid, hex);
+        double age = now > v.last_seen_ms ? (double)(now - v.last_seen_ms) / 1000 : 0;
+        fprintf(f, "pccl_peer_heartbeat_age_seconds{uuid=\"%s\",group=\"%u\"} %.3f\n", hex, v.group, age);
+    }
+}
+
+static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32_t connected, uint64_t now,
+                          uint64_t oldest_op_ms) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return NULL;
+    metric_head(f, "pccl_build_info", "gauge", "The master's pccl version; always 1.");
+    fprintf(f, "pccl_build_info{version=\"%s\"} 1\n", PCCL_VERSION_STRING);
+    metric_head(f, "process_start_time_seconds", "gauge", "Start time of the master since the Unix epoch in seconds.");
+    fprintf(f, "process_start_time_seconds %.3f\n", m->admin->started_unix_s);
     fprintf(f, "# HELP pccl_peers Peers known to the master by phase.\n# TYPE pccl_peers gauge\n");
     fprintf(f, "pccl_peers{phase=\"connected\"} %u\n", connected);
     fprintf(f, "pccl_peers{phase=\"registered\"} %u\n", st->registered);
@@ -277,15 +324,17 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     fprintf(f, "# HELP pccl_master_bytes_sent_total Control bytes sent.\n"
                "# TYPE pccl_master_bytes_sent_total counter\n");
     fprintf(f, "pccl_master_bytes_sent_total %llu\n", (unsigned long long)m->bytes_sent);
-    fprintf(f, "# HELP pccl_master_start_time_seconds Start time of this master process since the Unix epoch.\n"
-               "# TYPE pccl_master_start_time_seconds gauge\n");
-    fprintf(f, "pccl_master_start_time_seconds %.3f\n", m->admin->started_unix_s);
     fprintf(f, "# HELP pccl_reregistrations_total Peers that re-registered (RESUME) after a master restart.\n"
                "# TYPE pccl_reregistrations_total counter\n");
     fprintf(f, "pccl_reregistrations_total %llu\n", (unsigned long long)st->reregistrations);
     fprintf(f, "# HELP pccl_rebuilds_total Runs rebuilt from re-registered peers.\n"
                "# TYPE pccl_rebuilds_total counter\n");
     fprintf(f, "pccl_rebuilds_total %llu\n", (unsigned long long)st->rebuilds);
+    metric_head(f, "pccl_oldest_operation_age_seconds", "gauge",
+                "Age of the oldest operation in flight (vote or running) in seconds; 0 when none.");
+    fprintf(f, "pccl_oldest_operation_age_seconds %.3f\n", (double)oldest_op_ms / 1000);
+    group_metrics(m, f);
+    heartbeat_metrics(m, f, now);
     fclose(f);
     return buf;
 }
@@ -326,7 +375,7 @@ static void publish(pcclMasterInstance_t *m) {
 
     uint32_t connected = (uint32_t)msm_peer_count(m->sm) - st.registered - st.accepted;
     char *status = cJSON_PrintUnformatted(s), *topo = cJSON_PrintUnformatted(t);
-    char *metrics = metrics_text(m, &st, connected);
+    char *metrics = metrics_text(m, &st, connected, now, oldest);
     cJSON_Delete(s);
     cJSON_Delete(t);
     if (!status || !topo || !metrics) {

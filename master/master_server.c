@@ -77,7 +77,8 @@ static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
     if (!c) return;
     wbuf_t b = {0};
     if (wire_encode(msg, &b) != 0) {
-        PLOG_ERROR("master", "cannot encode %s for conn=%llu", wire_type_name(msg->type), (unsigned long long)conn);
+        char name[MSM_NAME_MAX];
+        PLOG_ERROR("master", "cannot encode %s for %s", wire_type_name(msg->type), msm_conn_name(m->sm, conn, name));
         wbuf_free(&b);
         return;
     }
@@ -107,7 +108,8 @@ static void sm_close(void *ctx, uint64_t conn, const char *reason) {
     pcclMasterInstance_t *m = ctx;
     mconn_t *c = find_conn(m, conn);
     if (!c) return;
-    PLOG_INFO("master", "closing conn=%llu: %s", (unsigned long long)conn, reason);
+    char name[MSM_NAME_MAX];
+    PLOG_INFO("master", "closing %s: %s", msm_conn_name(m->sm, conn, name), reason);
     /* uv_close would cancel the queued KICK; shutdown first flushes it, then the callback closes. */
     c->closing = 1;
     uv_read_stop((uv_stream_t *)&c->tcp);
@@ -122,7 +124,8 @@ static void sm_close(void *ctx, uint64_t conn, const char *reason) {
 /* Drops a connection for a transport-level reason and tells the state machine. */
 static void drop_conn(mconn_t *c, const char *reason) {
     if (c->closing) return;
-    PLOG_WARN("master", "dropping conn=%llu: %s", (unsigned long long)c->id, reason);
+    char name[MSM_NAME_MAX];
+    PLOG_WARN("master", "dropping %s: %s", msm_conn_name(c->master->sm, c->id, name), reason);
     uint64_t id = c->id;
     close_conn(c);
     msm_set_time(c->master->sm, uv_now(&c->master->loop));

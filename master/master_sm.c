@@ -24,6 +24,24 @@ msm_peer_t *msm_find(msm_t *m, uint64_t conn) {
     return NULL;
 }
 
+const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]) {
+    const uint8_t *u = p->uuid, *ip = p->ip;
+    if (p->hello)
+        snprintf(buf, MSM_NAME_MAX, "peer %02x%02x%02x%02x (%u.%u.%u.%u:%u)", u[0], u[1], u[2], u[3], ip[0], ip[1],
+                 ip[2], ip[3], p->p2p_port);
+    else
+        snprintf(buf, MSM_NAME_MAX, "peer conn=%llu (%u.%u.%u.%u)", (unsigned long long)p->conn, ip[0], ip[1], ip[2],
+                 ip[3]);
+    return buf;
+}
+
+const char *msm_conn_name(const msm_t *m, uint64_t conn, char buf[MSM_NAME_MAX]) {
+    for (int i = 0; i < m->npeers; i++)
+        if (m->peers[i].conn == conn) return msm_peer_name(&m->peers[i], buf);
+    snprintf(buf, MSM_NAME_MAX, "conn=%llu", (unsigned long long)conn);
+    return buf;
+}
+
 msm_group_t *msm_group(msm_t *m, uint32_t id, int create) {
     for (int i = 0; i < m->ngroups; i++)
         if (m->groups[i].id == id) return &m->groups[i];
@@ -52,7 +70,8 @@ void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) {
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
     uint64_t conn = p->conn;
-    PLOG_WARN("master", "kicking peer conn=%llu: %s", (unsigned long long)conn, reason);
+    char name[MSM_NAME_MAX];
+    PLOG_WARN("master", "kicking %s: %s", msm_peer_name(p, name), reason);
     wire_msg_t k = {.type = M2C_KICK};
     snprintf(k.u.kick.reason, sizeof k.u.kick.reason, "%s", reason);
     msm_send(m, conn, &k);
@@ -208,8 +227,8 @@ static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     wire_msg_t w = {.type = M2C_WELCOME};
     memcpy(w.u.welcome.uuid, p->uuid, 16);
     msm_send(m, p->conn, &w);
-    PLOG_INFO("master", "peer conn=%llu registered (group %u, p2p port %u)", (unsigned long long)p->conn, p->group,
-              p->p2p_port);
+    char name[MSM_NAME_MAX];
+    PLOG_INFO("master", "%s registered (group %u)", msm_peer_name(p, name), p->group);
     msm_topo_on_registered(m);
 }
 
@@ -289,8 +308,10 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
 }
 
 void msm_on_disconnect(msm_t *m, uint64_t conn) {
-    if (!msm_find(m, conn)) return;
-    PLOG_INFO("master", "peer conn=%llu disconnected", (unsigned long long)conn);
+    msm_peer_t *p = msm_find(m, conn);
+    if (!p) return;
+    char name[MSM_NAME_MAX];
+    PLOG_INFO("master", "%s disconnected", msm_peer_name(p, name));
     remove_peer_record(m, conn);
 }
 

@@ -92,6 +92,13 @@ int msm_take_moonshot(msm_t *m, msm_moonshot_t *out);
 void msm_on_moonshot_result(msm_t *m, uint32_t group, uint64_t epoch, const uint64_t *req_conns, const int *order,
                             int n);
 
+/* Longest name msm_conn_name writes, with its NUL. */
+#define MSM_NAME_MAX 64
+/* How the master's log lines name the peer on conn: "peer 3fa2c1d0 (10.0.0.5:48149)" (its uuid's first 8 hex
+ * digits and its address, ip:p2p_port) once registered; "peer conn=N (10.0.0.5)" before its HELLO or RESUME;
+ * "conn=N" when the state machine has no record of conn. Returns buf (MSM_NAME_MAX bytes). */
+const char *msm_conn_name(const msm_t *m, uint64_t conn, char buf[MSM_NAME_MAX]);
+
 /* Read-only views for the admin port and tests. */
 typedef struct msm_peer_view {
     uint64_t conn;

@@ -136,8 +136,9 @@ void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
         return;
     }
     if (!msg->u.coll.ok) {
-        PLOG_INFO("master", "group %u tag %llu failed on conn=%llu: aborting", g->id, (unsigned long long)c->tag,
-                  (unsigned long long)p->conn);
+        char name[MSM_NAME_MAX];
+        PLOG_INFO("master", "group %u tag %llu failed on %s: aborting", g->id, (unsigned long long)c->tag,
+                  msm_peer_name(p, name));
         msm_op_fail(m, c, MSM_FAIL_LOST);
     } else {
         mb->owes = 0;

@@ -87,6 +87,8 @@ struct msm {
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
+/* p's name for log lines (see msm_conn_name); returns buf. */
+const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]);
 /* Checks a HELLO's or RESUME's magic, version and p2p port; kicks p and returns -1 if wrong. */
 int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port);
 /* Marks p registered (group, p2p port, pool size clamped to [1, 64]). */

@@ -57,7 +57,8 @@ void msm_report_unreachable(msm_t *m, msm_peer_t *reporter, const uint8_t uuid[1
     m->reports[m->nreports].reporter = reporter->conn;
     m->reports[m->nreports].target = t->conn;
     m->nreports++;
-    PLOG_INFO("master", "peer conn=%llu reports conn=%llu unreachable (%d report(s))",
-              (unsigned long long)reporter->conn, (unsigned long long)t->conn, distinct);
+    char rname[MSM_NAME_MAX], tname[MSM_NAME_MAX];
+    PLOG_INFO("master", "%s reports %s unreachable (%d report(s))", msm_peer_name(reporter, rname),
+              msm_peer_name(t, tname), distinct);
     if (distinct >= 2) msm_kick(m, t, "unreachable by %d of its ring neighbours", distinct);
 }

@@ -148,9 +148,10 @@ static void rebuild_group(msm_t *m, uint32_t group) {
         p->resumed = 0;
         p->ss_revision = p->resume_rev;
         p->outdated = has_rev && (!p->resume_has_rev || p->resume_rev != rev || !same_hashes(p, &m->peers[popular]));
+        char name[MSM_NAME_MAX];
         if (p->outdated)
-            PLOG_WARN("master", "peer conn=%llu resumed at revision %llu, the group's majority is at %llu: outdated",
-                      (unsigned long long)p->conn, (unsigned long long)p->resume_rev, (unsigned long long)rev);
+            PLOG_WARN("master", "%s resumed at revision %llu, the group's majority is at %llu: outdated",
+                      msm_peer_name(p, name), (unsigned long long)p->resume_rev, (unsigned long long)rev);
     }
     g->wired = wired;
     for (int k = 0; k < norder; k++) {
@@ -226,8 +227,8 @@ void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
         /* The run went on without it: a new peer, accepted at the next round like any other. */
         wire_msg_t no = {.type = M2C_RESUMED};
         msm_send(m, p->conn, &no);
-        PLOG_INFO("master", "peer conn=%llu resumed after the run was rebuilt: joins as a new peer",
-                  (unsigned long long)p->conn);
+        char name[MSM_NAME_MAX];
+        PLOG_INFO("master", "%s resumed after the run was rebuilt: joins as a new peer", msm_peer_name(p, name));
         msm_topo_on_registered(m);
         return;
     }
@@ -249,7 +250,8 @@ void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
         m->rebuilding = 1;
         m->rebuild_started = m->now;
     }
-    PLOG_INFO("master", "peer conn=%llu re-registered (group %u, revision %llu)", (unsigned long long)p->conn,
-              p->group, (unsigned long long)r->revision);
+    char name[MSM_NAME_MAX];
+    PLOG_INFO("master", "%s re-registered (group %u, revision %llu)", msm_peer_name(p, name), p->group,
+              (unsigned long long)r->revision);
     msm_rebuild_check(m);
 }

@@ -160,10 +160,10 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
         const msm_peer_t *peer = msm_find(m, p->conn);
         uint8_t status = plan_status(mem, k, best, target, conflict, peer && peer->outdated);
         if (status != SS_OK) {
+            char name[MSM_NAME_MAX];
             if (status == SS_REVISION_REFUSED)
-                PLOG_WARN("master", "peer conn=%llu offered revision %llu, group %u expects %llu",
-                          (unsigned long long)p->conn, (unsigned long long)p->revision, g->id,
-                          (unsigned long long)target);
+                PLOG_WARN("master", "%s offered revision %llu, group %u expects %llu", msm_conn_name(m, p->conn, name),
+                          (unsigned long long)p->revision, g->id, (unsigned long long)target);
             send_plan(m, p->conn, status, target, NULL, NULL, 0);
             leave[nleave++] = p->conn;
             /* The error first, so the peer's call returns a reason; then the kick the seed demands. */

@@ -110,7 +110,8 @@ static int admit_newcomers(msm_t *m, msm_op_t *op) {
         msm_group_t *g = msm_group(m, p->group, 1);
         if (!g || msm_ring_append(g, p->conn) != 0) return -1;
         p->accepted = 1;
-        PLOG_INFO("master", "peer conn=%llu accepted into group %u", (unsigned long long)p->conn, p->group);
+        char name[MSM_NAME_MAX];
+        PLOG_INFO("master", "%s accepted into group %u", msm_peer_name(p, name), p->group);
     }
     return 0;
 }

@@ -41,7 +41,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     mnist_set_t train = {0}, test = {0};
     const char *dir = o->data_dir ? o->data_dir : MNIST_DEFAULT_DIR;
     if (mnist_load(dir, "train", &train, err, sizeof err) != 0 || mnist_load(dir, "t10k", &test, err, sizeof err) != 0) {
-        fprintf(stderr, "pccl join: cannot load Fashion-MNIST from %s: %s\n", dir, err);
+        cli_err("pccl join: cannot load Fashion-MNIST from %s: %s\n", dir, err);
         mnist_free(&train);
         return 1;
     }
@@ -56,7 +56,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     int rc = 0;
     if (!outer || !momentum || !inner || !grad || !delta || !idx || !scratch || adamw_init(&adam, np) != 0 ||
         mnist_sampler_init(&sampler, train.n, 0, 1, o->seed) != 0) {
-        fprintf(stderr, "pccl join: out of memory\n");
+        cli_err("pccl join: out of memory\n");
         rc = 1;
         goto out;
     }
@@ -114,7 +114,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
             continue;
         }
         if (r != pcclSuccess) {
-            fprintf(stderr, "pccl join: all-reduce failed: %s\n", pcclResultString(r));
+            cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
             rc = 1;
             break;
         }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli.h"
 #include "pccl.h"
 
 typedef struct join_opts {

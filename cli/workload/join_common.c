@@ -107,7 +107,7 @@ int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row
     cJSON_AddNumberToObject(e, "max_rejections", o->max_rejections);
     join_emit(o, e);
     if (*in_a_row < o->max_rejections) return 1;
-    fprintf(stderr, "pccl join: giving up after %u rejected all-reduces in a row: %s (--max-rejections)\n",
+    cli_err("pccl join: giving up after %u rejected all-reduces in a row: %s (--max-rejections)\n",
             *in_a_row, reason);
     return -1;
 }

@@ -72,7 +72,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     float *out = o->out_of_place ? malloc(n * sizeof *out) : buf;
     pcclReduceOpDescriptor_t *descs = calloc(pieces, sizeof *descs);
     if (!state || !buf || !out || !descs) {
-        fprintf(stderr, "pccl join: out of memory for %zu elements\n", n);
+        cli_err("pccl join: out of memory for %zu elements\n", n);
         return 1;
     }
     pcclTensorInfo_t info = {.name = "state", .data = state, .count = n, .datatype = pcclFloat,
@@ -116,7 +116,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
             continue; /* discard this step; the revision stays */
         }
         if (r != pcclSuccess) {
-            fprintf(stderr, "pccl join: all-reduce failed: %s\n", pcclResultString(r));
+            cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
             rc = 1;
             break;
         }
@@ -125,7 +125,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
             int k = o->quant.algorithm == pcclQuantNone ? check_piece(out + off, off, cnt, ss.revision)
                                                         : check_piece_quantized(out + off, off, cnt, ss.revision, &o->quant);
             if (k < 0) {
-                fprintf(stderr, "pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
+                cli_err("pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
                         (unsigned long long)ss.revision);
                 rc = 3;
             }

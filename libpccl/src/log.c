@@ -46,15 +46,9 @@ void pccl_log_set_level(pccl_log_level_t level) { atomic_store(&g_level, (int)le
 void pccl_log_set_json(int json) { atomic_store(&g_json, json ? 1 : 0); }
 int pccl_log_enabled(pccl_log_level_t level) { return (int)level <= level_now(); }
 
-void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {
+/* Writes one record of msg (level filtering is the caller's). */
+static void write_record(pccl_log_level_t level, const char *component, const char *msg) {
     static const char *names[] = {"error", "warn", "info", "debug"};
-    if (!pccl_log_enabled(level)) return;
-    char msg[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
@@ -81,4 +75,40 @@ void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ..
     if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
     ssize_t w = write(STDERR_FILENO, line, (size_t)n);
     (void)w;
+}
+
+void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {
+    if (!pccl_log_enabled(level)) return;
+    char msg[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    write_record(level, component, msg);
+}
+
+void pccl_log_vplain(pccl_log_level_t level, const char *fmt, va_list ap) {
+    char msg[8192];
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    if (n < 0) return;
+    if (n > (int)sizeof msg - 1) n = (int)sizeof msg - 1;
+    if (!json_now()) {
+        ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+        (void)w;
+        return;
+    }
+    for (char *line = msg; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        write_record(level, "cli", line);
+        if (!nl) break;
+        line = nl + 1;
+    }
+}
+
+void pccl_log_plain(pccl_log_level_t level, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pccl_log_vplain(level, fmt, ap);
+    va_end(ap);
 }

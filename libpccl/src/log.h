@@ -9,6 +9,8 @@
 #ifndef PCCL_LOG_H
 #define PCCL_LOG_H
 
+#include <stdarg.h>
+
 typedef enum { PCCL_LOG_ERROR = 0, PCCL_LOG_WARN = 1, PCCL_LOG_INFO = 2, PCCL_LOG_DEBUG = 3 } pccl_log_level_t;
 
 void pccl_log_set_level(pccl_log_level_t level);
@@ -18,6 +20,14 @@ void pccl_log_set_json(int json);
 int pccl_log_enabled(pccl_log_level_t level);
 void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/**
+ * A message meant for the person at the terminal (a command's error, a warning, progress): in text format
+ * written to stderr exactly as formatted; in JSON format one record per line of it, with this level and
+ * component "cli", so that every stderr line of the process parses as JSON. Printed whatever the log level.
+ */
+void pccl_log_plain(pccl_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pccl_log_vplain(pccl_log_level_t level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 #define PLOG_ERROR(comp, ...) pccl_log(PCCL_LOG_ERROR, comp, __VA_ARGS__)
 #define PLOG_WARN(comp, ...) pccl_log(PCCL_LOG_WARN, comp, __VA_ARGS__)

@@ -28,11 +28,11 @@ wait_rev peer0 $((before + 20)) 60
 grep -q "rebuilt run from 3 peers at revision" "$WORK/master.log" || fail "no rebuild logged"
 
 # A newcomer registers; the master dies while it is being accepted.
-seen=$(grep -c 'peer conn=[0-9]* registered (group' "$WORK/master.log")
+seen=$(grep -c 'peer [0-9a-f]\{8\} ([0-9.]*:[0-9]*) registered (group' "$WORK/master.log")
 "$BIN/restart_peer" "$PORT" "$END" 15 > "$WORK/newcomer.log" 2> "$WORK/newcomer.err" &
 pids+=($!); PIDS+=($!)
 for _ in $(seq 1 500); do
-    [ "$(grep -c 'peer conn=[0-9]* registered (group' "$WORK/master.log")" -gt "$seen" ] && break; sleep 0.01
+    [ "$(grep -c 'peer [0-9a-f]\{8\} ([0-9.]*:[0-9]*) registered (group' "$WORK/master.log")" -gt "$seen" ] && break; sleep 0.01
 done
 kill_master
 sleep 1

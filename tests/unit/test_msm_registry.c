@@ -221,6 +221,18 @@ static void test_views(void) {
     teardown();
 }
 
+/* Log lines name a peer by its uuid prefix and address once registered, by its connection before. */
+static void test_names(void) {
+    setup();
+    join(3); /* uuid 28 2f 36 3d ..., 10.0.0.3, p2p port 20003 */
+    connect_(4);
+    char name[MSM_NAME_MAX];
+    CHECK(strcmp(msm_conn_name(M, 3, name), "peer 282f363d (10.0.0.3:20003)") == 0);
+    CHECK(strcmp(msm_conn_name(M, 4, name), "peer conn=4 (10.0.0.4)") == 0);
+    CHECK(strcmp(msm_conn_name(M, 99, name), "conn=99") == 0);
+    teardown();
+}
+
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_hello_errors);
@@ -228,5 +240,6 @@ int main(void) {
     RUN_TEST(test_unreachable_reports);
     RUN_TEST(test_multi_group);
     RUN_TEST(test_views);
+    RUN_TEST(test_names);
     TEST_MAIN_END();
 }

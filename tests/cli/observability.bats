@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# Observability of a real master with real peers: --log-format json makes every stderr line JSON (master, a
+# kicked peer, usage errors), log lines name peers by uuid prefix and address, /metrics passes
+# `promtool check metrics` and has the build, start-time, group, operation-age and heartbeat-age series.
+# Helpers (master, peers, http) in admin_helpers.bash.
+
+load admin_helpers
+
+# all_json FILE: every line of FILE is a JSON object with ts, level, component and msg (fails otherwise)
+all_json() {
+    python3 - "$1" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines, "no lines"
+for line in lines:
+    o = json.loads(line)
+    assert isinstance(o, dict) and {"ts", "level", "component", "msg"} <= o.keys(), line
+PY
+}
+
+# json_peer NAME: a synthetic peer logging JSON, stdout and stderr apart; appends to PEERS, sets LAST
+json_peer() {
+    "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 1000000 --step-delay 20 \
+        --log-format json --log-level info > "$TMP/$1.out" 2> "$TMP/$1.err" &
+    LAST=$!
+    PEERS+=("$LAST")
+}
+
+@test "--log-format json: every stderr line of the master and of a kicked peer is JSON" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token" --log-format json --log-level debug
+    json_peer a; json_peer b
+    wait_accepted 2
+    victim=$(http GET /v1/status | cut -d' ' -f2- | python3 -c 'import json,sys; print(json.load(sys.stdin)["peers"][0]["uuid"])')
+    run http POST "/v1/peers/$victim/kick" s3cret
+    [ "${output%% *}" = 202 ]
+    # the kicked peer's join fails: its last words are on stderr
+    for _ in $(seq 1 100); do grep -q "kicking peer ${victim:0:8}" "$TMP/master.err" && break; sleep 0.1; done
+    for p in "${PEERS[@]}"; do kill -0 "$p" 2>/dev/null || { wait "$p" || true; }; done
+    sleep 0.5
+    kill "${PEERS[@]}" 2>/dev/null || true
+    kill -INT "$MPID"; wait "$MPID" || true
+    all_json "$TMP/master.err"
+    all_json "$TMP/a.err"
+    all_json "$TMP/b.err"
+    # log lines name the peer by uuid prefix and address, not by connection id
+    grep -q "kicking peer ${victim:0:8} (127\.0\.0\.1:[0-9]*): kicked by the operator" "$TMP/master.err"
+    grep -q "peer [0-9a-f]\{8\} (127\.0\.0\.1:[0-9]*) registered (group 0)" "$TMP/master.err"
+    ! grep -q "peer conn=" "$TMP/master.err"
+    # the kicked peer said so, as JSON, through the command's own message too
+    cat "$TMP/a.err" "$TMP/b.err" | grep -q '"component":"cli".*pccl join: '
+}
+
+@test "--log-format json: usage errors and the master's startup errors are JSON" {
+    run "$PCCL" master --log-format json --listen 127.0.0.1:0 --bogus
+    [ "$status" -eq 2 ]
+    printf '%s\n' "$output" > "$TMP/usage.err"
+    all_json "$TMP/usage.err"
+    grep -q "unknown option" "$TMP/usage.err"
+    PCCL_LOG_FORMAT=json run "$PCCL" master --listen 127.0.0.1:0 --admin-token-file "$TMP/missing"
+    [ "$status" -ne 0 ]
+    printf '%s\n' "$output" > "$TMP/token.err"
+    all_json "$TMP/token.err"
+    # text stays text
+    run "$PCCL" master --listen 127.0.0.1:0 --bogus
+    [[ "${lines[0]}" == "pccl master: unknown option"* ]]
+}
+
+@test "/metrics of a master with peers passes promtool check metrics and has the new series" {
+    command -v promtool || skip "promtool missing (Debian package prometheus, scripts/deps.sh)"
+    start_master
+    start_peer; start_peer
+    wait_accepted 2
+    # until the group has a revision and completed collectives
+    for _ in $(seq 1 100); do
+        http GET /metrics | grep -q '^pccl_group_collectives_completed_total{group="0"} [1-9]' && break; sleep 0.1
+    done
+    http GET /metrics | sed '1s/^200 //' > "$TMP/metrics"
+    run promtool check metrics < "$TMP/metrics"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -q '^pccl_build_info{version="[0-9][^"]*"} 1$' "$TMP/metrics"
+    start=$(sed -n 's/^process_start_time_seconds //p' "$TMP/metrics")
+    now=$(date +%s)
+    python3 -c "import sys; s, n = float(sys.argv[1]), float(sys.argv[2]); assert n - 120 < s <= n + 1" "$start" "$now"
+    grep -q '^pccl_group_revision{group="0"} [1-9][0-9]*$' "$TMP/metrics"
+    grep -q '^pccl_group_reduced_bytes_total{group="0"} [1-9][0-9]*$' "$TMP/metrics"
+    grep -q '^pccl_oldest_operation_age_seconds [0-9.]*$' "$TMP/metrics"
+    [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
+}
