@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The master's dashboard (GET / of the admin port): its files' types and Content-Security-Policy, a page that
 # loads nothing from outside the admin port, and the page run by headless Chromium against a real master with
-# three real peers (peers, the ring in ring order, the rates and their charts in the rendered DOM).
+# three real peers (peers, the ring in ring order, the rates and their charts in the rendered DOM) and with a stopped
+# peer (the operation it holds up, with its age).
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -21,6 +22,15 @@ with open(tmp + "/head", "w") as f:
     f.write("%d\n" % r.status + "".join("%s: %s\n" % kv for kv in r.headers.items()))
 open(tmp + "/body", "wb").write(body)
 PY
+}
+
+# dump_dom: the page as headless Chromium has drawn it, into $TMP/dom.html. Every host but loopback goes through a
+# proxy that does not exist, so the page must work without network; virtual time runs the page's polls (one a
+# second) for 5 s of page time, which takes a second or two.
+dump_dom() {
+    timeout 90 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$TMP/chromium" \
+        --proxy-server=http://127.0.0.1:9 --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$APORT/" \
+        > "$TMP/dom.html" 2> "$TMP/chromium.err"
 }
 
 @test "dashboard: GET / is HTML, its script and style have their types, and every file allows only 'self'" {
@@ -82,11 +92,7 @@ PY
         sleep 0.1
     done
     sed -i 's/^200 //' "$TMP/status"
-    # Every host but loopback goes through a proxy that does not exist: the page must work without network.
-    # Virtual time runs the page's polls (one a second) for 5 s of page time.
-    timeout 90 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$TMP/chromium" \
-        --proxy-server=http://127.0.0.1:9 --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$APORT/" \
-        > "$TMP/dom.html" 2> "$TMP/chromium.err"
+    dump_dom
     python3 - "$TMP/status" "$TMP/dom.html" <<'PY'
 import json, re, sys
 status = json.load(open(sys.argv[1]))
@@ -106,5 +112,33 @@ assert rate and float(rate.group(1)) > 0 and float(rate.group(2)) > 0, dom
 series = re.findall(r'<path class="series" data-group="0" d="([^"]*)"', dom)
 assert len(series) == 2 and all(d.count(" L") >= 2 for d in series), series
 assert "unreachable" not in dom, dom
+PY
+}
+
+@test "dashboard in headless Chromium: an operation held up by a stopped peer shows with its kind and age" {
+    command -v chromium > /dev/null || skip "chromium not installed (scripts/deps.sh installs it)"
+    start_master
+    start_peer; A=$LAST; start_peer
+    wait_accepted 2
+    kill -STOP "$A"
+    sleep 2
+    http GET /v1/status | sed 's/^200 //' > "$TMP/status"
+    dump_dom
+    kill -CONT "$A"
+    python3 - "$TMP/status" "$TMP/dom.html" <<'PY'
+import json, re, sys
+status = json.load(open(sys.argv[1]))
+dom = open(sys.argv[2]).read()
+ops = status["run_operations"] + [o for g in status["groups"] for o in g["operations"]]
+assert ops and max(o["age_ms"] for o in ops) >= 1000, status
+table = re.search(r'<table id="operations">.*?</table>', dom, re.S).group(0)
+rows = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r'<tr class="op[^"]*">(.*?)</tr>', table)]
+assert rows, table
+# Oldest first: its kind is one the master had in flight, its age in seconds at least the 2 s the peer stopped.
+group, kind, tag, state, op_seq, members, age = rows[0]
+assert kind in {o["kind"] for o in ops} and state in ("voting", "running"), rows
+assert re.fullmatch(r"[0-9.]+s", age) and float(age[:-1]) >= 2, rows
+assert any(o["kind"] == kind and members == "%d: %s" % (o["members"], " ".join(u[:8] for u in o["member_uuids"]))
+           for o in ops), (rows, ops)
 PY
 }
