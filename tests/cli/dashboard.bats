@@ -26,11 +26,13 @@ PY
 
 # dump_dom: the page as headless Chromium has drawn it, into $TMP/dom.html. Every host but loopback goes through a
 # proxy that does not exist, so the page must work without network; virtual time runs the page's polls (one a
-# second) for 5 s of page time, which takes a second or two.
+# second) for 5 s of page time, which takes a second or two. Fails if the page wrote to the console: an uncaught
+# exception, or a load the Content-Security-Policy refused.
 dump_dom() {
     timeout 90 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$TMP/chromium" \
-        --proxy-server=http://127.0.0.1:9 --virtual-time-budget=5000 --dump-dom "http://127.0.0.1:$APORT/" \
-        > "$TMP/dom.html" 2> "$TMP/chromium.err"
+        --proxy-server=http://127.0.0.1:9 --enable-logging=stderr --v=0 --virtual-time-budget=5000 \
+        --dump-dom "http://127.0.0.1:$APORT/" > "$TMP/dom.html" 2> "$TMP/chromium.err"
+    if grep ':CONSOLE' "$TMP/chromium.err"; then return 1; fi
 }
 
 @test "dashboard: GET / is HTML, its script and style have their types, and every file allows only 'self'" {
