@@ -2,7 +2,7 @@
 # The master's dashboard (GET / of the admin port): its files' types and Content-Security-Policy, a page that
 # loads nothing from outside the admin port, and the page run by headless Chromium against a real master with
 # three real peers (peers, the ring in ring order, the rates and their charts in the rendered DOM) and with a stopped
-# peer (the operation it holds up, with its age).
+# peer (the operation it holds up, with its age), and a page whose v1/status fails (shown as unreachable).
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -143,4 +143,20 @@ assert re.fullmatch(r"[0-9.]+s", age) and float(age[:-1]) >= 2, rows
 assert any(o["kind"] == kind and members == "%d: %s" % (o["members"], " ".join(u[:8] for u in o["member_uuids"]))
            for o in ops), (rows, ops)
 PY
+}
+
+@test "dashboard in headless Chromium: a master that does not answer v1/status shows as unreachable" {
+    command -v chromium > /dev/null || skip "chromium not installed (scripts/deps.sh installs it)"
+    start_master
+    mkdir "$TMP/site"
+    for f in index.html dashboard.js dashboard.css; do get "/$f"; cp "$TMP/body" "$TMP/site/$f"; done
+    kill -9 "$MPID"
+    # The master's files from a server that has no v1/status (404), on the port the master's admin port had.
+    python3 -m http.server --bind 127.0.0.1 --directory "$TMP/site" "$APORT" > "$TMP/site.log" 2>&1 &
+    PEERS+=($!)
+    for _ in $(seq 1 50); do get /index.html 2> /dev/null && break; sleep 0.1; done
+    dump_dom
+    grep -q '<body class="down">' "$TMP/dom.html"
+    grep -q '<span id="summary">master unreachable (HTTP 404)</span>' "$TMP/dom.html"
+    grep -q '<span id="health" class="health down">unreachable</span>' "$TMP/dom.html"
 }
