@@ -191,10 +191,12 @@ function drawRing(group, peersByUuid) {
   group.ring.forEach((uuid, i) => {
     const p = peersByUuid.get(uuid);
     const [x, y] = at(angle(i), R);
-    const c = svg('circle', {class: 'ring-peer ' + stateClass(p ? p.state : 'unknown'), 'data-uuid': uuid,
+    const late = p && p.last_heartbeat_ms_ago > LATE_HEARTBEAT_MS ? ' late' : '';
+    const c = svg('circle', {class: 'ring-peer ' + stateClass(p ? p.state : 'unknown') + late, 'data-uuid': uuid,
       cx: x.toFixed(1), cy: y.toFixed(1), r: node.toFixed(1)});
     const title = svg('title');
-    title.textContent = p ? `${uuid}\n${p.address}:${p.p2p_port}\n${p.state}, revision ${p.revision}` : uuid;
+    title.textContent = p ? `${uuid}\n${p.address}:${p.p2p_port}\n${p.state}, revision ${p.revision}, ` +
+      `last heard ${fmtAge(p.last_heartbeat_ms_ago)} ago` : uuid;
     c.append(title);
     const a = angle(i), cos = Math.cos(a);
     const [lx, ly] = at(a, R + node + 6);

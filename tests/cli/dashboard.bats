@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # The master's dashboard (GET / of the admin port): its files' types and Content-Security-Policy, a page that
 # loads nothing from outside the admin port, and the page run by headless Chromium against a real master with
-# three real peers (peers, the ring in ring order, the rates and their charts in the rendered DOM) and with a stopped
-# peer (the operation it holds up, with its age), and a page whose v1/status fails (shown as unreachable).
+# three real peers (peers, the ring in ring order, the rates and their charts in the rendered DOM), with a
+# stopped peer (marked silent; the operation it holds up, with its age), and with a v1/status that fails (the
+# master shown as unreachable).
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -76,7 +77,8 @@ dump_dom() {
     [ -s "$TMP/dashboard.js" ] && [ -s "$TMP/dashboard.css" ]
     # No URL anywhere in the files (the SVG namespace is a name, never fetched), nor a CSS import or url() of
     # anything but a fragment of the page itself.
-    run grep -hoE 'https?://[^"'"'"' )]*|@import|url\([^#][^)]*\)' "$TMP/index.html" "$TMP/dashboard.js" "$TMP/dashboard.css"
+    run grep -hoE 'https?://[^"'"'"' )]*|@import|url\([^#][^)]*\)' \
+        "$TMP/index.html" "$TMP/dashboard.js" "$TMP/dashboard.css"
     [ "$(grep -vx 'http://www.w3.org/2000/svg' <<< "$output" | grep -c .)" -eq 0 ]
     # The script asks for nothing but v1/status.
     [ "$(grep -o 'fetch([^)]*' "$TMP/dashboard.js")" = "fetch('v1/status', {cache: 'no-store', signal: ctl.signal}" ]
@@ -117,13 +119,13 @@ assert "unreachable" not in dom, dom
 PY
 }
 
-@test "dashboard in headless Chromium: an operation held up by a stopped peer shows with its kind and age" {
+@test "dashboard in headless Chromium: a stopped peer is marked silent, the operation it holds up has its age" {
     command -v chromium > /dev/null || skip "chromium not installed (scripts/deps.sh installs it)"
     start_master
     start_peer; A=$LAST; start_peer
     wait_accepted 2
     kill -STOP "$A"
-    sleep 2
+    sleep 3.5
     http GET /v1/status | sed 's/^200 //' > "$TMP/status"
     dump_dom
     kill -CONT "$A"
@@ -139,7 +141,11 @@ assert rows, table
 # Oldest first: its kind is one the master had in flight, its age in seconds at least the 2 s the peer stopped.
 group, kind, tag, state, op_seq, members, age = rows[0]
 assert kind in {o["kind"] for o in ops} and state in ("voting", "running"), rows
-assert re.fullmatch(r"[0-9.]+s", age) and float(age[:-1]) >= 2, rows
+assert re.fullmatch(r"[0-9.]+s", age) and float(age[:-1]) >= 3, rows
+# The stopped peer, silent past 3 s, is marked in the ring; the other is not.
+silent = max(status["peers"], key=lambda p: p["last_heartbeat_ms_ago"])["uuid"]
+circles = dict((u, c) for c, u in re.findall(r'<circle class="ring-peer ([^"]*)" data-uuid="([0-9a-f]{32})"', dom))
+assert len(circles) == 2 and all(("late" in c.split()) == (u == silent) for u, c in circles.items()), circles
 assert any(o["kind"] == kind and members == "%d: %s" % (o["members"], " ".join(u[:8] for u in o["member_uuids"]))
            for o in ops), (rows, ops)
 PY
