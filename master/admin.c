@@ -1,10 +1,12 @@
 /*
  * admin.c - the admin port's HTTP side (libmicrohttpd, one internal polling
  * thread). Handlers only read the latest published snapshot (copied under a
- * mutex) or queue a command for the loop thread; they never block on the
- * master, so a slow or hostile HTTP client cannot delay a collective.
+ * mutex), serve the dashboard's files compiled into the binary, or queue a
+ * command for the loop thread; they never block on the master, so a slow or
+ * hostile HTTP client cannot delay a collective.
  */
 #include "admin.h"
+#include "dashboard.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +24,10 @@
 #define ADMIN_MAX_REQUEST_MEMORY (32 * 1024)
 
 #define QUEUE_CAP 64
+
+/* The dashboard loads nothing but its own files and /v1/status from this origin: no inline script or style, no
+ * other host, and no page of another origin may frame it. */
+#define DASHBOARD_CSP "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 struct admin_server {
     struct MHD_Daemon *daemon;
@@ -58,17 +64,26 @@ static int parse_uuid(const char *s, size_t len, uint8_t out[16]) {
     return 0;
 }
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *type, const char *body,
-                               const char *allow) {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+/* mode: MHD_RESPMEM_MUST_COPY for a body that dies with the handler, PERSISTENT for the compiled-in files.
+ * csp: a Content-Security-Policy header, or NULL. */
+static enum MHD_Result respond_bytes(struct MHD_Connection *conn, unsigned code, const char *type, const void *body,
+                                     size_t len, enum MHD_ResponseMemoryMode mode, const char *allow,
+                                     const char *csp) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (csp) MHD_add_response_header(r, "Content-Security-Policy", csp);
     enum MHD_Result ret = MHD_queue_response(conn, code, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned code, const char *type, const char *body,
+                               const char *allow) {
+    return respond_bytes(conn, code, type, body, strlen(body), MHD_RESPMEM_MUST_COPY, allow, NULL);
 }
 
 /* Error bodies are built from fixed text only: nothing from the request is echoed. */
@@ -88,6 +103,27 @@ static enum MHD_Result respond_snapshot(admin_server_t *s, struct MHD_Connection
     enum MHD_Result r = respond(conn, MHD_HTTP_OK, type, copy, NULL);
     free(copy);
     return r;
+}
+
+/* The dashboard's file at url ("/" is its index.html), or NULL. */
+static const dashboard_file_t *dashboard_file(const char *url) {
+    if (strcmp(url, "/") == 0) url = "/index.html";
+    for (size_t i = 0; i < dashboard_nfiles; i++)
+        if (strcmp(dashboard_files[i].path, url) == 0) return &dashboard_files[i];
+    return NULL;
+}
+
+static const char *content_type(const char *path) {
+    static const struct {
+        const char *ext, *type;
+    } types[] = {{".html", "text/html; charset=utf-8"},
+                 {".js", "text/javascript; charset=utf-8"},
+                 {".css", "text/css; charset=utf-8"},
+                 {".svg", "image/svg+xml"}};
+    const char *dot = strrchr(path, '.');
+    for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+        if (strcmp(dot, types[i].ext) == 0) return types[i].type;
+    return "application/octet-stream";
 }
 
 /* Constant-time comparison so the token cannot be guessed byte by byte from timings. */
@@ -180,6 +216,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         !memchr(url + pl, '/', ul - pl - sl)) {
         if (!post) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
         return handle_kick(s, conn, url + pl, ul - pl - sl);
+    }
+    const dashboard_file_t *f = dashboard_file(url);
+    if (f) {
+        if (!get) return respond_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, HEAD");
+        return respond_bytes(conn, MHD_HTTP_OK, content_type(f->path), f->data, f->len, MHD_RESPMEM_PERSISTENT, NULL,
+                             DASHBOARD_CSP);
     }
     return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found", NULL);
 }
