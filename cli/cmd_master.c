@@ -8,12 +8,16 @@
 #include "log.h"
 #include "master_internal.h"
 #include "pccl.h"
+#include "sec_key.h"
 
 static const cli_flag_t flags[] = {
     {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},
     {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48152; port 0 = any)"},
     {"no-admin", no_argument, NULL, "do not serve the admin port"},
     {"admin-token-file", required_argument, "FILE", "bearer token for kick/shutdown (without: refused)"},
+    {"key-file", required_argument, "FILE", "run key (32+ secret bytes, mode 0600): only peers holding it may join "
+                                            "(env PCCL_KEY_FILE; without: an open run)"},
+    {"encrypt", no_argument, NULL, "encrypt every connection of the run (needs a run key; env PCCL_ENCRYPT=1)"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
     {0},
@@ -24,8 +28,8 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
-    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--log-level LEVEL] "
-             "[--log-format FORMAT]",
+    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--key-file FILE "
+             "[--encrypt]] [--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
 };
@@ -52,7 +56,8 @@ static void ip_string(const ccoip_socket_address_t *a, char out[16]) {
 typedef struct {
     ccoip_socket_address_t listen, admin;
     int admin_on, admin_explicit;
-    const char *token_file;
+    const char *token_file, *key_file;
+    int encrypt;
 } master_args_t;
 
 static int on_flag(void *ctx, const char *name, const char *value) {
@@ -68,6 +73,10 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         a->admin_on = 0;
     } else if (strcmp(name, "admin-token-file") == 0) {
         a->token_file = value;
+    } else if (strcmp(name, "key-file") == 0) {
+        a->key_file = value;
+    } else if (strcmp(name, "encrypt") == 0) {
+        a->encrypt = 1;
     }
     return 0;
 }
@@ -86,6 +95,17 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
         return CLI_EXIT_FAIL;
     }
+    /* The flags replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. */
+    sec_cfg_t sec = {0};
+    char err[320];
+    int keyed = a.key_file ? sec_key_from_file(a.key_file, &sec, err, sizeof err) : 0;
+    if (!a.key_file && a.encrypt) keyed = sec_key_from_env(&sec, err, sizeof err);
+    if (keyed < 0) {
+        fprintf(stderr, "pccl master: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (a.encrypt && !sec.keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
+    sec.encrypt = a.encrypt;
 
     /* Block the signals before any thread starts so that only sigwait below receives them. */
     sigset_t set;
@@ -100,6 +120,11 @@ static int run(int argc, char **argv) {
     ip_string(&a.listen, ip);
     if (pcclCreateMaster(a.listen, &m) != pcclSuccess) {
         fprintf(stderr, "pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, a.listen.port);
+        return CLI_EXIT_FAIL;
+    }
+    if ((a.key_file || a.encrypt) && pccl__master_set_security(m, &sec) != pcclSuccess) {
+        fprintf(stderr, "pccl master: cannot set the run key\n");
+        pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
     }
     char aip[16];

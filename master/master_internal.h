@@ -15,6 +15,7 @@
 
 #include "master_sm.h"
 #include "pccl.h"
+#include "sec_key.h"
 
 struct mconn;
 struct pccl_master_admin; /* master_admin.c; NULL unless pccl__master_enable_admin was called */
@@ -41,10 +42,13 @@ struct pcclMasterInstanceState_t {
     int last_error;
     uint64_t bytes_sent, packets_received;
     struct pccl_master_admin *admin;
+    sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
 };
 
 /* Port the master listens on (useful after binding port 0). */
 uint16_t pccl__master_port(const pcclMasterInstance_t *m);
+/* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster. */
+pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);
 
 /*
  * Admin port (master_admin.c, admin.c). Not started by pcclCreateMaster: the
