@@ -603,8 +603,8 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r;
         memcpy(res[i].uuid, t->uuid, 16);
-        res[i].mbps = bw_measure(t->ip, t->port, c->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
-                                 c->timeout_ms, &r) == 0 ? r.mbps : 0;
+        res[i].mbps = bw_measure(t->ip, t->port, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS,
+                                 (int)req->u.bench_req.duration_ms, 1, c->timeout_ms, &r) == 0 ? r.mbps : 0;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }
     wire_msg_t out = {.type = C2M_BENCH_RESULT};

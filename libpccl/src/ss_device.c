@@ -60,7 +60,7 @@ void ss_staging_free(ss_staging_t *stg) {
     stg->pinned = 0;
 }
 
-int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
+int ss_send_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
     const uint8_t *p = t->data;
     size_t left = ss_tensor_bytes(t);
 #ifdef PCCL_HAS_CUDA
@@ -78,7 +78,7 @@ int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_
             src = stg->buf;
         }
 #endif
-        if (net_send_all(fd, src, n) != 0) return -1;
+        if (link_send_all(link, fd, src, n) != 0) return -1;
         if (tx) atomic_fetch_add(tx, n);
         p += n;
         left -= n;
@@ -86,7 +86,7 @@ int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_
     return 0;
 }
 
-int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg) {
+int ss_recv_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg) {
     uint8_t *p = t->data;
     size_t left = ss_tensor_bytes(t);
 #ifdef PCCL_HAS_CUDA
@@ -94,7 +94,7 @@ int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg) {
         if (staging_get(stg) != 0) return -1;
         while (left) {
             size_t n = left < SS_CHUNK ? left : SS_CHUNK;
-            if (net_recv_all(fd, stg->buf, n) != 0 || pccl_cuda_copy_h2d(p, stg->buf, n) != 0) return -1;
+            if (link_recv_all(link, fd, stg->buf, n) != 0 || pccl_cuda_copy_h2d(p, stg->buf, n) != 0) return -1;
             p += n;
             left -= n;
         }
@@ -106,7 +106,7 @@ int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg) {
     /* CPU: straight into the user's tensor, in bounded reads so each one is covered by the timeout. */
     while (left) {
         size_t n = left < SS_CHUNK ? left : SS_CHUNK;
-        if (net_recv_all(fd, p, n) != 0) return -1;
+        if (link_recv_all(link, fd, p, n) != 0) return -1;
         p += n;
         left -= n;
     }

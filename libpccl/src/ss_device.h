@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "pccl.h"
+#include "sec_link.h"
 
 /* Largest single write/read; also the staging buffer size. */
 #define SS_CHUNK ((size_t)4 << 20)
@@ -27,10 +28,11 @@ size_t ss_tensor_bytes(const pcclTensorInfo_t *t);
 int ss_device_check(const pcclTensorInfo_t *t);
 /* SimpleHash of the tensor's bytes wherever they live; 0 on success. */
 int ss_hash(const pcclTensorInfo_t *t, uint64_t *out);
-/* Sends the tensor's bytes, adding each chunk to *tx once written; 0 on success. */
-int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx);
+/* Sends the tensor's bytes, adding each chunk to *tx once written; 0 on success. link: the AEAD
+ * stream when the run encrypts, else NULL (also below). */
+int ss_send_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx);
 /* Receives exactly the tensor's bytes into it; 0 on success. */
-int ss_recv_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg);
+int ss_recv_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg);
 void ss_staging_free(ss_staging_t *stg);
 
 #endif
