@@ -26,7 +26,8 @@ void sec_frame_seal(sec_session_t *s, const uint8_t *pt, size_t len, uint8_t *ou
 /* Size of the whole frame whose 4-byte header is hdr; 0 when its length is 0 or over the maximum. */
 size_t sec_frame_size(const uint8_t *hdr);
 /* Opens a whole frame (frame_len = sec_frame_size) in place: the plaintext is then at
- * frame + SEC_FRAME_HDR. @return 0 and advances the receive counter, or -1. */
+ * frame + SEC_FRAME_HDR. @return 0 and advances the receive counter, or -1 (the frame's bytes
+ * are then undefined). */
 int sec_frame_open(sec_session_t *s, uint8_t *frame, size_t frame_len);
 
 #endif
