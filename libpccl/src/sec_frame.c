@@ -29,15 +29,19 @@ size_t sec_frame_size(const uint8_t *hdr) {
     return len == 0 || len > SEC_FRAME_MAX ? 0 : (size_t)len + SEC_FRAME_OVERHEAD;
 }
 
-int sec_frame_open(sec_session_t *s, uint8_t *frame, size_t frame_len) {
+int sec_frame_open_to(sec_session_t *s, const uint8_t *frame, size_t frame_len, uint8_t *out) {
     if (frame_len < SEC_FRAME_OVERHEAD || sec_frame_size(frame) != frame_len) return -1;
     size_t len = frame_len - SEC_FRAME_OVERHEAD;
     uint8_t n[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
     nonce_of(s->rx_seq, n);
-    if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(frame + SEC_FRAME_HDR, NULL, frame + SEC_FRAME_HDR, len,
+    if (crypto_aead_xchacha20poly1305_ietf_decrypt_detached(out, NULL, frame + SEC_FRAME_HDR, len,
                                                             frame + SEC_FRAME_HDR + len, frame, SEC_FRAME_HDR, n,
                                                             s->rx_key) != 0)
         return -1;
     s->rx_seq++;
     return 0;
+}
+
+int sec_frame_open(sec_session_t *s, uint8_t *frame, size_t frame_len) {
+    return sec_frame_open_to(s, frame, frame_len, frame + SEC_FRAME_HDR);
 }

@@ -25,9 +25,11 @@
 void sec_frame_seal(sec_session_t *s, const uint8_t *pt, size_t len, uint8_t *out);
 /* Size of the whole frame whose 4-byte header is hdr; 0 when its length is 0 or over the maximum. */
 size_t sec_frame_size(const uint8_t *hdr);
-/* Opens a whole frame (frame_len = sec_frame_size) in place: the plaintext is then at
- * frame + SEC_FRAME_HDR. @return 0 and advances the receive counter, or -1 (the frame's bytes
- * are then undefined). */
+/* Opens a whole frame (frame_len = sec_frame_size) into out (frame_len - SEC_FRAME_OVERHEAD
+ * bytes; out may be frame + SEC_FRAME_HDR, i.e. in place). @return 0 and advances the receive
+ * counter, or -1 (out's bytes are then undefined). */
+int sec_frame_open_to(sec_session_t *s, const uint8_t *frame, size_t frame_len, uint8_t *out);
+/* sec_frame_open_to in place: the plaintext is then at frame + SEC_FRAME_HDR. */
 int sec_frame_open(sec_session_t *s, uint8_t *frame, size_t frame_len);
 
 #endif
