@@ -237,14 +237,20 @@ static void ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u
  * remaining input may be framed, -1 otherwise (still handshaking, or closed). */
 static int handshake_step(mconn_t *c) {
     char err[128], ip[16];
-    int r = msec_feed(&c->sec, c->buf, &c->len, err, sizeof err);
-    if (c->sec.hs && c->sec.hs->out_len) {
-        uint8_t *out = malloc(c->sec.hs->out_len);
-        if (out) memcpy(out, c->sec.hs->out, c->sec.hs->out_len);
-        if (out) write_owned(c, out, c->sec.hs->out_len);
-        else close_conn(c);
-        c->sec.hs->out_len = 0;
-    }
+    int r;
+    size_t before;
+    /* One message per feed; a next one that arrived in the same read is fed after the answer. */
+    do {
+        before = c->len;
+        r = msec_feed(&c->sec, c->buf, &c->len, err, sizeof err);
+        if (c->sec.hs && c->sec.hs->out_len) {
+            uint8_t *out = malloc(c->sec.hs->out_len);
+            if (out) memcpy(out, c->sec.hs->out, c->sec.hs->out_len);
+            if (out) write_owned(c, out, c->sec.hs->out_len);
+            else close_conn(c);
+            c->sec.hs->out_len = 0;
+        }
+    } while (r == MSEC_MORE && !c->closing && c->len && c->len < before);
     ip_str(c->ip, ip);
     switch (r) {
     case MSEC_MORE: return -1;

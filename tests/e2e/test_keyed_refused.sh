@@ -117,6 +117,11 @@ check(msg2 != bytes(answered[:136]), 'replay: the master answered with the recor
 s.sendall(bytes(sent[104:]))
 data, eof = read_to_eof(s)
 check(eof and data == b'', 'replay: the master went on after a replayed MSG3 (%d bytes)' % len(data))
+# The whole recording in one write: refused at once (not only at the handshake deadline), no WELCOME.
+t0 = time.time(); s = conn(); s.sendall(bytes(sent))
+data, eof = read_to_eof(s)
+check(eof and len(data) <= 136 and time.time() - t0 < 2.5,
+      'replay in one write: %d bytes, eof=%s after %.1f s' % (len(data), eof, time.time() - t0))
 print('raw master clients refused; replay refused')
 PY
 grep -q "refused conn=.*: it has no run key" "$WORK/master.log" || fail "master log: no-key refusal missing"
