@@ -244,6 +244,7 @@ def main():
     p("")
 
     out.extend(rs.section())
+    include(p, "security.md", "### 1c. Keyed and encrypted runs")
 
     # ---- latencies
     lat = [r for r in rows if r.get("mode") == "lat" and r.get("call")]

@@ -22,6 +22,7 @@
 #include "bandwidth.h"
 #include "cli.h"
 #include "net.h"
+#include "p2p_hello.h"
 #include "pccl.h"
 #include "wire.h"
 
@@ -56,12 +57,12 @@ static void on_signal(int sig) {
 
 static void *serve_one(void *arg) {
     int fd = (int)(intptr_t)arg;
-    uint8_t hello[WIRE_P2P_HELLO_LEN], kind, uuid[16];
-    uint32_t slot;
-    net_set_timeouts(fd, 5000);
-    if (net_recv_all(fd, hello, sizeof hello) == 0 && wire_p2p_hello_decode(hello, &kind, uuid, &slot) == 0 &&
-        kind == P2P_KIND_BENCH)
-        bw_serve_connection(fd, 10000);
+    static const uint8_t self[16] = {0};
+    p2p_intro_t who;
+    sec_link_t *link;
+    char err[160];
+    if (p2p_greet(fd, NULL, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
+        bw_serve_connection(link, fd, 10000);
     close(fd);
     return NULL;
 }
@@ -120,7 +121,7 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
         pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s:%u for %d s over %d stream(s)...\n", names[d], ip, addr->port, seconds,
                 streams);
-        if (bw_measure(addr->inet.ipv4.data, addr->port, uuid, dirs[d], seconds * 1000, streams, 10000,
+        if (bw_measure(addr->inet.ipv4.data, addr->port, uuid, NULL, NULL, dirs[d], seconds * 1000, streams, 10000,
                        &res[d]) != 0) {
             cli_err("pccl bench-bandwidth: %s measurement to %s:%u failed\n", names[d], ip, addr->port);
             return CLI_EXIT_FAIL;

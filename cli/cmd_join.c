@@ -11,9 +11,11 @@
 #include "pccl.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
+#include "sec_key.h"
 
 static const cli_flag_t flags[] = {
     {"master", required_argument, "HOST:PORT", "master control address (required)"},
+    {"key-file", required_argument, "FILE", "run key of a keyed run (mode 0600; env PCCL_KEY_FILE)"},
     {"workload", required_argument, "NAME", "fashion-mnist (DiLoCo training) or synthetic (checked all-reduces)"},
     {"steps", required_argument, "N", "stop when the shared-state revision reaches N (default 50)"},
     {"peer-group", required_argument, "G", "peer group (default 0)"},
@@ -76,6 +78,7 @@ typedef struct {
     join_opts_t *o;
     ccoip_socket_address_t *master;
     int *have_master;
+    const char **key_file;
 } join_args_t;
 
 static int on_flag(void *ctx, const char *n, const char *arg) {
@@ -87,6 +90,8 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     if (!strcmp(n, "master")) {
         bad = cli_parse_hostport(arg, a->master, CCOIP_PROTOCOL_PORT_MASTER) != 0;
         *a->have_master = !bad;
+    } else if (!strcmp(n, "key-file")) {
+        *a->key_file = arg;
     } else if (!strcmp(n, "workload")) {
         if (strcmp(arg, "fashion-mnist") && strcmp(arg, "synthetic"))
             return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", arg);
@@ -148,10 +153,21 @@ static int run(int argc, char **argv) {
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = 10};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
+    const char *key_file = NULL;
     const cli_command_t *cmd = &cli_cmd_join;
-    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &(join_args_t){&o, &master, &have_master}, NULL);
+    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &(join_args_t){&o, &master, &have_master, &key_file}, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
+    if (key_file) {
+        /* Checked here for a clear message; the library reads it through the environment. */
+        sec_cfg_t sec = {0};
+        char err[320];
+        if (sec_key_from_file(key_file, &sec, err, sizeof err) != 0) {
+            cli_err("pccl join: %s\n", err);
+            return CLI_EXIT_FAIL;
+        }
+        setenv("PCCL_KEY_FILE", key_file, 1);
+    }
 
     pcclInit();
     pcclCommCreateParams_t params = {.master_address = master, .peer_group = o.peer_group,

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "master_internal.h"
 #include "pccl.h"
+#include "sec_key.h"
 
 static const cli_flag_t flags[] = {
     {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},
@@ -17,6 +18,9 @@ static const cli_flag_t flags[] = {
     {"vote-timeout", required_argument, "MS",
      "kick peers that have not voted (or reported) this long after a vote opened (default 600000; 0 = never; "
      "env PCCL_VOTE_TIMEOUT_MS)"},
+    {"key-file", required_argument, "FILE", "run key (32+ secret bytes, mode 0600): only peers holding it may join "
+                                            "(env PCCL_KEY_FILE; without: an open run)"},
+    {"encrypt", no_argument, NULL, "encrypt every connection of the run (needs a run key; env PCCL_ENCRYPT=1)"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
     {0},
@@ -28,7 +32,7 @@ const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
     .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--vote-timeout MS] "
-             "[--log-level LEVEL] [--log-format FORMAT]",
+             "[--key-file FILE [--encrypt]] [--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
 };
@@ -43,7 +47,8 @@ static void ip_string(const ccoip_socket_address_t *a, char out[16]) {
 typedef struct {
     ccoip_socket_address_t listen, admin;
     int admin_on, admin_explicit;
-    const char *token_file;
+    const char *token_file, *key_file;
+    int encrypt;
     long long vote_timeout_ms; /* -1: not given */
 } master_args_t;
 
@@ -65,6 +70,10 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         if (cli_parse_u64(value, 86400000ULL, &v) != 0)
             return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, 86400000])", value);
         a->vote_timeout_ms = (long long)v;
+    } else if (strcmp(name, "key-file") == 0) {
+        a->key_file = value;
+    } else if (strcmp(name, "encrypt") == 0) {
+        a->encrypt = 1;
     }
     return 0;
 }
@@ -84,6 +93,17 @@ static int run(int argc, char **argv) {
         cli_err("pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
         return CLI_EXIT_FAIL;
     }
+    /* The flags replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. */
+    sec_cfg_t sec = {0};
+    char err[320];
+    int keyed = a.key_file ? sec_key_from_file(a.key_file, &sec, err, sizeof err) : 0;
+    if (!a.key_file && a.encrypt) keyed = sec_key_from_env(&sec, err, sizeof err);
+    if (keyed < 0) {
+        cli_err("pccl master: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (a.encrypt && !sec.keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
+    sec.encrypt = a.encrypt;
 
     /* Block the signals before any thread starts so that only sigwait below receives them. */
     sigset_t set;
@@ -101,6 +121,11 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
+    if ((a.key_file || a.encrypt) && pccl__master_set_security(m, &sec) != pcclSuccess) {
+        cli_err("pccl master: cannot set the run key\n");
+        pcclDestroyMaster(m);
+        return CLI_EXIT_FAIL;
+    }
     char aip[16];
     ip_string(&a.admin, aip);
     if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL) != pcclSuccess) {

@@ -15,6 +15,7 @@
 
 #include "master_sm.h"
 #include "pccl.h"
+#include "sec_key.h"
 
 struct mconn;
 struct pccl_master_admin; /* master_admin.c; NULL unless pccl__master_enable_admin was called */
@@ -41,6 +42,7 @@ struct pcclMasterInstanceState_t {
     int last_error;
     uint64_t bytes_sent, packets_received;
     struct pccl_master_admin *admin;
+    sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
 };
 
 /* Port the master listens on (useful after binding port 0). */
@@ -48,6 +50,8 @@ uint16_t pccl__master_port(const pcclMasterInstance_t *m);
 /* Vote deadline in ms (0: none; see msm_set_vote_timeout); before pcclRunMaster. pcclCreateMaster sets it
  * from PCCL_VOTE_TIMEOUT_MS, default MSM_VOTE_TIMEOUT_MS (10 minutes). */
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms);
+/* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster. */
+pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);
 
 /*
  * Admin port (master_admin.c, admin.c). Not started by pcclCreateMaster: the

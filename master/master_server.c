@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "master_internal.h"
+#include "master_secure.h"
 #include "master_sm.h"
 #include "pccl.h"
 #include "topology_solver.h"
@@ -28,9 +29,13 @@ typedef struct mconn {
     uv_tcp_t tcp;
     pcclMasterInstance_t *master;
     uint64_t id;
-    uint8_t *buf;
+    uint8_t *buf; /* received plaintext not yet framed */
     size_t len, cap;
     int closing;
+    int known;          /* the state machine knows it (after the handshake of a keyed run) */
+    uint8_t ip[4];      /* what the state machine is told on connect */
+    uint8_t uuid[16];
+    msec_t sec;         /* keyed runs: the handshake, then the session */
     struct mconn *next;
 } mconn_t;
 
@@ -53,6 +58,7 @@ static void on_conn_closed(uv_handle_t *h) {
             *pp = c->next;
             break;
         }
+    msec_free(&c->sec);
     free(c->buf);
     free(c);
 }
@@ -71,30 +77,49 @@ static void on_written(uv_write_t *req, int status) {
     free(w);
 }
 
-static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
-    pcclMasterInstance_t *m = ctx;
-    mconn_t *c = find_conn(m, conn);
-    if (!c) return;
-    wbuf_t b = {0};
-    if (wire_encode(msg, &b) != 0) {
-        char name[MSM_NAME_MAX];
-        PLOG_ERROR("master", "cannot encode %s for %s", wire_type_name(msg->type), msm_conn_name(m->sm, conn, name));
-        wbuf_free(&b);
-        return;
-    }
+/* Queues data (malloc'd; taken over) on the connection as it is. */
+static void write_owned(mconn_t *c, uint8_t *data, size_t len) {
     wreq_t *w = malloc(sizeof *w);
     if (!w) {
-        wbuf_free(&b);
+        free(data);
         close_conn(c);
         return;
     }
-    w->buf = uv_buf_init((char *)b.data, (unsigned)b.len);
-    m->bytes_sent += b.len;
+    w->buf = uv_buf_init((char *)data, (unsigned)len);
+    c->master->bytes_sent += len;
     if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, on_written) != 0) {
-        free(b.data);
+        free(data);
         free(w);
         close_conn(c);
     }
+}
+
+/* Encodes msg and queues it, sealed when the run encrypts. */
+static void send_msg(mconn_t *c, const wire_msg_t *msg) {
+    wbuf_t b = {0};
+    if (wire_encode(msg, &b) != 0) {
+        char name[MSM_NAME_MAX];
+        PLOG_ERROR("master", "cannot encode %s for %s", wire_type_name(msg->type),
+                   msm_conn_name(c->master->sm, c->id, name));
+        wbuf_free(&b);
+        return;
+    }
+    uint8_t *out = b.data;
+    size_t len = b.len;
+    if (c->sec.encrypt) {
+        int rc = msec_seal(&c->sec, b.data, b.len, &out, &len);
+        wbuf_free(&b);
+        if (rc != 0) {
+            close_conn(c);
+            return;
+        }
+    }
+    write_owned(c, out, len);
+}
+
+static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
+    mconn_t *c = find_conn(ctx, conn);
+    if (c) send_msg(c, msg);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -104,12 +129,8 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
     if (!uv_is_closing((uv_handle_t *)&c->tcp)) uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-static void sm_close(void *ctx, uint64_t conn, const char *reason) {
-    pcclMasterInstance_t *m = ctx;
-    mconn_t *c = find_conn(m, conn);
-    if (!c) return;
-    char name[MSM_NAME_MAX];
-    PLOG_INFO("master", "closing %s: %s", msm_conn_name(m->sm, conn, name), reason);
+/* Closes after what is queued (a KICK) was written. */
+static void close_after_writes(mconn_t *c) {
     /* uv_close would cancel the queued KICK; shutdown first flushes it, then the callback closes. */
     c->closing = 1;
     uv_read_stop((uv_stream_t *)&c->tcp);
@@ -121,6 +142,15 @@ static void sm_close(void *ctx, uint64_t conn, const char *reason) {
     }
 }
 
+static void sm_close(void *ctx, uint64_t conn, const char *reason) {
+    pcclMasterInstance_t *m = ctx;
+    mconn_t *c = find_conn(m, conn);
+    if (!c) return;
+    char name[MSM_NAME_MAX];
+    PLOG_INFO("master", "closing %s: %s", msm_conn_name(m->sm, conn, name), reason);
+    close_after_writes(c);
+}
+
 /* Drops a connection for a transport-level reason and tells the state machine. */
 static void drop_conn(mconn_t *c, const char *reason) {
     if (c->closing) return;
@@ -128,12 +158,19 @@ static void drop_conn(mconn_t *c, const char *reason) {
     PLOG_WARN("master", "dropping %s: %s", msm_conn_name(c->master->sm, c->id, name), reason);
     uint64_t id = c->id;
     close_conn(c);
+    if (!c->known) return;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
     msm_on_disconnect(c->master->sm, id);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     mconn_t *c = h->data;
+    if (c->sec.encrypt) { /* frames go to their own buffer and are opened into buf */
+        size_t avail;
+        uint8_t *p = msec_raw_space(&c->sec, &avail);
+        *buf = p ? uv_buf_init((char *)p, (unsigned)avail) : uv_buf_init(NULL, 0);
+        return;
+    }
     if (c->cap - c->len < 65536) {
         size_t cap = c->cap ? c->cap * 2 : 131072;
         while (cap - c->len < 65536) cap *= 2;
@@ -193,16 +230,87 @@ static void process_frames(mconn_t *c) {
     }
 }
 
+static void connect_to_sm(mconn_t *c) {
+    c->known = 1;
+    msm_set_time(c->master->sm, uv_now(&c->master->loop));
+    msm_on_connect(c->master->sm, c->id, c->ip, c->uuid);
+}
+
+static void ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }
+
+/* Runs the handshake on what arrived; 0 when the connection is authenticated now and its
+ * remaining input may be framed, -1 otherwise (still handshaking, or closed). */
+static int handshake_step(mconn_t *c) {
+    char err[128], ip[16];
+    int r;
+    size_t before;
+    /* One message per feed; a next one that arrived in the same read is fed after the answer. */
+    do {
+        before = c->len;
+        r = msec_feed(&c->sec, c->buf, &c->len, err, sizeof err);
+        if (c->sec.hs && c->sec.hs->out_len) {
+            uint8_t *out = malloc(c->sec.hs->out_len);
+            if (out) memcpy(out, c->sec.hs->out, c->sec.hs->out_len);
+            if (out) write_owned(c, out, c->sec.hs->out_len);
+            else close_conn(c);
+            c->sec.hs->out_len = 0;
+        }
+    } while (r == MSEC_MORE && !c->closing && c->len && c->len < before);
+    ip_str(c->ip, ip);
+    switch (r) {
+    case MSEC_MORE: return -1;
+    case MSEC_OPEN_CLIENT: {
+        PLOG_WARN("master", "refused conn=%llu from %s: it has no run key", (unsigned long long)c->id, ip);
+        wire_msg_t k = {.type = M2C_KICK};
+        snprintf(k.u.kick.reason, sizeof k.u.kick.reason,
+                 "this run requires a run key (pccl join --key-file FILE, or PCCL_KEY_FILE)");
+        send_msg(c, &k);
+        close_after_writes(c);
+        return -1;
+    }
+    case MSEC_DONE:
+        connect_to_sm(c);
+        if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
+            drop_conn(c, "a frame failed authentication");
+            return -1;
+        }
+        return 0;
+    default:
+        PLOG_WARN("master", "refused conn=%llu from %s: %s", (unsigned long long)c->id, ip, err);
+        close_conn(c);
+        return -1;
+    }
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     mconn_t *c = s->data;
     (void)buf;
     if (c->closing) return;
+    if (nread < 0 && c->sec.hs) {
+        char ip[16];
+        ip_str(c->ip, ip);
+        PLOG_WARN("master", "refused conn=%llu from %s: closed during the handshake (%s)", (unsigned long long)c->id,
+                  ip, nread == UV_EOF ? "the client has another key?" : uv_strerror((int)nread));
+        close_conn(c);
+        return;
+    }
     if (nread < 0) {
         drop_conn(c, nread == UV_EOF ? "connection closed by peer" : uv_strerror((int)nread));
         return;
     }
     if (nread == 0) return;
-    c->len += (size_t)nread;
+    if (c->sec.hs) {
+        c->len += (size_t)nread;
+        if (handshake_step(c) != 0) return;
+    } else if (c->sec.encrypt) {
+        c->sec.raw_len += (size_t)nread;
+        if (msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
+            drop_conn(c, "a frame failed authentication");
+            return;
+        }
+    } else {
+        c->len += (size_t)nread;
+    }
     process_frames(c);
 }
 
@@ -224,16 +332,18 @@ static void on_connection(uv_stream_t *server, int status) {
     m->conns = c;
     struct sockaddr_storage ss;
     int len = sizeof ss;
-    uint8_t ip[4] = {0};
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET)
-        memcpy(ip, &((struct sockaddr_in *)&ss)->sin_addr.s_addr, 4);
-    uint8_t uuid[16];
-    if (getrandom(uuid, sizeof uuid, 0) != (ssize_t)sizeof uuid) {
+        memcpy(c->ip, &((struct sockaddr_in *)&ss)->sin_addr.s_addr, 4);
+    if (getrandom(c->uuid, sizeof c->uuid, 0) != (ssize_t)sizeof c->uuid) {
         uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
-        for (int i = 0; i < 16; i++) uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
+        for (int i = 0; i < 16; i++) c->uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
     }
-    msm_set_time(m->sm, uv_now(&m->loop));
-    msm_on_connect(m->sm, c->id, ip, uuid);
+    if (!m->sec.keyed) {
+        connect_to_sm(c);
+    } else if (msec_start(&c->sec, &m->sec, uv_now(&m->loop)) != 0) {
+        close_conn(c);
+        return;
+    }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -285,6 +395,14 @@ static void on_moon_done(uv_async_t *a) {
  * and starts a requested background ring search. */
 static void on_tick(uv_timer_t *t) {
     pcclMasterInstance_t *m = t->data;
+    for (mconn_t *c = m->conns; c; c = c->next)
+        if (c->sec.hs && !c->closing && uv_now(&m->loop) - c->sec.started_ms > SEC_HS_TIMEOUT_MS) {
+            char ip[16];
+            ip_str(c->ip, ip);
+            PLOG_WARN("master", "refused conn=%llu from %s: no handshake within %d ms", (unsigned long long)c->id, ip,
+                      SEC_HS_TIMEOUT_MS);
+            close_conn(c);
+        }
     msm_set_time(m->sm, uv_now(&m->loop));
     msm_on_tick(m->sm);
     if (!m->moon_running && msm_take_moonshot(m->sm, &m->moon_req)) {
@@ -338,8 +456,18 @@ static void *loop_thread(void *arg) {
 
 pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterInstance_t **out) {
     if (!out || listen_address.inet.protocol != inetIPv4) return pcclInvalidArgument;
+    sec_cfg_t sec = {0};
+    char err[256];
+    int keyed = sec_key_from_env(&sec, err, sizeof err);
+    const char *enc = getenv("PCCL_ENCRYPT");
+    sec.encrypt = enc && *enc && strcmp(enc, "0") != 0;
+    if (keyed < 0 || (sec.encrypt && !keyed)) {
+        PLOG_ERROR("master", "%s", keyed < 0 ? err : "PCCL_ENCRYPT needs a run key (PCCL_KEY_FILE)");
+        return pcclInvalidArgument;
+    }
     pcclMasterInstance_t *m = calloc(1, sizeof *m);
     if (!m) return pcclInternalError;
+    m->sec = sec;
     if (uv_loop_init(&m->loop) != 0) {
         free(m);
         return pcclInternalError;
@@ -390,6 +518,11 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
 
 pcclResult_t pcclRunMaster(pcclMasterInstance_t *m) {
     if (!m || atomic_load(&m->running)) return pcclInvalidArgument;
+    if (!m->sec.keyed)
+        PLOG_WARN("master", "this run is open: anyone who can reach port %u can join it and read its traffic "
+                  "(a run key closes it: pccl master --key-file FILE, or PCCL_KEY_FILE)", m->port);
+    else
+        PLOG_INFO("master", "keyed run: peers must prove the run key%s", m->sec.encrypt ? "; traffic is encrypted" : "");
     atomic_store(&m->running, 1);
     if (pthread_create(&m->thread, NULL, loop_thread, m) != 0) {
         atomic_store(&m->running, 0);
@@ -435,4 +568,10 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
 uint16_t pccl__master_port(const pcclMasterInstance_t *m) { return m ? m->port : 0; }
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms) {
     msm_set_vote_timeout(m->sm, timeout_ms);
+}
+
+pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {
+    if (!m || !sec || atomic_load(&m->running) || (sec->encrypt && !sec->keyed)) return pcclInvalidArgument;
+    m->sec = *sec;
+    return pcclSuccess;
 }

@@ -254,8 +254,11 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     if (tx && rx && staging) {
         io.tx_fd = tx->fd;
         io.rx_fd = rx->fd;
+        io.tx_link = tx->link;
+        io.rx_link = rx->link;
         p2p_pace_tx(c, tx);
-        if (c->zerocopy_min_bytes >= 0 && bytes >= (size_t)c->zerocopy_min_bytes) io.tx_pipe = p2p_tx_pipe(tx);
+        if (!tx->link && c->zerocopy_min_bytes >= 0 && bytes >= (size_t)c->zerocopy_min_bytes)
+            io.tx_pipe = p2p_tx_pipe(tx);
         if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)
             memcpy(o->recvbuf, o->sendbuf, bytes); /* the quantized ring works in place */
         rc = run_ring(o, &io, me, n);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "net.h"
+#include "p2p_hello.h"
 #include "wire.h"
 
 #define BW_CHUNK (128u << 10)
@@ -19,22 +20,22 @@ static uint64_t now_ns(void) {
 }
 
 /* Streams for duration_ms, then half-closes. */
-static int send_for(int fd, int duration_ms) {
+static int send_for(sec_link_t *l, int fd, int duration_ms) {
     static const uint8_t zeros[BW_CHUNK];
     uint64_t end = now_ns() + (uint64_t)duration_ms * 1000000u;
     while (now_ns() < end)
-        if (net_send_all(fd, zeros, sizeof zeros) != 0) return -1;
+        if (link_send_all(l, fd, zeros, sizeof zeros) != 0) return -1;
     shutdown(fd, SHUT_WR);
     return 0;
 }
 
 /* Receives until EOF; bytes and time between the first and the last byte. */
-static int receive_all(int fd, uint64_t *bytes, uint64_t *ns) {
+static int receive_all(sec_link_t *l, int fd, uint64_t *bytes, uint64_t *ns) {
     uint8_t *buf = malloc(BW_CHUNK);
     if (!buf) return -1;
     uint64_t first = 0, last = 0, total = 0;
     for (;;) {
-        ssize_t n = recv(fd, buf, BW_CHUNK, 0);
+        ssize_t n = sec_link_recv(l, fd, buf, BW_CHUNK);
         if (n == 0) break;
         if (n < 0) {
             free(buf);
@@ -50,28 +51,29 @@ static int receive_all(int fd, uint64_t *bytes, uint64_t *ns) {
     return total ? 0 : -1;
 }
 
-void bw_serve_connection(int fd, int timeout_ms) {
+void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms) {
     uint8_t req[5];
-    if (net_recv_all(fd, req, sizeof req) != 0) return;
+    if (link_recv_all(l, fd, req, sizeof req) != 0) return;
     uint32_t duration = wire_get_u32(req + 1);
     if (duration == 0 || duration > BW_MAX_DURATION_MS) return;
     net_set_timeouts(fd, timeout_ms);
     if (req[0] == BW_SERVER_SENDS) {
-        send_for(fd, (int)duration);
+        send_for(l, fd, (int)duration);
         uint8_t b;
-        while (recv(fd, &b, 1, 0) > 0) { /* wait for the client to finish reading */ }
+        while (sec_link_recv(l, fd, &b, 1) > 0) { /* wait for the client to finish reading */ }
     } else if (req[0] == BW_CLIENT_SENDS) {
         uint64_t bytes, ns;
-        if (receive_all(fd, &bytes, &ns) != 0) return;
+        if (receive_all(l, fd, &bytes, &ns) != 0) return;
         uint8_t res[16];
         wire_put_u64(res, bytes);
         wire_put_u64(res + 8, ns);
-        net_send_all(fd, res, sizeof res);
+        link_send_all(l, fd, res, sizeof res);
     }
 }
 
 typedef struct stream_arg {
-    const uint8_t *ip, *uuid;
+    const uint8_t *ip, *uuid, *peer_uuid;
+    const sec_cfg_t *sec;
     uint16_t port;
     int direction, duration_ms, timeout_ms, rc;
     uint64_t bytes, ns;
@@ -80,37 +82,43 @@ typedef struct stream_arg {
 static void *one_stream(void *p) {
     stream_arg_t *a = p;
     a->rc = -1;
-    int fd = net_connect(a->ip, a->port, a->timeout_ms);
+    p2p_intro_t me = {.kind = P2P_KIND_BENCH};
+    memcpy(me.uuid, a->uuid, 16);
+    sec_link_t *l = NULL;
+    char err[160];
+    int fd = p2p_dial(a->ip, a->port, a->sec, &me, a->peer_uuid, a->timeout_ms, NULL, &l, err, sizeof err);
     if (fd < 0) return NULL;
     net_set_timeouts(fd, a->duration_ms + a->timeout_ms);
-    uint8_t hello[WIRE_P2P_HELLO_LEN], req[5];
-    wire_p2p_hello_encode(hello, P2P_KIND_BENCH, a->uuid, 0);
+    uint8_t req[5];
     req[0] = (uint8_t)a->direction;
     wire_put_u32(req + 1, (uint32_t)a->duration_ms);
-    if (net_send_all(fd, hello, sizeof hello) == 0 && net_send_all(fd, req, sizeof req) == 0) {
+    if (link_send_all(l, fd, req, sizeof req) == 0) {
         if (a->direction == BW_SERVER_SENDS) {
-            if (receive_all(fd, &a->bytes, &a->ns) == 0) a->rc = 0;
-        } else if (send_for(fd, a->duration_ms) == 0) {
+            if (receive_all(l, fd, &a->bytes, &a->ns) == 0) a->rc = 0;
+        } else if (send_for(l, fd, a->duration_ms) == 0) {
             uint8_t res[16];
-            if (net_recv_all(fd, res, sizeof res) == 0) {
+            if (link_recv_all(l, fd, res, sizeof res) == 0) {
                 a->bytes = wire_get_u64(res);
                 a->ns = wire_get_u64(res + 8);
                 a->rc = a->ns ? 0 : -1;
             }
         }
     }
+    sec_link_free(l);
     close(fd);
     return NULL;
 }
 
-int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], int direction, int duration_ms,
-               int streams, int timeout_ms, bw_result_t *out) {
+int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], const sec_cfg_t *sec,
+               const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
+               bw_result_t *out) {
     if (streams < 1 || streams > 64 || duration_ms <= 0 || duration_ms > BW_MAX_DURATION_MS) return -1;
     stream_arg_t args[64];
     pthread_t th[64];
     int started = 0;
     for (int i = 0; i < streams; i++) {
-        args[i] = (stream_arg_t){.ip = ip, .uuid = uuid, .port = port, .direction = direction,
+        args[i] = (stream_arg_t){.ip = ip, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec, .port = port,
+                                 .direction = direction,
                                  .duration_ms = duration_ms, .timeout_ms = timeout_ms, .rc = -1};
         if (streams == 1) {
             one_stream(&args[0]);

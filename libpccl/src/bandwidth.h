@@ -14,6 +14,9 @@
 
 #include <stdint.h>
 
+#include "sec_key.h"
+#include "sec_link.h"
+
 enum { BW_CLIENT_SENDS = 1, BW_SERVER_SENDS = 2 };
 #define BW_MAX_DURATION_MS 60000
 
@@ -26,13 +29,16 @@ typedef struct bw_result {
 /*
  * Measures one direction over `streams` parallel connections to ip:port
  * (a pccl peer's p2p port or a `pccl bench-bandwidth --server`).
- * uuid identifies the caller in the hello. Bounded by duration_ms + timeout_ms.
+ * uuid identifies the caller in the hello. In a keyed run (sec, which may be NULL) the
+ * connections prove the key and must reach peer_uuid. Bounded by duration_ms + timeout_ms.
  * @return 0 and *out (summed over streams), or -1.
  */
-int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], int direction, int duration_ms,
-               int streams, int timeout_ms, bw_result_t *out);
+int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], const sec_cfg_t *sec,
+               const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
+               bw_result_t *out);
 
-/* Serves one BENCH connection whose hello was already read (blocking, bounded by timeout_ms). */
-void bw_serve_connection(int fd, int timeout_ms);
+/* Serves one BENCH connection whose introduction was already read (blocking, bounded by
+ * timeout_ms); link: the AEAD stream when the run encrypts, else NULL. */
+void bw_serve_connection(sec_link_t *link, int fd, int timeout_ms);
 
 #endif

@@ -89,6 +89,12 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    char err[256];
+    if (sec_key_from_env(&c->sec, err, sizeof err) < 0) {
+        PLOG_ERROR("pccl", "PCCL_KEY_FILE: %s", err);
+        free(c);
+        return pcclInvalidArgument;
+    }
     c->master_fd = -1;
     c->p2p.listen_fd = -1;
     snprintf(c->log_name, sizeof c->log_name, "peer");
@@ -128,6 +134,7 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     if (c->reader_started) pthread_join(c->reader, NULL);
     p2p_stop(c);
     if (c->master_fd >= 0) close(c->master_fd);
+    sec_link_free(c->master_link);
     pthread_mutex_lock(&c->mu);
     comm_inbox_clear(c);
     pthread_mutex_unlock(&c->mu);
@@ -176,7 +183,7 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
      * outage ends with its retryable failure instead of being kicked for an out-of-state vote. */
     int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED;
     if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
-        rc = net_send_msg(c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
+        rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
         if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
     }
@@ -227,7 +234,7 @@ static int read_master(pcclComm_t *c) {
     for (;;) {
         wire_msg_t msg;
         char err[160];
-        if (net_recv_msg(c->master_fd, &msg, err, sizeof err) != 0) {
+        if (link_recv_msg(c->master_link, c->master_fd, &msg, err, sizeof err) != 0) {
             if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
             return 0;
         }
@@ -417,7 +424,7 @@ static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, in
 /* Connects within timeout_ms. "No route" errors are retried until then: a link that is coming up
  * (ARP not yet resolved, interface just restored) answers them for a moment. A refused connection
  * means nobody listens there and fails at once. */
-int comm_connect_master(pcclComm_t *c, int timeout_ms) {
+static int connect_retrying(pcclComm_t *c, int timeout_ms) {
     const uint8_t *ip = c->params.master_address.inet.ipv4.data;
     uint16_t port = c->params.master_address.port;
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
@@ -460,6 +467,42 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
     return pcclSuccess;
 }
 
+/* The master's proof of the key, and whether it encrypts: a peer learns that here and uses it for
+ * its p2p connections, so a restarted master must announce the same. */
+static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
+    sec_hs_t hs;
+    sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
+    char err[160] = "handshake: cannot start";
+    int first = !atomic_load(&c->registered);
+    int rc = sec_hs_start(&hs, &c->sec, &p) == 0 &&
+                     sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, NULL, err, sizeof err) == 0
+                 ? 0 : -1;
+    if (rc != 0) {
+        PLOG_ERROR(c->log_name, "master %s", err);
+    } else if (!first && hs.session.encrypt != c->sec.encrypt) {
+        PLOG_ERROR(c->log_name, "the restarted master %s encryption; this peer's run cannot go on",
+                   hs.session.encrypt ? "turned on" : "turned off");
+        rc = -1;
+    } else {
+        c->sec.encrypt = hs.session.encrypt;
+        if (hs.session.encrypt && !(*link = sec_link_new(&hs.session))) rc = -1;
+    }
+    sec_hs_wipe(&hs);
+    if (rc != 0) errno = EACCES;
+    return rc;
+}
+
+int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link) {
+    *link = NULL;
+    int fd = connect_retrying(c, timeout_ms);
+    if (fd < 0 || !c->sec.keyed) return fd;
+    if (handshake_master(c, fd, link) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
@@ -471,9 +514,10 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     const ccoip_socket_address_t *a = &c->params.master_address;
     char ip[16];
     net_ip_str(a->inet.ipv4.data, ip);
-    c->master_fd = comm_connect_master(c, c->connect_timeout_ms);
+    c->master_fd = comm_connect_master(c, c->connect_timeout_ms, &c->master_link);
     if (c->master_fd < 0) {
-        PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port, strerror(errno));
+        PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port,
+                   errno == EACCES ? "the handshake failed (see above)" : strerror(errno));
         p2p_stop(c);
         return pcclMasterConnectionFailed;
     }
@@ -484,7 +528,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     hello.u.hello.peer_group = c->params.peer_group;
     hello.u.hello.p2p_port = c->p2p.port;
     hello.u.hello.pool_size = c->pool_size;
-    if (net_send_msg(c->master_fd, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
+    if (link_send_msg(c->master_link, c->master_fd, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
         PLOG_ERROR(c->log_name, "handshake with the master at %s:%u failed", ip, a->port);
         atomic_store(&c->master_lost, 1);
         return pcclMasterConnectionFailed;
@@ -573,8 +617,8 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r;
         memcpy(res[i].uuid, t->uuid, 16);
-        res[i].mbps = bw_measure(t->ip, t->port, c->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
-                                 c->timeout_ms, &r) == 0 ? r.mbps : 0;
+        res[i].mbps = bw_measure(t->ip, t->port, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS,
+                                 (int)req->u.bench_req.duration_ms, 1, c->timeout_ms, &r) == 0 ? r.mbps : 0;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }
     wire_msg_t out = {.type = C2M_BENCH_RESULT};

@@ -28,6 +28,8 @@
 
 #include "bufpool.h"
 #include "pccl.h"
+#include "sec_key.h"
+#include "sec_link.h"
 #include "wire.h"
 
 typedef struct inbox_item {
@@ -38,6 +40,7 @@ typedef struct inbox_item {
 /* A p2p connection; refcounted because ops hold it while the table may replace it. */
 typedef struct p2p_conn {
     int fd;
+    sec_link_t *link; /* AEAD stream when the run encrypts, else NULL */
     int refs;
     int dead;
     int dir; /* P2P_TX (we connected to uuid) or P2P_RX (uuid connected to us) */
@@ -83,6 +86,7 @@ struct pcclComm_t {
     int connect_timeout_ms; /* master connect + handshake */
 
     int master_fd;
+    sec_link_t *master_link; /* AEAD stream of master_fd when the run encrypts, else NULL */
     pthread_mutex_t send_mu; /* one writer at a time on master_fd */
     pthread_t reader;
     int reader_started;
@@ -92,6 +96,9 @@ struct pcclComm_t {
     int local_notsent_bytes; /* unsent-bytes cap of same-host ring sends (p2p_pace_tx); 0: none */
     int ncpus;               /* CPUs this process may run on */
     int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
+    /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
+     * pcclConnect and read-only afterwards. */
+    sec_cfg_t sec;
     atomic_int connected, accepted, master_lost, shutting_down;
     /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
      * epoch is never sent, and a wait that began in one ends when it moves. master_down is set
@@ -163,8 +170,9 @@ void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, ui
 /* Re-establishes a lost master connection (resume.c); 0 when back, -1 when the run is over for
  * this peer (window passed, refused, shutting down). Called by the reader thread only. */
 int comm_reconnect(pcclComm_t *c);
-/* Connects to the master within timeout_ms; the fd or -1 (errno set). */
-int comm_connect_master(pcclComm_t *c, int timeout_ms);
+/* Connects to the master within timeout_ms and, in a keyed run, runs the handshake; the fd (and
+ * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
+int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 int comm_ops_outstanding(pcclComm_t *c);
 /* Checks common preconditions of main-thread API calls. */

@@ -151,34 +151,4 @@ int net_recv_all(int fd, void *buf, size_t len) {
     return 0;
 }
 
-int net_send_msg(int fd, const wire_msg_t *m) {
-    wbuf_t b = {0};
-    int rc = wire_encode(m, &b) == 0 ? net_send_all(fd, b.data, b.len) : -1;
-    wbuf_free(&b);
-    return rc;
-}
-
-int net_recv_msg(int fd, wire_msg_t *out, char *err, size_t errlen) {
-    uint8_t hdr[4];
-    if (net_recv_all(fd, hdr, 4) != 0) {
-        snprintf(err, errlen, "connection closed");
-        return -1;
-    }
-    uint32_t body = wire_get_u32(hdr);
-    if (body < 2 || body > WIRE_MAX_BODY) {
-        snprintf(err, errlen, "packet length %u out of range", body);
-        return -1;
-    }
-    uint8_t *b = malloc(body);
-    if (!b) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = -1;
-    if (net_recv_all(fd, b, body) != 0) snprintf(err, errlen, "connection closed mid-packet");
-    else rc = wire_decode(b, body, out, err, errlen);
-    free(b);
-    return rc;
-}
-
 void net_ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }

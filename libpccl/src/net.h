@@ -45,10 +45,6 @@ void net_set_timeouts(int fd, int ms);
 /* Full send/receive on a blocking fd; -1 on error, timeout or EOF. */
 int net_send_all(int fd, const void *buf, size_t len);
 int net_recv_all(int fd, void *buf, size_t len);
-/* One framed control message. */
-int net_send_msg(int fd, const wire_msg_t *m);
-/* Reads and decodes one framed message; -1 with err on I/O error or malformed input. */
-int net_recv_msg(int fd, wire_msg_t *out, char *err, size_t errlen);
 /* "a.b.c.d" of an IPv4 address in network order. */
 void net_ip_str(const uint8_t ip[4], char out[16]);
 

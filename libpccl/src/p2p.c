@@ -15,8 +15,9 @@
 #include "bandwidth.h"
 #include "log.h"
 #include "net.h"
+#include "p2p_hello.h"
 
-#define HANDSHAKE_TIMEOUT_MS 5000
+#define HANDSHAKE_TIMEOUT_MS SEC_HS_TIMEOUT_MS
 
 static void pipe_close(p2p_conn_t *k) {
     if (k->has_pipe == 1) {
@@ -27,6 +28,7 @@ static void pipe_close(p2p_conn_t *k) {
 
 static void conn_free(p2p_conn_t *k) {
     if (k->fd >= 0) close(k->fd);
+    sec_link_free(k->link);
     pipe_close(k);
     free(k);
 }
@@ -74,13 +76,15 @@ static p2p_conn_t *find_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, u
     return NULL;
 }
 
-static void insert(pcclComm_t *c, int fd, const uint8_t uuid[16], int dir, uint32_t slot) {
+static void insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot) {
     p2p_conn_t *k = calloc(1, sizeof *k);
     if (!k) {
         close(fd);
+        sec_link_free(link);
         return;
     }
     k->fd = fd;
+    k->link = link;
     k->refs = 1; /* the table's reference */
     k->dir = dir;
     k->slot = slot;
@@ -100,35 +104,76 @@ typedef struct accept_arg {
     int fd;
 } accept_arg_t;
 
+/* Waits on p2p.cv for at most ms (a short slice: callers re-check their condition). */
+static void timedwait_ms(pcclComm_t *c, uint64_t ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)(ms * 1000000);
+    while (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+}
+
+/* Whether uuid is in the group the master last announced. A newcomer may connect before this
+ * peer has read the ESTABLISH_P2P that names it, so the answer may wait until deadline. */
+static int await_member(pcclComm_t *c, const uint8_t uuid[16], uint64_t deadline) {
+    pthread_mutex_lock(&c->p2p.mu);
+    for (;;) {
+        for (uint32_t i = 0; i < c->p2p.npeers; i++)
+            if (memcmp(c->p2p.peers[i].uuid, uuid, 16) == 0) {
+                pthread_mutex_unlock(&c->p2p.mu);
+                return 1;
+            }
+        uint64_t now = net_now_ms();
+        if (now >= deadline || atomic_load(&c->shutting_down)) break;
+        timedwait_ms(c, deadline - now < 20 ? deadline - now : 20);
+    }
+    pthread_mutex_unlock(&c->p2p.mu);
+    return 0;
+}
+
 static void *handle_incoming(void *arg) {
     accept_arg_t a = *(accept_arg_t *)arg;
     free(arg);
     pcclComm_t *c = a.comm;
-    uint8_t hello[WIRE_P2P_HELLO_LEN], kind, uuid[16];
-    uint32_t slot;
+    uint64_t deadline = net_now_ms() + HANDSHAKE_TIMEOUT_MS;
+    p2p_intro_t who;
+    sec_link_t *link = NULL;
+    char err[160];
     net_set_nodelay(a.fd);
     net_set_timeouts(a.fd, HANDSHAKE_TIMEOUT_MS);
-    if (net_recv_all(a.fd, hello, sizeof hello) != 0 || wire_p2p_hello_decode(hello, &kind, uuid, &slot) != 0) {
-        PLOG_INFO(c->log_name, "rejected p2p connection: bad handshake");
+    uint8_t self[16];
+    memcpy(self, c->uuid, 16);
+    if (p2p_greet(a.fd, &c->sec, self, &who, &link, err, sizeof err) != 0) {
+        PLOG_INFO(c->log_name, "rejected p2p connection: %s", err);
         close(a.fd);
-    } else if (kind == P2P_KIND_RING) {
+    } else if (c->sec.keyed && !await_member(c, who.uuid, deadline)) {
+        /* Holding the key is not enough: only the group's current members may use this port. */
+        PLOG_WARN(c->log_name, "rejected p2p connection from %02x%02x%02x%02x: not a member of this peer's group",
+                  who.uuid[0], who.uuid[1], who.uuid[2], who.uuid[3]);
+        sec_link_free(link);
+        close(a.fd);
+    } else if (who.kind == P2P_KIND_RING) {
         uint8_t ack = 1;
-        if (net_send_all(a.fd, &ack, 1) == 0) {
+        if (link_send_all(link, a.fd, &ack, 1) == 0) {
             net_set_timeouts(a.fd, 0);
             net_set_nonblock(a.fd, 1);
             net_bound_local_rcvbuf(a.fd); /* ring data flows into this end */
-            insert(c, a.fd, uuid, P2P_RX, slot);
+            insert(c, a.fd, link, who.uuid, P2P_RX, who.slot);
         } else {
+            sec_link_free(link);
             close(a.fd);
         }
-    } else if (kind == P2P_KIND_BENCH) {
-        bw_serve_connection(a.fd, c->timeout_ms);
-        close(a.fd);
-    } else if (kind == P2P_KIND_SHARED_STATE) {
-        net_set_timeouts(a.fd, c->timeout_ms);
-        ss_serve_connection(c, a.fd);
-        close(a.fd);
     } else {
+        if (who.kind == P2P_KIND_BENCH) {
+            bw_serve_connection(link, a.fd, c->timeout_ms);
+        } else {
+            net_set_timeouts(a.fd, c->timeout_ms);
+            ss_serve_connection(c, link, a.fd);
+        }
+        sec_link_free(link);
         close(a.fd);
     }
     atomic_fetch_sub(&c->p2p.handlers, 1);
@@ -237,6 +282,7 @@ void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
         for (uint32_t i = 0; i < n && !known; i++) known = memcmp(peers[i].uuid, k->uuid, 16) == 0;
         if (!known) unlink_locked(c, k);
     }
+    pthread_cond_broadcast(&c->p2p.cv); /* acceptors waiting for a newcomer to become a member */
     pthread_mutex_unlock(&c->p2p.mu);
 }
 
@@ -264,29 +310,33 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     wire_peer_t peer;
     if (p2p_lookup(c, uuid, &peer) != 0) return NULL;
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-    int fd = net_connect_cancellable(peer.ip, peer.port, timeout_ms, cancel);
+    p2p_intro_t me = {.kind = P2P_KIND_RING, .slot = slot};
+    memcpy(me.uuid, c->uuid, 16);
+    sec_link_t *link = NULL;
+    char err[160];
+    int fd = p2p_dial(peer.ip, peer.port, &c->sec, &me, uuid, timeout_ms, cancel, &link, err, sizeof err);
     if (fd < 0) {
         char ip[16];
         net_ip_str(peer.ip, ip);
-        PLOG_WARN(c->log_name, "p2p connect to %s:%u failed: %s", ip, peer.port, strerror(errno));
+        PLOG_WARN(c->log_name, "p2p connection to %s:%u failed: %s", ip, peer.port, err);
         return NULL;
     }
-    uint8_t hello[WIRE_P2P_HELLO_LEN], ack = 0;
-    wire_p2p_hello_encode(hello, P2P_KIND_RING, c->uuid, slot);
+    uint8_t ack = 0;
     net_set_timeouts(fd, timeout_ms);
     /* A stopped successor's kernel still completes the connect; only the ack tells, so its wait
      * must end when the caller gives up (the round it serves has ended), not only at the deadline. */
-    if (net_send_all(fd, hello, sizeof hello) != 0 || net_wait_until(fd, POLLIN, deadline, cancel) != 1 ||
-        net_recv_all(fd, &ack, 1) != 0 || (ack != 1 && (errno = EPROTO))) {
+    if (net_wait_until(fd, POLLIN, deadline, cancel) != 1 || link_recv_all(link, fd, &ack, 1) != 0 ||
+        (ack != 1 && (errno = EPROTO))) {
         PLOG_WARN(c->log_name, "p2p handshake with successor failed: %s",
                   errno == ECANCELED ? "cancelled" : errno == ETIMEDOUT ? "no answer in time"
                   : errno == EPROTO ? "bad answer" : "connection lost");
+        sec_link_free(link);
         close(fd);
         return NULL;
     }
     net_set_timeouts(fd, 0);
     net_set_nonblock(fd, 1);
-    insert(c, fd, uuid, P2P_TX, slot);
+    insert(c, fd, link, uuid, P2P_TX, slot);
     pthread_mutex_lock(&c->p2p.mu);
     k = find_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;
@@ -306,15 +356,7 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
             if (poll(&p, 1, 0) > 0) break;
         }
         /* Short waits so an abort is noticed promptly without a second wake-up channel. */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t step = deadline - now < 20 ? deadline - now : 20;
-        ts.tv_nsec += (long)(step * 1000000);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+        timedwait_ms(c, deadline - now < 20 ? deadline - now : 20);
     }
     if (k) k->refs++;
     pthread_mutex_unlock(&c->p2p.mu);

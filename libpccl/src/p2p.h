@@ -39,7 +39,8 @@ void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 
-/* Served on the p2p port; implemented in shared_state.c. */
-void ss_serve_connection(pcclComm_t *c, int fd);
+/* Served on the p2p port; implemented in shared_state.c. link: the AEAD stream when the run
+ * encrypts, else NULL. */
+void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd);
 
 #endif

@@ -35,6 +35,8 @@ static void begin_outage(pcclComm_t *c) {
     pthread_mutex_unlock(&c->mu);
     if (c->master_fd >= 0) close(c->master_fd);
     c->master_fd = -1;
+    sec_link_free(c->master_link);
+    c->master_link = NULL;
     pthread_mutex_unlock(&c->send_mu);
     allreduce_abort_all(c);
 }
@@ -49,7 +51,7 @@ static int send_registration(pcclComm_t *c, int fd) {
         m.u.hello.peer_group = c->params.peer_group;
         m.u.hello.p2p_port = c->p2p.port;
         m.u.hello.pool_size = c->pool_size;
-        return net_send_msg(fd, &m);
+        return link_send_msg(c->master_link, fd, &m);
     }
     m.type = C2M_RESUME;
     __typeof__(m.u.resume) *r = &m.u.resume;
@@ -66,7 +68,7 @@ static int send_registration(pcclComm_t *c, int fd) {
     r->ring = c->last_ring;
     r->n = c->last_ntensors;
     r->tensors = c->last_tensors;
-    int rc = net_send_msg(fd, &m); /* under mu: the arrays are the communicator's */
+    int rc = link_send_msg(c->master_link, fd, &m); /* under mu: the arrays are the communicator's */
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -76,7 +78,7 @@ static int await_answer(pcclComm_t *c, int fd) {
     for (;;) {
         wire_msg_t m;
         char err[160];
-        if (net_recv_msg(fd, &m, err, sizeof err) != 0) return 1;
+        if (link_recv_msg(c->master_link, fd, &m, err, sizeof err) != 0) return 1;
         int rc = 1;
         switch (m.type) {
         case M2C_HEARTBEAT: wire_msg_free(&m); continue;
@@ -137,11 +139,13 @@ int comm_reconnect(pcclComm_t *c) {
         uint64_t now = net_now_ms();
         if (now >= deadline) break;
         int left = (int)(deadline - now);
-        int fd = comm_connect_master(c, left < c->connect_timeout_ms ? left : c->connect_timeout_ms);
+        sec_link_t *link;
+        int fd = comm_connect_master(c, left < c->connect_timeout_ms ? left : c->connect_timeout_ms, &link);
         tries++;
         if (fd >= 0) {
             pthread_mutex_lock(&c->send_mu); /* visible to pcclDestroyCommunicator, which shuts it down */
             c->master_fd = fd;
+            c->master_link = link;
             pthread_mutex_unlock(&c->send_mu);
             /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
             net_set_timeouts(fd, left);
@@ -163,9 +167,11 @@ int comm_reconnect(pcclComm_t *c) {
             pthread_mutex_lock(&c->send_mu);
             close(fd);
             c->master_fd = -1;
+            sec_link_free(c->master_link);
+            c->master_link = NULL;
             pthread_mutex_unlock(&c->send_mu);
             if (rc < 0) return -1;
-        } else if (errno != ECONNREFUSED && errno != ETIMEDOUT && errno != EHOSTUNREACH && errno != ENETUNREACH) {
+        } else if (errno != ECONNREFUSED && errno != EACCES && errno != ETIMEDOUT && errno != EHOSTUNREACH && errno != ENETUNREACH) {
             PLOG_WARN(c->log_name, "reconnecting to the master: %s", strerror(errno));
         }
         backoff(c, delay);

@@ -159,17 +159,26 @@ static ssize_t send_spliced(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, si
     return moved + w;
 }
 
+int ring_tx_flushed(const ring_io_t *io) { return sec_link_pending(io->tx_link) == 0; }
+
+ssize_t ring_recv(ring_io_t *io, void *buf, size_t len) {
+    return io->rx_link ? sec_link_recv(io->rx_link, io->rx_fd, buf, len) : recv(io->rx_fd, buf, len, MSG_DONTWAIT);
+}
+
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
     if (t->pipe && t->hdr_done == RING_HDR) return send_spliced(io, t, elem, ready, elem_len);
     const uint8_t *src = t->hdr_done < RING_HDR ? t->hdr + t->hdr_done : elem + t->off;
     size_t len = t->hdr_done < RING_HDR ? RING_HDR - t->hdr_done : ready - t->off;
     if (len > MAX_IO) len = MAX_IO;
-    ssize_t w = send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    /* With a link, len 0 (everything ready is sealed) still flushes what waits. */
+    ssize_t w = io->tx_link ? sec_link_send(io->tx_link, io->tx_fd, src, len)
+                            : send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
         if (errno == EAGAIN || errno == EINTR) return 0;
         snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
         return RING_IO_ERROR;
     }
+    if (w == 0) return 0; /* a flush of sealed bytes only */
     if (t->hdr_done < RING_HDR) {
         t->hdr_done += (size_t)w;
     } else {
@@ -219,7 +228,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
         /* Skip empty chunks (count < world size). */
         while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
         while (tx.k < total && chunk_len(&ck, CHUNK_OF_SEND(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
-        int send_done = tx.hdr_done == RING_HDR && tx.k >= total && !tx.piped;
+        int send_done = tx.hdr_done == RING_HDR && tx.k >= total && !tx.piped && ring_tx_flushed(io);
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
@@ -230,7 +239,8 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
             if (tx.k == 0 || rk > tx.k - 1) ready = slen;
             else if (rk == tx.k - 1) ready = rdone;
         }
-        int want_send = tx.hdr_done < RING_HDR || tx.piped || (!send_done && ready > tx.off);
+        int want_send =
+            tx.hdr_done < RING_HDR || tx.piped || (!send_done && ready > tx.off) || !ring_tx_flushed(io);
         /* Pages may go by reference while nothing changes them before the successor has consumed
          * them. Within the op a sent range is changed only by a later receive of the same chunk,
          * which causally follows the successor's receive of it (the chunk's final value includes
@@ -273,7 +283,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
         if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
             ssize_t r;
             if (rhdr_done < RING_HDR) {
-                r = recv(io->rx_fd, rhdr + rhdr_done, RING_HDR - rhdr_done, MSG_DONTWAIT);
+                r = ring_recv(io, rhdr + rhdr_done, RING_HDR - rhdr_done);
                 if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
                     ring_check_header(io, rhdr, RING_MAGIC, N, op_seq) != 0)
                     FAIL(RING_PROTOCOL);
@@ -285,7 +295,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
                 if (reduce) {
                     size_t want = clen - rdone - sfill;
                     if (want > io->staging_size - sfill) want = io->staging_size - sfill;
-                    r = recv(io->rx_fd, io->staging + sfill, want, MSG_DONTWAIT);
+                    r = ring_recv(io, io->staging + sfill, want);
                     if (r > 0) {
                         size_t have = sfill + (size_t)r, whole = have / esz * esz;
                         size_t at = chunk_off(&ck, c) + rdone;
@@ -308,7 +318,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
                             own_bk = rdone + want;
                         }
                     }
-                    r = recv(io->rx_fd, dst + rdone, want, MSG_DONTWAIT);
+                    r = ring_recv(io, dst + rdone, want);
                     if (r > 0) rdone += (size_t)r;
                 }
                 if (r > 0) {

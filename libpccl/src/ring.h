@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include "pccl.h"
+#include "sec_link.h"
 
 enum { RING_OK = 0, RING_IO_ERROR = -1, RING_ABORTED = -2, RING_TIMEOUT = -3, RING_PROTOCOL = -4 };
 
@@ -46,6 +47,9 @@ typedef struct ring_io {
      * everything (allreduce.c waits for the group's COMPLETE), and must drop the connection (and
      * pipe) after a failure. NULL: send() copies. */
     const int *tx_pipe;
+    /* Optional AEAD streams of an encrypted run (NULL: the sockets carry the bytes as they are);
+     * tx_pipe must then be NULL: sealing reads every byte anyway, so there is nothing to splice. */
+    sec_link_t *tx_link, *rx_link;
     uint64_t tx_bytes, rx_bytes; /* out: payload bytes moved */
     char err[128];               /* out: reason on failure */
 } ring_io_t;
@@ -92,8 +96,13 @@ typedef struct ring_tx {
 void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world_size, uint64_t op_seq);
 /* Sends what it can of the header, then of element k's bytes [off, ready) starting at elem
  * (elem_len bytes in all; k advances when they are sent). Returns the bytes sent (0 when the
- * socket is full) or RING_IO_ERROR with io->err set. */
+ * socket is full) or RING_IO_ERROR with io->err set. With tx_link, "sent" means sealed: the
+ * stream is over only when ring_tx_flushed says so too. */
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len);
+/* 1 when nothing sealed still waits for the TX socket. */
+int ring_tx_flushed(const ring_io_t *io);
+/* A non-blocking receive from the predecessor (through rx_link when set), as recv(2). */
+ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
 /* Sleeps in poll until a socket or the abort fd is ready:
  * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = RING_* error. */
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);

@@ -128,7 +128,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
     for (;;) {
         while (rk < total && q_elems(&q.l, RECV_CHUNK(rk)) == 0 && rhdr_done == RING_HDR) rk++;
         while (tx.k < total && q_elems(&q.l, SEND_CHUNK(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
-        int send_done = tx.hdr_done == RING_HDR && tx.k >= total;
+        int send_done = tx.hdr_done == RING_HDR && tx.k >= total && ring_tx_flushed(io);
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
@@ -144,7 +144,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
                 ready = rproc;
             }
         }
-        int want_send = tx.hdr_done < RING_HDR || (!send_done && ready > tx.off);
+        int want_send = tx.hdr_done < RING_HDR || (!send_done && ready > tx.off) || !ring_tx_flushed(io);
 
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
@@ -175,7 +175,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
         if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
             ssize_t r;
             if (rhdr_done < RING_HDR) {
-                r = recv(io->rx_fd, rhdr + rhdr_done, RING_HDR - rhdr_done, MSG_DONTWAIT);
+                r = ring_recv(io, rhdr + rhdr_done, RING_HDR - rhdr_done);
                 if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
                     ring_check_header(io, rhdr, RINGQ_MAGIC, N, op_seq) != 0)
                     return RING_PROTOCOL;
@@ -183,7 +183,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
                 uint32_t c = RECV_CHUNK(rk);
                 size_t clen = q_wire_len(&q.l, c), want = clen - rdone;
                 if (want > MAX_RECV) want = MAX_RECV;
-                r = recv(io->rx_fd, wire + q_wire_off(&q.l, c) + rdone, want, MSG_DONTWAIT);
+                r = ring_recv(io, wire + q_wire_off(&q.l, c) + rdone, want);
                 if (r > 0) {
                     io->rx_bytes += (uint64_t)r;
                     rdone += (size_t)r;

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "net.h"
 #include "p2p.h"
+#include "p2p_hello.h"
 #include "pccl_kernels.h"
 #include "ss_device.h"
 
@@ -44,9 +45,9 @@ static void serving_put(pcclComm_t *c, ss_serving_t *s) {
     pthread_mutex_unlock(&c->mu);
 }
 
-void ss_serve_connection(pcclComm_t *c, int fd) {
+void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
     uint8_t b4[4];
-    if (net_recv_all(fd, b4, 4) != 0) return;
+    if (link_recv_all(link, fd, b4, 4) != 0) return;
     uint32_t n = wire_get_u32(b4);
     if (n > WIRE_MAX_TENSORS) return;
     /* Read the whole request before answering: a requester that writes a long key list
@@ -55,7 +56,7 @@ void ss_serve_connection(pcclComm_t *c, int fd) {
     if (!keys) return;
     for (uint32_t i = 0; i < n; i++) {
         uint8_t kl;
-        if (net_recv_all(fd, &kl, 1) != 0 || net_recv_all(fd, keys[i], kl) != 0) {
+        if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, keys[i], kl) != 0) {
             free(keys);
             return;
         }
@@ -69,8 +70,8 @@ void ss_serve_connection(pcclComm_t *c, int fd) {
         uint8_t hdr[9] = {t ? 0 : 1};
         uint64_t bytes = t ? ss_tensor_bytes(t) : 0;
         wire_put_u64(hdr + 1, bytes);
-        if (net_send_all(fd, hdr, sizeof hdr) != 0) break;
-        if (t && ss_send_tensor(fd, t, &stg, &s->tx_bytes) != 0) break;
+        if (link_send_all(link, fd, hdr, sizeof hdr) != 0) break;
+        if (t && ss_send_tensor(link, fd, t, &stg, &s->tx_bytes) != 0) break;
     }
     ss_staging_free(&stg);
     if (s) serving_put(c, s);
@@ -102,28 +103,36 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
     }
     char ip[16];
     net_ip_str(p->source.ip, ip);
-    int fd = net_connect(p->source.ip, p->source.port, c->connect_timeout_ms);
+    p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
+    memcpy(me.uuid, c->uuid, 16);
+    sec_link_t *link = NULL;
+    char err[160];
+    int fd = p2p_dial(p->source.ip, p->source.port, &c->sec, &me, p->source.uuid, c->connect_timeout_ms, NULL, &link,
+                      err, sizeof err);
     if (fd < 0) {
-        PLOG_WARN(c->log_name, "cannot reach shared-state source %s:%u", ip, p->source.port);
+        PLOG_WARN(c->log_name, "cannot reach shared-state source %s:%u: %s", ip, p->source.port, err);
         free(land);
         return -1;
     }
     net_set_timeouts(fd, c->timeout_ms);
-    uint8_t hello[WIRE_P2P_HELLO_LEN];
-    wire_p2p_hello_encode(hello, P2P_KIND_SHARED_STATE, c->uuid, 0);
-    int rc = net_send_all(fd, hello, sizeof hello);
-    uint8_t b4[4];
-    wire_put_u32(b4, p->n);
-    if (rc == 0) rc = net_send_all(fd, b4, 4);
-    for (uint32_t i = 0; i < p->n && rc == 0; i++) {
-        uint8_t kl = (uint8_t)strlen(p->fetch[i].key);
-        rc = net_send_all(fd, &kl, 1);
-        if (rc == 0) rc = net_send_all(fd, p->fetch[i].key, kl);
+    /* The key list in one piece: one write, and one frame per 256 KiB when the run encrypts. */
+    uint8_t *req = malloc(4 + (size_t)p->n * (1 + WIRE_MAX_KEY));
+    size_t rl = 4;
+    if (req) {
+        wire_put_u32(req, p->n);
+        for (uint32_t i = 0; i < p->n; i++) {
+            size_t kl = strlen(p->fetch[i].key);
+            req[rl++] = (uint8_t)kl;
+            memcpy(req + rl, p->fetch[i].key, kl);
+            rl += kl;
+        }
     }
+    int rc = req ? link_send_all(link, fd, req, rl) : -1;
+    free(req);
     for (uint32_t i = 0; i < p->n && rc == 0; i++) {
         const pcclTensorInfo_t *t = find_tensor(st, p->fetch[i].key);
         uint8_t hdr[9];
-        if (!t || net_recv_all(fd, hdr, sizeof hdr) != 0) {
+        if (!t || link_recv_all(link, fd, hdr, sizeof hdr) != 0) {
             rc = -1;
             break;
         }
@@ -134,7 +143,7 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
             rc = -1;
             break;
         }
-        if (ss_recv_bytes(fd, land, bytes) != 0) {
+        if (ss_recv_bytes(link, fd, land, bytes) != 0) {
             PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s:%u broke off", t->name, ip, p->source.port);
             rc = -1;
             break;
@@ -150,6 +159,7 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
             rc = -1;
         }
     }
+    sec_link_free(link);
     close(fd);
     free(land);
     return rc;

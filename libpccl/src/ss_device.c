@@ -61,7 +61,7 @@ void ss_staging_free(ss_staging_t *stg) {
     stg->pinned = 0;
 }
 
-int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
+int ss_send_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
     const uint8_t *p = t->data;
     size_t left = ss_tensor_bytes(t);
 #ifdef PCCL_HAS_CUDA
@@ -79,7 +79,7 @@ int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_
             src = stg->buf;
         }
 #endif
-        if (net_send_all(fd, src, n) != 0) return -1;
+        if (link_send_all(link, fd, src, n) != 0) return -1;
         if (tx) atomic_fetch_add(tx, n);
         p += n;
         left -= n;
@@ -87,11 +87,11 @@ int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_
     return 0;
 }
 
-int ss_recv_bytes(int fd, void *buf, size_t n) {
+int ss_recv_bytes(sec_link_t *link, int fd, void *buf, size_t n) {
     /* Bounded reads, so each one is covered by the timeout. */
     for (uint8_t *p = buf; n;) {
         size_t k = n < SS_CHUNK ? n : SS_CHUNK;
-        if (net_recv_all(fd, p, k) != 0) return -1;
+        if (link_recv_all(link, fd, p, k) != 0) return -1;
         p += k;
         n -= k;
     }

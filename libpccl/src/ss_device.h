@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "pccl.h"
+#include "sec_link.h"
 
 /* Largest single write/read; also the staging buffer size. */
 #define SS_CHUNK ((size_t)4 << 20)
@@ -28,10 +29,11 @@ size_t ss_tensor_bytes(const pcclTensorInfo_t *t);
 int ss_device_check(const pcclTensorInfo_t *t);
 /* SimpleHash of the tensor's bytes wherever they live; 0 on success. */
 int ss_hash(const pcclTensorInfo_t *t, uint64_t *out);
-/* Sends the tensor's bytes, adding each chunk to *tx once written; 0 on success. */
-int ss_send_tensor(int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx);
+/* Sends the tensor's bytes, adding each chunk to *tx once written; 0 on success. link: the AEAD
+ * stream when the run encrypts, else NULL (also below). */
+int ss_send_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx);
 /* Receives exactly n bytes into host memory buf, in bounded reads; 0 on success. */
-int ss_recv_bytes(int fd, void *buf, size_t n);
+int ss_recv_bytes(sec_link_t *link, int fd, void *buf, size_t n);
 /* Copies the tensor's bytes from host memory src into the tensor, wherever it lives; 0 on success. */
 int ss_land(const pcclTensorInfo_t *t, const void *src);
 void ss_staging_free(ss_staging_t *stg);

@@ -19,9 +19,10 @@ fail() {
     exit 1
 }
 
-# start_master: sets MASTER_PID and PORT
+# start_master [FLAGS...]: sets MASTER_PID and PORT
 start_master() {
-    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$WORK/master.log" 2>&1 &
+    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 "$@" \
+        > "$WORK/master.log" 2>&1 &
     MASTER_PID=$!
     PIDS+=("$MASTER_PID")
     for _ in $(seq 1 100); do

@@ -31,7 +31,7 @@ typedef struct {
 static void *send_thread(void *arg) {
     sender_t *s = arg;
     ss_staging_t stg = {0};
-    s->rc = ss_send_tensor(s->fd, &s->t, &stg, &s->tx);
+    s->rc = ss_send_tensor(NULL, s->fd, &s->t, &stg, &s->tx);
     ss_staging_free(&stg);
     return NULL;
 }
@@ -50,7 +50,7 @@ static void test_round_trip(void) {
     pthread_create(&th, NULL, send_thread, &s);
     pcclTensorInfo_t r = {.name = "h", .data = b, .count = count, .datatype = pcclFloat16};
     uint16_t *land = malloc(count * 2);
-    CHECK(ss_recv_bytes(sv[1], land, count * 2) == 0);
+    CHECK(ss_recv_bytes(NULL, sv[1], land, count * 2) == 0);
     pthread_join(th, NULL);
     CHECK(s.rc == 0);
     CHECK_EQ_U64(atomic_load(&s.tx), count * 2);
@@ -81,7 +81,7 @@ static void test_silent_peer(void) {
     atomic_init(&tx, 0);
     ss_staging_t stg = {0};
     double t0 = now_s();
-    CHECK(ss_send_tensor(sv[0], &t, &stg, &tx) != 0);
+    CHECK(ss_send_tensor(NULL, sv[0], &t, &stg, &tx) != 0);
     double dt = now_s() - t0;
     CHECK(dt < 5.0);
     CHECK(atomic_load(&tx) < n && atomic_load(&tx) % SS_CHUNK == 0);
@@ -91,12 +91,12 @@ static void test_silent_peer(void) {
     net_set_timeouts(sp[1], 300);
     CHECK(write(sp[0], a, 100) == 100);
     t0 = now_s();
-    CHECK(ss_recv_bytes(sp[1], a, n) != 0);
+    CHECK(ss_recv_bytes(NULL, sp[1], a, n) != 0);
     dt = now_s() - t0;
     CHECK(dt >= 0.25 && dt < 5.0);
     /* a peer that closes mid-tensor ends it at once */
     close(sp[0]);
-    CHECK(ss_recv_bytes(sp[1], a, n) != 0);
+    CHECK(ss_recv_bytes(NULL, sp[1], a, n) != 0);
     ss_staging_free(&stg);
     close(sp[1]);
     close(sv[0]);

@@ -1,0 +1,33 @@
+/*
+ * sec_key.h - the run key (internal): the secret every member of a keyed run
+ * holds. It comes from a file (pccl master/join --key-file, PCCL_KEY_FILE) or
+ * from memory; either way only a 32-byte digest of it (the PSK) is kept.
+ * docs/security.md describes what it protects.
+ */
+#ifndef PCCL_SEC_KEY_H
+#define PCCL_SEC_KEY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEC_KEY_MIN_BYTES 32          /* secret bytes a key must have */
+#define SEC_KEY_MAX_FILE (64u << 10)  /* a larger "key file" is a mistake */
+#define SEC_PSK_BYTES 32
+
+/* What a communicator or master knows about the security of its run. */
+typedef struct sec_cfg {
+    int keyed;                   /* 0: an open run (no handshake at all) */
+    int encrypt;                 /* every connection carries AEAD frames (only when keyed) */
+    uint8_t psk[SEC_PSK_BYTES];  /* BLAKE2b-256 of the key */
+} sec_cfg_t;
+
+/* Derives cfg->psk from key bytes (a trailing newline is not part of the key); sets keyed.
+ * @return 0, or -1 with a reason in err when fewer than SEC_KEY_MIN_BYTES remain. */
+int sec_key_from_bytes(const void *key, size_t len, sec_cfg_t *cfg, char *err, size_t errlen);
+/* Reads a key file. Refuses, like ssh, a file that group or others may read or write.
+ * @return 0, or -1 with a one-line reason in err. */
+int sec_key_from_file(const char *path, sec_cfg_t *cfg, char *err, size_t errlen);
+/* PCCL_KEY_FILE: 0 when unset or empty (cfg untouched), 1 when loaded, -1 with a reason in err. */
+int sec_key_from_env(sec_cfg_t *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,6 @@
+/* fuzz_sec_handshake.c - libFuzzer entry point; the body is fuzz_sec_handshake_one in fuzz_targets.h
+ * (built by scripts/fuzz.sh; crashes are replayed by tests/unit/test_fuzz_regressions.c). */
+#include "fuzz_targets.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_sec_handshake_one(data, size); }

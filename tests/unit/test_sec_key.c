@@ -1,0 +1,95 @@
+/* test_sec_key.c - the run key (sec_key.c): a private file of 32+ bytes is taken, a file that
+ * group or others may access is refused with a message saying so (like ssh), a short one too;
+ * the file and the same bytes in memory (without the trailing newline) are one key, and
+ * PCCL_KEY_FILE is what pcclCreateCommunicator and pcclCreateMaster read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pccl.h"
+#include "sec_key.h"
+#include "tinytest.h"
+
+static char g_dir[] = "/tmp/pccl-keytest.XXXXXX";
+
+static const char *write_key(const char *name, const char *text, mode_t mode) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+    return path;
+}
+
+static const char *SECRET = "Zm9vYmFyYmF6cXV4MDEyMzQ1Njc4OWFiY2RlZmdoaWo="; /* 44 bytes */
+
+static void test_private_file(void) {
+    sec_cfg_t a = {0}, b = {0};
+    char err[320];
+    char text[128];
+    snprintf(text, sizeof text, "%s\n", SECRET);
+    CHECK(sec_key_from_file(write_key("good", text, 0600), &a, err, sizeof err) == 0);
+    CHECK(a.keyed == 1 && a.encrypt == 0);
+    CHECK(sec_key_from_bytes(SECRET, strlen(SECRET), &b, err, sizeof err) == 0);
+    CHECK(memcmp(a.psk, b.psk, SEC_PSK_BYTES) == 0);
+    sec_cfg_t c = {0};
+    CHECK(sec_key_from_bytes("Zm9vYmFyYmF6cXV4MDEyMzQ1Njc4OWFiY2RlZmdoaWO=", strlen(SECRET), &c, err, sizeof err) == 0);
+    CHECK(memcmp(a.psk, c.psk, SEC_PSK_BYTES) != 0);
+    CHECK(sec_key_from_file(write_key("owner-only", SECRET, 0400), &c, err, sizeof err) == 0);
+}
+
+static void test_refused(void) {
+    sec_cfg_t a = {0};
+    char err[320];
+    const mode_t modes[] = {0644, 0640, 0604, 0660, 0602};
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        err[0] = 0;
+        CHECK(sec_key_from_file(write_key("open", SECRET, modes[k]), &a, err, sizeof err) == -1);
+        CHECK(strstr(err, "group or others") != NULL && strstr(err, "chmod 600") != NULL);
+    }
+    CHECK(a.keyed == 0);
+    CHECK(sec_key_from_file(write_key("short", "only-twenty-one-bytes\n", 0600), &a, err, sizeof err) == -1);
+    CHECK(strstr(err, "at least 32") != NULL);
+    CHECK(sec_key_from_file("/nonexistent/pccl-key", &a, err, sizeof err) == -1);
+    CHECK(strstr(err, "cannot open") != NULL);
+    CHECK(sec_key_from_file(g_dir, &a, err, sizeof err) == -1); /* a directory */
+    CHECK(a.keyed == 0);
+}
+
+static void test_env(void) {
+    sec_cfg_t a = {0};
+    char err[320];
+    unsetenv("PCCL_KEY_FILE");
+    CHECK(sec_key_from_env(&a, err, sizeof err) == 0 && !a.keyed);
+    setenv("PCCL_KEY_FILE", write_key("env", SECRET, 0600), 1);
+    CHECK(sec_key_from_env(&a, err, sizeof err) == 1 && a.keyed);
+    /* The library refuses to start with a refused key instead of running open. */
+    setenv("PCCL_KEY_FILE", write_key("env-open", SECRET, 0644), 1);
+    CHECK(sec_key_from_env(&a, err, sizeof err) == -1);
+    pcclInit();
+    pcclCommCreateParams_t p = {.master_address = {.inet = {.protocol = inetIPv4, .ipv4 = {{127, 0, 0, 1}}},
+                                                   .port = 1}};
+    pcclComm_t *comm = NULL;
+    CHECK(pcclCreateCommunicator(&p, &comm) == pcclInvalidArgument && comm == NULL);
+    pcclMasterInstance_t *m = NULL;
+    CHECK(pcclCreateMaster(p.master_address, &m) == pcclInvalidArgument && m == NULL);
+    /* PCCL_ENCRYPT without a key is refused too. */
+    unsetenv("PCCL_KEY_FILE");
+    setenv("PCCL_ENCRYPT", "1", 1);
+    CHECK(pcclCreateMaster(p.master_address, &m) == pcclInvalidArgument && m == NULL);
+    unsetenv("PCCL_ENCRYPT");
+}
+
+int main(void) {
+    if (!mkdtemp(g_dir)) return 1;
+    RUN_TEST(test_private_file);
+    RUN_TEST(test_refused);
+    RUN_TEST(test_env);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_dir);
+    TEST_MAIN_END();
+}
