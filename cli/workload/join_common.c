@@ -1,10 +1,28 @@
 /* join_common.c - reporting and topology helpers shared by the join workloads. */
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "join.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+void join_catch_stop_signals(void) {
+    /* SA_RESETHAND: the second signal finds the default action, which ends the process. */
+    struct sigaction act = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART | SA_RESETHAND};
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, NULL);
+    sigaction(SIGINT, &act, NULL);
+}
+
+int join_stop_requested(void) { return stop_requested; }
 
 void join_hex64(uint64_t v, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)v); }
 
@@ -65,6 +83,7 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
         }
     }
     for (int attempt = 0;; attempt++) {
+        if (join_stop_requested()) return -1;
         pcclResult_t r = pcclUpdateTopology(comm);
         if (r == pcclMasterConnectionFailed) return -1;
         if (r != pcclSuccess) {
@@ -114,7 +133,7 @@ int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row
 
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si) {
-    if (join_await_world(comm, o, 2, first) != 0) return -1;
+    if (join_await_world(comm, o, 2, first) != 0 || join_stop_requested()) return -1;
     memset(si, 0, sizeof *si);
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
     if (r == pcclMasterConnectionFailed) return -1;

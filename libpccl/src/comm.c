@@ -228,7 +228,8 @@ static int read_master(pcclComm_t *c) {
         wire_msg_t msg;
         char err[160];
         if (net_recv_msg(c->master_fd, &msg, err, sizeof err) != 0) {
-            if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
+            if (atomic_load(&c->leaving)) PLOG_INFO(c->log_name, "left the run");
+            else if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
             return 0;
         }
         if (!wire_type_is_m2c(msg.type)) {
@@ -237,6 +238,7 @@ static int read_master(pcclComm_t *c) {
             return 1;
         }
         if (msg.type == M2C_KICK) {
+            atomic_store(&c->kicked, 1);
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
             wire_msg_free(&msg);
             return 1;
@@ -264,8 +266,9 @@ static int read_master(pcclComm_t *c) {
 
 static void *reader_main(void *arg) {
     pcclComm_t *c = arg;
-    while (!read_master(c) && !atomic_load(&c->shutting_down) && c->reconnect_ms > 0 &&
-           atomic_load(&c->registered) && comm_reconnect(c) == 0) {
+    /* A peer that is leaving takes the master's close as the end of its run. */
+    while (!read_master(c) && !atomic_load(&c->shutting_down) && !atomic_load(&c->leaving) &&
+           c->reconnect_ms > 0 && atomic_load(&c->registered) && comm_reconnect(c) == 0) {
     }
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->master_lost, 1);
@@ -351,6 +354,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
 pcclResult_t comm_check_ready(const pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
+    if (atomic_load(&c->leaving)) return pcclInvalidUsage;
     /* A peer waiting to be accepted again after a master restart is in no ring yet. */
     if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
     if (atomic_load(&c->master_lost)) return pcclMasterConnectionFailed;

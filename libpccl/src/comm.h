@@ -101,6 +101,10 @@ struct pcclComm_t {
      * again at the next pcclUpdateTopology. */
     atomic_uint master_epoch;
     atomic_int master_down, registered, rejoining;
+    /* Departure (leave.c): leaving once LEAVE is about to go out (the reader then takes the master's
+     * close as the end, not as an outage to reconnect through), left once it went out; kicked when the
+     * master sent KICK. */
+    atomic_int leaving, left, kicked;
     int reconnect_ms;
     uint64_t down_since_ms;
     uint8_t uuid[16];
@@ -167,6 +171,8 @@ int comm_reconnect(pcclComm_t *c);
 int comm_connect_master(pcclComm_t *c, int timeout_ms);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 int comm_ops_outstanding(pcclComm_t *c);
+/* pcclInit was called. */
+int pccl__initialized(void);
 /* Checks common preconditions of main-thread API calls. */
 pcclResult_t comm_check_ready(const pcclComm_t *c);
 int comm_env_int(const char *name, int def, int min, int max);

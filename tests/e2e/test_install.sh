@@ -17,7 +17,7 @@ cmake --install "$BUILD" --prefix "$PREFIX" > "$WORK/install.log" || { cat "$WOR
 LIBDIR=$(dirname "$(find "$PREFIX" -name libpccl.a | head -1)")
 [ -f "$LIBDIR/libpccl.a" ] || fail "libpccl.a not installed"
 objdump -p "$LIBDIR/libpccl.so" | grep -q 'SONAME *libpccl.so.0' || fail "libpccl.so has no SONAME libpccl.so.0"
-for f in include/pccl.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
+for f in include/pccl.h include/ccoip_inet.h include/pccl_leave.h bin/pccl share/bash-completion/completions/pccl \
          share/zsh/site-functions/_pccl share/fish/vendor_completions.d/pccl.fish; do
     [ -e "$PREFIX/$f" ] || fail "$f not installed"
 done
