@@ -146,21 +146,24 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
 
 /* ---------- control connection ---------- */
 
+void comm_cv_wait_50ms(pcclComm_t *c) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
     /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader. */
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
     pthread_mutex_lock(&c->mu);
     while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
-           net_now_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
+           net_now_ms() < deadline)
+        comm_cv_wait_50ms(c);
     int rc = atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)
                  ? COMM_LOST : COMM_OK;
     *epoch = atomic_load(&c->master_epoch);

@@ -6,7 +6,6 @@
  * set before LEAVE goes out).
  */
 #include <sys/socket.h>
-#include <time.h>
 
 #include "comm.h"
 #include "log.h"
@@ -16,16 +15,7 @@
 /* Waits until the reader saw the master close the connection, at most until deadline (net_now_ms). */
 static int await_close(pcclComm_t *c, uint64_t deadline) {
     pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->master_lost) && net_now_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
+    while (!atomic_load(&c->master_lost) && net_now_ms() < deadline) comm_cv_wait_50ms(c);
     int closed = atomic_load(&c->master_lost);
     pthread_mutex_unlock(&c->mu);
     return closed;
