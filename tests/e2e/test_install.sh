@@ -35,10 +35,12 @@ fi
 mkdir -p "$WORK/src"
 cat > "$WORK/src/consumer.c" <<'C'
 #include <pccl.h>
+#include <pccl_leave.h>
 #include <stdio.h>
 int main(void) {
     pcclBuildInfo_t info;
     if (pcclInit() != pcclSuccess || pcclGetBuildInfo(&info) != pcclSuccess) return 1;
+    if (pcclExtLeave(NULL) != pcclInvalidArgument) return 1;
     printf("cuda=%d invalid_usage=%s\n", info.has_cuda_support, pcclResultString(pcclInvalidUsage));
     return 0;
 }
