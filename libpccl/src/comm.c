@@ -176,8 +176,9 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
     pthread_mutex_lock(&c->send_mu);
     int rc = COMM_RESTARTED;
     /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
-     * outage ends with its retryable failure instead of being kicked for an out-of-state vote. */
-    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED;
+     * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
+    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
+                   m->type == C2M_LEAVE;
     if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
         rc = net_send_msg(c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
