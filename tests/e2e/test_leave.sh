@@ -29,6 +29,7 @@ start_peer p3 "${args[@]}"; P3=$LAST_PID
 wait_events "$WORK/p1.log" step 20 60
 sleep 0.3 # the admin port's documents are renewed every 250 ms
 aborted=$(counter collectives_aborted)
+[[ "$aborted" =~ ^[0-9]+$ ]] || fail "no collectives_aborted counter in /v1/status"
 kill -TERM "$P2"
 t0=$(date +%s%N)
 wait_pid "$P2" 5
