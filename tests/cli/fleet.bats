@@ -22,17 +22,22 @@ teardown() {
     rm -rf "$TMP"
 }
 
+# start_fleet_master: master.sh on loopback with its token in $TMP/token; sets PORT and APORT
+start_fleet_master() {
+    LISTEN=127.0.0.1:0 ADMIN=127.0.0.1:0 TOKEN_FILE="$TMP/token" "$REPO/scripts/fleet/master.sh" > "$TMP/m.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do grep -q 'admin on' "$TMP/m.out" && break; sleep 0.05; done
+    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+}
+
 accepted_uuids() {
     "$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
         python3 -c 'import json,sys; print(" ".join(sorted(p["uuid"] for p in json.load(sys.stdin)["peers"] if p["phase"]=="accepted")))'
 }
 
 @test "peer.sh rejoins after a kick; master.sh made a private token" {
-    LISTEN=127.0.0.1:0 ADMIN=127.0.0.1:0 TOKEN_FILE="$TMP/token" "$REPO/scripts/fleet/master.sh" > "$TMP/m.out" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 100); do grep -q 'admin on' "$TMP/m.out" && break; sleep 0.05; done
-    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
-    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    start_fleet_master
     [ "$(stat -c %a "$TMP/token")" = 600 ]
     for i in 1 2; do
         MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 1000000 --step-delay 20 \
@@ -84,11 +89,7 @@ print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/
 }
 
 @test "SIGTERM to peer.sh: its pccl join leaves the run, exits 0, and is not restarted" {
-    LISTEN=127.0.0.1:0 ADMIN=127.0.0.1:0 TOKEN_FILE="$TMP/token" "$REPO/scripts/fleet/master.sh" > "$TMP/m.out" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 100); do grep -q 'admin on' "$TMP/m.out" && break; sleep 0.05; done
-    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
-    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    start_fleet_master
     MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 1000000 --json > "$TMP/p.out" 2>&1 &
     P=$!
     PIDS+=($P)
