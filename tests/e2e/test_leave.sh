@@ -5,12 +5,6 @@
 # it and finish with equal hashes.
 . "$(dirname "$0")/lib.sh"
 start_master
-APORT=
-for _ in $(seq 1 100); do
-    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$WORK/master.log" | sed 's/.*://')
-    [ -n "$APORT" ] && break
-    sleep 0.05
-done
 [ -n "$APORT" ] || fail "no admin port in the master's log"
 
 # counter NAME: a counter of the master's /v1/status
