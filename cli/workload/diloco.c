@@ -36,25 +36,6 @@ static void emit_error(const join_opts_t *o, const char *event, pcclResult_t r) 
     join_emit(o, e);
 }
 
-int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {
-    memset(d, 0, sizeof *d);
-    if (strcmp(o->workload, "fashion-mnist")) return 0;
-    const char *dir = o->data_dir ? o->data_dir : MNIST_DEFAULT_DIR;
-    char why[200];
-    if (mnist_load(dir, "train", &d->train, why, sizeof why) != 0 ||
-        mnist_load(dir, "t10k", &d->test, why, sizeof why) != 0) {
-        snprintf(err, errlen, "cannot load Fashion-MNIST from %s: %s", dir, why);
-        join_data_free(d);
-        return -1;
-    }
-    return 0;
-}
-
-void join_data_free(join_data_t *d) {
-    mnist_free(&d->train);
-    mnist_free(&d->test);
-}
-
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
     const mnist_set_t train = d->train, test = d->test;
     const size_t np = MLP_NPARAMS;

@@ -49,7 +49,8 @@ typedef struct join_opts {
 typedef struct join_data {
     mnist_set_t train, test; /* fashion-mnist */
 } join_data_t;
-/* Loads the data of o's workload; -1 with a one-line reason in err (nothing to free then). */
+/* Checks that the flag values work together and loads the data of o's workload; -1 with a one-line
+ * reason in err (nothing to free then). */
 int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen);
 void join_data_free(join_data_t *d);
 

@@ -1,4 +1,5 @@
-/* join_common.c - reporting and topology helpers shared by the join workloads. */
+/* join_common.c - what the join workloads share: the local configuration check, stop signals, reporting and
+ * topology helpers. */
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,34 @@ void join_catch_stop_signals(void) {
 }
 
 int join_stop_requested(void) { return stop_requested; }
+
+int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    if (!strcmp(o->workload, "synthetic")) {
+        /* Each of the --tensors concurrent all-reduces needs one float of --size at least. */
+        if (o->size_bytes / sizeof(float) < o->tensors) {
+            snprintf(err, errlen, "--tensors %u needs %u float elements, --size %llu holds %llu", o->tensors,
+                     o->tensors, (unsigned long long)o->size_bytes,
+                     (unsigned long long)(o->size_bytes / sizeof(float)));
+            return -1;
+        }
+        return 0;
+    }
+    const char *dir = o->data_dir ? o->data_dir : MNIST_DEFAULT_DIR;
+    char why[200];
+    if (mnist_load(dir, "train", &d->train, why, sizeof why) != 0 ||
+        mnist_load(dir, "t10k", &d->test, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cannot load Fashion-MNIST from %s: %s", dir, why);
+        join_data_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+void join_data_free(join_data_t *d) {
+    mnist_free(&d->train);
+    mnist_free(&d->test);
+}
 
 void join_hex64(uint64_t v, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)v); }
 

@@ -44,6 +44,12 @@ while True:
     [[ "$output" == *"cannot load Fashion-MNIST"* ]]
 }
 
+@test "flag values that parse but do not work together are exit 4" {
+    run timeout 20 "$PCCL" join --master 127.0.0.1:1 --workload synthetic --size 8 --tensors 3
+    [ "$status" -eq 4 ]
+    [[ "$output" == *"--tensors 3 needs 3 float elements, --size 8 holds 2"* ]]
+}
+
 @test "SIGTERM and SIGINT: the peer leaves the run and exits 0 within seconds" {
     start_master
     for sig in TERM INT; do
