@@ -2,7 +2,7 @@
 # SIGTERM one of 3 `pccl join` peers mid-run: it leaves the run cleanly and exits 0 within a few
 # seconds; the master aborts none of the others' collectives because of it (its aborted-collective
 # counter is unchanged, it counts one peer left and logs "left the run"); the other two go on without
-# it and finish with equal hashes.
+# it and finish with equal hashes. Then leave_peer.c checks pcclExtLeave itself (refusals, a leave, after it).
 . "$(dirname "$0")/lib.sh"
 start_master
 [ -n "$APORT" ] || fail "no admin port in the master's log"
@@ -45,4 +45,8 @@ for n in p1 p3; do
 done
 h=$(json_field "$WORK/p1.log" done hash)
 [ "$(json_field "$WORK/p3.log" done hash)" = "$h" ] || fail "p3's hash differs from p1's"
+# The library call on its own: its refusals, then a leave from a run of one peer.
+"$BIN/leave_peer" "$PORT" > "$WORK/leave_peer.log" 2>&1 || fail "leave_peer: $(cat "$WORK/leave_peer.log")"
+sleep 0.3
+[ "$(counter peers_left)" = 2 ] || fail "the master counts $(counter peers_left) peers left after leave_peer, not 2"
 echo "ok: SIGTERM -> exit 0 in ${ms} ms, no collective aborted ($aborted before and after), survivors' hash $h"
