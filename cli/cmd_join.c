@@ -53,6 +53,9 @@ const cli_command_t cli_cmd_join = {
     .usage = "--master HOST:PORT [--workload fashion-mnist|synthetic] [--steps N] [--peer-group G] [--json] ...",
     .flags = flags,
     .run = run,
+    .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly once the library call in progress ends; a second one\n"
+                   "ends the process at once.\nexit codes: 0 finished or left, 1 run failed (master lost), 2 usage error, 3 kicked by the master,\n"
+                   "4 local configuration error (checked before contacting the master), 5 wrong synthetic result\n",
 };
 
 /* "ALGO:TYPE" of --quantize; the workloads reduce float. */
