@@ -1,5 +1,5 @@
-/* cmd_join.c - `pccl join`: join a run as a peer and run a workload. */
-#include <signal.h>
+/* cmd_join.c - `pccl join`: join a run as a peer and run a workload; leave it on SIGTERM/SIGINT. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 #include "log.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
+#include "pccl_leave.h"
 #include "pccl_quant.h"
 #include "sec_key.h"
 
@@ -54,6 +55,9 @@ const cli_command_t cli_cmd_join = {
     .usage = "--master HOST:PORT [--workload fashion-mnist|synthetic] [--steps N] [--peer-group G] [--json] ...",
     .flags = flags,
     .run = run,
+    .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly once the library call in progress ends; a second one\n"
+                   "ends the process at once.\nexit codes: 0 finished or left, 1 run failed (master lost), 2 usage error, 3 kicked by the master,\n"
+                   "4 local configuration error (checked before contacting the master), 5 wrong synthetic result\n",
 };
 
 /* "ALGO:TYPE" of --quantize; the workloads reduce float. */
@@ -148,6 +152,27 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     return bad ? CLI_FLAG_BAD : 0;
 }
 
+/* The exit code of a run that ended for this peer (rc: the workload's), from how it ended. */
+static int exit_code(pcclComm_t *comm, int rc) {
+    pcclExtDeparture_t how = pcclExtInRun;
+    pcclExtGetDeparture(comm, &how);
+    if (rc == JOIN_EXIT_FAILED && how == pcclExtKicked) return JOIN_EXIT_KICKED;
+    return rc;
+}
+
+/* Leaves the run after a stop request; the exit code. */
+static int leave(pcclComm_t *comm, const join_opts_t *o) {
+    pcclResult_t r = pcclExtLeave(comm);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "left");
+    cJSON_AddBoolToObject(e, "ok", r == pcclSuccess);
+    if (r != pcclSuccess) cJSON_AddStringToObject(e, "error", pcclResultString(r));
+    join_emit(o, e);
+    if (r == pcclSuccess) return JOIN_EXIT_OK;
+    cli_err("pccl join: leaving the run failed: %s\n", pcclResultString(r));
+    return exit_code(comm, JOIN_EXIT_FAILED);
+}
+
 static int run(int argc, char **argv) {
     join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}, .workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = 10};
@@ -169,13 +194,22 @@ static int run(int argc, char **argv) {
         setenv("PCCL_KEY_FILE", key_file, 1);
     }
 
+    /* Everything local is checked before the master hears of this peer. */
+    join_data_t data;
+    char err[256];
+    if (join_load_data(&o, &data, err, sizeof err) != 0) {
+        cli_err("pccl join: %s\n", err);
+        return JOIN_EXIT_CONFIG;
+    }
+    join_catch_stop_signals();
     pcclInit();
     pcclCommCreateParams_t params = {.master_address = master, .peer_group = o.peer_group,
                                      .p2p_connection_pool_size = o.pool ? o.pool : o.tensors};
     pcclComm_t *comm = NULL;
     if (pcclCreateCommunicator(&params, &comm) != pcclSuccess) {
         cli_err("pccl join: cannot create a communicator\n");
-        return CLI_EXIT_FAIL;
+        join_data_free(&data);
+        return JOIN_EXIT_FAILED;
     }
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
@@ -185,11 +219,17 @@ static int run(int argc, char **argv) {
                     master.port, pcclResultString(r));
         else
             cli_err("pccl join: cannot join the run at port %u: %s\n", master.port, pcclResultString(r));
-        pcclDestroyCommunicator(comm);
-        return CLI_EXIT_FAIL;
+        rc = exit_code(comm, JOIN_EXIT_FAILED);
+    } else if (join_stop_requested()) {
+        rc = leave(comm, &o);
+    } else {
+        rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o, &data);
+        if (join_stop_requested() && rc != JOIN_EXIT_WRONG) rc = leave(comm, &o);
+        else rc = exit_code(comm, rc);
+        if (rc == JOIN_EXIT_FAILED) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");
+        if (rc == JOIN_EXIT_KICKED) cli_err("pccl join: the master removed this peer from the run\n");
     }
-    rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o);
     pcclDestroyCommunicator(comm);
-    if (rc == 1) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");
+    join_data_free(&data);
     return rc;
 }

@@ -135,10 +135,10 @@ static void print_table(const cJSON *st, const char *where, int stalled, double 
         printf("\nrun-wide:\n");
         print_ops(run_ops);
     }
-    printf("\ncollectives: %.0f completed, %.0f aborted; syncs: %.0f; peers kicked: %.0f; "
+    printf("\ncollectives: %.0f completed, %.0f aborted; syncs: %.0f; peers kicked: %.0f, left: %.0f; "
            "control: %.0f packets in, %.0f bytes out\n",
            num(c, "collectives_completed"), num(c, "collectives_aborted"), num(c, "syncs"), num(c, "peers_kicked"),
-           num(c, "control_packets_received"), num(c, "control_bytes_sent"));
+           num(c, "peers_left"), num(c, "control_packets_received"), num(c, "control_bytes_sent"));
     if (stalled) printf("health: STALLED (an operation has been in flight for %.1fs)\n", oldest / 1000);
     else printf("health: ok\n");
 }

@@ -318,6 +318,9 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     fprintf(f, "pccl_syncs_total %llu\n", (unsigned long long)st->syncs_completed);
     fprintf(f, "# HELP pccl_peers_kicked_total Peers kicked by the master.\n# TYPE pccl_peers_kicked_total counter\n");
     fprintf(f, "pccl_peers_kicked_total %llu\n", (unsigned long long)st->peers_kicked);
+    fprintf(f, "# HELP pccl_peers_left_total Peers that left the run cleanly (LEAVE).\n"
+               "# TYPE pccl_peers_left_total counter\n");
+    fprintf(f, "pccl_peers_left_total %llu\n", (unsigned long long)st->peers_left);
     fprintf(f, "# HELP pccl_master_packets_received_total Control packets received.\n"
                "# TYPE pccl_master_packets_received_total counter\n");
     fprintf(f, "pccl_master_packets_received_total %llu\n", (unsigned long long)m->packets_received);
@@ -361,6 +364,7 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);
     cJSON_AddNumberToObject(c, "syncs", (double)st.syncs_completed);
     cJSON_AddNumberToObject(c, "peers_kicked", (double)st.peers_kicked);
+    cJSON_AddNumberToObject(c, "peers_left", (double)st.peers_left);
     cJSON_AddNumberToObject(c, "control_bytes_sent", (double)m->bytes_sent);
     cJSON_AddNumberToObject(c, "control_packets_received", (double)m->packets_received);
     uint64_t oldest = 0;

@@ -153,6 +153,7 @@ void msm_on_tick(msm_t *m) {
     }
     msm_check_deadlines(m);
     msm_check_stuck(m);
+    msm_finish_leaves(m);
 }
 
 void msm_destroy(msm_t *m) {
@@ -232,9 +233,63 @@ static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     msm_topo_on_registered(m);
 }
 
+/* ---------- LEAVE ---------- */
+
+static void depart(msm_t *m, msm_peer_t *p) {
+    char name[MSM_NAME_MAX];
+    uint64_t conn = p->conn;
+    PLOG_INFO("master", "%s left the run", msm_peer_name(p, name));
+    m->stats.peers_left++;
+    m->io.close(m->io.ctx, conn, "left the run");
+    remove_peer_record(m, conn);
+}
+
+/* Whether conn is a member of an operation in its running phase (its ring, transfer or wiring). */
+static int in_running_op(msm_t *m, uint64_t conn) {
+    for (msm_op_t *op = m->ops; op; op = op->next)
+        if (op->phase == MSM_PHASE_RUNNING && msm_op_member(op, conn)) return 1;
+    return 0;
+}
+
+static void on_leave(msm_t *m, msm_peer_t *p) {
+    if (p->leaving) {
+        msm_kick(m, p, "duplicate LEAVE");
+        return;
+    }
+    p->leaving = 1;
+    if (in_running_op(m, p->conn)) {
+        char name[MSM_NAME_MAX];
+        PLOG_INFO("master", "%s is leaving once its running operation ends", msm_peer_name(p, name));
+        return;
+    }
+    depart(m, p);
+}
+
+void msm_finish_leaves(msm_t *m) {
+    for (int i = 0; i < m->npeers; i++) {
+        if (!m->peers[i].leaving || in_running_op(m, m->peers[i].conn)) continue;
+        depart(m, &m->peers[i]);
+        i = -1; /* the removal may end other operations and shifts the table: rescan */
+    }
+}
+
+/* Whether msg is a vote of some operation kind (a leaving peer may only report). */
+static int is_vote(const wire_msg_t *msg) {
+    for (int k = 0; k < MSM_OP_NKINDS; k++)
+        if (msg->type == msm_kinds[k].vote) return 1;
+    return 0;
+}
+
 /* ---------- dispatch ---------- */
 
+static void on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
+
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
+    on_packet(m, conn, msg);
+    msm_finish_leaves(m);
+}
+
+static void on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     msm_peer_t *p = msm_find(m, conn);
     if (!p) return;
     p->last_seen = m->now;
@@ -257,8 +312,15 @@ void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     case C2M_P2P_ESTABLISHED:
         msm_ops_on_packet(m, p, msg);
         return;
+    case C2M_LEAVE:
+        on_leave(m, p);
+        return;
     default:
         break;
+    }
+    if (p->leaving && is_vote(msg)) {
+        msm_kick(m, p, "%s after LEAVE", wire_type_name(msg->type));
+        return;
     }
     if (!p->accepted) {
         msm_kick(m, p, "%s is not allowed before the peer is %s", wire_type_name(msg->type),
@@ -313,6 +375,7 @@ void msm_on_disconnect(msm_t *m, uint64_t conn) {
     char name[MSM_NAME_MAX];
     PLOG_INFO("master", "%s disconnected", msm_peer_name(p, name));
     remove_peer_record(m, conn);
+    msm_finish_leaves(m);
 }
 
 /* ---------- views ---------- */

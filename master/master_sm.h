@@ -12,6 +12,12 @@
  *
  * Illegal input (a packet that is out of state for that peer) kicks that peer:
  * a KICK message with the reason, then close. Everyone else is unaffected.
+ *
+ * A LEAVE is a clean departure between operations: a peer in no running
+ * operation is removed at once (votes it was in go on without it, nothing is
+ * aborted); a member of a running operation is removed when that operation
+ * ends, reports it still owes included. The state machine then closes its
+ * connection.
  */
 #ifndef PCCL_MASTER_SM_H
 #define PCCL_MASTER_SM_H
@@ -115,6 +121,7 @@ typedef struct msm_peer_view {
 typedef struct msm_stats {
     uint32_t registered, accepted, groups;
     uint64_t collectives_completed, collectives_aborted, syncs_completed, peers_kicked;
+    uint64_t peers_left; /* clean departures (LEAVE) */
     uint64_t reregistrations, rebuilds; /* RESUMEs received; runs rebuilt from them */
 } msm_stats_t;
 

@@ -55,6 +55,7 @@ int msm_kick_uuid(msm_t *m, const uint8_t uuid[16], const char *reason) {
     for (int i = 0; i < m->npeers; i++)
         if (memcmp(m->peers[i].uuid, uuid, 16) == 0) {
             msm_kick(m, &m->peers[i], "%s", reason);
+            msm_finish_leaves(m); /* the kick may have ended a leaving peer's running operation */
             return 0;
         }
     return -1;

@@ -39,6 +39,8 @@ typedef struct msm_peer {
     wire_tensor_t *resume_tensors;
     /* its revision or hashes disagreed with the rebuilt group's: its next sync receives */
     int outdated;
+    /* sent LEAVE while a member of a running operation: it departs when that operation ends */
+    int leaving;
 } msm_peer_t;
 
 typedef struct msm_bw {
@@ -98,6 +100,9 @@ void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void msm_world(const msm_t *m, uint32_t group, wire_world_t *w);
 int msm_ring_append(msm_group_t *g, uint64_t conn);
+
+/* Removes the peers that sent LEAVE and are in no running operation any more (after every event). */
+void msm_finish_leaves(msm_t *m);
 
 /* A peer registered (HELLO): with nobody accepted it bootstraps at once. */
 void msm_topo_on_registered(msm_t *m);

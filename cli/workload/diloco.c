@@ -36,15 +36,8 @@ static void emit_error(const join_opts_t *o, const char *event, pcclResult_t r) 
     join_emit(o, e);
 }
 
-int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
-    char err[256];
-    mnist_set_t train = {0}, test = {0};
-    const char *dir = o->data_dir ? o->data_dir : MNIST_DEFAULT_DIR;
-    if (mnist_load(dir, "train", &train, err, sizeof err) != 0 || mnist_load(dir, "t10k", &test, err, sizeof err) != 0) {
-        cli_err("pccl join: cannot load Fashion-MNIST from %s: %s\n", dir, err);
-        mnist_free(&train);
-        return 1;
-    }
+int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
+    const mnist_set_t train = d->train, test = d->test;
     const size_t np = MLP_NPARAMS;
     float *outer = malloc(np * sizeof *outer), *momentum = calloc(np, sizeof *momentum);
     float *inner = malloc(np * sizeof *inner), *grad = malloc(np * sizeof *grad), *delta = malloc(np * sizeof *delta);
@@ -53,11 +46,11 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
     mlp_scratch_t *scratch = mlp_scratch_new(batch > 1000 ? batch : 1000);
     adamw_state_t adam = {0};
     mnist_sampler_t sampler = {0};
-    int rc = 0;
+    int rc = JOIN_EXIT_OK;
     if (!outer || !momentum || !inner || !grad || !delta || !idx || !scratch || adamw_init(&adam, np) != 0 ||
         mnist_sampler_init(&sampler, train.n, 0, 1, o->seed) != 0) {
         cli_err("pccl join: out of memory\n");
-        rc = 1;
+        rc = JOIN_EXIT_FAILED;
         goto out;
     }
     /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
@@ -79,7 +72,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si);
         if (begin < 0) {
-            rc = 1;
+            rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
             break;
         }
         if (begin > 0) continue;
@@ -105,7 +98,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         rx_total += ri.rx_bytes;
         int rej = join_check_rejected(o, r, &rejected);
         if (rej < 0) {
-            rc = 1;
+            rc = JOIN_EXIT_FAILED;
             break;
         }
         if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
@@ -115,7 +108,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         }
         if (r != pcclSuccess) {
             cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
-            rc = 1;
+            rc = JOIN_EXIT_FAILED;
             break;
         }
         outer_nesterov_step(outer, delta, momentum, np, o->outer_lr > 0 ? o->outer_lr : 0.7f,
@@ -164,8 +157,6 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o) {
         join_emit(o, e);
     }
 out:
-    mnist_free(&train);
-    mnist_free(&test);
     free(outer);
     free(momentum);
     free(inner);

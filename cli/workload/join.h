@@ -10,7 +10,18 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "mnist.h"
 #include "pccl.h"
+
+/* Exit codes of `pccl join` (man/pccl-join.1.scd, EXIT STATUS). */
+enum {
+    JOIN_EXIT_OK = 0,      /* the run reached --steps, or this peer left on SIGTERM/SIGINT */
+    JOIN_EXIT_FAILED = 1,  /* the run failed for this peer: master lost past the reconnect window, ... */
+    JOIN_EXIT_USAGE = CLI_EXIT_USAGE,
+    JOIN_EXIT_KICKED = 3,  /* the master removed this peer */
+    JOIN_EXIT_CONFIG = 4,  /* the local configuration cannot work (checked before contacting the master) */
+    JOIN_EXIT_WRONG = 5,   /* synthetic: an all-reduce result was wrong */
+};
 
 typedef struct join_opts {
     const char *workload; /* "fashion-mnist" or "synthetic" */
@@ -33,6 +44,21 @@ typedef struct join_opts {
     uint32_t max_rejections; /* give up after this many rejected all-reduces in a row (--max-rejections) */
 } join_opts_t;
 
+/* What a workload needs from this machine, loaded and checked before the master is contacted, so
+ * that a peer that cannot work never joins (and leaves, and joins again under a restart loop). */
+typedef struct join_data {
+    mnist_set_t train, test; /* fashion-mnist */
+} join_data_t;
+/* Checks that the flag values work together and loads the data of o's workload; -1 with a one-line
+ * reason in err (nothing to free then). */
+int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen);
+void join_data_free(join_data_t *d);
+
+/* SIGTERM and SIGINT ask the peer to leave: the workload stops between two library calls (the one
+ * in progress ends first) and `pccl join` leaves the run. A second signal ends the process at once. */
+void join_catch_stop_signals(void);
+int join_stop_requested(void);
+
 struct cJSON;
 /* Prints one event (a JSON object) as one line: JSON with --json, else "key=value" pairs; frees obj. */
 void join_emit(const join_opts_t *o, struct cJSON *obj);
@@ -40,13 +66,13 @@ void join_emit(const join_opts_t *o, struct cJSON *obj);
 void join_hex64(uint64_t v, char out[17]);
 
 /* Accepts pending peers until that succeeds and the group has at least min_world peers.
- * *first marks the first call after pcclConnect. 0, or -1 if the master is gone. */
+ * *first marks the first call after pcclConnect. 0, or -1 if the master is gone or a stop was requested. */
 int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first);
 
 /*
  * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2),
  * then sync the shared state (ENFORCE_POPULAR; reports "sync_failed" events).
- * @return 0 go on with the step, 1 retry the step, -1 the master is gone.
+ * @return 0 go on with the step, 1 retry the step, -1 the master is gone or a stop was requested.
  */
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si);
@@ -62,7 +88,8 @@ void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
  */
 int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row);
 
+/* Run the loop until --steps or a stop request: JOIN_EXIT_OK, JOIN_EXIT_FAILED or JOIN_EXIT_WRONG. */
 int workload_synthetic(pcclComm_t *comm, const join_opts_t *o);
-int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o);
+int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d);
 
 #endif

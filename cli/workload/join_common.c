@@ -1,10 +1,57 @@
-/* join_common.c - reporting and topology helpers shared by the join workloads. */
+/* join_common.c - what the join workloads share: the local configuration check, stop signals, reporting and
+ * topology helpers. */
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "join.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+void join_catch_stop_signals(void) {
+    /* SA_RESETHAND: the second signal finds the default action, which ends the process. */
+    struct sigaction act = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART | SA_RESETHAND};
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, NULL);
+    sigaction(SIGINT, &act, NULL);
+}
+
+int join_stop_requested(void) { return stop_requested; }
+
+int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    if (!strcmp(o->workload, "synthetic")) {
+        /* Each of the --tensors concurrent all-reduces needs one float of --size at least. */
+        if (o->size_bytes / sizeof(float) < o->tensors) {
+            snprintf(err, errlen, "--tensors %u needs %u float elements, --size %llu holds %llu", o->tensors,
+                     o->tensors, (unsigned long long)o->size_bytes,
+                     (unsigned long long)(o->size_bytes / sizeof(float)));
+            return -1;
+        }
+        return 0;
+    }
+    const char *dir = o->data_dir ? o->data_dir : MNIST_DEFAULT_DIR;
+    char why[200];
+    if (mnist_load(dir, "train", &d->train, why, sizeof why) != 0 ||
+        mnist_load(dir, "t10k", &d->test, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cannot load Fashion-MNIST from %s: %s", dir, why);
+        join_data_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+void join_data_free(join_data_t *d) {
+    mnist_free(&d->train);
+    mnist_free(&d->test);
+}
 
 void join_hex64(uint64_t v, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)v); }
 
@@ -65,6 +112,7 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
         }
     }
     for (int attempt = 0;; attempt++) {
+        if (join_stop_requested()) return -1;
         pcclResult_t r = pcclUpdateTopology(comm);
         if (r == pcclMasterConnectionFailed) return -1;
         if (r != pcclSuccess) {
@@ -114,7 +162,7 @@ int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row
 
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si) {
-    if (join_await_world(comm, o, 2, first) != 0) return -1;
+    if (join_await_world(comm, o, 2, first) != 0 || join_stop_requested()) return -1;
     memset(si, 0, sizeof *si);
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
     if (r == pcclMasterConnectionFailed) return -1;

@@ -73,12 +73,12 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     pcclReduceOpDescriptor_t *descs = calloc(pieces, sizeof *descs);
     if (!state || !buf || !out || !descs) {
         cli_err("pccl join: out of memory for %zu elements\n", n);
-        return 1;
+        return JOIN_EXIT_FAILED;
     }
     pcclTensorInfo_t info = {.name = "state", .data = state, .count = n, .datatype = pcclFloat,
                              .device_type = pcclDeviceCpu};
     pcclSharedState_t ss = {.revision = 0, .count = 1, .infos = &info};
-    int rc = 0;
+    int rc = JOIN_EXIT_OK;
     uint64_t retries = 0;
     uint32_t rejected = 0; /* rejected all-reduces in a row */
     int first = 1;
@@ -88,7 +88,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si);
         if (begin < 0) {
-            rc = 1;
+            rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
             break;
         }
         if (begin > 0) continue;
@@ -108,7 +108,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
         int rej = join_check_rejected(o, r, &rejected);
         if (rej < 0) {
-            rc = 1;
+            rc = JOIN_EXIT_FAILED;
             break;
         }
         if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
@@ -117,7 +117,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         }
         if (r != pcclSuccess) {
             cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
-            rc = 1;
+            rc = JOIN_EXIT_FAILED;
             break;
         }
         for (uint32_t p = 0; p < pieces; p++) {
@@ -127,7 +127,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
             if (k < 0) {
                 cli_err("pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
                         (unsigned long long)ss.revision);
-                rc = 3;
+                rc = JOIN_EXIT_WRONG;
             }
         }
         if (rc) break;
@@ -166,7 +166,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
         cJSON_AddNumberToObject(e, "retries", (double)retries);
         join_emit(o, e);
-        if (r != pcclSuccess && r != pcclTooFewPeers) rc = 1;
+        if (r != pcclSuccess && r != pcclTooFewPeers) rc = JOIN_EXIT_FAILED;
     }
     free(state);
     free(buf);

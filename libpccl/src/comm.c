@@ -153,21 +153,24 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
 
 /* ---------- control connection ---------- */
 
+void comm_cv_wait_50ms(pcclComm_t *c) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
     /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader. */
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
     pthread_mutex_lock(&c->mu);
     while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
-           net_now_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    }
+           net_now_ms() < deadline)
+        comm_cv_wait_50ms(c);
     int rc = atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)
                  ? COMM_LOST : COMM_OK;
     *epoch = atomic_load(&c->master_epoch);
@@ -180,8 +183,9 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
     pthread_mutex_lock(&c->send_mu);
     int rc = COMM_RESTARTED;
     /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
-     * outage ends with its retryable failure instead of being kicked for an out-of-state vote. */
-    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED;
+     * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
+    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
+                   m->type == C2M_LEAVE;
     if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
         rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
@@ -235,7 +239,8 @@ static int read_master(pcclComm_t *c) {
         wire_msg_t msg;
         char err[160];
         if (link_recv_msg(c->master_link, c->master_fd, &msg, err, sizeof err) != 0) {
-            if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
+            if (atomic_load(&c->leaving)) PLOG_INFO(c->log_name, "left the run");
+            else if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
             return 0;
         }
         if (!wire_type_is_m2c(msg.type)) {
@@ -244,6 +249,7 @@ static int read_master(pcclComm_t *c) {
             return 1;
         }
         if (msg.type == M2C_KICK) {
+            atomic_store(&c->kicked, 1);
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
             wire_msg_free(&msg);
             return 1;
@@ -271,8 +277,9 @@ static int read_master(pcclComm_t *c) {
 
 static void *reader_main(void *arg) {
     pcclComm_t *c = arg;
-    while (!read_master(c) && !atomic_load(&c->shutting_down) && c->reconnect_ms > 0 &&
-           atomic_load(&c->registered) && comm_reconnect(c) == 0) {
+    /* A peer that is leaving takes the master's close as the end of its run. */
+    while (!read_master(c) && !atomic_load(&c->shutting_down) && !atomic_load(&c->leaving) &&
+           c->reconnect_ms > 0 && atomic_load(&c->registered) && comm_reconnect(c) == 0) {
     }
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->master_lost, 1);
@@ -358,6 +365,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
 pcclResult_t comm_check_ready(const pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
+    if (atomic_load(&c->leaving)) return pcclInvalidUsage;
     /* A peer waiting to be accepted again after a master restart is in no ring yet. */
     if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
     if (atomic_load(&c->master_lost)) return pcclMasterConnectionFailed;

@@ -108,6 +108,10 @@ struct pcclComm_t {
      * again at the next pcclUpdateTopology. */
     atomic_uint master_epoch;
     atomic_int master_down, registered, rejoining;
+    /* Departure (leave.c): leaving once LEAVE is about to go out (the reader then takes the master's
+     * close as the end, not as an outage to reconnect through), left once it went out; kicked when the
+     * master sent KICK. */
+    atomic_int leaving, left, kicked;
     int reconnect_ms;
     uint64_t down_since_ms;
     uint8_t uuid[16];
@@ -150,6 +154,8 @@ enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
  * @return COMM_OK, or COMM_LOST (the master is gone for good or the peer is shutting down).
  */
 int comm_begin(pcclComm_t *c, unsigned *epoch);
+/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
+void comm_cv_wait_50ms(pcclComm_t *c);
 /* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*
@@ -175,6 +181,8 @@ int comm_reconnect(pcclComm_t *c);
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 int comm_ops_outstanding(pcclComm_t *c);
+/* pcclInit was called. */
+int pccl__initialized(void);
 /* Checks common preconditions of main-thread API calls. */
 pcclResult_t comm_check_ready(const pcclComm_t *c);
 int comm_env_int(const char *name, int def, int min, int max);

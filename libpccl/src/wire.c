@@ -86,7 +86,7 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u32(out, u->hello.pool_size);
         break;
     case C2M_UPDATE_TOPOLOGY: case C2M_PEERS_PENDING: case C2M_OPTIMIZE_TOPOLOGY: case C2M_HEARTBEAT:
-    case M2C_HEARTBEAT:
+    case C2M_LEAVE: case M2C_HEARTBEAT:
         break;
     case C2M_P2P_ESTABLISHED: case C2M_SS_DIST_DONE: case M2C_PEERS_PENDING: case M2C_SS_DONE:
     case M2C_OPTIMIZE_DONE:
@@ -288,7 +288,7 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
         u->hello.pool_size = rd_u32(&r, "pool size");
         break;
     case C2M_UPDATE_TOPOLOGY: case C2M_PEERS_PENDING: case C2M_OPTIMIZE_TOPOLOGY: case C2M_HEARTBEAT:
-    case M2C_HEARTBEAT:
+    case C2M_LEAVE: case M2C_HEARTBEAT:
         break;
     case C2M_P2P_ESTABLISHED: case C2M_SS_DIST_DONE: case M2C_PEERS_PENDING: case M2C_SS_DONE:
     case M2C_OPTIMIZE_DONE:
@@ -474,6 +474,7 @@ const char *wire_type_name(uint16_t type) {
     case C2M_BENCH_RESULT: return "BENCH_RESULT";
     case C2M_PEER_UNREACHABLE: return "PEER_UNREACHABLE";
     case C2M_RESUME: return "RESUME";
+    case C2M_LEAVE: return "LEAVE";
     case M2C_RESUMED: return "RESUMED";
     default: return "UNKNOWN";
     }

@@ -37,6 +37,7 @@ typedef enum wire_type {
     C2M_BENCH_RESULT = 11,
     C2M_PEER_UNREACHABLE = 12,
     C2M_RESUME = 13, /* re-registration with a restarted master (instead of HELLO) */
+    C2M_LEAVE = 14,  /* a clean departure between operations */
     C2M_MAX_,
     /* master -> peer */
     M2C_WELCOME = 101,

@@ -374,11 +374,11 @@ class Stress:
         ok = False
         if st == -signal.SIGKILL and p.killed:
             ok = True
-        elif st == 1 and p.disturbed:
+        elif st in (1, 3) and p.disturbed:  # the run failed for it, or the master kicked it (pccl-join(1))
             ok = True
             self.counts["exited_after_disturbance"] += 1
         if not ok:
-            why = {3: "exit 3: WRONG all-reduce result", 0: "exit 0 (it cannot have finished its steps)"}.get(
+            why = {5: "exit 5: WRONG all-reduce result", 0: "exit 0 (it cannot have finished its steps)"}.get(
                 st, self.status_text(st))
             # a sanitizer report was printed by count_err above; otherwise the stderr tail tells why
             err = "" if sanitizer_report(p.err_path) else "; stderr tail:\n" + open(

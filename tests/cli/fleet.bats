@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
 # scripts/fleet: master.sh creates a token and serves the admin port, peer.sh
-# rejoins after its peer is kicked, watch.sh acts on `pccl status` exit codes.
+# rejoins after its peer is kicked or its run failed, stops on the exit codes that
+# would repeat (usage, local configuration) and on SIGTERM, watch.sh acts on
+# `pccl status` exit codes.
 
 setup() {
     REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
@@ -20,17 +22,22 @@ teardown() {
     rm -rf "$TMP"
 }
 
+# start_fleet_master: master.sh on loopback with its token in $TMP/token; sets PORT and APORT
+start_fleet_master() {
+    LISTEN=127.0.0.1:0 ADMIN=127.0.0.1:0 TOKEN_FILE="$TMP/token" "$REPO/scripts/fleet/master.sh" > "$TMP/m.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do grep -q 'admin on' "$TMP/m.out" && break; sleep 0.05; done
+    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+}
+
 accepted_uuids() {
     "$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
         python3 -c 'import json,sys; print(" ".join(sorted(p["uuid"] for p in json.load(sys.stdin)["peers"] if p["phase"]=="accepted")))'
 }
 
 @test "peer.sh rejoins after a kick; master.sh made a private token" {
-    LISTEN=127.0.0.1:0 ADMIN=127.0.0.1:0 TOKEN_FILE="$TMP/token" "$REPO/scripts/fleet/master.sh" > "$TMP/m.out" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 100); do grep -q 'admin on' "$TMP/m.out" && break; sleep 0.05; done
-    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
-    APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/m.out" | sed 's/.*://')
+    start_fleet_master
     [ "$(stat -c %a "$TMP/token")" = 600 ]
     for i in 1 2; do
         MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 1000000 --step-delay 20 \
@@ -62,4 +69,37 @@ print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/
     for _ in $(seq 1 50); do [ -f "$TMP/down" ] && break; sleep 0.1; done
     [ -f "$TMP/down" ]
     grep -q 'master unreachable (2/2)' "$TMP/w.out"
+}
+
+@test "peer.sh does not retry a local configuration error (exit 4) nor a usage error (exit 2)" {
+    MASTER=127.0.0.1:1 run timeout 10 "$REPO/scripts/fleet/peer.sh" --workload fashion-mnist --data "$TMP/none"
+    [ "$status" -eq 4 ]
+    [[ "$output" == *"local configuration error (exit 4), not retrying"* ]]
+    [[ "$output" != *"rejoining"* ]]
+    MASTER=127.0.0.1:1 run timeout 10 "$REPO/scripts/fleet/peer.sh" --bogus
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"usage error (exit 2), not retrying"* ]]
+}
+
+@test "peer.sh retries a failed run (exit 1)" {
+    MASTER=127.0.0.1:1 MAX_BACKOFF=1 "$REPO/scripts/fleet/peer.sh" --workload synthetic > "$TMP/p.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do [ "$(grep -c 'rejoining' "$TMP/p.out")" -ge 2 ] && break; sleep 0.1; done
+    [ "$(grep -c 'pccl join exited with 1; rejoining' "$TMP/p.out")" -ge 2 ]
+}
+
+@test "SIGTERM to peer.sh: its pccl join leaves the run, exits 0, and is not restarted" {
+    start_fleet_master
+    MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 1000000 --json > "$TMP/p.out" 2>&1 &
+    P=$!
+    PIDS+=($P)
+    for _ in $(seq 1 100); do [ "$(accepted_uuids | wc -w)" -eq 1 ] && break; sleep 0.1; done
+    [ "$(accepted_uuids | wc -w)" -eq 1 ]
+    kill -TERM "$P"
+    run timeout 10 tail --pid="$P" -f /dev/null
+    [ "$status" -eq 0 ]
+    grep -q '"event":"left","ok":true' "$TMP/p.out"
+    [[ "$(cat "$TMP/p.out")" != *"rejoining"* ]]
+    for _ in $(seq 1 20); do [ -z "$(accepted_uuids)" ] && break; sleep 0.1; done # the status is renewed every 250 ms
+    [ -z "$(accepted_uuids)" ]
 }

@@ -34,7 +34,7 @@ for p in s["peers"]:
 g = s["groups"][0]
 assert g["id"] == 0 and sorted(g["ring"]) == sorted(p["uuid"] for p in s["peers"])
 assert isinstance(g["operations"], list) and isinstance(s["run_operations"], list)
-for k in ("collectives_completed", "collectives_aborted", "syncs", "peers_kicked", "control_bytes_sent",
+for k in ("collectives_completed", "collectives_aborted", "syncs", "peers_kicked", "peers_left", "control_bytes_sent",
           "control_packets_received"): assert k in s["counters"], k
 '
 }
@@ -156,7 +156,7 @@ assert g["reduced_bytes"] % g["collectives_completed"] == 0, g   # the same buff
     [[ "$output" == "200 "* ]]
     [[ "$output" == *'pccl_peers{phase="accepted"} 0'* ]]
     [[ "$output" == *'pccl_collectives_total{result="completed"}'* ]]
-    for m in pccl_groups pccl_syncs_total pccl_peers_kicked_total pccl_master_packets_received_total \
+    for m in pccl_groups pccl_syncs_total pccl_peers_kicked_total pccl_peers_left_total pccl_master_packets_received_total \
              pccl_master_bytes_sent_total; do [[ "$output" == *"# TYPE $m "* ]]; done
     run http GET /nope
     [[ "$output" == "404 {\"error\""* ]]

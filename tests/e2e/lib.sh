@@ -19,7 +19,7 @@ fail() {
     exit 1
 }
 
-# start_master [FLAGS...]: sets MASTER_PID and PORT
+# start_master [FLAGS...]: sets MASTER_PID, PORT and APORT (the admin port)
 start_master() {
     PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 "$@" \
         > "$WORK/master.log" 2>&1 &
@@ -27,6 +27,8 @@ start_master() {
     PIDS+=("$MASTER_PID")
     for _ in $(seq 1 100); do
         PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
+        # pccl master prints both lines at once
+        APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
         [ -n "$PORT" ] && return 0
         sleep 0.05
     done

@@ -17,7 +17,7 @@ cmake --install "$BUILD" --prefix "$PREFIX" > "$WORK/install.log" || { cat "$WOR
 LIBDIR=$(dirname "$(find "$PREFIX" -name libpccl.a | head -1)")
 [ -f "$LIBDIR/libpccl.a" ] || fail "libpccl.a not installed"
 objdump -p "$LIBDIR/libpccl.so" | grep -q 'SONAME *libpccl.so.0' || fail "libpccl.so has no SONAME libpccl.so.0"
-for f in include/pccl.h include/pccl_ext.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
+for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
          share/zsh/site-functions/_pccl share/fish/vendor_completions.d/pccl.fish; do
     [ -e "$PREFIX/$f" ] || fail "$f not installed"
 done
@@ -35,10 +35,12 @@ fi
 mkdir -p "$WORK/src"
 cat > "$WORK/src/consumer.c" <<'C'
 #include <pccl.h>
+#include <pccl_leave.h>
 #include <stdio.h>
 int main(void) {
     pcclBuildInfo_t info;
     if (pcclInit() != pcclSuccess || pcclGetBuildInfo(&info) != pcclSuccess) return 1;
+    if (pcclExtLeave(NULL) != pcclInvalidArgument) return 1;
     printf("cuda=%d invalid_usage=%s\n", info.has_cuda_support, pcclResultString(pcclInvalidUsage));
     return 0;
 }

@@ -10,7 +10,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MAGIC, VERSION = 0x5043434C, 2
 FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
-           COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10)
+           COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10, LEAVE=14)
 M2C = dict(WELCOME=101, ESTABLISH=102, TOPO_DONE=103, PEERS_PENDING=104, SS_PLAN=105, SS_DONE=106,
            COMMENCE=107, ABORT=108, COMPLETE=109, REJECT=110, KICK=111, OPTIMIZE_DONE=112, HEARTBEAT=113)
 
@@ -49,6 +49,7 @@ bodies = {
     'c2m_coll_done': coll_done(5, 2),
     'c2m_optimize': u16(9),
     'c2m_heartbeat': u16(10),
+    'c2m_leave': u16(14),
     'm2c_welcome': u16(101) + bytes(range(16)),
     'm2c_establish': u16(102) + world(3, 3, 1, 3) + u32(3) + peer(1) + peer(2) + peer(3),
     'm2c_topology_done': u16(103) + u8(1) + world(2, 2, 1, 2),
@@ -111,6 +112,9 @@ write('fuzz_master_sm', 'timeout', two + accept + tick(0, 100) + pkt(0, u16(10))
       all_((0, 1), coll_init(0)) + tick(0, 250))
 write('fuzz_master_sm', 'resume', connect(0) + pkt(0, resume(0, 5, (0, 1))) + connect(2) + vhello(2) +
       connect(1) + pkt(1, resume(1, 5, (0, 1))) + all_((0, 1), coll_init(0)) + all_((0, 1), u16(2)))
+write('fuzz_master_sm', 'leave', three + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) +
+      all_((0, 1, 2), coll_init(1)) + pkt(2, u16(14)) + all_((0, 1, 2), coll_done(1, 1)) + all_((0, 1), coll_init(2)) +
+      pkt(1, u16(14)) + pkt(0, coll_done(2, 2)))
 write('fuzz_master_sm', 'bad_packet', two + accept + pkt(0, u16(101) + bytes(16)) + pkt(1, b'\x00'))
 
 

@@ -1,6 +1,7 @@
 /* test_master_malformed.c - a real master (libuv server + state machine) fed
  * hostile bytes over raw TCP: garbage, bad length prefixes, truncated frames,
- * unknown and wrong-direction types, lying array counts, bad HELLOs. Each bad
+ * unknown and wrong-direction types, lying array counts, bad HELLOs, LEAVE out of
+ * state (and a registered peer's LEAVE, which ends its connection without a KICK). Each bad
  * connection must be closed (with a KICK first where the state machine
  * rejects it), and after each one the master must still welcome a fresh peer
  * and keep serving an accepted peer that was connected all along. Every read
@@ -320,6 +321,29 @@ static void test_malformed_payloads(void) {
     check_serves("malformed payloads");
 }
 
+/* LEAVE: a payload byte closes the connection (no KICK: it does not decode), LEAVE before HELLO is a
+ * kick, and a registered peer's LEAVE ends its connection cleanly: a close without KICK. */
+static void test_leave(void) {
+    uint8_t body[4 + 3];
+    wire_put_u32(body, 3);
+    wire_put_u16(body + 4, C2M_LEAVE);
+    body[6] = 0;
+    expect_closed_after(body, sizeof body, 0, "LEAVE with a payload");
+    wire_msg_t leave = {.type = C2M_LEAVE};
+    expect_closed_after_msg(&leave, 1, "LEAVE before HELLO");
+    int fd = tcp_connect();
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    wire_msg_t h = hello_msg(WIRE_MAGIC, WIRE_VERSION, 40002), w;
+    CHECK(send_msg(fd, &h) == 0);
+    CHECK(recv_frame(fd, &w) == 0 && w.type == M2C_WELCOME);
+    wire_msg_free(&w);
+    CHECK(send_msg(fd, &leave) == 0);
+    CHECK(expect_eof(fd));
+    close(fd);
+    check_serves("a LEAVE");
+}
+
 static void test_bad_hello(void) {
     wire_msg_t h = hello_msg(WIRE_MAGIC, WIRE_VERSION + 1, 40005);
     expect_closed_after_msg(&h, 1, "wrong version");
@@ -394,6 +418,7 @@ int main(void) {
     RUN_TEST(test_malformed_payloads);
     RUN_TEST(test_bad_hello);
     RUN_TEST(test_framing);
+    RUN_TEST(test_leave);
     RUN_TEST(check_resident);
 
     /* the resident peer sees the master go away */

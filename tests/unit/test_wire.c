@@ -187,6 +187,22 @@ static void test_empty_and_flag_types(void) {
     }
 }
 
+/* LEAVE: an empty body, peer -> master; a payload byte after the type is refused. */
+static void test_leave(void) {
+    wire_msg_t m = {.type = C2M_LEAVE}, o;
+    roundtrip(&m, 2, &o);
+    CHECK_EQ_U64(o.type, C2M_LEAVE);
+    wire_msg_free(&o);
+    CHECK(wire_type_is_c2m(C2M_LEAVE) && !wire_type_is_m2c(C2M_LEAVE));
+    CHECK(strcmp(wire_type_name(C2M_LEAVE), "LEAVE") == 0);
+    uint8_t body[3];
+    wire_put_u16(body, C2M_LEAVE);
+    body[2] = 0;
+    char err[128];
+    CHECK(wire_decode(body, sizeof body, &o, err, sizeof err) != 0);
+    CHECK(wire_decode(body, 2, &o, err, sizeof err) == 0 && o.type == C2M_LEAVE);
+}
+
 static void make_tensors(wire_tensor_t *t, uint32_t n) {
     memset(t, 0, n * sizeof *t);
     for (uint32_t i = 0; i < n; i++) {
@@ -623,6 +639,7 @@ int main(void) {
     RUN_TEST(test_append_and_encode_errors);
     RUN_TEST(test_bad_lengths_and_types);
     RUN_TEST(test_resume);
+    RUN_TEST(test_leave);
     RUN_TEST(test_lying_counts);
     RUN_TEST(test_bad_strings);
     RUN_TEST(test_p2p_hello);
