@@ -146,7 +146,12 @@ static void *handle_incoming(void *arg) {
     net_set_timeouts(a.fd, HANDSHAKE_TIMEOUT_MS);
     uint8_t self[16];
     memcpy(self, c->uuid, 16);
-    if (p2p_greet(a.fd, &c->sec, self, &who, &link, err, sizeof err) != 0) {
+    /* Before the master's welcome this peer has no group (and may not know yet whether the run
+     * encrypts: the master's handshake says so): nobody may connect. */
+    if (c->sec.keyed && !atomic_load(&c->registered)) {
+        PLOG_INFO(c->log_name, "rejected p2p connection: not registered with the master yet");
+        close(a.fd);
+    } else if (p2p_greet(a.fd, &c->sec, self, &who, &link, err, sizeof err) != 0) {
         PLOG_INFO(c->log_name, "rejected p2p connection: %s", err);
         close(a.fd);
     } else if (c->sec.keyed && !await_member(c, who.uuid, deadline)) {

@@ -228,7 +228,9 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
         /* Skip empty chunks (count < world size). */
         while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
         while (tx.k < total && chunk_len(&ck, CHUNK_OF_SEND(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
-        int send_done = tx.hdr_done == RING_HDR && tx.k >= total && !tx.piped && ring_tx_flushed(io);
+        /* All elements handed over; the stream ends once the pipe and an encrypted link are empty. */
+        int all_given = tx.hdr_done == RING_HDR && tx.k >= total;
+        int send_done = all_given && !tx.piped && ring_tx_flushed(io);
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
@@ -240,7 +242,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
             else if (rk == tx.k - 1) ready = rdone;
         }
         int want_send =
-            tx.hdr_done < RING_HDR || tx.piped || (!send_done && ready > tx.off) || !ring_tx_flushed(io);
+            tx.hdr_done < RING_HDR || tx.piped || (!all_given && ready > tx.off) || !ring_tx_flushed(io);
         /* Pages may go by reference while nothing changes them before the successor has consumed
          * them. Within the op a sent range is changed only by a later receive of the same chunk,
          * which causally follows the successor's receive of it (the chunk's final value includes

@@ -128,12 +128,15 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
     for (;;) {
         while (rk < total && q_elems(&q.l, RECV_CHUNK(rk)) == 0 && rhdr_done == RING_HDR) rk++;
         while (tx.k < total && q_elems(&q.l, SEND_CHUNK(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
-        int send_done = tx.hdr_done == RING_HDR && tx.k >= total && ring_tx_flushed(io);
+        /* Everything handed to the socket (or sealed: an encrypted link may still hold it). Only
+         * then may the stream end, but nothing past its last element may be sent meanwhile. */
+        int all_given = tx.hdr_done == RING_HDR && tx.k >= total;
+        int send_done = all_given && ring_tx_flushed(io);
         int recv_done = rhdr_done == RING_HDR && rk >= total;
         if (send_done && recv_done) break;
 
         size_t ready = 0, slen = 0;
-        if (!send_done && tx.hdr_done == RING_HDR) {
+        if (!all_given && tx.hdr_done == RING_HDR) {
             slen = q_wire_len(&q.l, SEND_CHUNK(tx.k));
             if (tx.k == 0) {
                 if (tx.off == own_done && own_done < slen) own_done = prequantize(&q, SEND_CHUNK(0), own_done);
@@ -144,7 +147,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
                 ready = rproc;
             }
         }
-        int want_send = tx.hdr_done < RING_HDR || (!send_done && ready > tx.off) || !ring_tx_flushed(io);
+        int want_send = tx.hdr_done < RING_HDR || (!all_given && ready > tx.off) || !ring_tx_flushed(io);
 
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
