@@ -14,7 +14,9 @@ It reads the peers' JSON events as they arrive and checks:
   progress    the run's revision never stalled longer than the timeout + one step (after a
               master restart: + the outage + MSM_REBUILD_MS, 3 s)
   exits       no peer exited except by the orchestrator's signals (a peer that was stopped
-              or cut may exit 1 after it resumes: the master dropped it)
+              or cut may exit 1 or 3 after it resumes: the master dropped it; or it joins
+              again as a newcomer, and counts as holding the run's state only once it
+              stepped again)
   master      the master stays up (but for the restarts), its VmRSS at the end is at most 10%
               above its value after the first minute (half of the run for runs under 2
               minutes; after a restart: 20 s later, measured on the new master), and it
@@ -150,6 +152,9 @@ class Peer:
         self.idx, self.proc, self.out_path, self.err_path, self.slot = idx, proc, out, err, slot
         self.offset, self.partial = 0, b""
         self.steps, self.last_rev = 0, None
+        # steps since it last resumed from a stop or cut: a peer that comes back may have been dropped and
+        # joined again as a newcomer, so it holds the run's state only once it stepped again
+        self.fresh_steps = 0
         self.killed = False        # SIGKILLed by the orchestrator
         self.disturbed = False     # was stopped or cut (a later exit 1 is expected)
         self.stopped_until = None  # SIGSTOPped until (monotonic)
@@ -321,6 +326,7 @@ class Stress:
             self.fail("peer%d: already stepping, but received %d shared-state bytes at revision %d "
                       "(its state differed from the popular one)" % (p.idx, e["ss_rx_bytes"], r))
         p.steps += 1
+        p.fresh_steps += 1
         p.last_rev = r
         h, ws = e.get("hash"), e.get("world_size")
         old = self.rev.get(r)
@@ -487,14 +493,14 @@ class Stress:
             for p in self.live:
                 if p.stopped_until is not None and now >= p.stopped_until:
                     self.signal_peer(p, signal.SIGCONT)
-                    p.stopped_until = None
+                    p.stopped_until, p.fresh_steps = None, 0
                     self.act("SIGCONT peer%d" % p.idx)
                 if p.cut_until is not None and now >= p.cut_until:
                     self.lab.cut(p.slot, False)
-                    p.cut_until = None
+                    p.cut_until, p.fresh_steps = None, 0
                     self.act("link up peer%d" % p.idx)
             healthy = [p for p in self.live if p.healthy()]
-            stepping = [p for p in healthy if p.steps > 0]
+            stepping = [p for p in healthy if p.fresh_steps > 0]
             # one stop or cut at a time: the progress limit is for one silent peer
             disturbing = any(p.stopped_until is not None or p.cut_until is not None for p in self.live)
             # chaos
@@ -517,7 +523,7 @@ class Stress:
                 # (and no kills while a peer is stopped or cut: the run must get over one silent peer
                 # within the timeout + one step; killing the newcomers it must accept meanwhile would
                 # measure the kill rate instead)
-                cands = [p for p in healthy if p.steps == 0 or len(stepping) > 1]
+                cands = [p for p in healthy if p.fresh_steps == 0 or len(stepping) > 1]
                 if cands and not disturbing:
                     victim = self.rng.choice(cands)
                     self.kill(victim)
