@@ -106,8 +106,10 @@ int msec_open(msec_t *x, uint8_t **buf, size_t *len, size_t *cap) {
         *len += n;
         off += fs;
     }
-    memmove(x->raw, x->raw + off, x->raw_len - off);
-    x->raw_len -= off;
+    if (off) { /* nothing consumed: raw may not be allocated yet (memmove of NULL is undefined) */
+        memmove(x->raw, x->raw + off, x->raw_len - off);
+        x->raw_len -= off;
+    }
     /* A buffer that grew for a burst goes back to its usual size. */
     if (x->raw_cap > 4 * (SEC_FRAME_MAX + SEC_FRAME_OVERHEAD) && x->raw_len < RAW_READ) {
         uint8_t *b = realloc(x->raw, 2 * (SEC_FRAME_MAX + SEC_FRAME_OVERHEAD));
