@@ -198,8 +198,17 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
 }
 
 void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]) {
+    /* under mu: the p2p acceptor's threads read the uuid (comm_uuid) while the master's welcome sets it */
+    pthread_mutex_lock(&c->mu);
     memcpy(c->uuid, uuid, 16);
+    pthread_mutex_unlock(&c->mu);
     snprintf(c->log_name, sizeof c->log_name, "peer:%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2], uuid[3]);
+}
+
+void comm_uuid(pcclComm_t *c, uint8_t out[16]) {
+    pthread_mutex_lock(&c->mu);
+    memcpy(out, c->uuid, 16);
+    pthread_mutex_unlock(&c->mu);
 }
 
 void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n) {

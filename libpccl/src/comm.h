@@ -169,6 +169,8 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
 void comm_inbox_clear(pcclComm_t *c);
 /* Sets this peer's identity (and the log name derived from it). */
 void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]);
+/* A copy of this peer's uuid, for threads other than the caller's and the reader (the acceptor's). */
+void comm_uuid(pcclComm_t *c, uint8_t out[16]);
 /* Records the group's ring (uuids in order) for a later RESUME. */
 void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n);
 /* Records a completed sync (revision and the entries voted) for a later RESUME. */

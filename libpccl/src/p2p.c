@@ -6,6 +6,7 @@
 #include <time.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -145,18 +146,20 @@ static void *handle_incoming(void *arg) {
     net_set_nodelay(a.fd);
     net_set_timeouts(a.fd, HANDSHAKE_TIMEOUT_MS);
     uint8_t self[16];
-    memcpy(self, c->uuid, 16);
+    comm_uuid(c, self);
+    char name[24]; /* the communicator's log name changes with its uuid: this thread's own copy */
+    snprintf(name, sizeof name, "peer:%02x%02x%02x%02x", self[0], self[1], self[2], self[3]);
     /* Before the master's welcome this peer has no group (and may not know yet whether the run
      * encrypts: the master's handshake says so): nobody may connect. */
     if (c->sec.keyed && !atomic_load(&c->registered)) {
-        PLOG_INFO(c->log_name, "rejected p2p connection: not registered with the master yet");
+        PLOG_INFO(name, "rejected p2p connection: not registered with the master yet");
         close(a.fd);
     } else if (p2p_greet(a.fd, &c->sec, self, &who, &link, err, sizeof err) != 0) {
-        PLOG_INFO(c->log_name, "rejected p2p connection: %s", err);
+        PLOG_INFO(name, "rejected p2p connection: %s", err);
         close(a.fd);
     } else if (c->sec.keyed && !await_member(c, who.uuid, deadline)) {
         /* Holding the key is not enough: only the group's current members may use this port. */
-        PLOG_WARN(c->log_name, "rejected p2p connection from %02x%02x%02x%02x: not a member of this peer's group",
+        PLOG_WARN(name, "rejected p2p connection from %02x%02x%02x%02x: not a member of this peer's group",
                   who.uuid[0], who.uuid[1], who.uuid[2], who.uuid[3]);
         sec_link_free(link);
         close(a.fd);
