@@ -309,6 +309,21 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     return result;
 }
 
+/* An op registered before a lost master came back was aborted with the old connection's ops, but
+ * it votes only now, to the new master: that abort must not end the new vote's ring at once (the
+ * peer would retry the tag while the master still runs it, a duplicate vote). Only this vote's
+ * COMMENCE lets the new master abort it, so nothing of this epoch is lost. */
+static void clear_stale_abort(pccl_op_t *o) {
+    pcclComm_t *c = o->comm;
+    uint64_t v;
+    pthread_mutex_lock(&c->mu);
+    if (atomic_load(&o->aborted)) {
+        while (read(o->abort_fd, &v, sizeof v) > 0) {}
+        atomic_store(&o->aborted, 0);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* Runs one operation from the vote to the end (on a pool worker or the caller's thread). */
 static void run_op(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
@@ -329,8 +344,10 @@ static void run_op(pccl_op_t *o) {
     /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
      * shows up as a lost or restarted master below. An upfront backup copy overlaps the master's
      * round trip. While a restarted master is awaited, comm_begin holds the vote back. */
-    if (comm_begin(c, &o->epoch) == COMM_OK) comm_send(c, o->epoch, &init);
-    else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
+    if (comm_begin(c, &o->epoch) == COMM_OK) {
+        clear_stale_abort(o);
+        comm_send(c, o->epoch, &init);
+    } else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
     if (backup && !ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
     if (wait_for(o, started) != 0) {
         o->result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
