@@ -12,6 +12,11 @@ const cli_flag_t admin_client_flags[] = {
     {0},
 };
 
+const cli_renamed_t cli_admin_renamed[] = {
+    {"master", "use --admin HOST:PORT (the master's admin port; --master names its control port in `pccl join`)"},
+    {0},
+};
+
 int cli_read_token(const char *path, char *out, size_t cap) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
@@ -28,14 +33,14 @@ void admin_client_init(admin_client_t *a, const cli_command_t *cmd) {
     a->cmd = cmd;
     a->where = "127.0.0.1:48152";
     a->timeout_ms = 3000;
-    cli_parse_hostport(a->where, &a->addr, CLI_ADMIN_DEFAULT_PORT);
+    cli_parse_addr(cmd, "admin", a->where, CLI_ADMIN_DEFAULT_PORT, &a->addr, CLI_EXIT_FAIL);
 }
 
 int admin_client_on_flag(void *ctx, const char *name, const char *value) {
     admin_client_t *a = ctx;
     if (strcmp(name, "admin") == 0) {
-        if (cli_parse_hostport(value, &a->addr, CLI_ADMIN_DEFAULT_PORT) != 0)
-            return cli_usage_error(a->cmd, "bad --admin '%s' (want IPV4:PORT)", value);
+        int rc = cli_parse_addr(a->cmd, name, value, CLI_ADMIN_DEFAULT_PORT, &a->addr, CLI_EXIT_FAIL);
+        if (rc != 0) return rc;
         a->where = value;
     } else if (strcmp(name, "token-file") == 0) {
         a->token_file = value;
@@ -57,7 +62,7 @@ int admin_client_token(const admin_client_t *a, char *out, size_t cap) {
 }
 
 char *admin_client_get(const admin_client_t *a, const char *path) {
-    char err[160];
+    char err[320];
     int code = 0;
     char *body = cli_http_get(&a->addr, path, (int)a->timeout_ms, &code, err, sizeof err);
     if (!body) {
@@ -73,7 +78,7 @@ char *admin_client_get(const admin_client_t *a, const char *path) {
 }
 
 int admin_client_post(const admin_client_t *a, const char *path, const char *token) {
-    char err[160];
+    char err[320];
     int code = 0;
     char *body = cli_http_request(&a->addr, "POST", path, token, (int)a->timeout_ms, &code, err, sizeof err);
     if (!body) {

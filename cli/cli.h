@@ -26,6 +26,12 @@ typedef struct cli_flag {
     const char *help;
 } cli_flag_t;
 
+/* A flag spelled differently before: naming it is a usage error that says what to write instead. */
+typedef struct cli_renamed {
+    const char *old;  /* long name without dashes */
+    const char *hint; /* e.g. "use --admin HOST:PORT (the master's admin port)" */
+} cli_renamed_t;
+
 typedef struct cli_command {
     const char *name;
     const char *alias; /* second spelling or NULL */
@@ -34,6 +40,7 @@ typedef struct cli_command {
     const cli_flag_t *flags; /* terminated by {0} */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
+    const cli_renamed_t *renamed; /* terminated by {0}, or NULL */
 } cli_command_t;
 
 /* on_flag's answer for a value it refuses: cli_parse_flags says "bad value 'V' for --NAME". */
@@ -80,9 +87,14 @@ const char *cli_suggest(const char *word, size_t len, const char *const *candida
 void cli_early_log_format(int argc, char **argv);
 /* Prints "pccl NAME: MSG" and a hint to stderr (cli_err); returns CLI_EXIT_USAGE. */
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Parses "HOST:PORT" (IPv4 or "localhost"); returns 0 on success. */
+/*
+ * Parses the value of --flag as an address (addr_parse: HOST:PORT, IPV4:PORT, [IPV6]:PORT, or without :PORT the
+ * default port). Returns 0, or reports and returns an exit code: CLI_EXIT_USAGE for a malformed value,
+ * unresolved_exit for a host name that does not resolve (DNS may answer later, so it is no usage error).
+ */
 struct ccoip_socket_address_t;
-int cli_parse_hostport(const char *s, struct ccoip_socket_address_t *out, unsigned short default_port);
+int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
+                   struct ccoip_socket_address_t *out, int unresolved_exit);
 
 /*
  * GET http://addr/path with one deadline of timeout_ms. Returns the body (malloc'd, NUL-terminated)
@@ -98,6 +110,9 @@ int cli_read_token(const char *path, char *out, size_t cap);
 /* Default admin port of a master: the first above PCCL 1.0's four (ccoip.h), so a peer's
  * shared-state port and the master's admin port never collide on one host. */
 #define CLI_ADMIN_DEFAULT_PORT 48152
+
+/* --master where --admin is meant (status, bench-bandwidth, kick, shutdown). */
+extern const cli_renamed_t cli_admin_renamed[];
 
 extern const cli_command_t cli_cmd_master;
 extern const cli_command_t cli_cmd_join;

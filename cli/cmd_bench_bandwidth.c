@@ -32,7 +32,7 @@ static const cli_flag_t flags[] = {
     {"connect", required_argument, "HOST:PORT", "measure the link to a server (or a peer's p2p port)"},
     {"seconds", required_argument, "S", "seconds per direction (default 3, at most 60)"},
     {"streams", required_argument, "N", "parallel TCP connections (default 1, at most 64)"},
-    {"master", required_argument, "HOST:PORT", "print the run's measured bandwidth matrix (master admin port)"},
+    {"admin", required_argument, "HOST:PORT", "print the run's measured bandwidth matrix (master admin port)"},
     {"json", no_argument, NULL, "print the result as JSON"},
     {0},
 };
@@ -44,9 +44,10 @@ const cli_command_t cli_cmd_bench_bandwidth = {
     .alias = "bench p2p",
     .summary = "measure point-to-point bandwidth in each direction",
     .usage = "--server [--listen HOST:PORT] | --connect HOST:PORT [--seconds S] [--streams N] [--json] | "
-             "--master HOST:PORT [--json]",
+             "--admin HOST:PORT [--json]",
     .flags = flags,
     .run = run,
+    .renamed = cli_admin_renamed,
 };
 
 static volatile sig_atomic_t g_stop;
@@ -68,23 +69,19 @@ static void *serve_one(void *arg) {
 }
 
 static int serve(const ccoip_socket_address_t *addr) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
-    memcpy(&sa.sin_addr.s_addr, addr->inet.ipv4.data, 4);
-    socklen_t len = sizeof sa;
-    char ip[16];
-    net_ip_str(addr->inet.ipv4.data, ip);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        cli_err("pccl bench-bandwidth: cannot listen on %s:%u: %s\n", ip, addr->port, strerror(errno));
-        if (fd >= 0) close(fd);
+    char where[ADDR_STRLEN];
+    addr_str(addr, where);
+    ccoip_socket_address_t bound = *addr;
+    int fd = net_listen(addr, &bound.port);
+    if (fd < 0) {
+        cli_err("pccl bench-bandwidth: cannot listen on %s: %s\n", where, strerror(errno));
         return CLI_EXIT_FAIL;
     }
+    addr_str(&bound, where);
     struct sigaction act = {.sa_handler = on_signal};
     sigaction(SIGINT, &act, NULL);
     sigaction(SIGTERM, &act, NULL);
-    printf("pccl bench-bandwidth server listening on %s:%u\n", ip, ntohs(sa.sin_port));
+    printf("pccl bench-bandwidth server listening on %s\n", where);
     fflush(stdout);
     while (!g_stop) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -115,20 +112,22 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
     const char *names[2] = {"upload", "download"};
     const int dirs[2] = {BW_CLIENT_SENDS, BW_SERVER_SENDS};
     bw_result_t res[2];
-    char ip[16];
-    net_ip_str(addr->inet.ipv4.data, ip);
+    char where[ADDR_STRLEN];
+    addr_str(addr, where);
     for (int d = 0; d < 2; d++) {
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
-        pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s:%u for %d s over %d stream(s)...\n", names[d], ip, addr->port, seconds,
+        pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s for %d s over %d stream(s)...\n", names[d], where, seconds,
                 streams);
-        if (bw_measure(addr->inet.ipv4.data, addr->port, uuid, NULL, NULL, dirs[d], seconds * 1000, streams, 10000,
+        if (bw_measure(addr, uuid, NULL, NULL, dirs[d], seconds * 1000, streams, 10000,
                        &res[d]) != 0) {
-            cli_err("pccl bench-bandwidth: %s measurement to %s:%u failed\n", names[d], ip, addr->port);
+            cli_err("pccl bench-bandwidth: %s measurement to %s failed\n", names[d], where);
             return CLI_EXIT_FAIL;
         }
     }
     if (json) {
         cJSON *o = cJSON_CreateObject();
+        char ip[ADDR_STRLEN];
+        addr_ip_str(&addr->inet, ip);
         cJSON_AddStringToObject(o, "target", ip);
         cJSON_AddNumberToObject(o, "port", addr->port);
         cJSON_AddNumberToObject(o, "streams", streams);
@@ -212,7 +211,7 @@ static void print_matrix_table(const bw_matrix_t *x) {
  * "peers" (uuids) and "bandwidth_mbps" (the matrix in their order) added, which `pccl solve-topology` reads.
  */
 static int show_matrix(const ccoip_socket_address_t *admin, int json) {
-    char err[160];
+    char err[320];
     int code = 0;
     char *body = cli_http_get(admin, "/v1/topology", 5000, &code, err, sizeof err);
     cJSON *doc = body && code == 200 ? cJSON_Parse(body) : NULL;
@@ -250,7 +249,7 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
 /* Flag values of `pccl bench-bandwidth`, filled by on_flag. */
 typedef struct {
     ccoip_socket_address_t listen_addr, target, admin;
-    int server, have_target, have_master, json;
+    int server, have_target, have_admin, json;
     uint64_t seconds, streams;
 } bench_args_t;
 
@@ -260,16 +259,13 @@ static int on_flag(void *ctx, const char *n, const char *value) {
     if (!strcmp(n, "server")) a->server = 1;
     else if (!strcmp(n, "json")) a->json = 1;
     else if (!strcmp(n, "listen")) {
-        if (cli_parse_hostport(value, &a->listen_addr, 48150) != 0)
-            return cli_usage_error(cmd, "bad --listen '%s'", value);
+        return cli_parse_addr(cmd, n, value, 48150, &a->listen_addr, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "connect")) {
-        if (cli_parse_hostport(value, &a->target, 48150) != 0)
-            return cli_usage_error(cmd, "bad --connect '%s'", value);
         a->have_target = 1;
-    } else if (!strcmp(n, "master")) {
-        if (cli_parse_hostport(value, &a->admin, CLI_ADMIN_DEFAULT_PORT) != 0)
-            return cli_usage_error(cmd, "bad --master '%s'", value);
-        a->have_master = 1;
+        return cli_parse_addr(cmd, n, value, 48150, &a->target, CLI_EXIT_FAIL);
+    } else if (!strcmp(n, "admin")) {
+        a->have_admin = 1;
+        return cli_parse_addr(cmd, n, value, CLI_ADMIN_DEFAULT_PORT, &a->admin, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "seconds")) {
         if (cli_parse_u64(value, 60, &a->seconds) != 0 || a->seconds < 1)
             return cli_usage_error(cmd, "--seconds must be 1..60");
@@ -285,8 +281,8 @@ static int run(int argc, char **argv) {
     bench_args_t a = {.listen_addr = {.inet.protocol = inetIPv4, .port = 48150}, .seconds = 3, .streams = 1};
     int rc = cli_parse_flags(cmd, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
-    if (a.server + a.have_target + a.have_master != 1)
-        return cli_usage_error(cmd, "give exactly one of --server, --connect HOST:PORT and --master HOST:PORT");
-    if (a.have_master) return show_matrix(&a.admin, a.json);
+    if (a.server + a.have_target + a.have_admin != 1)
+        return cli_usage_error(cmd, "give exactly one of --server, --connect HOST:PORT and --admin HOST:PORT");
+    if (a.have_admin) return show_matrix(&a.admin, a.json);
     return a.server ? serve(&a.listen_addr) : measure(&a.target, (int)a.seconds, (int)a.streams, a.json);
 }

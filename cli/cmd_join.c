@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "join.h"
+#include "addr.h"
 #include "log.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
@@ -92,8 +93,8 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     uint64_t v = 0;
     int bad = 0;
     if (!strcmp(n, "master")) {
-        bad = cli_parse_hostport(arg, a->master, CCOIP_PROTOCOL_PORT_MASTER) != 0;
-        *a->have_master = !bad;
+        *a->have_master = 1;
+        return cli_parse_addr(cmd, n, arg, CCOIP_PROTOCOL_PORT_MASTER, a->master, JOIN_EXIT_FAILED);
     } else if (!strcmp(n, "key-file")) {
         *a->key_file = arg;
     } else if (!strcmp(n, "workload")) {
@@ -213,12 +214,9 @@ static int run(int argc, char **argv) {
     }
     pcclResult_t r = pcclConnect(comm);
     if (r != pcclSuccess) {
-        const uint8_t *ip = master.inet.ipv4.data;
-        if (master.inet.protocol == inetIPv4)
-            cli_err("pccl join: cannot join the run at %u.%u.%u.%u:%u: %s\n", ip[0], ip[1], ip[2], ip[3],
-                    master.port, pcclResultString(r));
-        else
-            cli_err("pccl join: cannot join the run at port %u: %s\n", master.port, pcclResultString(r));
+        char where[ADDR_STRLEN];
+        addr_str(&master, where);
+        cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
         rc = exit_code(comm, JOIN_EXIT_FAILED);
     } else if (join_stop_requested()) {
         rc = leave(comm, &o);

@@ -23,6 +23,7 @@ const cli_command_t cli_cmd_kick = {
     .usage = "UUID-PREFIX --token-file FILE [--admin HOST:PORT] [--timeout MS]",
     .flags = admin_client_flags,
     .run = run,
+    .renamed = cli_admin_renamed,
     .help_footer = "\nexit codes: 0 kicked, 1 failure (unreachable master, refused token, no peer or several peers\n"
                    "with that prefix), 2 usage error\n",
 };

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "addr.h"
 #include "log.h"
 #include "master_internal.h"
 #include "pccl.h"
@@ -38,10 +39,6 @@ const cli_command_t cli_cmd_master = {
 };
 
 
-static void ip_string(const ccoip_socket_address_t *a, char out[16]) {
-    snprintf(out, 16, "%u.%u.%u.%u", a->inet.ipv4.data[0], a->inet.ipv4.data[1],
-             a->inet.ipv4.data[2], a->inet.ipv4.data[3]);
-}
 
 /* Flag values of `pccl master`, filled by on_flag. */
 typedef struct {
@@ -55,12 +52,10 @@ typedef struct {
 static int on_flag(void *ctx, const char *name, const char *value) {
     master_args_t *a = ctx;
     if (strcmp(name, "listen") == 0) {
-        if (cli_parse_hostport(value, &a->listen, CCOIP_PROTOCOL_PORT_MASTER) != 0)
-            return cli_usage_error(&cli_cmd_master, "bad --listen '%s' (want IPV4:PORT)", value);
+        return cli_parse_addr(&cli_cmd_master, name, value, CCOIP_PROTOCOL_PORT_MASTER, &a->listen, CLI_EXIT_FAIL);
     } else if (strcmp(name, "admin") == 0) {
-        if (cli_parse_hostport(value, &a->admin, CLI_ADMIN_DEFAULT_PORT) != 0)
-            return cli_usage_error(&cli_cmd_master, "bad --admin '%s' (want IPV4:PORT)", value);
         a->admin_explicit = 1;
+        return cli_parse_addr(&cli_cmd_master, name, value, CLI_ADMIN_DEFAULT_PORT, &a->admin, CLI_EXIT_FAIL);
     } else if (strcmp(name, "no-admin") == 0) {
         a->admin_on = 0;
     } else if (strcmp(name, "admin-token-file") == 0) {
@@ -114,10 +109,10 @@ static int run(int argc, char **argv) {
 
     pcclInit();
     pcclMasterInstance_t *m = NULL;
-    char ip[16];
-    ip_string(&a.listen, ip);
+    char where[ADDR_STRLEN];
+    addr_str(&a.listen, where);
     if (pcclCreateMaster(a.listen, &m) != pcclSuccess) {
-        cli_err("pccl master: cannot listen on %s:%u (port in use or address not local)\n", ip, a.listen.port);
+        cli_err("pccl master: cannot listen on %s (port in use or address not local)\n", where);
         return CLI_EXIT_FAIL;
     }
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
@@ -126,19 +121,19 @@ static int run(int argc, char **argv) {
         pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
     }
-    char aip[16];
-    ip_string(&a.admin, aip);
+    char awhere[ADDR_STRLEN];
+    addr_str(&a.admin, awhere);
     if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL) != pcclSuccess) {
         /* An explicit --admin is a promise to the operator; the default port is optional (e.g. a second master
          * on the same host), so the run starts without it rather than not at all. */
         if (a.admin_explicit) {
-            cli_err("pccl master: cannot serve the admin port on %s:%u (port in use? --no-admin disables it)\n",
-                    aip, a.admin.port);
+            cli_err("pccl master: cannot serve the admin port on %s (port in use? --no-admin disables it)\n",
+                    awhere);
             pcclDestroyMaster(m);
             return CLI_EXIT_FAIL;
         }
-        pccl_log_plain(PCCL_LOG_WARN, "pccl master: warning: default admin port %s:%u unavailable, running without it\n",
-                       aip, a.admin.port);
+        pccl_log_plain(PCCL_LOG_WARN, "pccl master: warning: default admin port %s unavailable, running without it\n",
+                       awhere);
         a.admin_on = 0;
     }
     if (pcclRunMaster(m) != pcclSuccess) {
@@ -146,8 +141,14 @@ static int run(int argc, char **argv) {
         pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
     }
-    printf("pccl master listening on %s:%u\n", ip, pccl__master_port(m));
-    if (a.admin_on) printf("pccl master admin on %s:%u\n", aip, pccl__master_admin_port(m));
+    a.listen.port = pccl__master_port(m);
+    addr_str(&a.listen, where);
+    printf("pccl master listening on %s\n", where);
+    if (a.admin_on) {
+        a.admin.port = pccl__master_admin_port(m);
+        addr_str(&a.admin, awhere);
+        printf("pccl master admin on %s\n", awhere);
+    }
     fflush(stdout);
     /* Wait for a signal, or for a shutdown requested on the admin port (checked every 200 ms). */
     const struct timespec poll_every = {0, 200 * 1000 * 1000};

@@ -19,6 +19,7 @@ const cli_command_t cli_cmd_shutdown = {
     .usage = "--token-file FILE [--admin HOST:PORT] [--timeout MS]",
     .flags = admin_client_flags,
     .run = run,
+    .renamed = cli_admin_renamed,
     .help_footer = "\nexit codes: 0 the master stopped, 1 failure (unreachable master, refused token, or still\n"
                    "answering after --timeout), 2 usage error\n",
 };
@@ -42,7 +43,7 @@ static int run(int argc, char **argv) {
     /* The master closes its admin port first when it stops: a refused connection means it is gone. */
     double deadline = now_ms() + a.timeout_ms;
     for (;;) {
-        char err[160];
+        char err[320];
         int code;
         double left = deadline - now_ms();
         if (left <= 0) break;

@@ -28,7 +28,7 @@
 #define STATUS_EXIT_STALLED 4
 
 static const cli_flag_t flags[] = {
-    {"master", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},
+    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},
     {"json", no_argument, NULL, "print the raw /v1/status JSON"},
     {"watch", optional_argument, "[SECONDS]", "refresh every SECONDS (default 2) until interrupted"},
     {"stall-after", required_argument, "SECONDS", "an operation in flight longer than this is a stall (default 60)"},
@@ -43,9 +43,10 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_status = {
     .name = "status",
     .summary = "show the peers, rings and operations of a run (exit 0 healthy, 3 unreachable, 4 stalled)",
-    .usage = "[--master HOST:PORT] [--json] [--watch [SECONDS]] [--stall-after SECONDS] [--timeout MS]",
+    .usage = "[--admin HOST:PORT] [--json] [--watch [SECONDS]] [--stall-after SECONDS] [--timeout MS]",
     .flags = flags,
     .run = run,
+    .renamed = cli_admin_renamed,
     .help_footer = "\nexit codes: 0 healthy, 2 usage error, 3 master unreachable, 4 run stalled (accepted peers and an"
                    "\noperation voting or running for longer than --stall-after)\n",
 };
@@ -146,7 +147,7 @@ static void print_table(const cJSON *st, const char *where, int stalled, double 
 /* One poll of the admin port; prints and returns the exit code. */
 static int status_once(const ccoip_socket_address_t *addr, const char *where, int json, int timeout_ms,
                        double stall_ms) {
-    char err[160];
+    char err[320];
     int code = 0;
     char *body = cli_http_get(addr, "/v1/status", timeout_ms, &code, err, sizeof err);
     if (!body) {
@@ -183,9 +184,9 @@ typedef struct {
 static int on_flag(void *ctx, const char *name, const char *value) {
     const cli_command_t *cmd = &cli_cmd_status;
     status_args_t *a = ctx;
-    if (strcmp(name, "master") == 0) {
-        if (cli_parse_hostport(value, &a->addr, CLI_ADMIN_DEFAULT_PORT) != 0)
-            return cli_usage_error(cmd, "bad --master '%s' (want IPV4:PORT)", value);
+    if (strcmp(name, "admin") == 0) {
+        int rc = cli_parse_addr(cmd, name, value, CLI_ADMIN_DEFAULT_PORT, &a->addr, STATUS_EXIT_UNREACHABLE);
+        if (rc != 0) return rc;
         a->where = value;
     } else if (strcmp(name, "json") == 0) {
         a->json = 1;
@@ -205,7 +206,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 
 static int run(int argc, char **argv) {
     status_args_t a = {.where = "127.0.0.1:48152", .every = 2, .stall_s = 60, .timeout = 3000};
-    cli_parse_hostport(a.where, &a.addr, CLI_ADMIN_DEFAULT_PORT);
+    cli_parse_addr(&cli_cmd_status, "admin", a.where, CLI_ADMIN_DEFAULT_PORT, &a.addr, CLI_EXIT_FAIL);
     int rc = cli_parse_flags(&cli_cmd_status, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!a.watch) return status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);

@@ -53,6 +53,9 @@ void cli_early_log_format(int argc, char **argv) {
 static int unknown_option(const cli_command_t *cmd, const struct option *opts, const char *arg) {
     if (optopt) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
     const char *word = arg + strspn(arg, "-");
+    for (const cli_renamed_t *r = cmd->renamed; r && r->old; r++)
+        if (strlen(r->old) == strcspn(word, "=") && strncmp(word, r->old, strlen(r->old)) == 0)
+            return cli_usage_error(cmd, "--%s is no option of this command: %s", r->old, r->hint);
     const char *names[64];
     size_t n = 0;
     for (; opts[n].name; n++) names[n] = opts[n].name;

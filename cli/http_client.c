@@ -1,6 +1,6 @@
 /*
  * http_client.c - a minimal HTTP client for the master's admin port
- * (pccl status, kick, shutdown, bench-bandwidth --master): one request,
+ * (pccl status, kick, shutdown, bench-bandwidth --admin): one request,
  * Connection: close, every step bounded by one deadline.
  */
 #include <errno.h>
@@ -10,10 +10,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "addr.h"
 #include "cli.h"
 #include "pccl.h"
 
@@ -57,16 +56,16 @@ char *cli_http_request(const ccoip_socket_address_t *addr, const char *method, c
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000;
     }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_storage sa;
+    socklen_t salen = addr_to_sockaddr(addr, &sa);
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "socket: %s", strerror(errno));
         return NULL;
     }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(addr->port)};
-    memcpy(&sa.sin_addr.s_addr, addr->inet.ipv4.data, 4);
     char *resp = NULL;
     size_t len = 0, cap = 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    if (connect(fd, (struct sockaddr *)&sa, salen) != 0) {
         int soerr = errno;
         socklen_t sl = sizeof soerr;
         if (soerr == EINPROGRESS) {
@@ -124,7 +123,11 @@ char *cli_http_request(const ccoip_socket_address_t *addr, const char *method, c
     resp[len] = 0;
     char *body = strstr(resp, "\r\n\r\n");
     if (strncmp(resp, "HTTP/1.", 7) != 0 || !body || sscanf(resp + 8, " %d", code) != 1) {
-        snprintf(err, errlen, "not an HTTP response");
+        /* A master's control port closes at once on an HTTP request (its first four bytes are a length far
+         * over the limit), or answers a keyed handshake: say which port that probably was. */
+        snprintf(err, errlen, "%s: probably the master's control port (`pccl join --master`), not its admin port "
+                 "(`pccl master --admin`, default %d)", len ? "not an HTTP response" : "closed without an answer",
+                 CLI_ADMIN_DEFAULT_PORT);
         free(resp);
         return NULL;
     }

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 
+#include "addr.h"
 #include "pccl.h"
 
 static const cli_command_t *const commands[] = {
@@ -43,27 +43,14 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
     return CLI_EXIT_USAGE;
 }
 
-int cli_parse_hostport(const char *s, ccoip_socket_address_t *out, unsigned short default_port) {
-    char host[256];
-    const char *colon = strrchr(s, ':');
-    size_t hl = colon ? (size_t)(colon - s) : strlen(s);
-    if (hl == 0 || hl >= sizeof host) return -1;
-    memcpy(host, s, hl);
-    host[hl] = 0;
-    long port = default_port;
-    if (colon) {
-        char *end;
-        port = strtol(colon + 1, &end, 10);
-        if (*end || end == colon + 1 || port < 0 || port > 65535) return -1;
-    }
-    if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
-    struct in_addr a;
-    if (inet_pton(AF_INET, host, &a) != 1) return -1;
-    memset(out, 0, sizeof *out);
-    out->inet.protocol = inetIPv4;
-    memcpy(out->inet.ipv4.data, &a.s_addr, 4);
-    out->port = (uint16_t)port;
-    return 0;
+int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
+                   ccoip_socket_address_t *out, int unresolved_exit) {
+    char err[512];
+    int rc = addr_parse(value, default_port, 0, out, err, sizeof err);
+    if (rc == ADDR_OK) return 0;
+    if (rc == ADDR_SYNTAX) return cli_usage_error(cmd, "--%s: %s", flag, err);
+    cli_err("pccl %s: --%s: %s\n", cmd->name, flag, err);
+    return unresolved_exit;
 }
 
 static void print_main_help(void) {

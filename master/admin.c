@@ -12,10 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
+
+#include "net.h"
 
 /* One client (an address) cannot take the admin port from the others: a dashboard or a poller needs a
  * few connections; idle ones close after 10 s. Requests carry no body: 32 KiB per connection is plenty. */
@@ -226,7 +227,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found", NULL);
 }
 
-admin_server_t *admin_server_start(const uint8_t ip[4], uint16_t port, const char *token, admin_notify_fn notify,
+admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token, admin_notify_fn notify,
                                    void *ctx, char *err, size_t errlen) {
     admin_server_t *s = calloc(1, sizeof *s);
     if (!s) {
@@ -241,23 +242,25 @@ admin_server_t *admin_server_start(const uint8_t ip[4], uint16_t port, const cha
         admin_server_free(s);
         return NULL;
     }
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    memcpy(&sa.sin_addr.s_addr, ip, 4);
+    /* The listening socket is ours (net_listen: 0.0.0.0 is dual-stack, as the control port). */
+    uint16_t port;
+    int fd = net_listen(addr, &port);
     /* Bounded: idle HTTP connections are closed after 10 s, and at most 64 are served at once. */
-    s->daemon = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
-                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT,
+    s->daemon = fd < 0 ? NULL
+              : MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
+                                 MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_TIMEOUT,
                                  (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS,
                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS_PER_CLIENT,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_MAX_REQUEST_MEMORY, MHD_OPTION_END);
     if (!s->daemon) {
-        char a[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, ip, a, sizeof a);
-        snprintf(err, errlen, "cannot serve the admin port on %s:%u (port in use or address not local)", a, port);
+        if (fd >= 0) close(fd);
+        char a[ADDR_STRLEN];
+        addr_str(addr, a);
+        snprintf(err, errlen, "cannot serve the admin port on %s (port in use or address not local)", a);
         admin_server_free(s);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : port;
+    s->port = port;
     return s;
 }
 

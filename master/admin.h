@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ccoip_inet.h"
+
 typedef struct admin_server admin_server_t;
 
 typedef enum { ADMIN_CMD_KICK = 1, ADMIN_CMD_SHUTDOWN = 2 } admin_cmd_type_t;
@@ -28,7 +30,7 @@ typedef void (*admin_notify_fn)(void *ctx);
  * token: bearer token for POST endpoints, NULL or "" = every POST is refused (403).
  * Returns NULL with a message in err on failure.
  */
-admin_server_t *admin_server_start(const uint8_t ip[4], uint16_t port, const char *token, admin_notify_fn notify,
+admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token, admin_notify_fn notify,
                                    void *ctx, char *err, size_t errlen);
 /* The bound port. */
 uint16_t admin_server_port(const admin_server_t *s);

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <uv.h>
 
+#include "addr.h"
 #include "admin.h"
 #include "log.h"
 #include "master_internal.h"
@@ -47,7 +48,6 @@ struct pccl_master_admin {
 
 #define OPS_MAX 4096
 
-static void ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }
 
 static const char *phase_of(const msm_peer_view_t *v) {
     if (v->accepted) return "accepted";
@@ -63,13 +63,13 @@ static cJSON *ring_json(pcclMasterInstance_t *m, uint32_t group, int len, int de
         msm_peer_view_t v;
         for (int j = 0; j < np; j++) {
             if (msm_peer_view(m->sm, j, &v) != 0 || v.conn != conns[i]) continue;
-            char hex[33], ip[16];
+            char hex[33], ip[ADDR_STRLEN];
             admin_uuid_hex(v.uuid, hex);
             if (!detailed) {
                 cJSON_AddItemToArray(ring, cJSON_CreateString(hex));
                 break;
             }
-            ip_str(v.ip, ip);
+            addr_ip_str(&v.ip, ip);
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "uuid", hex);
             cJSON_AddStringToObject(e, "address", ip);
@@ -91,9 +91,9 @@ static cJSON *peers_json(pcclMasterInstance_t *m, uint64_t now, uint8_t **uuids_
         msm_peer_view_t v;
         if (msm_peer_view(m->sm, i, &v) != 0) continue;
         if (uuids) memcpy(uuids + 16 * nu++, v.uuid, 16);
-        char hex[33], ip[16];
+        char hex[33], ip[ADDR_STRLEN];
         admin_uuid_hex(v.uuid, hex);
-        ip_str(v.ip, ip);
+        addr_ip_str(&v.ip, ip);
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "uuid", hex);
         cJSON_AddStringToObject(p, "address", ip);
@@ -421,7 +421,8 @@ static void notify_loop(void *ctx) {
 }
 
 pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token) {
-    if (!m || m->admin || atomic_load(&m->running) || addr.inet.protocol != inetIPv4) return pcclInvalidUsage;
+    if (!m || m->admin || atomic_load(&m->running) || (addr.inet.protocol != inetIPv4 && addr.inet.protocol != inetIPv6))
+        return pcclInvalidUsage;
     struct pccl_master_admin *a = calloc(1, sizeof *a);
     if (!a) return pcclInternalError;
     m->admin = a;
@@ -434,7 +435,7 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
     clock_gettime(CLOCK_REALTIME, &wall);
     a->started_unix_s = (double)wall.tv_sec + wall.tv_nsec / 1e9;
     char err[160];
-    a->srv = admin_server_start(addr.inet.ipv4.data, addr.port, token, notify_loop, m, err, sizeof err);
+    a->srv = admin_server_start(&addr, token, notify_loop, m, err, sizeof err);
     if (!a->srv) {
         PLOG_ERROR("master", "%s", err);
         pccl__admin_on_stop(m);

@@ -17,6 +17,7 @@
 
 #include <uv.h>
 
+#include "addr.h"
 #include "log.h"
 #include "master_internal.h"
 #include "master_secure.h"
@@ -33,7 +34,7 @@ typedef struct mconn {
     size_t len, cap;
     int closing;
     int known;          /* the state machine knows it (after the handshake of a keyed run) */
-    uint8_t ip[4];      /* what the state machine is told on connect */
+    ccoip_inet_address_t ip; /* what the state machine is told on connect */
     uint8_t uuid[16];
     msec_t sec;         /* keyed runs: the handshake, then the session */
     struct mconn *next;
@@ -233,15 +234,14 @@ static void process_frames(mconn_t *c) {
 static void connect_to_sm(mconn_t *c) {
     c->known = 1;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
-    msm_on_connect(c->master->sm, c->id, c->ip, c->uuid);
+    msm_on_connect(c->master->sm, c->id, &c->ip, c->uuid);
 }
 
-static void ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }
 
 /* Runs the handshake on what arrived; 0 when the connection is authenticated now and its
  * remaining input may be framed, -1 otherwise (still handshaking, or closed). */
 static int handshake_step(mconn_t *c) {
-    char err[128], ip[16];
+    char err[128], ip[ADDR_STRLEN];
     int r;
     size_t before;
     /* One message per feed; a next one that arrived in the same read is fed after the answer. */
@@ -256,7 +256,7 @@ static int handshake_step(mconn_t *c) {
             c->sec.hs->out_len = 0;
         }
     } while (r == MSEC_MORE && !c->closing && c->len && c->len < before);
-    ip_str(c->ip, ip);
+    addr_ip_str(&c->ip, ip);
     switch (r) {
     case MSEC_MORE: return -1;
     case MSEC_OPEN_CLIENT: {
@@ -287,8 +287,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     (void)buf;
     if (c->closing) return;
     if (nread < 0 && c->sec.hs) {
-        char ip[16];
-        ip_str(c->ip, ip);
+        char ip[ADDR_STRLEN];
+        addr_ip_str(&c->ip, ip);
         PLOG_WARN("master", "refused conn=%llu from %s: closed during the handshake (%s)", (unsigned long long)c->id,
                   ip, nread == UV_EOF ? "the client has another key?" : uv_strerror((int)nread));
         close_conn(c);
@@ -332,8 +332,9 @@ static void on_connection(uv_stream_t *server, int status) {
     m->conns = c;
     struct sockaddr_storage ss;
     int len = sizeof ss;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_INET)
-        memcpy(c->ip, &((struct sockaddr_in *)&ss)->sin_addr.s_addr, 4);
+    ccoip_socket_address_t from;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
+        c->ip = from.inet;
     if (getrandom(c->uuid, sizeof c->uuid, 0) != (ssize_t)sizeof c->uuid) {
         uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
         for (int i = 0; i < 16; i++) c->uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
@@ -397,8 +398,8 @@ static void on_tick(uv_timer_t *t) {
     pcclMasterInstance_t *m = t->data;
     for (mconn_t *c = m->conns; c; c = c->next)
         if (c->sec.hs && !c->closing && uv_now(&m->loop) - c->sec.started_ms > SEC_HS_TIMEOUT_MS) {
-            char ip[16];
-            ip_str(c->ip, ip);
+            char ip[ADDR_STRLEN];
+            addr_ip_str(&c->ip, ip);
             PLOG_WARN("master", "refused conn=%llu from %s: no handshake within %d ms", (unsigned long long)c->id, ip,
                       SEC_HS_TIMEOUT_MS);
             close_conn(c);
@@ -454,8 +455,27 @@ static void *loop_thread(void *arg) {
     return NULL;
 }
 
+/* 0.0.0.0 listens dual-stack on [::] (libuv leaves IPV6_V6ONLY off), so peers connect over IPv4 and IPv6 alike;
+ * a host without IPv6 falls back to IPv4 (the failed bind created no socket). */
+static int bind_listen(pcclMasterInstance_t *m, const ccoip_socket_address_t *a) {
+    struct sockaddr_storage ss;
+    int rc = UV_EAFNOSUPPORT;
+    if (a->inet.protocol == inetIPv4 && addr_ip_is_any(&a->inet)) {
+        ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = a->port};
+        addr_to_sockaddr(&any6, &ss);
+        rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&ss, 0);
+    }
+    if (rc == UV_EAFNOSUPPORT) {
+        addr_to_sockaddr(a, &ss);
+        rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&ss, a->inet.protocol == inetIPv6 ? UV_TCP_IPV6ONLY : 0);
+    }
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&m->server, 511, on_connection);
+    return rc;
+}
+
 pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterInstance_t **out) {
-    if (!out || listen_address.inet.protocol != inetIPv4) return pcclInvalidArgument;
+    if (!out || (listen_address.inet.protocol != inetIPv4 && listen_address.inet.protocol != inetIPv6))
+        return pcclInvalidArgument;
     sec_cfg_t sec = {0};
     char err[256];
     int keyed = sec_key_from_env(&sec, err, sizeof err);
@@ -477,14 +497,11 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     m->sm = msm_create(io);
     uv_tcp_init(&m->loop, &m->server);
     m->server.data = m;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(listen_address.port)};
-    memcpy(&sa.sin_addr.s_addr, listen_address.inet.ipv4.data, 4);
-    int rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&sa, 0);
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&m->server, 511, on_connection);
+    int rc = bind_listen(m, &listen_address);
     if (rc != 0 || !m->sm) {
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
-        PLOG_ERROR("master", "cannot listen on %s:%u: %s", ip, listen_address.port, rc ? uv_strerror(rc) : "no memory");
+        char where[ADDR_STRLEN];
+        addr_str(&listen_address, where);
+        PLOG_ERROR("master", "cannot listen on %s: %s", where, rc ? uv_strerror(rc) : "no memory");
         m->last_error = rc;
         uv_close((uv_handle_t *)&m->server, NULL);
         uv_run(&m->loop, UV_RUN_DEFAULT);
@@ -496,7 +513,8 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     struct sockaddr_storage bound;
     int blen = sizeof bound;
     uv_tcp_getsockname(&m->server, (struct sockaddr *)&bound, &blen);
-    m->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    ccoip_socket_address_t b;
+    m->port = addr_from_sockaddr((struct sockaddr *)&bound, &b) == 0 ? b.port : 0;
     uv_async_init(&m->loop, &m->stop_async, on_stop);
     m->stop_async.data = m;
     uv_timer_init(&m->loop, &m->tick);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "log.h"
 #include "msm_internal.h"
 
@@ -25,13 +26,16 @@ msm_peer_t *msm_find(msm_t *m, uint64_t conn) {
 }
 
 const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]) {
-    const uint8_t *u = p->uuid, *ip = p->ip;
-    if (p->hello)
-        snprintf(buf, MSM_NAME_MAX, "peer %02x%02x%02x%02x (%u.%u.%u.%u:%u)", u[0], u[1], u[2], u[3], ip[0], ip[1],
-                 ip[2], ip[3], p->p2p_port);
-    else
-        snprintf(buf, MSM_NAME_MAX, "peer conn=%llu (%u.%u.%u.%u)", (unsigned long long)p->conn, ip[0], ip[1], ip[2],
-                 ip[3]);
+    const uint8_t *u = p->uuid;
+    char where[ADDR_STRLEN];
+    if (p->hello) {
+        ccoip_socket_address_t a = {.inet = p->ip, .port = p->p2p_port};
+        addr_str(&a, where);
+        snprintf(buf, MSM_NAME_MAX, "peer %02x%02x%02x%02x (%s)", u[0], u[1], u[2], u[3], where);
+    } else {
+        addr_ip_str(&p->ip, where);
+        snprintf(buf, MSM_NAME_MAX, "peer conn=%llu (%s)", (unsigned long long)p->conn, where);
+    }
     return buf;
 }
 
@@ -174,7 +178,7 @@ void msm_destroy(msm_t *m) {
     free(m);
 }
 
-void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t uuid[16]) {
+void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const uint8_t uuid[16]) {
     if (m->npeers == m->cap_peers) {
         int cap = m->cap_peers ? m->cap_peers * 2 : 16;
         msm_peer_t *p = realloc(m->peers, (size_t)cap * sizeof *p);
@@ -193,7 +197,7 @@ void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t 
         m->born = m->now ? m->now : 1;
         m->booting = m->boot_grace > 0;
     }
-    memcpy(p->ip, ip, 4);
+    p->ip = *ip;
     memcpy(p->uuid, uuid, 16);
 }
 
@@ -212,9 +216,11 @@ int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, u
     return 0;
 }
 
-void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool) {
+void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool,
+                  const ccoip_inet_address_t *adv) {
     (void)m;
     p->hello = 1;
+    if (adv) p->ip = *adv;
     p->group = group;
     p->p2p_port = p2p_port;
     p->pool = pool ? pool : 1;
@@ -224,7 +230,7 @@ void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, ui
 static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     const __typeof__(msg->u.hello) *h = &msg->u.hello;
     if (msm_check_hello(m, p, h->magic, h->version, h->p2p_port) != 0) return;
-    msm_register(m, p, h->peer_group, h->p2p_port, h->pool_size);
+    msm_register(m, p, h->peer_group, h->p2p_port, h->pool_size, h->has_adv ? &h->adv_ip : NULL);
     wire_msg_t w = {.type = M2C_WELCOME};
     memcpy(w.u.welcome.uuid, p->uuid, 16);
     msm_send(m, p->conn, &w);
@@ -387,7 +393,7 @@ int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
     const msm_peer_t *p = &m->peers[index];
     out->conn = p->conn;
     memcpy(out->uuid, p->uuid, 16);
-    memcpy(out->ip, p->ip, 4);
+    out->ip = p->ip;
     out->p2p_port = p->p2p_port;
     out->group = p->group;
     out->accepted = p->accepted;

@@ -71,8 +71,9 @@ void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms);
  * (after MSM_STUCK_GRACE_MS). */
 void msm_on_tick(msm_t *m);
 
-/* A control connection was accepted from ip (IPv4, network order); uuid is fresh and random. */
-void msm_on_connect(msm_t *m, uint64_t conn, const uint8_t ip[4], const uint8_t uuid[16]);
+/* A control connection was accepted from ip (IPv4 or IPv6; an IPv4-mapped address given as IPv4); uuid is fresh
+ * and random. */
+void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const uint8_t uuid[16]);
 /* A decoded peer->master packet arrived on conn. */
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 /* conn closed or failed (not after msm_io_t.close for it). */
@@ -99,7 +100,7 @@ void msm_on_moonshot_result(msm_t *m, uint32_t group, uint64_t epoch, const uint
                             int n);
 
 /* Longest name msm_conn_name writes, with its NUL. */
-#define MSM_NAME_MAX 64
+#define MSM_NAME_MAX 80
 /* How the master's log lines name the peer on conn: "peer 3fa2c1d0 (10.0.0.5:48149)" (its uuid's first 8 hex
  * digits and its address, ip:p2p_port) once registered; "peer conn=N (10.0.0.5)" before its HELLO or RESUME;
  * "conn=N" when the state machine has no record of conn. Returns buf (MSM_NAME_MAX bytes). */
@@ -109,7 +110,7 @@ const char *msm_conn_name(const msm_t *m, uint64_t conn, char buf[MSM_NAME_MAX])
 typedef struct msm_peer_view {
     uint64_t conn;
     uint8_t uuid[16];
-    uint8_t ip[4];
+    ccoip_inet_address_t ip;
     uint16_t p2p_port;
     uint32_t group;
     int accepted;

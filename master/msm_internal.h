@@ -16,7 +16,7 @@
 typedef struct msm_peer {
     uint64_t conn;
     uint8_t uuid[16];
-    uint8_t ip[4];
+    ccoip_inet_address_t ip; /* where neighbours dial it: the advertised address, else the connection's */
     uint16_t p2p_port;
     uint32_t group;
     uint32_t pool;
@@ -94,7 +94,9 @@ const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]);
 /* Checks a HELLO's or RESUME's magic, version and p2p port; kicks p and returns -1 if wrong. */
 int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port);
 /* Marks p registered (group, p2p port, pool size clamped to [1, 64]). */
-void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool);
+/* adv: the address the peer's neighbours dial instead of the one its connection came from (NULL: that one). */
+void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool,
+                  const ccoip_inet_address_t *adv);
 msm_group_t *msm_group(msm_t *m, uint32_t id, int create);
 void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -232,7 +232,7 @@ static int request_probes(msm_t *m, msm_op_t *op) {
             msm_peer_t *q = msm_find(m, g->ring[(pos + k) % g->ring_len]);
             if (!q || q == p || msm_bw_get(m, p->conn, q->conn) > 0) continue;
             memcpy(targets[nt].uuid, q->uuid, 16);
-            memcpy(targets[nt].ip, q->ip, 4);
+            targets[nt].ip = q->ip;
             targets[nt++].port = q->p2p_port;
         }
         if (nt) {

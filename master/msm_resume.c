@@ -220,7 +220,7 @@ void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
             msm_kick(m, p, "uuid of a RESUME is already registered");
             return;
         }
-    msm_register(m, p, r->peer_group, r->p2p_port, r->pool_size);
+    msm_register(m, p, r->peer_group, r->p2p_port, r->pool_size, r->has_adv ? &r->adv_ip : NULL);
     memcpy(p->uuid, r->uuid, 16);
     m->stats.reregistrations++;
     if (!m->rebuilding && group_is_established(m, r->peer_group)) {

@@ -50,7 +50,7 @@ static void send_plan(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision
     w.u.ss_plan.revision = revision;
     if (src) {
         memcpy(w.u.ss_plan.source.uuid, src->uuid, 16);
-        memcpy(w.u.ss_plan.source.ip, src->ip, 4);
+        w.u.ss_plan.source.ip = src->ip;
         w.u.ss_plan.source.port = src->p2p_port;
     }
     w.u.ss_plan.n = nfetch;

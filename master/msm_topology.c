@@ -44,14 +44,14 @@ static void send_establish(msm_t *m, const msm_op_t *op, msm_peer_t *to) {
         msm_peer_t *q = msm_find(m, g->ring[i]);
         if (!q) continue;
         memcpy(list[n].uuid, q->uuid, 16);
-        memcpy(list[n].ip, q->ip, 4);
+        list[n].ip = q->ip;
         list[n++].port = q->p2p_port;
     }
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *q = &m->peers[i];
         if (q->accepted || q->group != to->group || !msm_op_member(op, q->conn)) continue;
         memcpy(list[n].uuid, q->uuid, 16);
-        memcpy(list[n].ip, q->ip, 4);
+        list[n].ip = q->ip;
         list[n++].port = q->p2p_port;
     }
     wire_msg_t e = {.type = M2C_ESTABLISH_P2P};

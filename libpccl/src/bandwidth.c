@@ -72,9 +72,9 @@ void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms) {
 }
 
 typedef struct stream_arg {
-    const uint8_t *ip, *uuid, *peer_uuid;
+    const ccoip_socket_address_t *to;
+    const uint8_t *uuid, *peer_uuid;
     const sec_cfg_t *sec;
-    uint16_t port;
     int direction, duration_ms, timeout_ms, rc;
     uint64_t bytes, ns;
 } stream_arg_t;
@@ -86,7 +86,7 @@ static void *one_stream(void *p) {
     memcpy(me.uuid, a->uuid, 16);
     sec_link_t *l = NULL;
     char err[160];
-    int fd = p2p_dial(a->ip, a->port, a->sec, &me, a->peer_uuid, a->timeout_ms, NULL, &l, err, sizeof err);
+    int fd = p2p_dial(a->to, a->sec, &me, a->peer_uuid, a->timeout_ms, NULL, &l, err, sizeof err);
     if (fd < 0) return NULL;
     net_set_timeouts(fd, a->duration_ms + a->timeout_ms);
     uint8_t req[5];
@@ -109,7 +109,7 @@ static void *one_stream(void *p) {
     return NULL;
 }
 
-int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], const sec_cfg_t *sec,
+int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
                const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
                bw_result_t *out) {
     if (streams < 1 || streams > 64 || duration_ms <= 0 || duration_ms > BW_MAX_DURATION_MS) return -1;
@@ -117,7 +117,7 @@ int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], const
     pthread_t th[64];
     int started = 0;
     for (int i = 0; i < streams; i++) {
-        args[i] = (stream_arg_t){.ip = ip, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec, .port = port,
+        args[i] = (stream_arg_t){.to = to, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec,
                                  .direction = direction,
                                  .duration_ms = duration_ms, .timeout_ms = timeout_ms, .rc = -1};
         if (streams == 1) {

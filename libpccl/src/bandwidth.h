@@ -27,13 +27,13 @@ typedef struct bw_result {
 } bw_result_t;
 
 /*
- * Measures one direction over `streams` parallel connections to ip:port
+ * Measures one direction over `streams` parallel connections to `to`
  * (a pccl peer's p2p port or a `pccl bench-bandwidth --server`).
  * uuid identifies the caller in the hello. In a keyed run (sec, which may be NULL) the
  * connections prove the key and must reach peer_uuid. Bounded by duration_ms + timeout_ms.
  * @return 0 and *out (summed over streams), or -1.
  */
-int bw_measure(const uint8_t ip[4], uint16_t port, const uint8_t uuid[16], const sec_cfg_t *sec,
+int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
                const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
                bw_result_t *out);
 

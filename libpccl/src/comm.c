@@ -67,8 +67,8 @@ int comm_env_int(const char *name, int def, int min, int max) {
 pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclComm_t **comm_out) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!params || !comm_out) return pcclInvalidArgument;
-    if (params->master_address.inet.protocol != inetIPv4) {
-        PLOG_ERROR("pccl", "only IPv4 master addresses are supported");
+    if (params->master_address.inet.protocol != inetIPv4 && params->master_address.inet.protocol != inetIPv6) {
+        PLOG_ERROR("pccl", "the master address is neither IPv4 nor IPv6");
         return pcclInvalidArgument;
     }
     pcclComm_t *c = calloc(1, sizeof *c);
@@ -90,6 +90,10 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     char err[256];
+    if (comm_addr_from_env(c) != 0) {
+        free(c);
+        return pcclInvalidArgument;
+    }
     if (sec_key_from_env(&c->sec, err, sizeof err) < 0) {
         PLOG_ERROR("pccl", "PCCL_KEY_FILE: %s", err);
         free(c);
@@ -442,12 +446,10 @@ static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, in
  * (ARP not yet resolved, interface just restored) answers them for a moment. A refused connection
  * means nobody listens there and fails at once. */
 static int connect_retrying(pcclComm_t *c, int timeout_ms) {
-    const uint8_t *ip = c->params.master_address.inet.ipv4.data;
-    uint16_t port = c->params.master_address.port;
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t now = net_now_ms();
-        int fd = net_connect(ip, port, now < deadline ? (int)(deadline - now) : 1);
+        int fd = net_connect(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1);
         if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
         int e = errno;
         if (net_now_ms() + 100 >= deadline) {
@@ -525,15 +527,19 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!c) return pcclInvalidArgument;
     if (atomic_load(&c->connected)) return pcclInvalidUsage;
     if (p2p_start(c) != 0) {
-        PLOG_ERROR(c->log_name, "cannot open the p2p listening socket: %s", strerror(errno));
+        if (c->p2p_listen_port)
+            PLOG_ERROR(c->log_name, "cannot listen on p2p port %u (PCCL_P2P_PORT): %s", c->p2p_listen_port,
+                       strerror(errno));
+        else
+            PLOG_ERROR(c->log_name, "cannot open the p2p listening socket: %s", strerror(errno));
         return pcclInternalError;
     }
     const ccoip_socket_address_t *a = &c->params.master_address;
-    char ip[16];
-    net_ip_str(a->inet.ipv4.data, ip);
+    char where[ADDR_STRLEN];
+    addr_str(a, where);
     c->master_fd = comm_connect_master(c, c->connect_timeout_ms, &c->master_link);
     if (c->master_fd < 0) {
-        PLOG_ERROR(c->log_name, "cannot connect to the master at %s:%u: %s", ip, a->port,
+        PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s", where,
                    errno == EACCES ? "the handshake failed (see above)" : strerror(errno));
         p2p_stop(c);
         return pcclMasterConnectionFailed;
@@ -543,10 +549,10 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     hello.u.hello.magic = WIRE_MAGIC;
     hello.u.hello.version = WIRE_VERSION;
     hello.u.hello.peer_group = c->params.peer_group;
-    hello.u.hello.p2p_port = c->p2p.port;
+    comm_addr_announce(c, &hello.u.hello.p2p_port, &hello.u.hello.has_adv, &hello.u.hello.adv_ip);
     hello.u.hello.pool_size = c->pool_size;
     if (link_send_msg(c->master_link, c->master_fd, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
-        PLOG_ERROR(c->log_name, "handshake with the master at %s:%u failed", ip, a->port);
+        PLOG_ERROR(c->log_name, "handshake with the master at %s failed", where);
         atomic_store(&c->master_lost, 1);
         return pcclMasterConnectionFailed;
     }
@@ -559,7 +565,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     wire_msg_t w;
     int rc = comm_wait(c, 0, tw, 1, c->connect_timeout_ms, &w);
     if (rc != COMM_OK) {
-        PLOG_ERROR(c->log_name, "the master at %s:%u did not accept the handshake (%s)", ip, a->port,
+        PLOG_ERROR(c->log_name, "the master at %s did not accept the handshake (%s)", where,
                    rc == -2 ? "timeout" : "connection closed");
         shutdown(c->master_fd, SHUT_RDWR);
         return pcclMasterConnectionFailed;
@@ -567,7 +573,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     comm_set_uuid(c, w.u.welcome.uuid);
     wire_msg_free(&w);
     atomic_store(&c->registered, 1);
-    PLOG_INFO(c->log_name, "registered with the master at %s:%u; waiting to be accepted", ip, a->port);
+    PLOG_INFO(c->log_name, "registered with the master at %s; waiting to be accepted", where);
     return await_acceptance(c);
 }
 
@@ -634,7 +640,8 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r;
         memcpy(res[i].uuid, t->uuid, 16);
-        res[i].mbps = bw_measure(t->ip, t->port, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS,
+        ccoip_socket_address_t to = wire_peer_addr(t);
+        res[i].mbps = bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS,
                                  (int)req->u.bench_req.duration_ms, 1, c->timeout_ms, &r) == 0 ? r.mbps : 0;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }

@@ -84,6 +84,11 @@ struct pcclComm_t {
     uint32_t pool_size;
     int timeout_ms;         /* silent-peer timeout for p2p I/O */
     int connect_timeout_ms; /* master connect + handshake */
+    /* Where other peers reach this one (comm_addr.c): the p2p listening port (PCCL_P2P_PORT; 0: an ephemeral
+     * one) and the advertised address (PCCL_ADVERTISE_ADDRESS; adv.port 0: the listening port). */
+    uint16_t p2p_listen_port;
+    int has_adv;
+    ccoip_socket_address_t adv;
 
     int master_fd;
     sec_link_t *master_link; /* AEAD stream of master_fd when the run encrypts, else NULL */
@@ -188,6 +193,10 @@ int pccl__initialized(void);
 /* Checks common preconditions of main-thread API calls. */
 pcclResult_t comm_check_ready(const pcclComm_t *c);
 int comm_env_int(const char *name, int def, int min, int max);
+/* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -1 (logged) when one is malformed or does not resolve. */
+int comm_addr_from_env(pcclComm_t *c);
+/* What HELLO and RESUME announce: the port other peers dial, and the address when one is advertised. */
+void comm_addr_announce(const pcclComm_t *c, uint16_t *port, uint8_t *has_adv, ccoip_inet_address_t *adv_ip);
 /* Establishes ring connections for a new peer list (ESTABLISH_P2P); 0 on success. */
 int comm_establish(pcclComm_t *c, const wire_msg_t *establish);
 

@@ -1,7 +1,6 @@
 /* net.c - see net.h. */
 #include "net.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
+
 uint64_t net_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -25,16 +26,17 @@ void net_set_nodelay(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-int net_same_host(const struct sockaddr_in *me, const struct sockaddr_in *peer) {
-    if (me->sin_family != AF_INET || peer->sin_family != AF_INET) return 0;
-    return (ntohl(peer->sin_addr.s_addr) >> 24) == 127 || peer->sin_addr.s_addr == me->sin_addr.s_addr;
+int net_same_host(const ccoip_inet_address_t *me, const ccoip_inet_address_t *peer) {
+    return addr_ip_is_loopback(peer) || addr_ip_equal(me, peer);
 }
 
 int net_fd_same_host(int fd) {
-    struct sockaddr_in me, peer;
+    struct sockaddr_storage me, peer;
     socklen_t lm = sizeof me, lp = sizeof peer;
+    ccoip_socket_address_t a, b;
     return getsockname(fd, (struct sockaddr *)&me, &lm) == 0 && getpeername(fd, (struct sockaddr *)&peer, &lp) == 0 &&
-           net_same_host(&me, &peer);
+           addr_from_sockaddr((struct sockaddr *)&me, &a) == 0 && addr_from_sockaddr((struct sockaddr *)&peer, &b) == 0 &&
+           net_same_host(&a.inet, &b.inet);
 }
 
 /* On one host there is no bandwidth-delay product to cover, and an autotuned window (megabytes)
@@ -58,20 +60,40 @@ void net_set_timeouts(int fd, int ms) {
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-int net_listen_any(uint16_t *port_out) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+static int listen_on(const ccoip_socket_address_t *a, int v6only, uint16_t *port_out) {
+    struct sockaddr_storage ss;
+    socklen_t len = addr_to_sockaddr(a, &ss);
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY), .sin_port = 0};
-    socklen_t len = sizeof sa;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 512) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+    if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 512) != 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        int e = errno;
         close(fd);
+        errno = e;
         return -1;
     }
-    *port_out = ntohs(sa.sin_port);
+    ccoip_socket_address_t bound;
+    addr_from_sockaddr((struct sockaddr *)&ss, &bound);
+    *port_out = bound.port;
     return fd;
+}
+
+int net_listen(const ccoip_socket_address_t *a, uint16_t *port_out) {
+    if (a->inet.protocol == inetIPv4 && addr_ip_is_any(&a->inet)) {
+        ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = a->port};
+        int fd = listen_on(&any6, 0, port_out);
+        /* A host without IPv6 (a kernel built without it, ipv6.disable=1) listens on IPv4 alone. */
+        if (fd >= 0 || (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL)) return fd;
+    }
+    return listen_on(a, 1, port_out);
+}
+
+int net_listen_any(uint16_t port, uint16_t *port_out) {
+    ccoip_socket_address_t any = {.inet.protocol = inetIPv4, .port = port};
+    return net_listen(&any, port_out);
 }
 
 int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel) {
@@ -95,13 +117,13 @@ int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_
     }
 }
 
-int net_connect_cancellable(const uint8_t ip[4], uint16_t port, int timeout_ms, const net_cancel_t *cancel) {
+int net_connect_cancellable(const ccoip_socket_address_t *to, int timeout_ms, const net_cancel_t *cancel) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_storage sa;
+    socklen_t salen = addr_to_sockaddr(to, &sa);
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return -1;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    memcpy(&sa.sin_addr.s_addr, ip, 4);
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int rc = connect(fd, (struct sockaddr *)&sa, salen);
     if (rc != 0 && errno != EINPROGRESS) goto fail;
     if (rc != 0) {
         if (net_wait_until(fd, POLLOUT, deadline, cancel) <= 0) goto fail;
@@ -123,9 +145,7 @@ fail:;
     return -1;
 }
 
-int net_connect(const uint8_t ip[4], uint16_t port, int timeout_ms) {
-    return net_connect_cancellable(ip, port, timeout_ms, NULL);
-}
+int net_connect(const ccoip_socket_address_t *to, int timeout_ms) { return net_connect_cancellable(to, timeout_ms, NULL); }
 
 int net_send_all(int fd, const void *buf, size_t len) {
     const uint8_t *p = buf;
@@ -151,4 +171,3 @@ int net_recv_all(int fd, void *buf, size_t len) {
     return 0;
 }
 
-void net_ip_str(const uint8_t ip[4], char out[16]) { snprintf(out, 16, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]); }

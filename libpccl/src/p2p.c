@@ -222,7 +222,7 @@ static void *acceptor(void *arg) {
 }
 
 int p2p_start(pcclComm_t *c) {
-    c->p2p.listen_fd = net_listen_any(&c->p2p.port);
+    c->p2p.listen_fd = net_listen_any(c->p2p_listen_port, &c->p2p.port);
     if (c->p2p.listen_fd < 0) return -1;
     if (pipe2(c->p2p.wake_pipe, O_CLOEXEC) != 0) {
         close(c->p2p.listen_fd);
@@ -265,12 +265,12 @@ void p2p_stop(pcclComm_t *c) {
 /* Peers of the group sharing this peer's address (any two 127/8 addresses are one host), this
  * one included; 0 when this peer is not in the group. */
 static uint32_t count_local(const pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
-    const uint8_t *mine = NULL;
+    const ccoip_inet_address_t *mine = NULL;
     for (uint32_t i = 0; i < n && !mine; i++)
-        if (memcmp(peers[i].uuid, c->uuid, 16) == 0) mine = peers[i].ip;
+        if (memcmp(peers[i].uuid, c->uuid, 16) == 0) mine = &peers[i].ip;
     uint32_t local = 0;
     for (uint32_t j = 0; mine && j < n; j++)
-        local += memcmp(peers[j].ip, mine, 4) == 0 || (peers[j].ip[0] == 127 && mine[0] == 127);
+        local += addr_ip_equal(&peers[j].ip, mine) || (addr_ip_is_loopback(&peers[j].ip) && addr_ip_is_loopback(mine));
     return local;
 }
 
@@ -322,11 +322,12 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     memcpy(me.uuid, c->uuid, 16);
     sec_link_t *link = NULL;
     char err[160];
-    int fd = p2p_dial(peer.ip, peer.port, &c->sec, &me, uuid, timeout_ms, cancel, &link, err, sizeof err);
+    ccoip_socket_address_t to = wire_peer_addr(&peer);
+    int fd = p2p_dial(&to, &c->sec, &me, uuid, timeout_ms, cancel, &link, err, sizeof err);
     if (fd < 0) {
-        char ip[16];
-        net_ip_str(peer.ip, ip);
-        PLOG_WARN(c->log_name, "p2p connection to %s:%u failed: %s", ip, peer.port, err);
+        char where[ADDR_STRLEN];
+        addr_str(&to, where);
+        PLOG_WARN(c->log_name, "p2p connection to %s failed: %s", where, err);
         return NULL;
     }
     uint8_t ack = 0;

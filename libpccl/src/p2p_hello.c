@@ -21,13 +21,13 @@ static int finish(sec_hs_t *hs, sec_link_t **link) {
     return rc;
 }
 
-int p2p_dial(const uint8_t ip[4], uint16_t port, const sec_cfg_t *sec, const p2p_intro_t *me,
+int p2p_dial(const ccoip_socket_address_t *to, const sec_cfg_t *sec, const p2p_intro_t *me,
              const uint8_t peer_uuid[16], int timeout_ms, const net_cancel_t *cancel, sec_link_t **link, char *err,
              size_t errlen) {
     *link = NULL;
     snprintf(err, errlen, "handshake: cannot start");
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-    int fd = net_connect_cancellable(ip, port, timeout_ms, cancel);
+    int fd = net_connect_cancellable(to, timeout_ms, cancel);
     if (fd < 0) {
         snprintf(err, errlen, "connect: %s", strerror(errno));
         return -1;

@@ -23,12 +23,12 @@ typedef struct p2p_intro {
 } p2p_intro_t;
 
 /*
- * Connects to ip:port and introduces this side (sec NULL or not keyed: an open run). peer_uuid is
+ * Connects to `to` and introduces this side (sec NULL or not keyed: an open run). peer_uuid is
  * the peer meant (keyed runs check it). Connect and handshake end by timeout_ms or when cancel
  * (may be NULL) fires. @return a blocking fd with TCP_NODELAY and *link (NULL unless the run
  * encrypts), or -1 with errno set and a reason in err.
  */
-int p2p_dial(const uint8_t ip[4], uint16_t port, const sec_cfg_t *sec, const p2p_intro_t *me,
+int p2p_dial(const ccoip_socket_address_t *to, const sec_cfg_t *sec, const p2p_intro_t *me,
              const uint8_t peer_uuid[16], int timeout_ms, const net_cancel_t *cancel, sec_link_t **link, char *err,
              size_t errlen);
 /*

@@ -49,7 +49,7 @@ static int send_registration(pcclComm_t *c, int fd) {
         m.u.hello.magic = WIRE_MAGIC;
         m.u.hello.version = WIRE_VERSION;
         m.u.hello.peer_group = c->params.peer_group;
-        m.u.hello.p2p_port = c->p2p.port;
+        comm_addr_announce(c, &m.u.hello.p2p_port, &m.u.hello.has_adv, &m.u.hello.adv_ip);
         m.u.hello.pool_size = c->pool_size;
         return link_send_msg(c->master_link, fd, &m);
     }
@@ -58,7 +58,7 @@ static int send_registration(pcclComm_t *c, int fd) {
     r->magic = WIRE_MAGIC;
     r->version = WIRE_VERSION;
     r->peer_group = c->params.peer_group;
-    r->p2p_port = c->p2p.port;
+    comm_addr_announce(c, &r->p2p_port, &r->has_adv, &r->adv_ip);
     r->pool_size = c->pool_size;
     memcpy(r->uuid, c->uuid, 16);
     pthread_mutex_lock(&c->mu);

@@ -101,16 +101,17 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
         PLOG_ERROR(c->log_name, "cannot allocate %zu bytes to receive shared state into", cap);
         return -1;
     }
-    char ip[16];
-    net_ip_str(p->source.ip, ip);
+    ccoip_socket_address_t src = wire_peer_addr(&p->source);
+    char where[ADDR_STRLEN];
+    addr_str(&src, where);
     p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
     memcpy(me.uuid, c->uuid, 16);
     sec_link_t *link = NULL;
     char err[160];
-    int fd = p2p_dial(p->source.ip, p->source.port, &c->sec, &me, p->source.uuid, c->connect_timeout_ms, NULL, &link,
+    int fd = p2p_dial(&src, &c->sec, &me, p->source.uuid, c->connect_timeout_ms, NULL, &link,
                       err, sizeof err);
     if (fd < 0) {
-        PLOG_WARN(c->log_name, "cannot reach shared-state source %s:%u: %s", ip, p->source.port, err);
+        PLOG_WARN(c->log_name, "cannot reach shared-state source %s: %s", where, err);
         free(land);
         return -1;
     }
@@ -144,7 +145,7 @@ static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, u
             break;
         }
         if (ss_recv_bytes(link, fd, land, bytes) != 0) {
-            PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s:%u broke off", t->name, ip, p->source.port);
+            PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s broke off", t->name, where);
             rc = -1;
             break;
         }

@@ -59,9 +59,16 @@ static void wb_world(wbuf_t *b, const wire_world_t *w) {
     wb_u32(b, w->num_groups);
     wb_u32(b, w->largest_group);
 }
+static void wb_ip(wbuf_t *b, int present, const ccoip_inet_address_t *ip) {
+    uint8_t raw[16] = {0};
+    if (present && ip->protocol == inetIPv6) memcpy(raw, ip->ipv6.data, 16);
+    else if (present) memcpy(raw, ip->ipv4.data, 4);
+    wb_u8(b, !present ? 0 : ip->protocol == inetIPv6 ? 6 : 4);
+    wb_bytes(b, raw, 16);
+}
 static void wb_peer(wbuf_t *b, const wire_peer_t *p) {
     wb_bytes(b, p->uuid, 16);
-    wb_bytes(b, p->ip, 4);
+    wb_ip(b, 1, &p->ip);
     wb_u16(b, p->port);
 }
 static void wb_tensor(wbuf_t *b, const wire_tensor_t *t) {
@@ -84,6 +91,7 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u32(out, u->hello.peer_group);
         wb_u16(out, u->hello.p2p_port);
         wb_u32(out, u->hello.pool_size);
+        wb_ip(out, u->hello.has_adv, &u->hello.adv_ip);
         break;
     case C2M_UPDATE_TOPOLOGY: case C2M_PEERS_PENDING: case C2M_OPTIMIZE_TOPOLOGY: case C2M_HEARTBEAT:
     case C2M_LEAVE: case M2C_HEARTBEAT:
@@ -162,6 +170,7 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u32(out, u->resume.peer_group);
         wb_u16(out, u->resume.p2p_port);
         wb_u32(out, u->resume.pool_size);
+        wb_ip(out, u->resume.has_adv, &u->resume.adv_ip);
         wb_bytes(out, u->resume.uuid, 16);
         wb_u8(out, u->resume.has_revision);
         wb_u64(out, u->resume.revision);
@@ -246,10 +255,42 @@ static void rd_world(rd_t *r, wire_world_t *w) {
     w->num_groups = rd_u32(r, "world");
     w->largest_group = rd_u32(r, "world");
 }
+/* Family 4 or 6 (or 0 where optional: *present is then 0); an IPv4 address must have zero padding. */
+static void rd_ip(rd_t *r, uint8_t *present, ccoip_inet_address_t *ip, const char *w) {
+    static const uint8_t zero[12];
+    uint8_t fam = rd_u8(r, w);
+    const uint8_t *raw = rd_take(r, 16, w);
+    memset(ip, 0, sizeof *ip);
+    if (!raw) return;
+    if (fam == 0 && present && memcmp(raw, zero, 12) == 0 && memcmp(raw + 12, zero, 4) == 0) {
+        *present = 0;
+        return;
+    }
+    if (fam == 4 && memcmp(raw + 4, zero, 12) == 0) {
+        ip->protocol = inetIPv4;
+        memcpy(ip->ipv4.data, raw, 4);
+    } else if (fam == 6) {
+        ip->protocol = inetIPv6;
+        memcpy(ip->ipv6.data, raw, 16);
+    } else {
+        r->err = 1;
+        r->what = "bad address family or padding";
+        return;
+    }
+    if (present) *present = 1;
+}
 static void rd_peer(rd_t *r, wire_peer_t *p) {
     rd_bytes(r, p->uuid, 16, "peer uuid");
-    rd_bytes(r, p->ip, 4, "peer ip");
+    rd_ip(r, NULL, &p->ip, "peer ip");
     p->port = rd_u16(r, "peer port");
+}
+/* A HELLO or RESUME of another version is read up to its version, so that the master can say which versions
+ * differ instead of calling it malformed. */
+static int rd_other_version(rd_t *r, uint16_t version) {
+    if (version == WIRE_VERSION || r->err) return 0;
+    r->p += r->left;
+    r->left = 0;
+    return 1;
 }
 static void rd_tensor(rd_t *r, wire_tensor_t *t) {
     rd_str(r, t->key, "tensor key");
@@ -283,9 +324,11 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case C2M_HELLO:
         u->hello.magic = rd_u32(&r, "magic");
         u->hello.version = rd_u16(&r, "version");
+        if (rd_other_version(&r, u->hello.version)) break;
         u->hello.peer_group = rd_u32(&r, "peer group");
         u->hello.p2p_port = rd_u16(&r, "p2p port");
         u->hello.pool_size = rd_u32(&r, "pool size");
+        rd_ip(&r, &u->hello.has_adv, &u->hello.adv_ip, "advertised address");
         break;
     case C2M_UPDATE_TOPOLOGY: case C2M_PEERS_PENDING: case C2M_OPTIMIZE_TOPOLOGY: case C2M_HEARTBEAT:
     case C2M_LEAVE: case M2C_HEARTBEAT:
@@ -323,7 +366,7 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case M2C_ESTABLISH_P2P:
         rd_world(&r, &u->establish.world);
         u->establish.n = rd_u32(&r, "peer count");
-        if (rd_count(&r, u->establish.n, 22, WIRE_MAX_PEERS, "too many peers") == 0 && u->establish.n) {
+        if (rd_count(&r, u->establish.n, 16 + WIRE_IP_LEN + 2, WIRE_MAX_PEERS, "too many peers") == 0 && u->establish.n) {
             u->establish.peers = calloc(u->establish.n, sizeof(wire_peer_t));
             if (!u->establish.peers) { r.err = 1; r.what = "out of memory"; break; }
             for (uint32_t i = 0; i < u->establish.n && !r.err; i++) rd_peer(&r, &u->establish.peers[i]);
@@ -366,7 +409,7 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case M2C_BENCH_REQUEST:
         u->bench_req.duration_ms = rd_u32(&r, "duration");
         u->bench_req.n = rd_u32(&r, "peer count");
-        if (rd_count(&r, u->bench_req.n, 22, WIRE_MAX_PEERS, "too many peers") == 0 && u->bench_req.n) {
+        if (rd_count(&r, u->bench_req.n, 16 + WIRE_IP_LEN + 2, WIRE_MAX_PEERS, "too many peers") == 0 && u->bench_req.n) {
             u->bench_req.peers = calloc(u->bench_req.n, sizeof(wire_peer_t));
             if (!u->bench_req.peers) { r.err = 1; r.what = "out of memory"; break; }
             for (uint32_t i = 0; i < u->bench_req.n && !r.err; i++) rd_peer(&r, &u->bench_req.peers[i]);
@@ -375,9 +418,11 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case C2M_RESUME:
         u->resume.magic = rd_u32(&r, "magic");
         u->resume.version = rd_u16(&r, "version");
+        if (rd_other_version(&r, u->resume.version)) break;
         u->resume.peer_group = rd_u32(&r, "peer group");
         u->resume.p2p_port = rd_u16(&r, "p2p port");
         u->resume.pool_size = rd_u32(&r, "pool size");
+        rd_ip(&r, &u->resume.has_adv, &u->resume.adv_ip, "advertised address");
         rd_bytes(&r, u->resume.uuid, 16, "uuid");
         u->resume.has_revision = rd_u8(&r, "revision flag");
         u->resume.revision = rd_u64(&r, "revision");

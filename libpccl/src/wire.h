@@ -15,8 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ccoip_inet.h"
+
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 2
+#define WIRE_VERSION 3
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -72,11 +74,21 @@ typedef struct wire_world {
     uint32_t largest_group;
 } wire_world_t;
 
+/* On the wire an IP is a family byte (4 or 6; 0 = none, where an address is optional) and 16 bytes (an IPv4
+ * address in the first 4, the rest zero). */
+#define WIRE_IP_LEN 17
+
 typedef struct wire_peer {
     uint8_t uuid[16];
-    uint8_t ip[4];
+    ccoip_inet_address_t ip; /* where the peer's neighbours dial it */
     uint16_t port;
 } wire_peer_t;
+
+/* The address to dial a peer at. */
+static inline ccoip_socket_address_t wire_peer_addr(const wire_peer_t *p) {
+    ccoip_socket_address_t a = {.inet = p->ip, .port = p->port};
+    return a;
+}
 
 typedef struct wire_tensor {
     char key[WIRE_MAX_KEY + 1];
@@ -94,7 +106,13 @@ typedef struct wire_bw {
 typedef struct wire_msg {
     uint16_t type;
     union {
-        struct { uint32_t magic; uint16_t version; uint32_t peer_group; uint16_t p2p_port; uint32_t pool_size; } hello;
+        struct {
+            uint32_t magic; uint16_t version; uint32_t peer_group;
+            uint16_t p2p_port;         /* the port other peers dial (the advertised one when set) */
+            uint32_t pool_size;
+            uint8_t has_adv;           /* 1: other peers dial adv_ip, not the address the master sees */
+            ccoip_inet_address_t adv_ip;
+        } hello;
         struct { uint8_t value; } flag; /* P2P_ESTABLISHED, SS_DIST_DONE, M2C_PEERS_PENDING, SS_DONE, OPTIMIZE_DONE */
         struct { uint64_t revision; uint8_t strategy; uint32_t n; wire_tensor_t *tensors; } sync;
         struct { uint64_t tag; uint64_t count; uint8_t dtype, op, quant_algo, quant_dtype; } coll_init;
@@ -122,6 +140,7 @@ typedef struct wire_msg {
         struct { uint32_t n; wire_bw_t *results; } bench_res;
         struct {
             uint32_t magic; uint16_t version; uint32_t peer_group; uint16_t p2p_port; uint32_t pool_size;
+            uint8_t has_adv; ccoip_inet_address_t adv_ip; /* as in hello */
             uint8_t uuid[16];      /* the identity the previous master gave this peer */
             uint8_t has_revision;  /* 0: this peer never completed a shared-state sync */
             uint64_t revision;     /* of its last completed sync */

@@ -28,7 +28,7 @@ log() { echo "$(date -u +%FT%TZ) watch.sh: $*" >&2; }
 # preempted machine whose TCP connection is still open): kick the slowest one.
 kick_slowest() {
     local json uuid
-    json=$("$PCCL" status --master "$ADMIN" --json --stall-after "$STALL_AFTER") 
+    json=$("$PCCL" status --admin "$ADMIN" --json --stall-after "$STALL_AFTER") 
     uuid=$(python3 -c 'import json,sys
 s = json.load(sys.stdin)
 peers = sorted(s["peers"], key=lambda p: -p["last_heartbeat_ms_ago"])
@@ -40,7 +40,7 @@ print(peers[0]["uuid"] if peers else "")' <<< "$json")
 }
 
 while :; do
-    "$PCCL" status --master "$ADMIN" --stall-after "$STALL_AFTER" > /dev/null 2>&1
+    "$PCCL" status --admin "$ADMIN" --stall-after "$STALL_AFTER" > /dev/null 2>&1
     case $? in
         0) down=0 ;;
         3)

@@ -53,7 +53,7 @@ PY
 # wait_accepted N: until the status shows N accepted peers (10 s)
 wait_accepted() {
     for _ in $(seq 1 100); do
-        n=$("$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
+        n=$("$PCCL" status --admin 127.0.0.1:"$APORT" --json 2>/dev/null |
             python3 -c 'import json,sys; print(sum(p["phase"]=="accepted" for p in json.load(sys.stdin)["peers"]))' 2>/dev/null)
         [ "${n:-0}" -eq "$1" ] && return 0
         sleep 0.1

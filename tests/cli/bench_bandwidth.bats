@@ -65,11 +65,14 @@ for d in ("upload", "download"):
     [ "$status" -eq 2 ]
     run "$PCCL" bench-bandwidth --connect 127.0.0.1:1 --streams 65
     [ "$status" -eq 2 ]
-    run "$PCCL" bench-bandwidth --connect nowhere
+    run "$PCCL" bench-bandwidth --connect 'no/where'
     [ "$status" -eq 2 ]
+    run "$PCCL" bench-bandwidth --master 127.0.0.1:1
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"use --admin HOST:PORT"* ]]
 }
 
-@test "--master prints the run's measured bandwidth matrix from the admin port" {
+@test "--admin prints the run's measured bandwidth matrix from the admin port" {
     "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$TMP/master.out" 2>&1 &
     SPID=$!
     for _ in $(seq 1 100); do
@@ -78,7 +81,7 @@ for d in ("upload", "download"):
         [ -n "$AP" ] && [ -n "$CP" ] && break
         sleep 0.05
     done
-    run "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP"
+    run "$PCCL" bench-bandwidth --admin 127.0.0.1:"$AP"
     [ "$status" -eq 0 ]
     [[ "$output" == *"no bandwidth measured yet"* ]]
     pids=()
@@ -88,15 +91,15 @@ for d in ("upload", "download"):
         pids+=($!)
     done
     for _ in $(seq 1 100); do
-        "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP" --json > "$TMP/topo.json" 2>/dev/null || true
+        "$PCCL" bench-bandwidth --admin 127.0.0.1:"$AP" --json > "$TMP/topo.json" 2>/dev/null || true
         python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["bandwidth"]; sys.exit(0 if b and len(b)==6 else 1)' \
             "$TMP/topo.json" && break
         sleep 0.1
     done
-    run "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP"
+    run "$PCCL" bench-bandwidth --admin 127.0.0.1:"$AP"
     # --json carries the matrix in the peers' order, and solve-topology reads it from a pipe.
-    "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP" --json > "$TMP/matrix.json"
-    "$PCCL" bench-bandwidth --master 127.0.0.1:"$AP" --json | "$PCCL" solve-topology --matrix - --json > "$TMP/ring.json"
+    "$PCCL" bench-bandwidth --admin 127.0.0.1:"$AP" --json > "$TMP/matrix.json"
+    "$PCCL" bench-bandwidth --admin 127.0.0.1:"$AP" --json | "$PCCL" solve-topology --matrix - --json > "$TMP/ring.json"
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     [ "$status" -eq 0 ]
     [[ "$output" == *"measured bandwidth"* ]]

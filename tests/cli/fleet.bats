@@ -32,7 +32,7 @@ start_fleet_master() {
 }
 
 accepted_uuids() {
-    "$PCCL" status --master 127.0.0.1:"$APORT" --json 2>/dev/null |
+    "$PCCL" status --admin 127.0.0.1:"$APORT" --json 2>/dev/null |
         python3 -c 'import json,sys; print(" ".join(sorted(p["uuid"] for p in json.load(sys.stdin)["peers"] if p["phase"]=="accepted")))'
 }
 

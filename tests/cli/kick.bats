@@ -101,7 +101,7 @@ PY
     run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
     [ "$status" -eq 0 ]
     [[ "$output" == "master 127.0.0.1:$APORT shut down" ]]
-    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --timeout 1000
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --timeout 1000
     [ "$status" -eq 3 ]
     run timeout 10 tail --pid="$MPID" -f /dev/null
     wait "$MPID"
@@ -128,8 +128,14 @@ PY
     [[ "$output" == *"--token-file FILE is required"* ]]
     run "$PCCL" kick abcd abce --token-file "$TMP/token"
     [ "$status" -eq 2 ]
-    run "$PCCL" shutdown --admin nowhere --token-file "$TMP/token"
+    run "$PCCL" shutdown --admin 'no where' --token-file "$TMP/token"
     [ "$status" -eq 2 ]
+    run "$PCCL" shutdown --admin nowhere.invalid --token-file "$TMP/token"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"cannot resolve 'nowhere.invalid'"* ]]
+    run "$PCCL" kick abcd --master 127.0.0.1:1 --token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"use --admin HOST:PORT"* ]]
     run "$PCCL" shutdown
     [ "$status" -eq 2 ]
     run "$PCCL" kick abcd --token-file "$TMP/missing"

@@ -82,9 +82,9 @@ start_master() {
     run "$PCCL" help kik
     [ "$status" -eq 2 ]
     [[ "$output" == *"(did you mean 'kick'?)"* ]]
-    run "$PCCL" status --mastr 127.0.0.1:1
+    run "$PCCL" status --admn 127.0.0.1:1
     [ "$status" -eq 2 ]
-    [[ "$output" == *"unknown option '--mastr' (did you mean '--master'?)"* ]]
+    [[ "$output" == *"unknown option '--admn' (did you mean '--admin'?)"* ]]
     run "$PCCL" join --stpes=3
     [ "$status" -eq 2 ]
     [[ "$output" == *"unknown option '--stpes=3' (did you mean '--steps'?)"* ]]
@@ -108,7 +108,7 @@ start_master() {
 }
 
 @test "bad flag values are usage errors (exit 2)" {
-    run "$PCCL" master --listen not-an-address
+    run "$PCCL" master --listen 'not an address'
     [ "$status" -eq 2 ]
     run "$PCCL" join --master 127.0.0.1:99999
     [ "$status" -eq 2 ]

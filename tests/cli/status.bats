@@ -10,7 +10,7 @@ load admin_helpers
     start_master
     start_peer; start_peer
     wait_accepted 2
-    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT"
     [ "$status" -eq 0 ]
     [[ "$output" == *"PEER"*"ADDRESS"*"PHASE"* ]]
     [[ "$output" == *"accepted"* ]]
@@ -22,7 +22,7 @@ load admin_helpers
     start_master
     start_peer; start_peer
     wait_accepted 2
-    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --json
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --json
     [ "$status" -eq 0 ]
     echo "$output" | python3 -c '
 import json, sys
@@ -63,7 +63,7 @@ for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbp
 
 @test "status exits 3 when the master is unreachable, within the timeout" {
     start=$(date +%s)
-    run timeout 20 "$PCCL" status --master 127.0.0.1:1 --timeout 1000
+    run timeout 20 "$PCCL" status --admin 127.0.0.1:1 --timeout 1000
     [ "$status" -eq 3 ]
     [[ "$output" == *"unreachable"* ]]
     [ $(( $(date +%s) - start )) -le 5 ]
@@ -75,8 +75,8 @@ for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbp
     wait_accepted 2
     kill -STOP "$A"
     sleep 2
-    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --stall-after 1
-    json=$(timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT" --json)
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --stall-after 1
+    json=$(timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --json)
     kill -CONT "$A"
     [ "$status" -eq 4 ]
     [[ "$output" == *"STALLED"* ]]
@@ -98,14 +98,14 @@ if old["kind"] == "collective":
 
 @test "status --watch in a pipe prints plain successive tables, on a terminal it clears the screen" {
     start_master
-    run timeout -s INT 3 "$PCCL" status --master 127.0.0.1:"$APORT" --watch 1
+    run timeout -s INT 3 "$PCCL" status --admin 127.0.0.1:"$APORT" --watch 1
     [ "$(grep -c 'health: ok' <<< "$output")" -ge 2 ]
     [[ "$output" != *$'\033'* ]]
-    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT"
     [[ "$output" != *$'\033'* ]]
     # script(1) runs it on a pseudo-terminal.
     command -v script > /dev/null || skip "script(1) not installed"
-    script -qec "timeout -s INT 3 '$PCCL' status --master 127.0.0.1:$APORT --watch 1" /dev/null > "$TMP/tty.out" || true
+    script -qec "timeout -s INT 3 '$PCCL' status --admin 127.0.0.1:$APORT --watch 1" /dev/null > "$TMP/tty.out" || true
     grep -q $'\033\[H\033\[2J' "$TMP/tty.out"
 }
 
@@ -115,11 +115,11 @@ if old["kind"] == "collective":
     wait_accepted 2
     # The master's rates span 1 to 4 s of samples: wait for them.
     for _ in $(seq 1 50); do
-        json=$("$PCCL" status --master 127.0.0.1:"$APORT" --json)
+        json=$("$PCCL" status --admin 127.0.0.1:"$APORT" --json)
         grep -q '"revisions_per_s":[0-9]' <<< "$json" && break
         sleep 0.1
     done
-    run timeout 10 "$PCCL" status --master 127.0.0.1:"$APORT"
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT"
     [ "$status" -eq 0 ]
     [[ "$output" =~ group\ 0\ ring:.*\ [0-9]+\.[0-9]\ rev/s,\ [0-9.]+\ [kMG]?B/s\ reduced ]]
     echo "$json" | python3 -c '
@@ -135,7 +135,7 @@ assert g["reduced_bytes"] % g["collectives_completed"] == 0, g   # the same buff
 @test "status usage errors exit 2" {
     run "$PCCL" status --bogus
     [ "$status" -eq 2 ]
-    run "$PCCL" status --master nowhere
+    run "$PCCL" status --admin 'no where'
     [ "$status" -eq 2 ]
     run "$PCCL" status --watch=-1
     [ "$status" -eq 2 ]
@@ -248,7 +248,7 @@ PY
     [ "$output" = 0 ]
     run "$PCCL" master --listen 127.0.0.1:0 --admin-token-file "$TMP/missing"
     [ "$status" -eq 1 ]
-    run "$PCCL" master --admin bogus
+    run "$PCCL" master --admin 'bogus!'
     [ "$status" -eq 2 ]
 }
 

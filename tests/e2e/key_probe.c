@@ -33,7 +33,9 @@ int main(int argc, char **argv) {
     }
     pccl_log_set_level(PCCL_LOG_ERROR);
     bw_result_t r;
-    if (bw_measure(ip, (uint16_t)atoi(argv[2]), uuid, &sec, NULL, BW_SERVER_SENDS, 200, 1, 3000, &r) == 0 &&
+    ccoip_socket_address_t to = {.inet = {.protocol = inetIPv4, .ipv4.data = {ip[0], ip[1], ip[2], ip[3]}},
+                                 .port = (uint16_t)atoi(argv[2])};
+    if (bw_measure(&to, uuid, &sec, NULL, BW_SERVER_SENDS, 200, 1, 3000, &r) == 0 &&
         r.bytes > 0) {
         printf("served %llu bytes\n", (unsigned long long)r.bytes);
         return 0;

@@ -193,9 +193,10 @@ static inline int is_uuid_of(const uint8_t u[16], uint64_t conn) {
 static inline uint16_t port_of(uint64_t conn) { return (uint16_t)(20000 + conn); }
 
 static inline void connect_(uint64_t conn) {
-    uint8_t ip[4] = {10, 0, (uint8_t)(conn >> 8), (uint8_t)conn}, u[16];
+    ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {10, 0, (uint8_t)(conn >> 8), (uint8_t)conn}};
+    uint8_t u[16];
     uuid_of(conn, u);
-    msm_on_connect(M, conn, ip, u);
+    msm_on_connect(M, conn, &ip, u);
 }
 static inline void hello_full(uint64_t conn, uint32_t magic, uint16_t version, uint32_t group, uint16_t port, uint32_t pool) {
     wire_msg_t h = {.type = C2M_HELLO};
@@ -304,7 +305,7 @@ static inline void check_establish_ring(uint64_t to, const uint64_t *expect, int
     for (int i = 0; i < n && i < (int)e->u.establish.n; i++) {
         CHECK(is_uuid_of(e->u.establish.peers[i].uuid, expect[i]));
         CHECK_EQ_U64(e->u.establish.peers[i].port, port_of(expect[i]));
-        CHECK_EQ_U64(e->u.establish.peers[i].ip[3], (uint8_t)expect[i]);
+        CHECK_EQ_U64(e->u.establish.peers[i].ip.ipv4.data[3], (uint8_t)expect[i]);
     }
 }
 

@@ -170,7 +170,7 @@ static void start_resident(void) {
     CHECK(recv_frame(resident, &m) == 0 && m.type == M2C_ESTABLISH_P2P);
     CHECK(m.u.establish.n == 1 && m.u.establish.peers &&
           memcmp(m.u.establish.peers[0].uuid, resident_uuid, 16) == 0 && m.u.establish.peers[0].port == 40000 &&
-          m.u.establish.peers[0].ip[0] == 127);
+          m.u.establish.peers[0].ip.protocol == inetIPv4 && m.u.establish.peers[0].ip.ipv4.data[0] == 127);
     wire_msg_free(&m);
     wire_msg_t ok = {.type = C2M_P2P_ESTABLISHED};
     ok.u.flag.value = 1;

@@ -95,7 +95,7 @@ static void test_bootstrap(void) {
     if (e) {
         CHECK_EQ_U64(e->u.establish.n, 1);
         CHECK(is_uuid_of(e->u.establish.peers[0].uuid, 1));
-        CHECK(e->u.establish.peers[0].ip[0] == 10 && e->u.establish.peers[0].ip[3] == 1);
+        CHECK(e->u.establish.peers[0].ip.ipv4.data[0] == 10 && e->u.establish.peers[0].ip.ipv4.data[3] == 1);
         CHECK_EQ_U64(e->u.establish.peers[0].port, port_of(1));
         CHECK_EQ_U64(e->u.establish.world.group_world_size, 1);
     }
@@ -114,6 +114,34 @@ static void test_bootstrap(void) {
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK(st.accepted == 1 && st.registered == 0 && st.groups == 1);
+    teardown();
+}
+
+/* A peer behind NAT announces where its neighbours dial it: the ring carries that address and port, not the
+ * address its control connection came from (10.0.0.N here). */
+static void test_advertised_address(void) {
+    setup();
+    connect_(1);
+    wire_msg_t h = {.type = C2M_HELLO};
+    h.u.hello.magic = WIRE_MAGIC;
+    h.u.hello.version = WIRE_VERSION;
+    h.u.hello.p2p_port = 41000;
+    h.u.hello.pool_size = 1;
+    h.u.hello.has_adv = 1;
+    h.u.hello.adv_ip = (ccoip_inet_address_t){.protocol = inetIPv6, .ipv6.data = {0x20, 0x01, 0x0d, 0xb8, [15] = 7}};
+    msm_on_packet(M, 1, &h);
+    const wire_msg_t *e = last_to(1, M2C_ESTABLISH_P2P);
+    CHECK(e && e->u.establish.n == 1);
+    if (e && e->u.establish.n == 1) {
+        const wire_peer_t *p = &e->u.establish.peers[0];
+        CHECK(p->ip.protocol == inetIPv6 && memcmp(p->ip.ipv6.data, h.u.hello.adv_ip.ipv6.data, 16) == 0);
+        CHECK_EQ_U64(p->port, 41000);
+    }
+    /* one without an advertised address keeps the connection's */
+    connect_(2);
+    hello_g(2, 0, 1);
+    msm_peer_view_t v;
+    CHECK(view_of(2, &v) == 0 && v.ip.protocol == inetIPv4 && v.ip.ipv4.data[0] == 10 && v.ip.ipv4.data[3] == 2);
     teardown();
 }
 
@@ -206,7 +234,7 @@ static void test_views(void) {
     CHECK(msm_peer_view(M, -1, &v) == -1);
     CHECK(msm_peer_view(M, 4, &v) == -1);
     CHECK(view_of(1, &v) == 0);
-    CHECK(v.accepted == 1 && v.group == 0 && v.p2p_port == port_of(1) && v.ip[0] == 10 && v.ip[3] == 1 &&
+    CHECK(v.accepted == 1 && v.group == 0 && v.p2p_port == port_of(1) && v.ip.ipv4.data[0] == 10 && v.ip.ipv4.data[3] == 1 &&
           is_uuid_of(v.uuid, 1) && strcmp(v.state, "idle") == 0);
     CHECK(view_of(3, &v) == 0 && !v.accepted && strcmp(v.state, "registered") == 0);
     CHECK(view_of(4, &v) == 0 && !v.accepted && strcmp(v.state, "connecting") == 0);
@@ -237,6 +265,7 @@ int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_hello_errors);
     RUN_TEST(test_bootstrap);
+    RUN_TEST(test_advertised_address);
     RUN_TEST(test_unreachable_reports);
     RUN_TEST(test_multi_group);
     RUN_TEST(test_views);

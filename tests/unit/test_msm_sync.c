@@ -82,8 +82,8 @@ static void test_ss_minority(void) {
         CHECK(plan_has(p3, "w", 0x111));
         CHECK(p3->u.ss_plan.fetch[0].count == 1000 && p3->u.ss_plan.fetch[0].dtype == pcclFloat);
         const wire_peer_t *s = &p3->u.ss_plan.source;
-        CHECK((is_uuid_of(s->uuid, 1) && s->port == port_of(1) && s->ip[3] == 1) ||
-              (is_uuid_of(s->uuid, 2) && s->port == port_of(2) && s->ip[3] == 2));
+        CHECK((is_uuid_of(s->uuid, 1) && s->port == port_of(1) && s->ip.ipv4.data[3] == 1) ||
+              (is_uuid_of(s->uuid, 2) && s->port == port_of(2) && s->ip.ipv4.data[3] == 2));
     }
     finish_sync(1, 3);
     CHECK_EQ_U64(count_type(M2C_SS_DONE), 3);

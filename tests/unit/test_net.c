@@ -11,23 +11,27 @@
 #include "net.h"
 #include "tinytest.h"
 
-static struct sockaddr_in addr(const char *ip) {
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    inet_pton(AF_INET, ip, &a.sin_addr);
-    return a;
+static ccoip_inet_address_t addr(const char *ip) {
+    ccoip_socket_address_t a;
+    char err[128];
+    CHECK(addr_parse(ip, 1, 0, &a, err, sizeof err) == ADDR_OK);
+    return a.inet;
 }
 
 static void test_same_host_rule(void) {
-    struct sockaddr_in me = addr("10.0.0.5"), lo = addr("127.0.0.1"), lo2 = addr("127.3.2.1"),
-                       self = addr("10.0.0.5"), other = addr("10.0.0.6"), far = addr("203.0.113.7");
+    ccoip_inet_address_t me = addr("10.0.0.5"), lo = addr("127.0.0.1"), lo2 = addr("127.3.2.1"),
+                         self = addr("10.0.0.5"), other = addr("10.0.0.6"), far = addr("203.0.113.7");
     CHECK(net_same_host(&me, &lo));
     CHECK(net_same_host(&me, &lo2));
     CHECK(net_same_host(&me, &self));
     CHECK(!net_same_host(&me, &other));
     CHECK(!net_same_host(&me, &far));
-    struct sockaddr_in v6 = lo;
-    v6.sin_family = AF_INET6;
-    CHECK(!net_same_host(&me, &v6));
+    ccoip_inet_address_t me6 = addr("[2001:db8::5]"), lo6 = addr("[::1]"), other6 = addr("[2001:db8::6]");
+    CHECK(net_same_host(&me6, &lo6));
+    CHECK(net_same_host(&me6, &me6));
+    CHECK(net_same_host(&me, &lo6));
+    CHECK(!net_same_host(&me6, &other6));
+    CHECK(!net_same_host(&me6, &me)); /* another family is another address */
 }
 
 /* A real loopback connection: the accepted end gets the bounded buffer

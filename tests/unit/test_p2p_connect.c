@@ -41,11 +41,12 @@ static void comm_stub_free(pcclComm_t *c) {
 /* A successor (uuid 2...2, in next) listening on 127.0.0.1: the kernel completes connects into its
  * backlog whether or not anyone accepts them. */
 static int successor(pcclComm_t *c, int *ls, uint8_t next[16]) {
-    wire_peer_t p[2] = {{.ip = {127, 0, 0, 1}}, {.ip = {127, 0, 0, 1}}};
+    const ccoip_inet_address_t lo = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
+    wire_peer_t p[2] = {{.ip = lo}, {.ip = lo}};
     memset(p[0].uuid, 1, 16);
     memset(p[1].uuid, 2, 16);
     memset(next, 2, 16);
-    if ((*ls = net_listen_any(&p[1].port)) < 0) return -1;
+    if ((*ls = net_listen_any(0, &p[1].port)) < 0) return -1;
     p2p_set_peers(c, p, 2);
     return 0;
 }

@@ -17,7 +17,7 @@
 #include "tinytest.h"
 
 static wire_peer_t peer(uint8_t id, uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
-    wire_peer_t p = {.ip = {a, b, c, d}, .port = 1000};
+    wire_peer_t p = {.ip = {.protocol = inetIPv4, .ipv4.data = {a, b, c, d}}, .port = 1000};
     memset(p.uuid, id, 16);
     return p;
 }

@@ -5,6 +5,7 @@
  * must return -1 with a non-empty reason and leave nothing to free. Also the
  * 27-byte p2p handshake. */
 #include "tinytest.h"
+#include "addr.h"
 #include "wire.h"
 
 #include <stdint.h>
@@ -111,7 +112,7 @@ static int tensor_eq(const wire_tensor_t *a, const wire_tensor_t *b) {
            a->count == b->count && a->hash == b->hash;
 }
 static int peer_eq(const wire_peer_t *a, const wire_peer_t *b) {
-    return memcmp(a->uuid, b->uuid, 16) == 0 && memcmp(a->ip, b->ip, 4) == 0 && a->port == b->port;
+    return memcmp(a->uuid, b->uuid, 16) == 0 && addr_ip_equal(&a->ip, &b->ip) && a->port == b->port;
 }
 static int world_eq(const wire_world_t *a, const wire_world_t *b) {
     return a->global_world_size == b->global_world_size && a->group_world_size == b->group_world_size &&
@@ -151,20 +152,45 @@ static void test_helpers(void) {
 static void test_hello(void) {
     wire_msg_t m = {.type = C2M_HELLO}, o;
     m.u.hello.magic = WIRE_MAGIC;
-    m.u.hello.version = 0xFEDC;
+    m.u.hello.version = WIRE_VERSION;
     m.u.hello.peer_group = 0xDEADBEEFu;
     m.u.hello.p2p_port = 65535;
     m.u.hello.pool_size = 0x01000001u;
-    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4, &o);
-    CHECK(o.u.hello.magic == WIRE_MAGIC && o.u.hello.version == 0xFEDC && o.u.hello.peer_group == 0xDEADBEEFu &&
-          o.u.hello.p2p_port == 65535 && o.u.hello.pool_size == 0x01000001u);
-    /* exact layout: type, magic "PCCL", version */
+    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN, &o);
+    CHECK(o.u.hello.magic == WIRE_MAGIC && o.u.hello.version == WIRE_VERSION && o.u.hello.peer_group == 0xDEADBEEFu &&
+          o.u.hello.p2p_port == 65535 && o.u.hello.pool_size == 0x01000001u && !o.u.hello.has_adv);
+    wire_msg_free(&o);
+    /* an advertised address of either family */
+    const ccoip_inet_address_t adv[2] = {{.protocol = inetIPv4, .ipv4.data = {198, 51, 100, 7}},
+                                         {.protocol = inetIPv6, .ipv6.data = {0x20, 0x01, 0x0d, 0xb8, [15] = 9}}};
+    for (int i = 0; i < 2; i++) {
+        m.u.hello.has_adv = 1;
+        m.u.hello.adv_ip = adv[i];
+        roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN, &o);
+        CHECK(o.u.hello.has_adv == 1 && addr_ip_equal(&o.u.hello.adv_ip, &adv[i]));
+        wire_msg_free(&o);
+    }
+    /* exact layout: type, magic "PCCL", version, ..., family byte and 16 address bytes */
     size_t len;
     uint8_t *body = encode_body(&m, &len);
-    CHECK(body[0] == 0 && body[1] == C2M_HELLO && memcmp(body + 2, "PCCL", 4) == 0 && body[6] == 0xFE &&
-          body[7] == 0xDC);
+    CHECK(body[0] == 0 && body[1] == C2M_HELLO && memcmp(body + 2, "PCCL", 4) == 0 && body[6] == 0 &&
+          body[7] == WIRE_VERSION && body[18] == 6 && body[19] == 0x20 && body[34] == 9);
+    /* a family that is neither 4 nor 6, or an IPv4 address with bytes after its 4, is refused */
+    body[18] = 5;
+    expect_reject(body, len, "address family 5");
+    body[18] = 4;
+    expect_reject(body, len, "IPv4 address with padding");
+    body[18] = 0;
+    expect_reject(body, len, "no address but address bytes");
     free(body);
-    wire_msg_free(&o);
+    /* another version is read up to its version whatever follows, so the master can name both versions */
+    m.u.hello.version = 0xFEDC;
+    body = encode_body(&m, &len);
+    char err[160];
+    CHECK(wire_decode(body, 8, &o, err, sizeof err) == 0 && o.u.hello.version == 0xFEDC &&
+          o.u.hello.magic == WIRE_MAGIC);
+    CHECK(wire_decode(body, len, &o, err, sizeof err) == 0 && o.u.hello.version == 0xFEDC);
+    free(body);
 }
 
 static void test_empty_and_flag_types(void) {
@@ -307,17 +333,16 @@ static void test_master_msgs(void) {
     wire_peer_t peers[N];
     for (int i = 0; i < N; i++) {
         fill(peers[i].uuid, 16, (uint8_t)(0x30 + i));
-        peers[i].ip[0] = 10;
-        peers[i].ip[1] = (uint8_t)i;
-        peers[i].ip[2] = 255;
-        peers[i].ip[3] = (uint8_t)(200 + i);
+        /* peer 1 is an IPv6 peer, the others IPv4 */
+        peers[i].ip = (ccoip_inet_address_t){.protocol = inetIPv4, .ipv4.data = {10, (uint8_t)i, 255, (uint8_t)(200 + i)}};
+        if (i == 1) peers[i].ip = (ccoip_inet_address_t){.protocol = inetIPv6, .ipv6.data = {0xfd, 1, [14] = 2, 3}};
         peers[i].port = (uint16_t)(40000 + 1111 * i);
     }
     wire_msg_t e = {.type = M2C_ESTABLISH_P2P};
     e.u.establish.world = WORLD;
     e.u.establish.n = N;
     e.u.establish.peers = peers;
-    roundtrip(&e, 2 + 16 + 4 + 22 * N, &o);
+    roundtrip(&e, 2 + 16 + 4 + (16 + WIRE_IP_LEN + 2) * N, &o);
     CHECK(world_eq(&o.u.establish.world, &WORLD) && o.u.establish.n == N && o.u.establish.peers);
     for (int i = 0; i < N && o.u.establish.peers; i++) CHECK(peer_eq(&o.u.establish.peers[i], &peers[i]));
     wire_msg_free(&o);
@@ -337,7 +362,7 @@ static void test_master_msgs(void) {
     p.u.ss_plan.source = peers[1];
     p.u.ss_plan.n = 2;
     p.u.ss_plan.fetch = t;
-    roundtrip(&p, 2 + 1 + 8 + 22 + 4 + tensors_bytes(t, 2), &o);
+    roundtrip(&p, 2 + 1 + 8 + 16 + WIRE_IP_LEN + 2 + 4 + tensors_bytes(t, 2), &o);
     CHECK(o.u.ss_plan.status == SS_CONFLICT && o.u.ss_plan.revision == p.u.ss_plan.revision);
     CHECK(peer_eq(&o.u.ss_plan.source, &peers[1]) && o.u.ss_plan.n == 2 && o.u.ss_plan.fetch);
     for (int i = 0; i < 2 && o.u.ss_plan.fetch; i++) CHECK(tensor_eq(&o.u.ss_plan.fetch[i], &t[i]));
@@ -473,7 +498,10 @@ static void test_resume(void) {
     m.u.resume.ring = ring;
     m.u.resume.n = N;
     m.u.resume.tensors = t;
-    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N), &o);
+    m.u.resume.has_adv = 1;
+    m.u.resume.adv_ip = (ccoip_inet_address_t){.protocol = inetIPv4, .ipv4.data = {203, 0, 113, 1}};
+    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N), &o);
+    CHECK(o.u.resume.has_adv == 1 && addr_ip_equal(&o.u.resume.adv_ip, &m.u.resume.adv_ip));
     CHECK(o.u.resume.peer_group == 0xDEADBEEFu && o.u.resume.p2p_port == 4242 && o.u.resume.pool_size == 8);
     CHECK(memcmp(o.u.resume.uuid, m.u.resume.uuid, 16) == 0 && o.u.resume.revision == m.u.resume.revision);
     CHECK(o.u.resume.nring == R && o.u.resume.ring && memcmp(o.u.resume.ring, ring, sizeof ring) == 0);
@@ -491,9 +519,10 @@ static void test_resume(void) {
     CHECK(strcmp(wire_type_name(M2C_RESUMED), "RESUMED") == 0 && wire_type_is_m2c(M2C_RESUMED));
 
     /* A ring count that lies about the bytes present is refused before any allocation. */
-    uint8_t lie[2 + 4 + 2 + 4 + 2 + 4 + 16 + 1 + 8 + 4];
+    uint8_t lie[2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 16 + 1 + 8 + 4];
     memset(lie, 0, sizeof lie);
     wire_put_u16(lie, C2M_RESUME);
+    wire_put_u16(lie + 6, WIRE_VERSION);
     wire_put_u32(lie + sizeof lie - 4, 4096);
     char err[160];
     CHECK(wire_decode(lie, sizeof lie, &o, err, sizeof err) != 0 && strstr(err, "ring"));
@@ -525,20 +554,23 @@ static void test_lying_counts(void) {
     free(b);
 
     /* ESTABLISH_P2P: peer count lies */
-    uint8_t e[2 + 16 + 4 + 22];
+    enum { PEER = 16 + WIRE_IP_LEN + 2 };
+    uint8_t e[2 + 16 + 4 + PEER];
     memset(e, 0, sizeof e);
+    e[2 + 16 + 4 + 16] = 4;
     put_hdr(e, M2C_ESTABLISH_P2P);
     wire_put_u32(e + 18, 4096);
     decode_probe(e, sizeof e, 0, 0, "establish 4096 peers / 1 present");
     wire_put_u32(e + 18, 0xFFFFFFFFu);
     decode_probe(e, sizeof e, 0, 0, "establish 2^32-1");
-    size_t elen = 2 + 16 + 4 + 22 * (size_t)(WIRE_MAX_PEERS + 1);
+    size_t elen = 2 + 16 + 4 + PEER * (size_t)(WIRE_MAX_PEERS + 1);
     uint8_t *eb = calloc(elen, 1);
+    for (size_t i = 0; i <= WIRE_MAX_PEERS; i++) eb[2 + 16 + 4 + PEER * i + 16] = 4; /* IPv4 0.0.0.0 */
     put_hdr(eb, M2C_ESTABLISH_P2P);
     wire_put_u32(eb + 18, WIRE_MAX_PEERS + 1);
     decode_probe(eb, elen, 0, 0, "establish over the limit");
     wire_put_u32(eb + 18, WIRE_MAX_PEERS);
-    decode_probe(eb, elen - 22, 1, (size_t)WIRE_MAX_PEERS * sizeof(wire_peer_t), "establish at the limit");
+    decode_probe(eb, elen - PEER, 1, (size_t)WIRE_MAX_PEERS * sizeof(wire_peer_t), "establish at the limit");
     free(eb);
 
     /* COMMENCE: ring size lies */
@@ -551,10 +583,11 @@ static void test_lying_counts(void) {
     decode_probe(c, sizeof c, 0, 0, "commence 2^31");
 
     /* SS_PLAN: fetch count lies */
-    uint8_t p[2 + 1 + 8 + 22 + 4 + 10];
+    uint8_t p[2 + 1 + 8 + PEER + 4 + 10];
     memset(p, 0, sizeof p);
     put_hdr(p, M2C_SS_PLAN);
-    wire_put_u32(p + 33, 65536);
+    p[2 + 1 + 8 + 16] = 4;
+    wire_put_u32(p + 2 + 1 + 8 + PEER, 65536);
     decode_probe(p, sizeof p, 0, 0, "plan 65536 / 10 bytes");
 }
 
@@ -590,7 +623,7 @@ static void test_bad_strings(void) {
     p.u.ss_plan.fetch = &t;
     snprintf(t.key, sizeof t.key, "abcd");
     body = encode_body(&p, &len);
-    body[2 + 1 + 8 + 22 + 4] = 200;
+    body[2 + 1 + 8 + 16 + WIRE_IP_LEN + 2 + 4] = 200;
     expect_reject(body, len, "plan key past the end");
     free(body);
 }

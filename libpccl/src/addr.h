@@ -1,0 +1,49 @@
+/*
+ * addr.h - socket addresses of every family (internal): the one parser of "HOST:PORT" for the CLI's flags and the
+ * library's environment, and conversions between ccoip_socket_address_t (the public type) and sockaddr.
+ *
+ * Accepted spellings: "1.2.3.4:P", "[v6]:P", "name:P" (resolved with getaddrinfo), and without ":P" (the
+ * caller's default port) "1.2.3.4", "[v6]", "v6" and "name". Port 0 is allowed (an ephemeral port for listen
+ * addresses). An IPv4-mapped IPv6 address (::ffff:a.b.c.d, what a dual-stack socket reports for an IPv4 peer)
+ * is always turned into the IPv4 address, so one peer has one spelling.
+ */
+#ifndef PCCL_ADDR_H
+#define PCCL_ADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "ccoip_inet.h"
+
+/* addr_parse's answers: a spelling no host or port can have is a usage error; a well-formed host name that does
+ * not resolve is a runtime failure (DNS may come back, so a supervisor should retry). */
+enum { ADDR_OK = 0, ADDR_SYNTAX = -1, ADDR_UNRESOLVED = -2 };
+
+/* "[ffff:...:ffff]:65535" and a NUL. */
+#define ADDR_STRLEN 56
+
+/**
+ * Parses and resolves s into out (the first address getaddrinfo gives for a name). Without a port, default_port is
+ * used, unless it is 0 and require_port is set, which makes a missing port a syntax error.
+ * @return ADDR_OK, ADDR_SYNTAX or ADDR_UNRESOLVED with a one-line reason in err.
+ */
+int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
+               size_t errlen);
+
+/* sockaddr of a, in *ss; returns its length. */
+socklen_t addr_to_sockaddr(const ccoip_socket_address_t *a, struct sockaddr_storage *ss);
+/* Address and port of sa (AF_INET or AF_INET6, v4-mapped made IPv4); -1 for another family. */
+int addr_from_sockaddr(const struct sockaddr *sa, ccoip_socket_address_t *out);
+/* "1.2.3.4" or "::1" (no port). */
+void addr_ip_str(const ccoip_inet_address_t *ip, char out[ADDR_STRLEN]);
+/* "1.2.3.4:P" or "[::1]:P". */
+void addr_str(const ccoip_socket_address_t *a, char out[ADDR_STRLEN]);
+/* 1 when both name the same IP (ports ignored). */
+int addr_ip_equal(const ccoip_inet_address_t *a, const ccoip_inet_address_t *b);
+/* 1 for 127/8 and ::1. */
+int addr_ip_is_loopback(const ccoip_inet_address_t *a);
+/* 1 for 0.0.0.0 and ::. */
+int addr_ip_is_any(const ccoip_inet_address_t *a);
+
+#endif /* PCCL_ADDR_H */
