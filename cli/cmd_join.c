@@ -18,6 +18,10 @@
 static const cli_flag_t flags[] = {
     {"master", required_argument, "HOST:PORT", "master control address (required)"},
     {"key-file", required_argument, "FILE", "run key of a keyed run (mode 0600; env PCCL_KEY_FILE)"},
+    {"p2p-port", required_argument, "PORT", "listen for other peers on PORT, not an ephemeral one (env PCCL_P2P_PORT)"},
+    {"advertise", required_argument, "HOST[:PORT]",
+     "the address other peers dial, behind NAT or port forwarding (default: the address the master sees and the "
+     "p2p port; env PCCL_ADVERTISE_ADDRESS)"},
     {"workload", required_argument, "NAME", "fashion-mnist (DiLoCo training) or synthetic (checked all-reduces)"},
     {"steps", required_argument, "N", "stop when the shared-state revision reaches N (default 50)"},
     {"peer-group", required_argument, "G", "peer group (default 0)"},
@@ -84,6 +88,7 @@ typedef struct {
     ccoip_socket_address_t *master;
     int *have_master;
     const char **key_file;
+    const char **p2p_port, **advertise;
 } join_args_t;
 
 static int on_flag(void *ctx, const char *n, const char *arg) {
@@ -97,6 +102,13 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         return cli_parse_addr(cmd, n, arg, CCOIP_PROTOCOL_PORT_MASTER, a->master, JOIN_EXIT_FAILED);
     } else if (!strcmp(n, "key-file")) {
         *a->key_file = arg;
+    } else if (!strcmp(n, "p2p-port")) {
+        bad = cli_parse_u64(arg, 65535, &v) || v == 0;
+        *a->p2p_port = arg;
+    } else if (!strcmp(n, "advertise")) {
+        ccoip_socket_address_t adv;
+        *a->advertise = arg;
+        return cli_parse_addr(cmd, n, arg, 0, &adv, JOIN_EXIT_FAILED);
     } else if (!strcmp(n, "workload")) {
         if (strcmp(arg, "fashion-mnist") && strcmp(arg, "synthetic"))
             return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", arg);
@@ -179,9 +191,10 @@ static int run(int argc, char **argv) {
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = 10};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
-    const char *key_file = NULL;
+    const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL;
     const cli_command_t *cmd = &cli_cmd_join;
-    int rc = cli_parse_flags(cmd, argc, argv, on_flag, &(join_args_t){&o, &master, &have_master, &key_file}, NULL);
+    int rc = cli_parse_flags(cmd, argc, argv, on_flag,
+                             &(join_args_t){&o, &master, &have_master, &key_file, &p2p_port, &advertise}, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
     if (key_file) {
@@ -194,6 +207,9 @@ static int run(int argc, char **argv) {
         }
         setenv("PCCL_KEY_FILE", key_file, 1);
     }
+    /* Checked above; the library reads them through the environment, as a program linking it would be told. */
+    if (p2p_port) setenv("PCCL_P2P_PORT", p2p_port, 1);
+    if (advertise) setenv("PCCL_ADVERTISE_ADDRESS", advertise, 1);
 
     /* Everything local is checked before the master hears of this peer. */
     join_data_t data;

@@ -34,7 +34,7 @@ typedef struct mconn {
     size_t len, cap;
     int closing;
     int known;          /* the state machine knows it (after the handshake of a keyed run) */
-    ccoip_inet_address_t ip; /* what the state machine is told on connect */
+    ccoip_inet_address_t ip, local; /* what the state machine is told on connect: the peer's and our end */
     uint8_t uuid[16];
     msec_t sec;         /* keyed runs: the handshake, then the session */
     struct mconn *next;
@@ -234,7 +234,7 @@ static void process_frames(mconn_t *c) {
 static void connect_to_sm(mconn_t *c) {
     c->known = 1;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
-    msm_on_connect(c->master->sm, c->id, &c->ip, c->uuid);
+    msm_on_connect(c->master->sm, c->id, &c->ip, &c->local, c->uuid);
 }
 
 
@@ -335,6 +335,9 @@ static void on_connection(uv_stream_t *server, int status) {
     ccoip_socket_address_t from;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
         c->ip = from.inet;
+    len = sizeof ss;
+    if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
+        c->local = from.inet;
     if (getrandom(c->uuid, sizeof c->uuid, 0) != (ssize_t)sizeof c->uuid) {
         uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
         for (int i = 0; i < 16; i++) c->uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;

@@ -178,7 +178,8 @@ void msm_destroy(msm_t *m) {
     free(m);
 }
 
-void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const uint8_t uuid[16]) {
+void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const ccoip_inet_address_t *local,
+                    const uint8_t uuid[16]) {
     if (m->npeers == m->cap_peers) {
         int cap = m->cap_peers ? m->cap_peers * 2 : 16;
         msm_peer_t *p = realloc(m->peers, (size_t)cap * sizeof *p);
@@ -198,7 +199,18 @@ void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, con
         m->booting = m->boot_grace > 0;
     }
     p->ip = *ip;
+    p->local_ip = *local;
     memcpy(p->uuid, uuid, 16);
+}
+
+wire_peer_t msm_dial_entry(const msm_peer_t *to, const msm_peer_t *q) {
+    wire_peer_t e = {.ip = q->ip, .port = q->p2p_port};
+    memcpy(e.uuid, q->uuid, 16);
+    /* q reached the master over loopback, so it runs on the master's host: a peer elsewhere dials that host
+     * at the address it reached the master on itself. */
+    if (addr_ip_is_loopback(&q->ip) && !addr_ip_is_loopback(&to->ip) && !addr_ip_is_any(&to->local_ip))
+        e.ip = to->local_ip;
+    return e;
 }
 
 /* ---------- HELLO ---------- */

@@ -71,9 +71,10 @@ void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms);
  * (after MSM_STUCK_GRACE_MS). */
 void msm_on_tick(msm_t *m);
 
-/* A control connection was accepted from ip (IPv4 or IPv6; an IPv4-mapped address given as IPv4); uuid is fresh
- * and random. */
-void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const uint8_t uuid[16]);
+/* A control connection was accepted from ip to the master's address local (IPv4 or IPv6; an IPv4-mapped address
+ * given as IPv4); uuid is fresh and random. */
+void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const ccoip_inet_address_t *local,
+                    const uint8_t uuid[16]);
 /* A decoded peer->master packet arrived on conn. */
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 /* conn closed or failed (not after msm_io_t.close for it). */

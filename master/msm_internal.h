@@ -17,6 +17,7 @@ typedef struct msm_peer {
     uint64_t conn;
     uint8_t uuid[16];
     ccoip_inet_address_t ip; /* where neighbours dial it: the advertised address, else the connection's */
+    ccoip_inet_address_t local_ip; /* the master's address this peer's connection reached */
     uint16_t p2p_port;
     uint32_t group;
     uint32_t pool;
@@ -94,6 +95,9 @@ const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]);
 /* Checks a HELLO's or RESUME's magic, version and p2p port; kicks p and returns -1 if wrong. */
 int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port);
 /* Marks p registered (group, p2p port, pool size clamped to [1, 64]). */
+/* How `to` dials q: q's address and p2p port, q's loopback address replaced by the master's address as `to`
+ * reaches it when `to` is elsewhere (peers on the master's host and peers on others in one run). */
+wire_peer_t msm_dial_entry(const msm_peer_t *to, const msm_peer_t *q);
 /* adv: the address the peer's neighbours dial instead of the one its connection came from (NULL: that one). */
 void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, uint32_t pool,
                   const ccoip_inet_address_t *adv);

@@ -231,9 +231,7 @@ static int request_probes(msm_t *m, msm_op_t *op) {
         for (int k = 1; k < g->ring_len; k++) {
             msm_peer_t *q = msm_find(m, g->ring[(pos + k) % g->ring_len]);
             if (!q || q == p || msm_bw_get(m, p->conn, q->conn) > 0) continue;
-            memcpy(targets[nt].uuid, q->uuid, 16);
-            targets[nt].ip = q->ip;
-            targets[nt++].port = q->p2p_port;
+            targets[nt++] = msm_dial_entry(p, q);
         }
         if (nt) {
             wire_msg_t req = {.type = M2C_BENCH_REQUEST};

@@ -48,11 +48,8 @@ static void send_plan(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision
     wire_msg_t w = {.type = M2C_SS_PLAN};
     w.u.ss_plan.status = status;
     w.u.ss_plan.revision = revision;
-    if (src) {
-        memcpy(w.u.ss_plan.source.uuid, src->uuid, 16);
-        w.u.ss_plan.source.ip = src->ip;
-        w.u.ss_plan.source.port = src->p2p_port;
-    }
+    const msm_peer_t *to = msm_find(m, conn);
+    if (src && to) w.u.ss_plan.source = msm_dial_entry(to, src);
     w.u.ss_plan.n = nfetch;
     w.u.ss_plan.fetch = fetch;
     msm_send(m, conn, &w);

@@ -43,16 +43,12 @@ static void send_establish(msm_t *m, const msm_op_t *op, msm_peer_t *to) {
     for (int i = 0; g && i < g->ring_len; i++) {
         msm_peer_t *q = msm_find(m, g->ring[i]);
         if (!q) continue;
-        memcpy(list[n].uuid, q->uuid, 16);
-        list[n].ip = q->ip;
-        list[n++].port = q->p2p_port;
+        list[n++] = msm_dial_entry(to, q);
     }
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *q = &m->peers[i];
         if (q->accepted || q->group != to->group || !msm_op_member(op, q->conn)) continue;
-        memcpy(list[n].uuid, q->uuid, 16);
-        list[n].ip = q->ip;
-        list[n++].port = q->p2p_port;
+        list[n++] = msm_dial_entry(to, q);
     }
     wire_msg_t e = {.type = M2C_ESTABLISH_P2P};
     msm_world(m, to->group, &e.u.establish.world);

@@ -262,7 +262,8 @@ static inline int fuzz_master_sm_one(const uint8_t *data, size_t size) {
             uint8_t uuid[16];
             for (int k = 0; k < 16; k++) uuid[k] = (uint8_t)(conn * 31 + (uint64_t)k + (uint64_t)events);
             *live = 1;
-            msm_on_connect(m, conn, &ip, uuid);
+            const ccoip_inet_address_t local = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
+            msm_on_connect(m, conn, &ip, &local, uuid);
         } else if (op < 0x40) {
             if (!*live) continue;
             *live = 0;

@@ -196,7 +196,8 @@ static inline void connect_(uint64_t conn) {
     ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {10, 0, (uint8_t)(conn >> 8), (uint8_t)conn}};
     uint8_t u[16];
     uuid_of(conn, u);
-    msm_on_connect(M, conn, &ip, u);
+    const ccoip_inet_address_t local = {.protocol = inetIPv4, .ipv4.data = {10, 0, 0, 254}};
+    msm_on_connect(M, conn, &ip, &local, u);
 }
 static inline void hello_full(uint64_t conn, uint32_t magic, uint16_t version, uint32_t group, uint16_t port, uint32_t pool) {
     wire_msg_t h = {.type = C2M_HELLO};

@@ -145,6 +145,36 @@ static void test_advertised_address(void) {
     teardown();
 }
 
+/* A peer on the master's host (it connected over loopback) is dialled there by the peers on that host, and at the
+ * master's address by a peer elsewhere: the address that peer reached the master on. */
+static void test_loopback_peer_seen_from_elsewhere(void) {
+    setup();
+    const ccoip_inet_address_t lo = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
+    uint8_t u[16];
+    uuid_of(1, u);
+    msm_on_connect(M, 1, &lo, &lo, u);
+    hello_g(1, 0, 1);
+    p2p_ok(1, 1);
+    CHECK(is_accepted(1));
+    connect_(2); /* from 10.0.0.2 to the master's 10.0.0.254 */
+    hello_g(2, 0, 1);
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    const wire_msg_t *to1 = last_to(1, M2C_ESTABLISH_P2P), *to2 = last_to(2, M2C_ESTABLISH_P2P);
+    CHECK(to1 && to2 && to1->u.establish.n == 2 && to2->u.establish.n == 2);
+    for (uint32_t i = 0; to1 && to2 && i < 2 && i < to1->u.establish.n && i < to2->u.establish.n; i++) {
+        const wire_peer_t *a = &to1->u.establish.peers[i], *b = &to2->u.establish.peers[i];
+        if (is_uuid_of(a->uuid, 1)) {
+            CHECK(a->ip.ipv4.data[0] == 127);                                /* itself, as it connected */
+            CHECK(b->ip.ipv4.data[0] == 10 && b->ip.ipv4.data[3] == 254);     /* the master's host */
+            CHECK_EQ_U64(b->port, port_of(1));
+        } else {
+            CHECK(a->ip.ipv4.data[0] == 10 && a->ip.ipv4.data[3] == 2); /* a remote peer is never rewritten */
+            CHECK(b->ip.ipv4.data[0] == 10 && b->ip.ipv4.data[3] == 2);
+        }
+    }
+    teardown();
+}
+
 static void report(uint64_t from, uint64_t about) {
     wire_msg_t m = {.type = C2M_PEER_UNREACHABLE};
     uuid_of(about, m.u.welcome.uuid);
@@ -266,6 +296,7 @@ int main(void) {
     RUN_TEST(test_hello_errors);
     RUN_TEST(test_bootstrap);
     RUN_TEST(test_advertised_address);
+    RUN_TEST(test_loopback_peer_seen_from_elsewhere);
     RUN_TEST(test_unreachable_reports);
     RUN_TEST(test_multi_group);
     RUN_TEST(test_views);
