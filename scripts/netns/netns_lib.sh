@@ -45,6 +45,17 @@ netns_check() {
     return 0
 }
 
+# netns_master_port LOG: waits up to 5 s for `pccl master` to log its control port there; prints it, or returns 1.
+netns_master_port() {
+    local port
+    for _ in $(seq 1 100); do
+        port=$(grep -o 'listening on [^ ]*' "$1" 2>/dev/null | sed 's/.*://')
+        [ -n "$port" ] && { echo "$port"; return 0; }
+        sleep 0.05
+    done
+    return 1
+}
+
 # netns_add NAME: creates the namespace (loopback up) and records it for cleanup.
 netns_add() {
     ip netns add "$1" || return 1

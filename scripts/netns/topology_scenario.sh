@@ -95,13 +95,7 @@ done
 ip netns exec "$BR" env PCCL_LOG_LEVEL=info "$PCCL" master --listen "$NETNS_SUBNET.254:0" --no-admin \
     > "$WORK/master.log" 2>&1 &
 NETNS_PIDS+=($!)
-PORT=""
-for _ in $(seq 1 100); do
-    PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
-    [ -n "$PORT" ] && break
-    sleep 0.05
-done
-[ -n "$PORT" ] || die "master did not start"
+PORT=$(netns_master_port "$WORK/master.log") || die "master did not start"
 
 # Join order: peer i starts only after the master logged peer i-1's registration.
 T0=$(date +%s.%N)

@@ -19,26 +19,28 @@ fail() {
     exit 1
 }
 
-# start_master [FLAGS...]: sets MASTER_PID, PORT and APORT (the admin port)
+# start_master [FLAGS...]: sets MASTER_PID, PORT and APORT (the admin port); MASTER_LISTEN and MASTER_ADMIN
+# (default 127.0.0.1:0) are its addresses
 start_master() {
-    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 "$@" \
-        > "$WORK/master.log" 2>&1 &
+    PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen "${MASTER_LISTEN:-127.0.0.1:0}" \
+        --admin "${MASTER_ADMIN:-127.0.0.1:0}" "$@" > "$WORK/master.log" 2>&1 &
     MASTER_PID=$!
     PIDS+=("$MASTER_PID")
     for _ in $(seq 1 100); do
-        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
+        PORT=$(grep -o 'listening on [^ ]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
         # pccl master prints both lines at once
-        APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
+        APORT=$(grep -o 'admin on [^ ]*' "$WORK/master.log" 2>/dev/null | sed 's/.*://')
         [ -n "$PORT" ] && return 0
         sleep 0.05
     done
     fail "master did not start"
 }
 
-# start_peer NAME ARGS...: sets LAST_PID; output in $WORK/NAME.log
+# start_peer NAME ARGS...: sets LAST_PID; output in $WORK/NAME.log; MASTER_HOST (default 127.0.0.1) is the host
+# it dials the master at
 start_peer() {
     local name=$1; shift
-    "$PCCL" join --master "127.0.0.1:$PORT" --json "$@" > "$WORK/$name.log" 2> "$WORK/$name.err" &
+    "$PCCL" join --master "${MASTER_HOST:-127.0.0.1}:$PORT" --json "$@" > "$WORK/$name.log" 2> "$WORK/$name.err" &
     LAST_PID=$!
     PIDS+=("$LAST_PID")
 }
