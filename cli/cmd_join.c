@@ -107,8 +107,12 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         *a->p2p_port = arg;
     } else if (!strcmp(n, "advertise")) {
         ccoip_socket_address_t adv;
+        char err[320];
         *a->advertise = arg;
-        return cli_parse_addr(cmd, n, arg, 0, &adv, JOIN_EXIT_FAILED);
+        int rc = addr_parse_advertised(arg, &adv, err, sizeof err);
+        if (rc == ADDR_SYNTAX) return cli_usage_error(cmd, "--advertise: %s", err);
+        if (rc != ADDR_OK) cli_err("pccl join: --advertise: %s\n", err);
+        return rc == ADDR_OK ? 0 : JOIN_EXIT_FAILED;
     } else if (!strcmp(n, "workload")) {
         if (strcmp(arg, "fashion-mnist") && strcmp(arg, "synthetic"))
             return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", arg);
@@ -165,6 +169,23 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     return bad ? CLI_FLAG_BAD : 0;
 }
 
+/* PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS as the library will read them: a malformed value is a local
+ * configuration error (exit 4, not retried by scripts/fleet/peer.sh), a name that does not resolve a failure. */
+static int check_env_addresses(void) {
+    const char *port = getenv("PCCL_P2P_PORT"), *adv = getenv("PCCL_ADVERTISE_ADDRESS");
+    uint64_t v;
+    if (port && *port && (cli_parse_u64(port, 65535, &v) != 0 || v == 0)) {
+        cli_err("pccl join: PCCL_P2P_PORT=%s is not a port (1..65535)\n", port);
+        return JOIN_EXIT_CONFIG;
+    }
+    ccoip_socket_address_t a;
+    char err[320];
+    int rc = adv && *adv ? addr_parse_advertised(adv, &a, err, sizeof err) : ADDR_OK;
+    if (rc == ADDR_OK) return 0;
+    cli_err("pccl join: PCCL_ADVERTISE_ADDRESS: %s\n", err);
+    return rc == ADDR_SYNTAX ? JOIN_EXIT_CONFIG : JOIN_EXIT_FAILED;
+}
+
 /* The exit code of a run that ended for this peer (rc: the workload's), from how it ended. */
 static int exit_code(pcclComm_t *comm, int rc) {
     pcclExtDeparture_t how = pcclExtInRun;
@@ -210,6 +231,7 @@ static int run(int argc, char **argv) {
     /* Checked above; the library reads them through the environment, as a program linking it would be told. */
     if (p2p_port) setenv("PCCL_P2P_PORT", p2p_port, 1);
     if (advertise) setenv("PCCL_ADVERTISE_ADDRESS", advertise, 1);
+    if ((rc = check_env_addresses()) != 0) return rc;
 
     /* Everything local is checked before the master hears of this peer. */
     join_data_t data;

@@ -131,6 +131,15 @@ syntax:
     return ADDR_SYNTAX;
 }
 
+int addr_parse_advertised(const char *s, ccoip_socket_address_t *out, char *err, size_t errlen) {
+    int rc = addr_parse(s, 0, 0, out, err, errlen);
+    if (rc == ADDR_OK && addr_ip_is_any(&out->inet)) {
+        snprintf(err, errlen, "'%s' is the any address, which other peers cannot dial", s);
+        return ADDR_SYNTAX;
+    }
+    return rc;
+}
+
 socklen_t addr_to_sockaddr(const ccoip_socket_address_t *a, struct sockaddr_storage *ss) {
     memset(ss, 0, sizeof *ss);
     if (a->inet.protocol == inetIPv6) {

@@ -31,6 +31,10 @@ enum { ADDR_OK = 0, ADDR_SYNTAX = -1, ADDR_UNRESOLVED = -2 };
 int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
                size_t errlen);
 
+/* An address other peers dial ("HOST[:PORT]", port 0 when missing): addr_parse, and the any address (0.0.0.0, ::)
+ * is refused as ADDR_SYNTAX, since nobody can dial it. */
+int addr_parse_advertised(const char *s, ccoip_socket_address_t *out, char *err, size_t errlen);
+
 /* sockaddr of a, in *ss; returns its length. */
 socklen_t addr_to_sockaddr(const ccoip_socket_address_t *a, struct sockaddr_storage *ss);
 /* Address and port of sa (AF_INET or AF_INET6, v4-mapped made IPv4); -1 for another family. */

@@ -21,12 +21,8 @@ int comm_addr_from_env(pcclComm_t *c) {
     }
     const char *adv = getenv("PCCL_ADVERTISE_ADDRESS");
     if (adv && *adv) {
-        if (addr_parse(adv, 0, 0, &c->adv, err, sizeof err) != ADDR_OK) {
+        if (addr_parse_advertised(adv, &c->adv, err, sizeof err) != ADDR_OK) {
             PLOG_ERROR("pccl", "PCCL_ADVERTISE_ADDRESS: %s", err);
-            return -1;
-        }
-        if (addr_ip_is_any(&c->adv.inet)) {
-            PLOG_ERROR("pccl", "PCCL_ADVERTISE_ADDRESS=%s: other peers cannot dial the any address", adv);
             return -1;
         }
         c->has_adv = 1;

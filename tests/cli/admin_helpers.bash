@@ -16,13 +16,15 @@ teardown() {
     rm -rf "$TMP"
 }
 
-# start_master [ARGS...]: sets MPID, PORT (control) and APORT (admin)
+# start_master [ARGS...]: sets MPID, PORT (control) and APORT (admin); MASTER_LISTEN and MASTER_ADMIN (default
+# 127.0.0.1:0) are its addresses
 start_master() {
-    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 "$@" > "$TMP/master.out" 2> "$TMP/master.err" &
+    "$PCCL" master --listen "${MASTER_LISTEN:-127.0.0.1:0}" --admin "${MASTER_ADMIN:-127.0.0.1:0}" "$@" \
+        > "$TMP/master.out" 2> "$TMP/master.err" &
     MPID=$!
     for _ in $(seq 1 100); do
-        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
-        APORT=$(grep -o 'admin on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        PORT=$(grep -o 'listening on [^ ]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        APORT=$(grep -o 'admin on [^ ]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
         [ -n "$PORT" ] && [ -n "$APORT" ] && return 0
         sleep 0.05
     done
