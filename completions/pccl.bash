@@ -18,6 +18,8 @@ _pccl() {
         --log-level) COMPREPLY=($(compgen -W "error warn info debug" -- "$cur")); return 0 ;;
         --log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return 0 ;;
         --workload) COMPREPLY=($(compgen -W "fashion-mnist synthetic" -- "$cur")); return 0 ;;
+        # HOST:PORT flags: the host part (names from /etc/hosts and the like); the port is typed
+        --master|--admin|--listen|--connect|--advertise) COMPREPLY=($(compgen -A hostname -- "$cur")); return 0 ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$("$bin" __complete "$cmd" 2>/dev/null)" -- "$cur"))

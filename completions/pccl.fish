@@ -23,4 +23,5 @@ end
 complete -c pccl -n '__pccl_prev_is --log-level' -a 'error warn info debug'
 complete -c pccl -n '__pccl_prev_is --log-format' -a 'text json'
 complete -c pccl -n '__pccl_prev_is --workload' -a 'fashion-mnist synthetic'
+complete -c pccl -n '__pccl_prev_is --master; or __pccl_prev_is --admin; or __pccl_prev_is --listen; or __pccl_prev_is --connect; or __pccl_prev_is --advertise' -a '(__fish_print_hostnames)'
 complete -c pccl -n '__pccl_prev_is --matrix; or __pccl_prev_is --admin-token-file; or __pccl_prev_is --key-file' -F

@@ -9,7 +9,8 @@
 # SIGTERM/SIGINT is forwarded: `pccl join` leaves the run cleanly, and the loop ends.
 # Environment:
 #   PCCL         the pccl binary (default: pccl on PATH)
-#   MASTER       master control address (required), e.g. 10.0.0.1:48148
+#   MASTER       master control address (required): 10.0.0.1:48148, [2001:db8::1]:48148 or master.example:48148
+#                (a name that does not resolve yet is exit 1 of pccl join, so the loop retries it)
 #   MAX_BACKOFF  seconds (default 60)
 # Extra arguments go to `pccl join` (e.g. --workload fashion-mnist --steps 500).
 set -uo pipefail

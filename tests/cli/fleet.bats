@@ -88,6 +88,15 @@ print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/
     [ "$(grep -c 'pccl join exited with 1; rejoining' "$TMP/p.out")" -ge 2 ]
 }
 
+@test "peer.sh retries a master host name that does not resolve (yet): exit 1, not a usage error" {
+    MASTER=pccl-master.invalid:48148 MAX_BACKOFF=1 "$REPO/scripts/fleet/peer.sh" --workload synthetic \
+        > "$TMP/p.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do [ "$(grep -c 'rejoining' "$TMP/p.out")" -ge 2 ] && break; sleep 0.1; done
+    [ "$(grep -c 'pccl join exited with 1; rejoining' "$TMP/p.out")" -ge 2 ]
+    grep -q "cannot resolve 'pccl-master.invalid'" "$TMP/p.out"
+}
+
 @test "SIGTERM to peer.sh: its pccl join leaves the run, exits 0, and is not restarted" {
     start_fleet_master
     MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 1000000 --json > "$TMP/p.out" 2>&1 &
