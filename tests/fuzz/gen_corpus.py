@@ -7,7 +7,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x5043434C, 2
+MAGIC, VERSION = 0x5043434C, 3
 FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
            COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10, LEAVE=14)
@@ -21,16 +21,20 @@ def u32(v): return struct.pack('>I', v)
 def u64(v): return struct.pack('>Q', v)
 def s(x): return u8(len(x)) + x
 def world(a, b, c, d): return u32(a) + u32(b) + u32(c) + u32(d)
-def peer(i): return bytes([i] * 16) + bytes([127, 0, 0, 1]) + u16(40000 + i)
+def ip4(a, b, c, d): return u8(4) + bytes([a, b, c, d]) + bytes(12)
+def ip6(last): return u8(6) + bytes([0x20, 0x01, 0x0d, 0xb8]) + bytes(11) + bytes([last])
+NO_IP = u8(0) + bytes(16)
+def peer(i): return bytes([i] * 16) + (ip6(i) if i == 2 else ip4(127, 0, 0, 1)) + u16(40000 + i)
 def tensor(key, count, h, dtype=FLOAT, ineq=0): return s(key) + u8(dtype) + u8(ineq) + u64(count) + u64(h)
 
 
-def hello(group=0, port=40001): return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1)
+def hello(group=0, port=40001, adv=NO_IP):
+    return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1) + adv
 def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
     tensor(b'state%d' % i, 1024, h + i) for i in range(n))
 def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT)
 def resume(i, rev, ring, port=40001): return (u16(13) + u32(MAGIC) + u16(VERSION) + u32(0) + u16(port + i) + u32(1) +
-                                              bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
+                                              NO_IP + bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
                                               b''.join(bytes([r] * 16) for r in ring) + u32(1) +
                                               tensor(b'state0', 1024, 0x1234))
 def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
@@ -38,6 +42,8 @@ def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
 
 bodies = {
     'c2m_hello': hello(),
+    'c2m_hello_advertised': hello(adv=ip4(203, 0, 113, 5)),
+    'c2m_hello_advertised6': hello(adv=ip6(9)),
     'c2m_resume': resume(0, 7, (0, 1, 2)),
     'c2m_update_topology': u16(2),
     'c2m_p2p_established': u16(3) + u8(1),
