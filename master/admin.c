@@ -12,11 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <microhttpd.h>
 
-#include "net.h"
+#include "addr.h"
 
 /* One client (an address) cannot take the admin port from the others: a dashboard or a poller needs a
  * few connections; idle ones close after 10 s. Requests carry no body: 32 KiB per connection is plenty. */
@@ -227,6 +226,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return respond_error(conn, MHD_HTTP_NOT_FOUND, "not found", NULL);
 }
 
+/* Bounded: idle HTTP connections are closed after 10 s, and at most 64 are served at once. */
+static struct MHD_Daemon *start_daemon(admin_server_t *s, const ccoip_socket_address_t *addr, unsigned family_flags) {
+    struct sockaddr_storage sa;
+    addr_to_sockaddr(addr, &sa);
+    return MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | family_flags, 0, NULL, NULL, on_request, s,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS_PER_CLIENT,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_MAX_REQUEST_MEMORY, MHD_OPTION_END);
+}
+
 admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token, admin_notify_fn notify,
                                    void *ctx, char *err, size_t errlen) {
     admin_server_t *s = calloc(1, sizeof *s);
@@ -242,25 +252,21 @@ admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const cha
         admin_server_free(s);
         return NULL;
     }
-    /* The listening socket is ours (net_listen: 0.0.0.0 is dual-stack, as the control port). */
-    uint16_t port;
-    int fd = net_listen(addr, &port);
-    /* Bounded: idle HTTP connections are closed after 10 s, and at most 64 are served at once. */
-    s->daemon = fd < 0 ? NULL
-              : MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_request, s,
-                                 MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd, MHD_OPTION_CONNECTION_TIMEOUT,
-                                 (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS,
-                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)ADMIN_MAX_CONNECTIONS_PER_CLIENT,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_MAX_REQUEST_MEMORY, MHD_OPTION_END);
+    /* 0.0.0.0 serves IPv4 and IPv6 as the control port does ([::], dual-stack), or IPv4 alone on a host
+     * without IPv6; an IPv6 address serves IPv6 only. */
+    ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = addr->port};
+    int dual = addr->inet.protocol == inetIPv4 && addr_ip_is_any(&addr->inet);
+    s->daemon = dual ? start_daemon(s, &any6, MHD_USE_DUAL_STACK) : NULL;
+    if (!s->daemon) s->daemon = start_daemon(s, addr, addr->inet.protocol == inetIPv6 ? MHD_USE_IPv6 : 0);
     if (!s->daemon) {
-        if (fd >= 0) close(fd);
         char a[ADDR_STRLEN];
         addr_str(addr, a);
         snprintf(err, errlen, "cannot serve the admin port on %s (port in use or address not local)", a);
         admin_server_free(s);
         return NULL;
     }
-    s->port = port;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info ? info->port : addr->port;
     return s;
 }
 
