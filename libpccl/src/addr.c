@@ -62,13 +62,19 @@ static int resolve(const char *host, ccoip_inet_address_t *ip, char *err, size_t
         snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rc));
         return ADDR_UNRESOLVED;
     }
+    /* An IPv4 address first: a dual-stack listener (0.0.0.0) takes it as well as an IPv4-only one (the admin
+     * port's 127.0.0.1), while glibc puts ::1 before 127.0.0.1 for "localhost" on most hosts. */
     int found = 0;
-    for (struct addrinfo *r = res; r && !found; r = r->ai_next) {
-        if (r->ai_family == AF_INET) set_ip4(ip, &((struct sockaddr_in *)r->ai_addr)->sin_addr);
-        else if (r->ai_family == AF_INET6) set_ip6(ip, ((struct sockaddr_in6 *)r->ai_addr)->sin6_addr.s6_addr);
-        else continue;
-        found = 1;
-    }
+    for (struct addrinfo *r = res; r && !found; r = r->ai_next)
+        if (r->ai_family == AF_INET) {
+            set_ip4(ip, &((struct sockaddr_in *)r->ai_addr)->sin_addr);
+            found = 1;
+        }
+    for (struct addrinfo *r = res; r && !found; r = r->ai_next)
+        if (r->ai_family == AF_INET6) {
+            set_ip6(ip, ((struct sockaddr_in6 *)r->ai_addr)->sin6_addr.s6_addr);
+            found = 1;
+        }
     freeaddrinfo(res);
     if (!found) {
         snprintf(err, errlen, "cannot resolve '%s': no IPv4 or IPv6 address", host);

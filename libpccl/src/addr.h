@@ -24,7 +24,7 @@ enum { ADDR_OK = 0, ADDR_SYNTAX = -1, ADDR_UNRESOLVED = -2 };
 #define ADDR_STRLEN 56
 
 /**
- * Parses and resolves s into out (the first address getaddrinfo gives for a name). Without a port, default_port is
+ * Parses and resolves s into out (for a name, the first IPv4 address getaddrinfo gives, else its first IPv6 one). Without a port, default_port is
  * used, unless it is 0 and require_port is set, which makes a missing port a syntax error.
  * @return ADDR_OK, ADDR_SYNTAX or ADDR_UNRESOLVED with a one-line reason in err.
  */

@@ -1,7 +1,8 @@
 /*
  * p2p.h - peer-to-peer connections of a communicator (internal).
  *
- * Each peer listens on an ephemeral port announced to the master. Ring
+ * Each peer listens, over IPv4 and IPv6, on an ephemeral port or PCCL_P2P_PORT, announced to the master (or
+ * the advertised one: comm_addr.c). Ring
  * connections are keyed by (neighbour uuid, direction, slot): a peer opens TX
  * connections to its ring successor, and accepts RX connections from its
  * predecessor; slot k serves one all-reduce at a time (the master assigns
