@@ -19,6 +19,7 @@ teardown() {
 # start_master [ARGS...]: sets MPID, PORT (control) and APORT (admin); MASTER_LISTEN and MASTER_ADMIN (default
 # 127.0.0.1:0) are its addresses
 start_master() {
+    : > "$TMP/master.out" # a second master must not be read from the first's output
     "$PCCL" master --listen "${MASTER_LISTEN:-127.0.0.1:0}" --admin "${MASTER_ADMIN:-127.0.0.1:0}" "$@" \
         > "$TMP/master.out" 2> "$TMP/master.err" &
     MPID=$!

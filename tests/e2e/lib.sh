@@ -22,6 +22,8 @@ fail() {
 # start_master [FLAGS...]: sets MASTER_PID, PORT and APORT (the admin port); MASTER_LISTEN and MASTER_ADMIN
 # (default 127.0.0.1:0) are its addresses
 start_master() {
+    # emptied here, not by the background job's redirection: a second master must not be read from the first's log
+    : > "$WORK/master.log"
     PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-info} "$PCCL" master --listen "${MASTER_LISTEN:-127.0.0.1:0}" \
         --admin "${MASTER_ADMIN:-127.0.0.1:0}" "$@" > "$WORK/master.log" 2>&1 &
     MASTER_PID=$!
