@@ -79,6 +79,8 @@ typedef struct ss_serving {
     atomic_uint_fast64_t tx_bytes;
 } ss_serving_t;
 
+#define FAILED_OPS_MAX 256
+
 struct pcclComm_t {
     pcclCommCreateParams_t params;
     uint32_t pool_size;
@@ -143,6 +145,10 @@ struct pcclComm_t {
     uint64_t last_revision;
     wire_tensor_t *last_tensors;
     uint32_t last_ntensors;
+    /* Commenced all-reduces that failed here, newest last (a ring of FAILED_OPS_MAX, guarded by mu):
+     * a RESUME lists those of the lost master as unfinished, since it may not have read their failure. */
+    struct { uint64_t tag, op_seq; unsigned epoch; } failed_ops[FAILED_OPS_MAX];
+    uint32_t nfailed_ops;
 };
 
 /* Return codes of comm_send / comm_wait / comm_begin. */
