@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -212,14 +211,7 @@ static int await_verdict(pccl_op_t *o) {
         uint64_t now = net_now_ms();
         if (!deadline) deadline = now + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
         if (now >= deadline) break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&o->cv, &c->mu, &ts);
+        comm_cond_wait_50ms(c, &o->cv);
     }
     int got = o->got_end;
     pthread_mutex_unlock(&c->mu);

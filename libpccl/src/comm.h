@@ -162,6 +162,8 @@ enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
 int comm_begin(pcclComm_t *c, unsigned *epoch);
 /* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
 void comm_cv_wait_50ms(pcclComm_t *c);
+/* The same on another condition variable used with mu (an op's). */
+void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv);
 /* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*

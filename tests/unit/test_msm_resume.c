@@ -34,8 +34,8 @@ static void tick(uint64_t ms) {
 static wire_tensor_t T = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 111};
 
 /* conn re-registers: group 0, revision rev (has_rev), hash of its state, the ring of conns ring[0..nr). */
-static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
-                        int nr) {
+static void resume_full_ops(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash,
+                            const int *ring, int nr, const wire_op_outcome_t *ops, uint32_t nops) {
     connect_(conn);
     uint8_t r[8][16];
     for (int i = 0; i < nr; i++) memcpy(r[i], U[ring[i]], 16);
@@ -53,29 +53,19 @@ static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t r
     m.u.resume.ring = r;
     m.u.resume.n = 1;
     m.u.resume.tensors = &t;
-    msm_on_packet(M, conn, &m);
-}
-
-/* conn re-registers at revision 5 in RING3 and lists ops (tag, op_seq, finished). */
-static void resume_ops(uint64_t conn, const int *ring, int nr, const wire_op_outcome_t *ops, uint32_t nops) {
-    connect_(conn);
-    uint8_t r[8][16];
-    for (int i = 0; i < nr; i++) memcpy(r[i], U[ring[i]], 16);
-    wire_msg_t m = {.type = C2M_RESUME};
-    m.u.resume.magic = WIRE_MAGIC;
-    m.u.resume.version = WIRE_VERSION;
-    m.u.resume.p2p_port = (uint16_t)(40000 + conn);
-    m.u.resume.pool_size = 1;
-    memcpy(m.u.resume.uuid, U[conn], 16);
-    m.u.resume.has_revision = 1;
-    m.u.resume.revision = 5;
-    m.u.resume.nring = (uint32_t)nr;
-    m.u.resume.ring = r;
-    m.u.resume.n = 1;
-    m.u.resume.tensors = &T;
     m.u.resume.nops = nops;
     m.u.resume.ops = (wire_op_outcome_t *)ops;
     msm_on_packet(M, conn, &m);
+}
+
+static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
+                        int nr) {
+    resume_full_ops(conn, version, has_rev, rev, hash, ring, nr, NULL, 0);
+}
+
+/* conn re-registers at revision 5 and lists ops (tag, op_seq, finished). */
+static void resume_ops(uint64_t conn, const int *ring, int nr, const wire_op_outcome_t *ops, uint32_t nops) {
+    resume_full_ops(conn, WIRE_VERSION, 1, 5, 111, ring, nr, ops, nops);
 }
 
 /* Index in the log of the first message of type to conn (-1: none). */
