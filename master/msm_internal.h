@@ -38,6 +38,9 @@ typedef struct msm_peer {
     uint8_t (*resume_ring)[16];
     uint32_t resume_n;
     wire_tensor_t *resume_tensors;
+    uint32_t resume_nops;
+    wire_op_outcome_t *resume_ops; /* its collectives of the lost master without a verdict */
+    int resume_ops_lost;           /* out of memory storing them: every waiting op of its group aborts */
     /* its revision or hashes disagreed with the rebuilt group's: its next sync receives */
     int outdated;
     /* sent LEAVE while a member of a running operation: it departs when that operation ends */

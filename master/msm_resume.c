@@ -37,6 +37,10 @@ void msm_resume_forget(msm_peer_t *p) {
     free(p->resume_tensors);
     p->resume_tensors = NULL;
     p->resume_n = 0;
+    free(p->resume_ops);
+    p->resume_ops = NULL;
+    p->resume_nops = 0;
+    p->resume_ops_lost = 0;
 }
 
 static msm_peer_t *find_uuid(msm_t *m, const uint8_t uuid[16], uint32_t group, int resumed_only) {
@@ -102,6 +106,37 @@ static int majority_revision(msm_t *m, const int *mem, int n, uint64_t *rev, int
     return 1;
 }
 
+/* Whether a member of the rebuilt group did not finish op (tag, op_seq) of the lost master. */
+static int unfinished_anywhere(msm_t *m, const int *order, int n, const wire_op_outcome_t *op) {
+    for (int k = 0; k < n; k++) {
+        const msm_peer_t *q = &m->peers[order[k]];
+        if (q->resume_ops_lost) return 1;
+        for (uint32_t i = 0; i < q->resume_nops; i++)
+            if (!q->resume_ops[i].finished && q->resume_ops[i].tag == op->tag && q->resume_ops[i].op_seq == op->op_seq)
+                return 1;
+    }
+    return 0;
+}
+
+/* The verdicts on the ops p's ring finished (protocol.md, "Collectives the lost master left without a
+ * verdict"): COMPLETE unless a member did not finish it. The lost master completed an op only once
+ * every member had finished, so this never contradicts what it already told anyone. */
+static void send_verdicts(msm_t *m, const int *order, int n, msm_peer_t *p) {
+    for (uint32_t i = 0; i < p->resume_nops; i++) {
+        const wire_op_outcome_t *op = &p->resume_ops[i];
+        if (!op->finished) continue;
+        int ok = !unfinished_anywhere(m, order, n, op);
+        wire_msg_t v = {.type = ok ? M2C_COLL_COMPLETE : M2C_COLL_ABORT};
+        v.u.coll.tag = op->tag;
+        v.u.coll.op_seq = op->op_seq;
+        v.u.coll.ok = (uint8_t)ok;
+        msm_send(m, p->conn, &v);
+        char name[MSM_NAME_MAX];
+        PLOG_INFO("master", "%s: tag %llu of the lost master %s", msm_peer_name(p, name),
+                  (unsigned long long)op->tag, ok ? "completes (every member finished it)" : "aborts");
+    }
+}
+
 static void rebuild_group(msm_t *m, uint32_t group) {
     int mem[m->npeers], order[m->npeers], cand[m->npeers];
     int n = 0;
@@ -154,6 +189,8 @@ static void rebuild_group(msm_t *m, uint32_t group) {
                       msm_peer_name(p, name), (unsigned long long)p->resume_rev, (unsigned long long)rev);
     }
     g->wired = wired;
+    /* Every member's list is needed for each verdict: all verdicts first, each before its RESUMED. */
+    for (int k = 0; k < norder; k++) send_verdicts(m, order, norder, &m->peers[order[k]]);
     for (int k = 0; k < norder; k++) {
         msm_peer_t *p = &m->peers[order[k]];
         wire_msg_t r = {.type = M2C_RESUMED};
@@ -240,6 +277,15 @@ void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
         if (p->resume_ring) {
             memcpy(p->resume_ring, r->ring, (size_t)r->nring * 16);
             p->resume_nring = r->nring;
+        }
+    }
+    if (r->nops) {
+        p->resume_ops = malloc((size_t)r->nops * sizeof *p->resume_ops);
+        if (p->resume_ops) {
+            memcpy(p->resume_ops, r->ops, (size_t)r->nops * sizeof *p->resume_ops);
+            p->resume_nops = r->nops;
+        } else {
+            p->resume_ops_lost = 1;
         }
     }
     if (r->n && (p->resume_tensors = malloc((size_t)r->n * sizeof *p->resume_tensors))) {

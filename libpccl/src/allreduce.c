@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "net.h"
 #include "p2p.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
@@ -32,6 +33,7 @@ typedef struct pccl_op {
     int is_async; /* run by a pool worker (else on the caller's thread) */
     /* filled by the reader under comm->mu */
     int got_commence, got_reject, got_end, end_ok;
+    int ring_done; /* its ring finished and it reported so in its epoch: only a verdict ends it */
     uint8_t reject_reason;
     uint64_t op_seq;
     wire_msg_t commence;
@@ -181,7 +183,90 @@ static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
     return ok ? 0 : -1;
 }
 static int started(const pccl_op_t *o) { return o->got_commence || o->got_reject; }
-static int ended(const pccl_op_t *o) { return o->got_end; }
+
+/* Marks the ring finished unless the master of the op's epoch is already gone (then the op ends as
+ * unfinished: nobody heard of the finish, and a RESUME lists it so). 1 when marked. */
+static int mark_ring_done(pccl_op_t *o) {
+    pcclComm_t *c = o->comm;
+    pthread_mutex_lock(&c->mu);
+    int in_time = atomic_load(&c->master_epoch) == o->epoch && !atomic_load(&c->master_lost);
+    o->ring_done = in_time;
+    pthread_mutex_unlock(&c->mu);
+    return in_time;
+}
+
+/* Waits for COMPLETE/ABORT of an op whose ring finished. When the master is lost meanwhile the
+ * verdict comes from the restarted one (the rebuild answers every RESUME that lists the op), so
+ * the wait goes on through the reconnect window. 0 with the verdict in end_ok, -1 without one. */
+static int await_verdict(pccl_op_t *o) {
+    pcclComm_t *c = o->comm;
+    uint64_t deadline = 0;
+    pthread_mutex_lock(&c->mu);
+    while (!o->got_end && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down)) {
+        if (atomic_load(&c->master_epoch) == o->epoch) {
+            pthread_cond_wait(&o->cv, &c->mu);
+            continue;
+        }
+        if (c->reconnect_ms <= 0) break;
+        uint64_t now = net_now_ms();
+        if (!deadline) deadline = now + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
+        if (now >= deadline) break;
+        comm_cond_wait_50ms(c, &o->cv);
+    }
+    int got = o->got_end;
+    pthread_mutex_unlock(&c->mu);
+    return got ? 0 : -1;
+}
+
+/* Remembers a commenced op that failed here, for a RESUME (comm.h failed_ops). */
+static void note_failed(pccl_op_t *o) {
+    pcclComm_t *c = o->comm;
+    pthread_mutex_lock(&c->mu);
+    uint32_t i = c->nfailed_ops++ % FAILED_OPS_MAX;
+    c->failed_ops[i].tag = o->tag;
+    c->failed_ops[i].op_seq = o->op_seq;
+    c->failed_ops[i].epoch = o->epoch;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int allreduce_unsettled_locked(pcclComm_t *c, wire_op_outcome_t **out) {
+    unsigned lost = atomic_load(&c->master_epoch) - 1;
+    uint32_t nfailed = c->nfailed_ops < FAILED_OPS_MAX ? c->nfailed_ops : FAILED_OPS_MAX, n = 0, cap = nfailed;
+    for (pccl_op_t *o = c->ops; o; o = o->next) cap++;
+    *out = NULL;
+    if (cap == 0) return 0;
+    wire_op_outcome_t *v = calloc(cap, sizeof *v);
+    if (!v) return -1;
+    for (uint32_t k = 0; k < nfailed; k++)
+        if (c->failed_ops[k].epoch == lost)
+            v[n++] = (wire_op_outcome_t){.tag = c->failed_ops[k].tag, .op_seq = c->failed_ops[k].op_seq};
+    for (pccl_op_t *o = c->ops; o; o = o->next)
+        if (o->epoch == lost && o->got_commence && !o->got_end)
+            v[n++] = (wire_op_outcome_t){.tag = o->tag, .op_seq = o->op_seq, .finished = (uint8_t)o->ring_done};
+    if (n > WIRE_MAX_OPS) { /* keep the finished ones: an unfinished one missing can only be one already failed */
+        uint32_t m = 0;
+        for (uint32_t k = 0; k < n; k++)
+            if (v[k].finished || m + (n - k) <= WIRE_MAX_OPS) v[m++] = v[k];
+        n = m < WIRE_MAX_OPS ? m : WIRE_MAX_OPS;
+    }
+    if (n == 0) {
+        free(v);
+        v = NULL;
+    }
+    *out = v;
+    return (int)n;
+}
+
+void allreduce_settle_unanswered(pcclComm_t *c) {
+    pthread_mutex_lock(&c->mu);
+    for (pccl_op_t *o = c->ops; o; o = o->next)
+        if (o->ring_done && !o->got_end && o->epoch != atomic_load(&c->master_epoch)) {
+            o->got_end = 1;
+            o->end_ok = 0;
+            pthread_cond_broadcast(&o->cv);
+        }
+    pthread_mutex_unlock(&c->mu);
+}
 
 static void send_done(pccl_op_t *o, int ok) {
     wire_msg_t d = {.type = C2M_COLL_DONE};
@@ -280,10 +365,12 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     o->info.tx_bytes = io.tx_bytes;
     o->info.rx_bytes = io.rx_bytes;
     pcclResult_t result = pcclSuccess;
-    if (rc == RING_OK) {
+    if (rc == RING_OK && !mark_ring_done(o)) {
+        result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
+    } else if (rc == RING_OK) {
         send_done(o, 1);
         /* Keep the backup until everyone confirmed: another peer may still fail. */
-        if (wait_for(o, ended) != 0) result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed
+        if (await_verdict(o) != 0) result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed
                                                                           : pcclRankConnectionLost;
         else if (!o->end_ok) {
             result = pcclRankConnectionLost;
@@ -300,6 +387,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         }
         result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
     }
+    if (result != pcclSuccess) note_failed(o);
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
     p2p_release(c, tx, result != pcclSuccess);
     p2p_release(c, rx, result != pcclSuccess);

@@ -157,7 +157,9 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
 
 /* ---------- control connection ---------- */
 
-void comm_cv_wait_50ms(pcclComm_t *c) {
+void comm_cv_wait_50ms(pcclComm_t *c) { comm_cond_wait_50ms(c, &c->cv); }
+
+void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 50 * 1000000L;
@@ -165,7 +167,7 @@ void comm_cv_wait_50ms(pcclComm_t *c) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    pthread_cond_timedwait(cv, &c->mu, &ts);
 }
 
 int comm_begin(pcclComm_t *c, unsigned *epoch) {

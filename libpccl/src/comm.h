@@ -79,6 +79,8 @@ typedef struct ss_serving {
     atomic_uint_fast64_t tx_bytes;
 } ss_serving_t;
 
+#define FAILED_OPS_MAX 256
+
 struct pcclComm_t {
     pcclCommCreateParams_t params;
     uint32_t pool_size;
@@ -148,6 +150,10 @@ struct pcclComm_t {
     uint64_t last_revision;
     wire_tensor_t *last_tensors;
     uint32_t last_ntensors;
+    /* Commenced all-reduces that failed here, newest last (a ring of FAILED_OPS_MAX, guarded by mu):
+     * a RESUME lists those of the lost master as unfinished, since it may not have read their failure. */
+    struct { uint64_t tag, op_seq; unsigned epoch; } failed_ops[FAILED_OPS_MAX];
+    uint32_t nfailed_ops;
 };
 
 /* Return codes of comm_send / comm_wait / comm_begin. */
@@ -161,6 +167,8 @@ enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
 int comm_begin(pcclComm_t *c, unsigned *epoch);
 /* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
 void comm_cv_wait_50ms(pcclComm_t *c);
+/* The same on another condition variable used with mu (an op's). */
+void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv);
 /* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*

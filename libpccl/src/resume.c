@@ -8,7 +8,9 @@
  * group, ring, last synced revision and hashes) and waits for the master's
  * rebuild (RESUMED); a peer that was only registered sends HELLO again. One
  * that comes back after the rebuild is a newcomer to the new master: it is
- * accepted again at its next pcclUpdateTopology (comm.c). The p2p listener,
+ * accepted again at its next pcclUpdateTopology (comm.c). An all-reduce whose
+ * ring had finished keeps its result until the RESUME's verdict (protocol.md,
+ * "Collectives the lost master left without a verdict"). The p2p listener,
  * ring connections and the caller's state are kept throughout.
  */
 #include <errno.h>
@@ -68,8 +70,12 @@ static int send_registration(pcclComm_t *c, int fd) {
     r->ring = c->last_ring;
     r->n = c->last_ntensors;
     r->tensors = c->last_tensors;
-    int rc = link_send_msg(c->master_link, fd, &m); /* under mu: the arrays are the communicator's */
+    int nops = allreduce_unsettled_locked(c, &r->ops);
+    r->nops = nops > 0 ? (uint32_t)nops : 0;
+    /* Without its list the master could complete an op this peer did not finish: try again later. */
+    int rc = nops < 0 ? -1 : link_send_msg(c->master_link, fd, &m); /* under mu: the arrays are the communicator's */
     pthread_mutex_unlock(&c->mu);
+    free(r->ops);
     return rc;
 }
 
@@ -82,6 +88,10 @@ static int await_answer(pcclComm_t *c, int fd) {
         int rc = 1;
         switch (m.type) {
         case M2C_HEARTBEAT: wire_msg_free(&m); continue;
+        case M2C_COLL_COMPLETE:
+        case M2C_COLL_ABORT: /* the verdict on an op this RESUME listed as finished */
+            if (!allreduce_route(c, &m)) wire_msg_free(&m);
+            continue;
         case M2C_WELCOME: /* registered again as a newcomer: a new identity */
             comm_set_uuid(c, m.u.welcome.uuid);
             rc = 0;
@@ -150,6 +160,8 @@ int comm_reconnect(pcclComm_t *c) {
             /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
             net_set_timeouts(fd, left);
             int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : 1;
+            /* Verdicts came before RESUMED: an op still waiting has none (it rejoins, or is new). */
+            if (rc == 0) allreduce_settle_unanswered(c);
             if (rc == 0) {
                 net_set_timeouts(fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
                 pthread_mutex_lock(&c->mu);

@@ -164,7 +164,8 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         for (uint32_t i = 0; i < u->bench_req.n; i++) wb_peer(out, &u->bench_req.peers[i]);
         break;
     case C2M_RESUME:
-        if (u->resume.nring > WIRE_MAX_PEERS || u->resume.n > WIRE_MAX_TENSORS) goto bad;
+        if (u->resume.nring > WIRE_MAX_PEERS || u->resume.n > WIRE_MAX_TENSORS || u->resume.nops > WIRE_MAX_OPS)
+            goto bad;
         wb_u32(out, u->resume.magic);
         wb_u16(out, u->resume.version);
         wb_u32(out, u->resume.peer_group);
@@ -178,6 +179,12 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         for (uint32_t i = 0; i < u->resume.nring; i++) wb_bytes(out, u->resume.ring[i], 16);
         wb_u32(out, u->resume.n);
         for (uint32_t i = 0; i < u->resume.n; i++) wb_tensor(out, &u->resume.tensors[i]);
+        wb_u32(out, u->resume.nops);
+        for (uint32_t i = 0; i < u->resume.nops; i++) {
+            wb_u64(out, u->resume.ops[i].tag);
+            wb_u64(out, u->resume.ops[i].op_seq);
+            wb_u8(out, u->resume.ops[i].finished);
+        }
         break;
     case M2C_RESUMED:
         wb_u8(out, u->resumed.ok);
@@ -438,6 +445,16 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
             if (!u->resume.tensors) { r.err = 1; r.what = "out of memory"; break; }
             for (uint32_t i = 0; i < u->resume.n && !r.err; i++) rd_tensor(&r, &u->resume.tensors[i]);
         }
+        u->resume.nops = rd_u32(&r, "op count");
+        if (rd_count(&r, u->resume.nops, 17, WIRE_MAX_OPS, "too many ops") == 0 && u->resume.nops) {
+            u->resume.ops = calloc(u->resume.nops, sizeof *u->resume.ops);
+            if (!u->resume.ops) { r.err = 1; r.what = "out of memory"; break; }
+            for (uint32_t i = 0; i < u->resume.nops && !r.err; i++) {
+                u->resume.ops[i].tag = rd_u64(&r, "op tag");
+                u->resume.ops[i].op_seq = rd_u64(&r, "op sequence");
+                u->resume.ops[i].finished = rd_u8(&r, "op outcome");
+            }
+        }
         break;
     case M2C_RESUMED:
         u->resumed.ok = rd_u8(&r, "ok");
@@ -484,6 +501,7 @@ void wire_msg_free(wire_msg_t *m) {
     case C2M_RESUME:
         free(m->u.resume.ring);
         free(m->u.resume.tensors);
+        free(m->u.resume.ops);
         break;
     default: break;
     }

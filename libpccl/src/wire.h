@@ -18,11 +18,12 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 3
+#define WIRE_VERSION 4
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
 #define WIRE_MAX_PEERS 4096
+#define WIRE_MAX_OPS 4096 /* in-flight collectives a RESUME may report */
 
 typedef enum wire_type {
     /* peer -> master */
@@ -103,6 +104,12 @@ typedef struct wire_bw {
     double mbps; /* measured bandwidth to that peer, Mbit/s; <= 0 = measurement failed */
 } wire_bw_t;
 
+/* A collective of the lost master that a RESUME reports (its outcome was never announced to this peer). */
+typedef struct wire_op_outcome {
+    uint64_t tag, op_seq; /* op_seq as the lost master numbered it */
+    uint8_t finished;     /* 1: this peer's ring finished and it awaits the verdict; 0: it did not finish */
+} wire_op_outcome_t;
+
 typedef struct wire_msg {
     uint16_t type;
     union {
@@ -148,6 +155,8 @@ typedef struct wire_msg {
             uint8_t (*ring)[16];   /* its group's ring order as last established */
             uint32_t n;
             wire_tensor_t *tensors; /* its last sync's entries (keys, dtypes, counts, hashes) */
+            uint32_t nops;
+            wire_op_outcome_t *ops; /* collectives it ran under the lost master without a verdict */
         } resume;
         struct { uint8_t ok; wire_world_t world; uint64_t revision; } resumed; /* ok 0: join as a new peer */
     } u;

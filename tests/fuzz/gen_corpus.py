@@ -7,7 +7,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x5043434C, 3
+MAGIC, VERSION = 0x5043434C, 4
 FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
            COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10, LEAVE=14)
@@ -36,7 +36,7 @@ def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(FLOAT
 def resume(i, rev, ring, port=40001): return (u16(13) + u32(MAGIC) + u16(VERSION) + u32(0) + u16(port + i) + u32(1) +
                                               NO_IP + bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
                                               b''.join(bytes([r] * 16) for r in ring) + u32(1) +
-                                              tensor(b'state0', 1024, 0x1234))
+                                              tensor(b'state0', 1024, 0x1234) + u32(0))
 def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
 
 

@@ -1,6 +1,7 @@
 /* test_msm_resume.c - a restarted master rebuilding the run from RESUMEs
  * (master/msm_resume.c): agreeing peers, a partial return (deadline), a
  * disagreeing or lying revision, a late RESUME, a newcomer during the rebuild,
+ * the verdicts on collectives the lost master left unsettled,
  * and the bad inputs (version, stolen uuid, votes before RESUMED). */
 #include "msm_harness.h"
 
@@ -33,8 +34,8 @@ static void tick(uint64_t ms) {
 static wire_tensor_t T = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 111};
 
 /* conn re-registers: group 0, revision rev (has_rev), hash of its state, the ring of conns ring[0..nr). */
-static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
-                        int nr) {
+static void resume_full_ops(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash,
+                            const int *ring, int nr, const wire_op_outcome_t *ops, uint32_t nops) {
     connect_(conn);
     uint8_t r[8][16];
     for (int i = 0; i < nr; i++) memcpy(r[i], U[ring[i]], 16);
@@ -52,7 +53,26 @@ static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t r
     m.u.resume.ring = r;
     m.u.resume.n = 1;
     m.u.resume.tensors = &t;
+    m.u.resume.nops = nops;
+    m.u.resume.ops = (wire_op_outcome_t *)ops;
     msm_on_packet(M, conn, &m);
+}
+
+static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
+                        int nr) {
+    resume_full_ops(conn, version, has_rev, rev, hash, ring, nr, NULL, 0);
+}
+
+/* conn re-registers at revision 5 and lists ops (tag, op_seq, finished). */
+static void resume_ops(uint64_t conn, const int *ring, int nr, const wire_op_outcome_t *ops, uint32_t nops) {
+    resume_full_ops(conn, WIRE_VERSION, 1, 5, 111, ring, nr, ops, nops);
+}
+
+/* Index in the log of the first message of type to conn (-1: none). */
+static int first_index(uint64_t conn, uint16_t type) {
+    for (int i = 0; i < nevs; i++)
+        if (!evs[i].is_close && evs[i].conn == conn && evs[i].msg.type == type) return i;
+    return -1;
 }
 
 static void resume(uint64_t conn, uint64_t rev, uint64_t hash, const int *ring, int nr) {
@@ -235,6 +255,43 @@ static void test_boot_grace(void) {
     teardown();
 }
 
+/* The lost master died between its COMPLETEs: peers whose ring finished get a verdict before RESUMED,
+ * COMPLETE when no member reports the op unfinished, ABORT otherwise; op_seq must match too. */
+static void test_verdicts_on_unsettled_ops(void) {
+    start();
+    const wire_op_outcome_t fin7 = {.tag = 7, .op_seq = 40, .finished = 1};
+    const wire_op_outcome_t fin9 = {.tag = 9, .op_seq = 41, .finished = 1};
+    const wire_op_outcome_t unf9 = {.tag = 9, .op_seq = 41, .finished = 0};
+    const wire_op_outcome_t unf7_old = {.tag = 7, .op_seq = 12, .finished = 0}; /* an older attempt of tag 7 */
+    wire_op_outcome_t a[2] = {fin7, fin9}, b[2] = {fin7, unf9}, c[1] = {unf7_old};
+    resume_ops(1, RING3, 3, a, 2);
+    resume_ops(2, RING3, 3, b, 2);
+    resume_ops(3, RING3, 3, c, 1); /* got COMPLETE for tag 7 already: lists only what it did not finish */
+    CHECK(got(1, M2C_COLL_COMPLETE) == 1 && got(2, M2C_COLL_COMPLETE) == 1 && got(3, M2C_COLL_COMPLETE) == 0);
+    CHECK(msg_of(1, M2C_COLL_COMPLETE)->u.coll.tag == 7 && msg_of(1, M2C_COLL_COMPLETE)->u.coll.op_seq == 40 &&
+          msg_of(1, M2C_COLL_COMPLETE)->u.coll.ok == 1);
+    CHECK(msg_of(2, M2C_COLL_COMPLETE)->u.coll.tag == 7);
+    /* Tag 9: peer 2 did not finish it, so peer 1 (which did) restores. */
+    CHECK(got(1, M2C_COLL_ABORT) == 1 && got(2, M2C_COLL_ABORT) == 0 && got(3, M2C_COLL_ABORT) == 0);
+    CHECK(msg_of(1, M2C_COLL_ABORT)->u.coll.tag == 9 && msg_of(1, M2C_COLL_ABORT)->u.coll.op_seq == 41);
+    /* Each verdict precedes that peer's RESUMED (the peer settles what is left when RESUMED arrives). */
+    CHECK(first_index(1, M2C_COLL_COMPLETE) >= 0 && first_index(1, M2C_COLL_COMPLETE) < first_index(1, M2C_RESUMED));
+    CHECK(first_index(1, M2C_COLL_ABORT) < first_index(1, M2C_RESUMED));
+    for (uint64_t k = 1; k <= 3; k++) CHECK(got(k, M2C_RESUMED) == 1 && msg_of(k, M2C_RESUMED)->u.resumed.ok == 1);
+    teardown();
+
+    /* A RESUME after the rebuild gets no verdict: RESUMED ok 0, and the peer restores what it held. */
+    start();
+    resume(1, 5, 111, RING3, 3);
+    resume(2, 5, 111, RING3, 3);
+    resume(3, 5, 111, RING3, 3);
+    for (uint64_t k = 1; k <= 3; k++) sync_hash(k, 6, 222);
+    resume_ops(4, RING3, 3, a, 2);
+    CHECK(got(4, M2C_RESUMED) == 1 && msg_of(4, M2C_RESUMED)->u.resumed.ok == 0);
+    CHECK(got(4, M2C_COLL_COMPLETE) == 0 && got(4, M2C_COLL_ABORT) == 0);
+    teardown();
+}
+
 static void test_bad_resumes(void) {
     start();
     resume_full(1, WIRE_VERSION + 1, 1, 3, 111, RING3, 3);
@@ -272,6 +329,7 @@ int main(void) {
     RUN_TEST(test_newcomer_waits_for_rebuild);
     RUN_TEST(test_newcomer_first_after_restart);
     RUN_TEST(test_boot_grace);
+    RUN_TEST(test_verdicts_on_unsettled_ops);
     RUN_TEST(test_bad_resumes);
     TEST_MAIN_END();
 }

@@ -500,14 +500,21 @@ static void test_resume(void) {
     m.u.resume.tensors = t;
     m.u.resume.has_adv = 1;
     m.u.resume.adv_ip = (ccoip_inet_address_t){.protocol = inetIPv4, .ipv4.data = {203, 0, 113, 1}};
-    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N), &o);
+    wire_op_outcome_t ops[2] = {{.tag = 11, .op_seq = 0x1122334455667788ull, .finished = 1}, {.tag = 12, .op_seq = 3}};
+    m.u.resume.nops = 2;
+    m.u.resume.ops = ops;
+    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N) + 4 + 2 * 17,
+              &o);
     CHECK(o.u.resume.has_adv == 1 && addr_ip_equal(&o.u.resume.adv_ip, &m.u.resume.adv_ip));
+    CHECK(o.u.resume.nops == 2 && o.u.resume.ops && o.u.resume.ops[0].tag == 11 &&
+          o.u.resume.ops[0].op_seq == ops[0].op_seq && o.u.resume.ops[0].finished == 1 &&
+          o.u.resume.ops[1].tag == 12 && o.u.resume.ops[1].op_seq == 3 && o.u.resume.ops[1].finished == 0);
     CHECK(o.u.resume.peer_group == 0xDEADBEEFu && o.u.resume.p2p_port == 4242 && o.u.resume.pool_size == 8);
     CHECK(memcmp(o.u.resume.uuid, m.u.resume.uuid, 16) == 0 && o.u.resume.revision == m.u.resume.revision);
     CHECK(o.u.resume.nring == R && o.u.resume.ring && memcmp(o.u.resume.ring, ring, sizeof ring) == 0);
     for (int i = 0; i < N && o.u.resume.tensors; i++) CHECK(tensor_eq(&o.u.resume.tensors[i], &t[i]));
     wire_msg_free(&o);
-    CHECK(o.u.resume.ring == NULL && o.u.resume.tensors == NULL);
+    CHECK(o.u.resume.ring == NULL && o.u.resume.tensors == NULL && o.u.resume.ops == NULL);
 
     wire_msg_t d = {.type = M2C_RESUMED};
     d.u.resumed.ok = 1;
@@ -526,6 +533,15 @@ static void test_resume(void) {
     wire_put_u32(lie + sizeof lie - 4, 4096);
     char err[160];
     CHECK(wire_decode(lie, sizeof lie, &o, err, sizeof err) != 0 && strstr(err, "ring"));
+    /* So does an op count past WIRE_MAX_OPS or past the bytes present (after empty ring and tensors). */
+    uint8_t lie2[sizeof lie + 4 + 4 + 17];
+    memset(lie2, 0, sizeof lie2);
+    wire_put_u16(lie2, C2M_RESUME);
+    wire_put_u16(lie2 + 6, WIRE_VERSION);
+    wire_put_u32(lie2 + sizeof lie + 4, WIRE_MAX_OPS + 1);
+    CHECK(wire_decode(lie2, sizeof lie2, &o, err, sizeof err) != 0 && strstr(err, "ops"));
+    wire_put_u32(lie2 + sizeof lie + 4, 2);
+    CHECK(wire_decode(lie2, sizeof lie2, &o, err, sizeof err) != 0);
 }
 
 static void test_lying_counts(void) {
