@@ -110,8 +110,10 @@ static void print_table(const cJSON *st, const char *where, int stalled, double 
            "HEARTBEAT");
     const cJSON *p;
     cJSON_ArrayForEach(p, peers) {
-        char addr[32];
-        snprintf(addr, sizeof addr, "%s:%.0f", str(p, "address"), num(p, "p2p_port"));
+        char addr[80];
+        const char *ip = str(p, "address");
+        int v6 = strchr(ip, ':') != NULL; /* "[::1]:port", as the CLI's flags take it */
+        snprintf(addr, sizeof addr, "%s%s%s:%.0f", v6 ? "[" : "", ip, v6 ? "]" : "", num(p, "p2p_port"));
         printf("%-10.8s %-21s %5.0f  %-10s %-13s %9.0f %8.1fs\n", str(p, "uuid"), addr, num(p, "group"),
                str(p, "phase"), str(p, "state"), num(p, "revision"), num(p, "last_heartbeat_ms_ago") / 1000);
     }

@@ -88,6 +88,9 @@ have_ipv6() { python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.b
     run timeout 10 "$PCCL" status --admin "[::1]:$APORT" --json
     [ "$status" -eq 0 ]
     [[ "$output" == *'"address":"::1"'* || "$output" == *'"address": "::1"'* ]]
+    run timeout 10 "$PCCL" status --admin "[::1]:$APORT"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *" [::1]:"* ]] # the table brackets an IPv6 address before its port
 }
 
 @test "bench-bandwidth serves and measures over IPv6" {
