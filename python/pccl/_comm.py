@@ -49,7 +49,7 @@ class AsyncReduceHandle:
 
 
 class Communicator:
-    """A peer of a run coordinated by the master at `address` ('IP:PORT').
+    """A peer of a run coordinated by the master at `address` ('IP:PORT', '[IPv6]:PORT' or 'HOST:PORT').
 
     peer_group (uint32): collectives and shared state span only peers of the same group.
     p2p_connection_pool_size (uint32): connections per ring neighbour, one per concurrent all-reduce (0 = 1).

@@ -5,7 +5,7 @@ from pccl._native import ffi, lib
 
 
 class MasterNode:
-    """A master bound to listen_address ('IP:PORT'; port 0 picks a free one) at construction.
+    """A master bound to listen_address ('IP:PORT', '[IPv6]:PORT' or 'HOST:PORT'; port 0 picks a free one) at construction.
 
     run() starts it and returns; interrupt() asks it to stop. Dropping a running master blocks
     until it was interrupted (PCCL 1.0's behaviour, which keeps `master.run()` scripts alive).

@@ -88,8 +88,9 @@ def test_multiple_with_retry_arguments(comm):
         comm.all_reduce_multiple_with_retry([a])
 
 
-@pytest.mark.parametrize("address,exc", [("localhost:48148", ValueError), ("10.0.0.1", ValueError),
+@pytest.mark.parametrize("address,exc", [("no-such-host.invalid:48148", ValueError), ("10.0.0.1", ValueError),
                                          ("10.0.0.1:70000", ValueError), ("10.0.0.1:x", ValueError),
+                                         ("[localhost]:48148", ValueError), (":48148", ValueError),
                                          (48148, TypeError)])
 def test_bad_addresses(address, exc):
     with pytest.raises(exc, match="IP:PORT"):
@@ -158,3 +159,15 @@ def test_shared_state_describes_its_tensors():
             c.infos[0].allow_content_inequality) == (b"a", 6, DataType.INT16.value, True)
     assert int(pccl._native.ffi.cast("uintptr_t", c.infos[1].data)) == t.data_ptr()
     assert (c.infos[1].datatype, c.infos[1].device_type) == (DataType.BFLOAT16.value, pccl.DeviceType.CPU.value)
+
+
+@pytest.mark.parametrize("text,family,packed,port", [
+    ("localhost:48148", "inetIPv4", bytes([127, 0, 0, 1]), 48148),
+    ("127.0.0.2:1", "inetIPv4", bytes([127, 0, 0, 2]), 1),
+    ("[::1]:48148", "inetIPv6", bytes(15) + b"\x01", 48148)])
+def test_addresses_names_and_ipv6(text, family, packed, port):
+    from pccl._address import socket_address
+    a = socket_address(text, "address")
+    assert a.inet.protocol == getattr(pccl._native.lib, family) and a.port == port
+    data = a.inet.ipv4.data if family == "inetIPv4" else a.inet.ipv6.data
+    assert bytes(data) == packed
