@@ -1,0 +1,135 @@
+/* master_gate.c - see master_gate.h. */
+#include "master_gate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void mgate_init(mgate_t *g, const mgate_limits_t *lim) {
+    memset(g, 0, sizeof *g);
+    g->lim = lim ? *lim
+                 : (mgate_limits_t){.per_addr = MGATE_PER_ADDR, .total = MGATE_TOTAL,
+                                    .bytes_per_addr = MGATE_BYTES_PER_ADDR, .bytes_total = MGATE_BYTES_TOTAL,
+                                    .deadline_ms = MGATE_DEADLINE_MS};
+}
+
+void mgate_free(mgate_t *g) {
+    free(g->v);
+    memset(g, 0, sizeof *g);
+}
+
+static mgate_ent_t *find(const mgate_t *g, uint64_t id) {
+    for (size_t i = 0; i < g->n; i++)
+        if (g->v[i].id == id) return &g->v[i];
+    return NULL;
+}
+
+static void remove_at(mgate_t *g, size_t i) {
+    g->bytes -= g->v[i].bytes;
+    memmove(g->v + i, g->v + i + 1, (g->n - i - 1) * sizeof *g->v);
+    g->n--;
+}
+
+static void addr_use(const mgate_t *g, uint32_t addr, size_t *count, size_t *bytes) {
+    *count = *bytes = 0;
+    for (size_t i = 0; i < g->n; i++)
+        if (g->v[i].addr == addr) {
+            (*count)++;
+            *bytes += g->v[i].bytes;
+        }
+}
+
+/* Index of the oldest stranger (other than skip, and holding bytes when by_bytes) of the address
+ * holding the most: strangers when by_bytes is 0, bytes otherwise; -1 when there is none. Quadratic, over at most lim.total. */
+static long pick_victim(const mgate_t *g, uint64_t skip, int by_bytes) {
+    long best = -1;
+    size_t best_use = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->v[i].id == skip || (by_bytes && !g->v[i].bytes)) continue;
+        size_t count, bytes;
+        addr_use(g, g->v[i].addr, &count, &bytes);
+        size_t use = by_bytes ? bytes : count;
+        if (best < 0 || use > best_use) { /* strict: the first (oldest) of that address wins */
+            best = (long)i;
+            best_use = use;
+        }
+    }
+    return best;
+}
+
+int mgate_admit(mgate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t *evict) {
+    *evict = 0;
+    size_t count, bytes;
+    addr_use(g, addr, &count, &bytes);
+    if (count >= g->lim.per_addr) {
+        g->refused++;
+        return -1;
+    }
+    if (g->n >= g->lim.total) {
+        long v = pick_victim(g, 0, 0);
+        if (v < 0) {
+            g->refused++;
+            return -1;
+        }
+        *evict = g->v[v].id;
+        remove_at(g, (size_t)v);
+        g->evicted++;
+    }
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 64;
+        mgate_ent_t *nv = realloc(g->v, cap * sizeof *nv);
+        if (!nv) {
+            g->refused++;
+            return -1;
+        }
+        g->v = nv;
+        g->cap = cap;
+    }
+    g->v[g->n++] = (mgate_ent_t){.id = id, .addr = addr, .since_ms = now_ms};
+    return 0;
+}
+
+int mgate_reserve(mgate_t *g, uint64_t id, size_t want, uint64_t evict[MGATE_EVICT_MAX], size_t *nevict) {
+    *nevict = 0;
+    mgate_ent_t *e = find(g, id);
+    if (!e || want <= e->bytes) return 0;
+    size_t count, bytes;
+    addr_use(g, e->addr, &count, &bytes);
+    size_t extra = want - e->bytes;
+    if (bytes + extra > g->lim.bytes_per_addr || want > g->lim.bytes_total) goto refuse;
+    while (g->bytes + extra > g->lim.bytes_total) {
+        long v = pick_victim(g, id, 1);
+        if (v < 0 || *nevict == MGATE_EVICT_MAX || g->v[v].bytes == 0) goto refuse;
+        evict[(*nevict)++] = g->v[v].id;
+        remove_at(g, (size_t)v);
+        g->evicted++;
+    }
+    e = find(g, id); /* removals moved it */
+    g->bytes += extra;
+    e->bytes = want;
+    return 0;
+refuse:
+    g->refused++;
+    mgate_remove(g, id);
+    return -1;
+}
+
+void mgate_remove(mgate_t *g, uint64_t id) {
+    for (size_t i = 0; i < g->n; i++)
+        if (g->v[i].id == id) {
+            remove_at(g, i);
+            return;
+        }
+}
+
+size_t mgate_expire(mgate_t *g, uint64_t now_ms, uint64_t *out, size_t max) {
+    size_t k = 0;
+    /* Oldest first: stop at the first one still within its deadline. */
+    while (k < max && g->n && now_ms - g->v[0].since_ms > g->lim.deadline_ms) {
+        out[k++] = g->v[0].id;
+        remove_at(g, 0);
+        g->expired++;
+    }
+    return k;
+}
+
+int mgate_is_stranger(const mgate_t *g, uint64_t id) { return find(g, id) != NULL; }
