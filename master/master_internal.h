@@ -13,7 +13,7 @@
 
 #include <uv.h>
 
-#include "master_gate.h"
+#include "gate.h"
 #include "master_sm.h"
 #include "pccl.h"
 #include "sec_key.h"
@@ -43,7 +43,7 @@ struct pcclMasterInstanceState_t {
     int last_error;
     uint64_t bytes_sent, packets_received;
     struct pccl_master_admin *admin;
-    mgate_t gate;             /* strangers: connections before their first message (master_gate.h) */
+    gate_t gate;             /* strangers: connections before their first message (libpccl/src/gate.h) */
     uint64_t gate_logged[3];  /* the gate's refused, evicted, expired counts last logged */
     sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
 };

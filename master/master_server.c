@@ -18,7 +18,6 @@
 #include <uv.h>
 
 #include "log.h"
-#include "master_gate.h"
 #include "master_internal.h"
 #include "master_secure.h"
 #include "master_sm.h"
@@ -34,7 +33,7 @@ typedef struct mconn {
     size_t len, cap;
     int closing;
     int known;          /* the state machine knows it (after the handshake of a keyed run) */
-    int stranger;       /* in the gate: no first message yet (master_gate.h) */
+    int stranger;       /* in the gate: no first message yet (gate.h) */
     uint8_t ip[4];      /* what the state machine is told on connect */
     uint8_t uuid[16];
     msec_t sec;         /* keyed runs: the handshake, then the session */
@@ -55,7 +54,7 @@ static mconn_t *find_conn(pcclMasterInstance_t *m, uint64_t id) {
 static void on_conn_closed(uv_handle_t *h) {
     mconn_t *c = h->data;
     pcclMasterInstance_t *m = c->master;
-    if (c->stranger) mgate_remove(&m->gate, c->id);
+    if (c->stranger) gate_remove(&m->gate, c->id);
     for (mconn_t **pp = &m->conns; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -184,12 +183,20 @@ static void close_strangers(pcclMasterInstance_t *m, const uint64_t *ids, size_t
 static void unstrange(mconn_t *c) {
     if (!c->stranger) return;
     c->stranger = 0;
-    mgate_remove(&c->master->gate, c->id);
+    gate_remove(&c->master->gate, c->id);
 }
+
+/* The master's limits on strangers: 64 per address and 512 in all; RESUME may legitimately be
+ * megabytes (rings, hashes of many tensors), so bytes are a budget shared by every unregistered
+ * connection (32 MiB per address, 64 MiB in all) rather than a small limit per frame, and every
+ * other first message must fit MASTER_HELLO_MAX. 10 s from accept to the first message. */
+static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .bytes_per_addr = 32u << 20,
+                                                 .bytes_total = 64u << 20, .deadline_ms = 10000};
+#define MASTER_HELLO_MAX 4096
 
 #define STRANGER_BUF 4096 /* what a stranger's buffer starts with: a handshake message or a HELLO */
 
-/* Once a stranger's first frame header arrived: only RESUME may be larger than MGATE_HELLO_MAX,
+/* Once a stranger's first frame header arrived: only RESUME may be larger than MASTER_HELLO_MAX,
  * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
 static int stranger_grow(mconn_t *c) {
     pcclMasterInstance_t *m = c->master;
@@ -201,7 +208,7 @@ static int stranger_grow(mconn_t *c) {
     if (c->len < 6) return 0;
     uint32_t body = wire_get_u32(c->buf);
     uint16_t type = wire_get_u16(c->buf + 4);
-    uint32_t max = type == C2M_RESUME ? WIRE_MAX_BODY : MGATE_HELLO_MAX;
+    uint32_t max = type == C2M_RESUME ? WIRE_MAX_BODY : MASTER_HELLO_MAX;
     if (body > max) {
         char why[112];
         snprintf(why, sizeof why, "first message of %u bytes (at most %u before registration)", body, max);
@@ -210,9 +217,9 @@ static int stranger_grow(mconn_t *c) {
     }
     size_t need = 4 + (size_t)body;
     if (need <= c->cap) return 0;
-    uint64_t evict[MGATE_EVICT_MAX];
+    uint64_t evict[GATE_EVICT_MAX];
     size_t nevict;
-    int rc = mgate_reserve(&m->gate, c->id, need, evict, &nevict);
+    int rc = gate_reserve(&m->gate, c->id, need, evict, &nevict);
     close_strangers(m, evict, nevict);
     uint8_t *b = rc == 0 ? realloc(c->buf, need) : NULL;
     if (!b) {
@@ -407,16 +414,16 @@ static void on_connection(uv_stream_t *server, int status) {
     uint32_t addr;
     uint64_t evict;
     memcpy(&addr, c->ip, 4);
-    if (mgate_admit(&m->gate, c->id, addr, uv_now(&m->loop), &evict) != 0) {
+    if (gate_admit(&m->gate, c->id, addr, uv_now(&m->loop), &evict) != 0) {
         close_conn(c); /* before the state machine heard of it; counted, logged by the tick */
         return;
     }
     c->stranger = 1;
     close_strangers(m, &evict, evict != 0);
-    uint64_t none[MGATE_EVICT_MAX];
+    uint64_t none[GATE_EVICT_MAX];
     size_t nnone;
     c->buf = malloc(STRANGER_BUF);
-    if (!c->buf || mgate_reserve(&m->gate, c->id, STRANGER_BUF, none, &nnone) != 0) {
+    if (!c->buf || gate_reserve(&m->gate, c->id, STRANGER_BUF, none, &nnone) != 0) {
         close_conn(c);
         return;
     }
@@ -483,8 +490,8 @@ static void on_moon_done(uv_async_t *a) {
 static void gate_tick(pcclMasterInstance_t *m) {
     uint64_t ids[64];
     size_t n;
-    while ((n = mgate_expire(&m->gate, uv_now(&m->loop), ids, 64)) > 0) close_strangers(m, ids, n);
-    const mgate_t *g = &m->gate;
+    while ((n = gate_expire(&m->gate, uv_now(&m->loop), ids, 64)) > 0) close_strangers(m, ids, n);
+    const gate_t *g = &m->gate;
     uint64_t now[3] = {g->refused, g->evicted, g->expired};
     if (memcmp(now, m->gate_logged, sizeof now) == 0) return;
     PLOG_WARN("master", "unregistered connections: %llu refused, %llu evicted, %llu past the %llu ms deadline "
@@ -573,7 +580,7 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     pcclMasterInstance_t *m = calloc(1, sizeof *m);
     if (!m) return pcclInternalError;
     m->sec = sec;
-    mgate_init(&m->gate, NULL);
+    gate_init(&m->gate, &master_gate_limits);
     if (uv_loop_init(&m->loop) != 0) {
         free(m);
         return pcclInternalError;
@@ -667,7 +674,7 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
     uv_loop_close(&m->loop);
     pccl__admin_free(m);
     msm_destroy(m->sm);
-    mgate_free(&m->gate);
+    gate_free(&m->gate);
     free(m);
     return pcclSuccess;
 }

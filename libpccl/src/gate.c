@@ -1,35 +1,32 @@
-/* master_gate.c - see master_gate.h. */
-#include "master_gate.h"
+/* gate.c - see gate.h. */
+#include "gate.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void mgate_init(mgate_t *g, const mgate_limits_t *lim) {
+void gate_init(gate_t *g, const gate_limits_t *lim) {
     memset(g, 0, sizeof *g);
-    g->lim = lim ? *lim
-                 : (mgate_limits_t){.per_addr = MGATE_PER_ADDR, .total = MGATE_TOTAL,
-                                    .bytes_per_addr = MGATE_BYTES_PER_ADDR, .bytes_total = MGATE_BYTES_TOTAL,
-                                    .deadline_ms = MGATE_DEADLINE_MS};
+    g->lim = *lim;
 }
 
-void mgate_free(mgate_t *g) {
+void gate_free(gate_t *g) {
     free(g->v);
     memset(g, 0, sizeof *g);
 }
 
-static mgate_ent_t *find(const mgate_t *g, uint64_t id) {
+static gate_ent_t *find(const gate_t *g, uint64_t id) {
     for (size_t i = 0; i < g->n; i++)
         if (g->v[i].id == id) return &g->v[i];
     return NULL;
 }
 
-static void remove_at(mgate_t *g, size_t i) {
+static void remove_at(gate_t *g, size_t i) {
     g->bytes -= g->v[i].bytes;
     memmove(g->v + i, g->v + i + 1, (g->n - i - 1) * sizeof *g->v);
     g->n--;
 }
 
-static void addr_use(const mgate_t *g, uint32_t addr, size_t *count, size_t *bytes) {
+static void addr_use(const gate_t *g, uint32_t addr, size_t *count, size_t *bytes) {
     *count = *bytes = 0;
     for (size_t i = 0; i < g->n; i++)
         if (g->v[i].addr == addr) {
@@ -40,7 +37,7 @@ static void addr_use(const mgate_t *g, uint32_t addr, size_t *count, size_t *byt
 
 /* Index of the oldest stranger (other than skip, and holding bytes when by_bytes) of the address
  * holding the most: strangers when by_bytes is 0, bytes otherwise; -1 when there is none. Quadratic, over at most lim.total. */
-static long pick_victim(const mgate_t *g, uint64_t skip, int by_bytes) {
+static long pick_victim(const gate_t *g, uint64_t skip, int by_bytes) {
     long best = -1;
     size_t best_use = 0;
     for (size_t i = 0; i < g->n; i++) {
@@ -56,7 +53,7 @@ static long pick_victim(const mgate_t *g, uint64_t skip, int by_bytes) {
     return best;
 }
 
-int mgate_admit(mgate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t *evict) {
+int gate_admit(gate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t *evict) {
     *evict = 0;
     size_t count, bytes;
     addr_use(g, addr, &count, &bytes);
@@ -76,7 +73,7 @@ int mgate_admit(mgate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_
     }
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 64;
-        mgate_ent_t *nv = realloc(g->v, cap * sizeof *nv);
+        gate_ent_t *nv = realloc(g->v, cap * sizeof *nv);
         if (!nv) {
             g->refused++;
             return -1;
@@ -84,13 +81,13 @@ int mgate_admit(mgate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_
         g->v = nv;
         g->cap = cap;
     }
-    g->v[g->n++] = (mgate_ent_t){.id = id, .addr = addr, .since_ms = now_ms};
+    g->v[g->n++] = (gate_ent_t){.id = id, .addr = addr, .since_ms = now_ms};
     return 0;
 }
 
-int mgate_reserve(mgate_t *g, uint64_t id, size_t want, uint64_t evict[MGATE_EVICT_MAX], size_t *nevict) {
+int gate_reserve(gate_t *g, uint64_t id, size_t want, uint64_t evict[GATE_EVICT_MAX], size_t *nevict) {
     *nevict = 0;
-    mgate_ent_t *e = find(g, id);
+    gate_ent_t *e = find(g, id);
     if (!e || want <= e->bytes) return 0;
     size_t count, bytes;
     addr_use(g, e->addr, &count, &bytes);
@@ -98,7 +95,7 @@ int mgate_reserve(mgate_t *g, uint64_t id, size_t want, uint64_t evict[MGATE_EVI
     if (bytes + extra > g->lim.bytes_per_addr || want > g->lim.bytes_total) goto refuse;
     while (g->bytes + extra > g->lim.bytes_total) {
         long v = pick_victim(g, id, 1);
-        if (v < 0 || *nevict == MGATE_EVICT_MAX || g->v[v].bytes == 0) goto refuse;
+        if (v < 0 || *nevict == GATE_EVICT_MAX || g->v[v].bytes == 0) goto refuse;
         evict[(*nevict)++] = g->v[v].id;
         remove_at(g, (size_t)v);
         g->evicted++;
@@ -109,11 +106,11 @@ int mgate_reserve(mgate_t *g, uint64_t id, size_t want, uint64_t evict[MGATE_EVI
     return 0;
 refuse:
     g->refused++;
-    mgate_remove(g, id);
+    gate_remove(g, id);
     return -1;
 }
 
-void mgate_remove(mgate_t *g, uint64_t id) {
+void gate_remove(gate_t *g, uint64_t id) {
     for (size_t i = 0; i < g->n; i++)
         if (g->v[i].id == id) {
             remove_at(g, i);
@@ -121,7 +118,7 @@ void mgate_remove(mgate_t *g, uint64_t id) {
         }
 }
 
-size_t mgate_expire(mgate_t *g, uint64_t now_ms, uint64_t *out, size_t max) {
+size_t gate_expire(gate_t *g, uint64_t now_ms, uint64_t *out, size_t max) {
     size_t k = 0;
     /* Oldest first: stop at the first one still within its deadline. */
     while (k < max && g->n && now_ms - g->v[0].since_ms > g->lim.deadline_ms) {
@@ -132,4 +129,4 @@ size_t mgate_expire(mgate_t *g, uint64_t now_ms, uint64_t *out, size_t max) {
     return k;
 }
 
-int mgate_is_stranger(const mgate_t *g, uint64_t id) { return find(g, id) != NULL; }
+int gate_is_stranger(const gate_t *g, uint64_t id) { return find(g, id) != NULL; }
