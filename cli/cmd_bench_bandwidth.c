@@ -62,7 +62,7 @@ static void *serve_one(void *arg) {
     sec_link_t *link;
     char err[160];
     if (p2p_greet(fd, NULL, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
-        bw_serve_connection(link, fd, 10000);
+        bw_serve_connection(link, fd, 10000, BW_MAX_DURATION_MS, 1);
     close(fd);
     return NULL;
 }
