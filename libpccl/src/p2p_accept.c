@@ -53,12 +53,18 @@ typedef struct acceptor {
     uint64_t refused, logged; /* connections closed before use; how many of them were logged */
 } acceptor_t;
 
-/* Logs the first few refusals one by one and then only every 1000th: a flood must not fill the log. */
-static void refuse(acceptor_t *a, size_t i, const char *why) {
-    pending_t *p = a->p[i];
+/* Logs the first few refusals one by one and then only every 1000th: a flood must not fill the log.
+ * Refusals of outsiders (not members) are warnings; failed greetings happen in a healthy run too. */
+static void log_refusal(acceptor_t *a, int warn, const char *why) {
     a->refused++;
-    if (a->refused <= 8 || a->refused % 1000 == 0)
-        PLOG_INFO(a->name, "rejected p2p connection (%llu so far): %s", (unsigned long long)a->refused, why);
+    if (a->refused > 8 && a->refused % 1000 != 0) return;
+    if (warn) PLOG_WARN(a->name, "rejected p2p connection (%llu so far): %s", (unsigned long long)a->refused, why);
+    else PLOG_INFO(a->name, "rejected p2p connection (%llu so far): %s", (unsigned long long)a->refused, why);
+}
+
+static void refuse(acceptor_t *a, size_t i, int warn, const char *why) {
+    pending_t *p = a->p[i];
+    log_refusal(a, warn, why);
     gate_remove(&a->gate, p->id);
     p2p_greeting_free(&p->greeting);
     sec_link_free(p->link);
@@ -90,16 +96,13 @@ static void take_new(acceptor_t *a, int fd) {
     if (!p || early || gate_admit(&a->gate, id, addr, net_now_ms(), &evict) != 0 ||
         p2p_greeting_start(&p->greeting, &a->c->sec, self) != 0) {
         if (p) gate_remove(&a->gate, id);
-        a->refused++;
-        if (a->refused <= 8 || a->refused % 1000 == 0)
-            PLOG_INFO(a->name, "rejected p2p connection (%llu so far): %s", (unsigned long long)a->refused,
-                      early ? "not registered with the master yet" : "too many connections in their hello");
+        log_refusal(a, !early, early ? "not registered with the master yet" : "too many connections in their hello");
         free(p);
         close(fd);
         return;
     }
     long v = evict ? find_pending(a, evict) : -1;
-    if (v >= 0) refuse(a, (size_t)v, "evicted: too many connections in their hello");
+    if (v >= 0) refuse(a, (size_t)v, 1, "evicted: too many connections in their hello");
     p->id = id;
     p->fd = fd;
     memcpy(p->ip, ip, 4);
@@ -152,14 +155,14 @@ static void dispatch(acceptor_t *a, size_t i) {
     pcclComm_t *c = a->c;
     if (p->who.kind == P2P_KIND_RING) {
         if (p->who.slot >= P2P_SLOTS_MAX) {
-            refuse(a, i, "ring slot out of range");
+            refuse(a, i, 1, "ring slot out of range");
             return;
         }
         uint8_t ack = 1;
         net_set_nonblock(p->fd, 0);
         net_set_timeouts(p->fd, SEC_HS_TIMEOUT_MS);
         if (link_send_all(p->link, p->fd, &ack, 1) != 0) {
-            refuse(a, i, "ring stream closed before its ack");
+            refuse(a, i, 0, "ring stream closed before its ack");
             return;
         }
         net_set_timeouts(p->fd, 0);
@@ -173,7 +176,7 @@ static void dispatch(acceptor_t *a, size_t i) {
         if (!s || atomic_fetch_add(&c->p2p.handlers, 1) >= P2P_SERVERS_MAX) {
             atomic_fetch_sub(&c->p2p.handlers, 1);
             free(s);
-            refuse(a, i, "busy: too many transfers and probes served at once");
+            refuse(a, i, 1, "busy: too many transfers and probes served at once");
             return;
         }
         net_set_nonblock(p->fd, 0);
@@ -185,7 +188,7 @@ static void dispatch(acceptor_t *a, size_t i) {
         if (rc != 0) {
             atomic_fetch_sub(&c->p2p.handlers, 1);
             free(s);
-            refuse(a, i, "cannot start a thread");
+            refuse(a, i, 1, "cannot start a thread");
             return;
         }
     }
@@ -200,8 +203,20 @@ static void step(acceptor_t *a, size_t i) {
     pending_t *p = a->p[i];
     char err[160];
     int r = p2p_greeting_step(&p->greeting, p->fd, &p->who, &p->link, err, sizeof err);
-    if (r < 0) refuse(a, i, err);
+    if (r < 0) refuse(a, i, 0, err);
     else if (r == 1) p->greeted = 1;
+}
+
+/* Refuses pending i at its deadline (or at shutdown): no hello, or no member. */
+static void refuse_late(acceptor_t *a, size_t i) {
+    const pending_t *p = a->p[i];
+    char why[96];
+    if (p->greeted)
+        snprintf(why, sizeof why, "%02x%02x%02x%02x is not a member of this peer's group (at that address)",
+                 p->who.uuid[0], p->who.uuid[1], p->who.uuid[2], p->who.uuid[3]);
+    else
+        snprintf(why, sizeof why, "no hello within %d ms", SEC_HS_TIMEOUT_MS);
+    refuse(a, i, p->greeted, why);
 }
 
 /* Refuses pendings past their deadline and uses greeted members; the poll timeout until the next
@@ -216,13 +231,7 @@ static int sweep(acceptor_t *a) {
             continue;
         }
         if (now >= p->deadline) {
-            char why[96];
-            if (p->greeted)
-                snprintf(why, sizeof why, "%02x%02x%02x%02x is not a member of this peer's group (at that address)",
-                         p->who.uuid[0], p->who.uuid[1], p->who.uuid[2], p->who.uuid[3]);
-            else
-                snprintf(why, sizeof why, "no hello within %d ms", SEC_HS_TIMEOUT_MS);
-            refuse(a, i, why);
+            refuse_late(a, i);
             continue;
         }
         /* A greeted one waits for the master's announcement: look again soon. */
@@ -270,7 +279,7 @@ static void *acceptor_main(void *arg) {
             take_new(a, fd);
         }
     }
-    while (a->n) refuse(a, a->n - 1, "shutting down");
+    while (a->n) refuse_late(a, a->n - 1);
     gate_free(&a->gate);
     free(a);
     return NULL;
