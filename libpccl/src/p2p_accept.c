@@ -234,6 +234,15 @@ static int sweep(acceptor_t *a) {
             refuse_late(a, i);
             continue;
         }
+        /* A greeted one is not polled (a request may follow its hello): see here whether it left. */
+        uint8_t b;
+        if (p->greeted && recv(p->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+            char why[96];
+            snprintf(why, sizeof why, "%02x%02x%02x%02x is not a member of this peer's group, and left",
+                     p->who.uuid[0], p->who.uuid[1], p->who.uuid[2], p->who.uuid[3]);
+            refuse(a, i, 1, why);
+            continue;
+        }
         /* A greeted one waits for the master's announcement: look again soon. */
         int t = p->greeted ? 20 : (int)(p->deadline - now);
         if (timeout < 0 || t < timeout) timeout = t;
