@@ -200,11 +200,6 @@ static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .
  * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
 static int stranger_grow(mconn_t *c) {
     pcclMasterInstance_t *m = c->master;
-    if (c->sec.hs) { /* the handshake consumes its fixed-size messages as they come */
-        if (c->len < c->cap) return 0;
-        drop_conn(c, "handshake bytes overflow");
-        return -1;
-    }
     if (c->len < 6) return 0;
     uint32_t body = wire_get_u32(c->buf);
     uint16_t type = wire_get_u16(c->buf + 4);

@@ -43,7 +43,7 @@ void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
  * slots below min(pool, 64) (msm_collective.c). A peer's port receives probes only (the master's
  * probes send to the peer measured), of at most P2P_BENCH_MAX_MS. */
 #define P2P_SLOTS_MAX 64
-#define P2P_SERVERS_MAX 4 /* shared-state transfers and bandwidth probes served at once */
+#define P2P_SERVERS_MAX 16 /* shared-state transfers and bandwidth probes served at once; more wait */
 #define P2P_BENCH_MAX_MS 2000
 /* Starts the acceptor thread on c->p2p.listen_fd (c->p2p.acceptor). @return 0 or an errno value. */
 int p2p_acceptor_start(pcclComm_t *c);

@@ -9,7 +9,7 @@
  * as the master last announced it (and, in an open run, comes from that
  * member's address): ring streams are then registered (a stream from a member
  * replaces its own older one), shared-state requests and bandwidth probes are
- * handed to at most P2P_SERVERS_MAX threads at once.
+ * handed to at most P2P_SERVERS_MAX threads at once (more wait for one).
  */
 #include <errno.h>
 #include <poll.h>
@@ -39,6 +39,7 @@ typedef struct pending {
     uint64_t deadline;
     p2p_greeting_t greeting;
     int greeted; /* who and link valid: waiting for the master to name it a member */
+    int queued;  /* a member's request waiting for a free server thread */
     p2p_intro_t who;
     sec_link_t *link;
 } pending_t;
@@ -149,21 +150,22 @@ static void *serve_main(void *arg) {
     return NULL;
 }
 
-/* Uses a greeted member's connection; the pending record goes either way. */
-static void dispatch(acceptor_t *a, size_t i) {
+/* Uses a greeted member's connection; the pending record goes, unless every server thread is busy:
+ * then it waits for one (1) as long as its requester waits for an answer (the peer timeout). */
+static int dispatch(acceptor_t *a, size_t i) {
     pending_t *p = a->p[i];
     pcclComm_t *c = a->c;
     if (p->who.kind == P2P_KIND_RING) {
         if (p->who.slot >= P2P_SLOTS_MAX) {
             refuse(a, i, 1, "ring slot out of range");
-            return;
+            return 0;
         }
         uint8_t ack = 1;
         net_set_nonblock(p->fd, 0);
         net_set_timeouts(p->fd, SEC_HS_TIMEOUT_MS);
         if (link_send_all(p->link, p->fd, &ack, 1) != 0) {
             refuse(a, i, 0, "ring stream closed before its ack");
-            return;
+            return 0;
         }
         net_set_timeouts(p->fd, 0);
         net_set_nonblock(p->fd, 1);
@@ -173,11 +175,16 @@ static void dispatch(acceptor_t *a, size_t i) {
         serve_arg_t *s = malloc(sizeof *s);
         pthread_t t;
         pthread_attr_t attr;
-        if (!s || atomic_fetch_add(&c->p2p.handlers, 1) >= P2P_SERVERS_MAX) {
+        if (!s) {
+            refuse(a, i, 1, "out of memory");
+            return 0;
+        }
+        if (atomic_fetch_add(&c->p2p.handlers, 1) >= P2P_SERVERS_MAX) {
             atomic_fetch_sub(&c->p2p.handlers, 1);
             free(s);
-            refuse(a, i, 1, "busy: too many transfers and probes served at once");
-            return;
+            if (!p->queued) p->deadline = net_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 0);
+            p->queued = 1;
+            return 1;
         }
         net_set_nonblock(p->fd, 0);
         *s = (serve_arg_t){.c = c, .fd = p->fd, .kind = p->who.kind, .link = p->link};
@@ -189,13 +196,14 @@ static void dispatch(acceptor_t *a, size_t i) {
             atomic_fetch_sub(&c->p2p.handlers, 1);
             free(s);
             refuse(a, i, 1, "cannot start a thread");
-            return;
+            return 0;
         }
     }
     gate_remove(&a->gate, p->id); /* the fd and link now belong to the table or the server */
     p2p_greeting_free(&p->greeting);
     free(p);
     a->p[i] = a->p[--a->n];
+    return 0;
 }
 
 /* Reads what arrived on pending i; may greet it, use it or refuse it. */
@@ -211,7 +219,9 @@ static void step(acceptor_t *a, size_t i) {
 static void refuse_late(acceptor_t *a, size_t i) {
     const pending_t *p = a->p[i];
     char why[96];
-    if (p->greeted)
+    if (p->queued)
+        snprintf(why, sizeof why, "busy: %d transfers and probes served, none ended in time", P2P_SERVERS_MAX);
+    else if (p->greeted)
         snprintf(why, sizeof why, "%02x%02x%02x%02x is not a member of this peer's group (at that address)",
                  p->who.uuid[0], p->who.uuid[1], p->who.uuid[2], p->who.uuid[3]);
     else
@@ -226,17 +236,14 @@ static int sweep(acceptor_t *a) {
     int timeout = -1;
     for (size_t i = a->n; i-- > 0;) {
         pending_t *p = a->p[i];
-        if (p->greeted && is_member(a->c, p)) {
-            dispatch(a, i);
-            continue;
-        }
+        if (p->greeted && is_member(a->c, p) && dispatch(a, i) == 0) continue;
         if (now >= p->deadline) {
             refuse_late(a, i);
             continue;
         }
         /* A greeted one is not polled (a request may follow its hello): see here whether it left. */
         uint8_t b;
-        if (p->greeted && recv(p->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        if (p->greeted && !p->queued && recv(p->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
             char why[96];
             snprintf(why, sizeof why, "%02x%02x%02x%02x is not a member of this peer's group, and left",
                      p->who.uuid[0], p->who.uuid[1], p->who.uuid[2], p->who.uuid[3]);
