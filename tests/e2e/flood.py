@@ -6,6 +6,7 @@ prints one JSON line: what it sent, what it got back and the largest values it s
   flood.py ring PORT PID N      N connections to a peer's p2p port, each a RING hello with a
                                 random uuid (from 127.0.0.2-5), at most 900 open at once
   flood.py bench PORT PID N     N BENCH hellos asking the peer to stream for 60 s; reads 3 s
+  flood.py ss PORT PID N        N SHARED_STATE hellos asking for the tensor "state"; reads 6 s
   flood.py hold PORT PID N      N connections to the master that send 3 bytes and wait 3 s
                                 (from 127.0.0.2-41)
   flood.py oversize PORT PID N  N connections to the master, each announcing a RESUME of
@@ -30,7 +31,7 @@ if sys.argv[1] == 'listen':
     sys.exit(0)
 
 MODE, PORT, PID, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-WIRE_MAGIC, WIRE_VERSION, RING, BENCH, RESUME = 0x5043434C, 2, 1, 3, 13
+WIRE_MAGIC, WIRE_VERSION, RING, SHARED_STATE, BENCH, RESUME = 0x5043434C, 2, 1, 2, 3, 13
 peak = {'fds': 0, 'rss_kb': 0}
 stop = threading.Event()
 
@@ -92,17 +93,18 @@ def ring():
     return {'connected': made}
 
 
-def bench():
+def ask(request, seconds):
+    """N connections that each send request, then read what comes back for seconds."""
     socks, got = [], 0
     for i in range(N):
         s = dial('127.0.0.%d' % (2 + i % 4))
         if s:
             try:
-                s.sendall(hello(BENCH) + struct.pack('>BI', 2, 60000))  # the server sends for 60 s
+                s.sendall(request)
                 socks.append(s)
             except OSError:
                 s.close()
-    end = time.time() + 3
+    end = time.time() + seconds
     for s in socks:
         s.setblocking(False)
     while time.time() < end and socks:
@@ -122,6 +124,14 @@ def bench():
     for s in socks:
         s.close()
     return {'received_bytes': got}
+
+
+def bench():
+    return ask(hello(BENCH) + struct.pack('>BI', 2, 60000), 3)  # the server sends for 60 s
+
+
+def ss():
+    return ask(hello(SHARED_STATE) + struct.pack('>IB', 1, 5) + b'state', 6)
 
 
 def hold():
@@ -191,7 +201,7 @@ sample()
 base = dict(peak)
 cpu0, t0 = cpu_s(), time.time()
 threading.Thread(target=watcher, daemon=True).start()
-out = {'ring': ring, 'bench': bench, 'hold': hold, 'oversize': oversize}[MODE]()
+out = {'ring': ring, 'bench': bench, 'ss': ss, 'hold': hold, 'oversize': oversize}[MODE]()
 stop.set()
 sample()
 out.update({'mode': MODE, 'base_fds': base['fds'], 'max_fds': peak['fds'], 'base_rss_kb': base['rss_kb'],

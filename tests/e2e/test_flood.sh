@@ -3,7 +3,7 @@
 # from 127.0.0.2 and up while it samples the target's descriptors, memory and CPU time:
 #  A: 3000 RING hellos with random uuids at a peer's p2p port: its descriptors stay bounded (no
 #     stream registered, no thread each) and it spends less than a core on them;
-#  B: BENCH requests asking the peer to stream for 60 s: it streams nothing;
+#  B: BENCH requests asking the peer to stream for 60 s, and shared-state requests: it sends nothing;
 #  C: 2000 connections that never send HELLO to the master: its descriptors stay bounded, and a
 #     newcomer joins meanwhile and takes steps;
 #  D: 60 connections that each send an 8 MiB RESUME before registering: the master buffers at most
@@ -40,6 +40,9 @@ s=$(steps_of p1)
 B=$(timeout 60 python3 "$FLOOD" bench "$P1PORT" "$P1" 16) || fail "B: flood.py failed"
 echo "B: $B"
 [ "$(field "$B" received_bytes)" = 0 ] || fail "B: the peer streamed to a stranger: $B"
+S=$(timeout 60 python3 "$FLOOD" ss "$P1PORT" "$P1" 8) || fail "B: flood.py ss failed"
+echo "B: $S"
+[ "$(field "$S" received_bytes)" = 0 ] || fail "B: the peer answered a stranger's shared-state request: $S"
 still_stepping p1 "$s"
 
 s=$(steps_of p1)
@@ -67,4 +70,4 @@ for p in "$P1" "$P2" "$P3"; do wait_pid "$p" 60 || fail "a peer exited with $?";
 for n in p1 p2 p3; do [ "$(json_field "$WORK/$n.log" left ok)" = true ] || fail "$n did not leave cleanly"; done
 h=$(json_field "$WORK/p1.log" step hash)
 for n in p2 p3; do [ "$(json_field "$WORK/$n.log" step hash)" = "$h" ] || fail "$n ended with another state"; done
-echo "ok: floods of ring, bench, pre-HELLO and oversize RESUME connections stayed bounded; the run went on"
+echo "ok: floods of ring, bench, shared-state, pre-HELLO and oversize RESUME connections stayed bounded; the run went on"
