@@ -110,6 +110,15 @@ refuse:
     return -1;
 }
 
+int gate_evict_one(gate_t *g, uint64_t *id) {
+    long v = pick_victim(g, 0, 0);
+    if (v < 0) return -1;
+    *id = g->v[v].id;
+    remove_at(g, (size_t)v);
+    g->evicted++;
+    return 0;
+}
+
 void gate_remove(gate_t *g, uint64_t id) {
     for (size_t i = 0; i < g->n; i++)
         if (g->v[i].id == id) {

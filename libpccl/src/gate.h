@@ -54,6 +54,9 @@ int gate_admit(gate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t 
  * granted.
  */
 int gate_reserve(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict);
+/* Removes the oldest stranger of the address holding the most into *id (to free what it holds:
+ * its descriptor when the process ran out of them). @return 0, or -1 when there is none. */
+int gate_evict_one(gate_t *g, uint64_t *id);
 /* id is no stranger any more (registered, authenticated or closed); unknown ids are ignored. */
 void gate_remove(gate_t *g, uint64_t id);
 /* Removes strangers older than the deadline into out (at most max). @return how many. */

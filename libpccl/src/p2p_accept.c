@@ -289,8 +289,19 @@ static void *acceptor_main(void *arg) {
             if (i < a->n && pf[2 + i].revents && !a->p[i]->greeted && a->p[i]->fd == pf[2 + i].fd) step(a, i);
         for (int k = 0; k < ACCEPT_BATCH && (pf[0].revents & POLLIN); k++) {
             int fd = accept4(c->p2p.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-            if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+            if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+                /* Out of descriptors: a stranger gives its own back (the busiest address's oldest),
+                 * so the queue keeps moving; with none to give, wait a moment. */
+                uint64_t id;
+                long v = gate_evict_one(&a->gate, &id) == 0 ? find_pending(a, id) : -1;
+                if (v >= 0) {
+                    refuse(a, (size_t)v, 1, "evicted: out of descriptors");
+                    continue;
+                }
                 pause_until = net_now_ms() + 100;
+            } else if (fd < 0 && (errno == ENOBUFS || errno == ENOMEM)) {
+                pause_until = net_now_ms() + 100;
+            }
             if (fd < 0) break;
             take_new(a, fd);
         }

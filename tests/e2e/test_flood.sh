@@ -2,7 +2,8 @@
 # Strangers flooding an open run's ports (docs/security.md, "Strangers"). tests/e2e/flood.py floods
 # from 127.0.0.2 and up while it samples the target's descriptors, memory and CPU time:
 #  A: 3000 RING hellos with random uuids at a peer's p2p port: its descriptors stay bounded (no
-#     stream registered, no thread each) and it spends less than a core on them;
+#     stream registered, no thread each) and it spends less than a core on them; the same again
+#     with the peer out of descriptors;
 #  B: BENCH requests asking the peer to stream for 60 s, and shared-state requests: it sends nothing;
 #  C: 2000 connections that never send HELLO to the master: its descriptors stay bounded, and a
 #     newcomer joins meanwhile and takes steps;
@@ -35,6 +36,19 @@ echo "A: $A"
 python3 -c 'import json,sys; a=json.loads(sys.argv[1]); sys.exit(a["cpu_s"] >= a["wall_s"])' "$A" ||
     fail "A: the peer spent a core or more on the flood: $A"
 still_stepping p1 "$s"
+
+# A2: the same with p1 out of descriptors (its limit lowered to 24 above what it holds): strangers
+# give theirs back, so the flood passes in seconds without spinning, and the ring goes on.
+s=$(steps_of p1)
+soft=$(prlimit --pid "$P1" --nofile --output SOFT --noheadings)
+prlimit --pid "$P1" --nofile=$(( $(ls /proc/"$P1"/fd | wc -l) + 24 )): || fail "A2: prlimit failed"
+A2=$(timeout 60 python3 "$FLOOD" ring "$P1PORT" "$P1" 2000) || fail "A2: the flood did not pass within 60 s"
+echo "A2: $A2"
+[ "$(field "$A2" connected)" -ge 1000 ] || fail "A2: the flood did not get through: $A2"
+python3 -c 'import json,sys; a=json.loads(sys.argv[1]); sys.exit(a["cpu_s"] >= a["wall_s"])' "$A2" ||
+    fail "A2: the peer spent a core or more on the flood: $A2"
+still_stepping p1 "$s"
+prlimit --pid "$P1" --nofile="$soft": || fail "A2: cannot restore the limit"
 
 s=$(steps_of p1)
 B=$(timeout 60 python3 "$FLOOD" bench "$P1PORT" "$P1" 16) || fail "B: flood.py failed"

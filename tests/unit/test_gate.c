@@ -35,6 +35,20 @@ static void test_total_cap_evicts_the_oldest_of_the_busiest_address(void) {
     gate_free(&g);
 }
 
+static void test_evict_one(void) {
+    gate_t g;
+    gate_init(&g, &LIM);
+    uint64_t ev, id = 0;
+    CHECK(gate_evict_one(&g, &id) == -1);
+    CHECK(gate_admit(&g, 1, 8, 0, &ev) == 0);
+    CHECK(gate_admit(&g, 2, 7, 0, &ev) == 0);
+    CHECK(gate_admit(&g, 3, 7, 0, &ev) == 0);
+    CHECK(gate_evict_one(&g, &id) == 0 && id == 2); /* address 7 holds the most */
+    CHECK(gate_evict_one(&g, &id) == 0 && id == 1); /* a tie: the oldest */
+    CHECK(g.n == 1 && g.evicted == 2);
+    gate_free(&g);
+}
+
 static void test_byte_budget(void) {
     gate_t g;
     gate_init(&g, &LIM);
@@ -79,6 +93,7 @@ static void test_deadline(void) {
 int main(void) {
     RUN_TEST(test_per_address_cap_refuses_the_newcomer);
     RUN_TEST(test_total_cap_evicts_the_oldest_of_the_busiest_address);
+    RUN_TEST(test_evict_one);
     RUN_TEST(test_byte_budget);
     RUN_TEST(test_deadline);
     TEST_MAIN_END();
