@@ -248,6 +248,7 @@ def main():
 
     out.extend(rs.section())
     include(p, "security.md", "### 1c. Keyed and encrypted runs")
+    include(p, "strangers.md", "### 1d. Strangers: floods of unauthenticated connections")
 
     # ---- latencies
     lat = [r for r in rows if r.get("mode") == "lat" and r.get("call")]

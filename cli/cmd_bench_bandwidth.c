@@ -4,7 +4,7 @@
  * topology optimization (libpccl/src/bandwidth.c). A server side
  * (`--server`) answers probes; a client (`--connect`) measures upload
  * (client -> server) then download (server -> client). A pccl peer's p2p port
- * answers the same probes.
+ * answers only its group's members, and only the upload direction.
  */
 #include <errno.h>
 #include <poll.h>
@@ -29,7 +29,7 @@
 static const cli_flag_t flags[] = {
     {"server", no_argument, NULL, "answer probes until SIGINT/SIGTERM"},
     {"listen", required_argument, "HOST:PORT", "server address (default 0.0.0.0:48150; port 0 = any)"},
-    {"connect", required_argument, "HOST:PORT", "measure the link to a server (or a peer's p2p port)"},
+    {"connect", required_argument, "HOST:PORT", "measure the link to a server"},
     {"seconds", required_argument, "S", "seconds per direction (default 3, at most 60)"},
     {"streams", required_argument, "N", "parallel TCP connections (default 1, at most 64)"},
     {"admin", required_argument, "HOST:PORT", "print the run's measured bandwidth matrix (master admin port)"},
@@ -63,7 +63,7 @@ static void *serve_one(void *arg) {
     sec_link_t *link;
     char err[160];
     if (p2p_greet(fd, NULL, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
-        bw_serve_connection(link, fd, 10000);
+        bw_serve_connection(link, fd, 10000, BW_MAX_DURATION_MS, 1);
     close(fd);
     return NULL;
 }

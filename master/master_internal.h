@@ -13,6 +13,7 @@
 
 #include <uv.h>
 
+#include "gate.h"
 #include "master_sm.h"
 #include "pccl.h"
 #include "sec_key.h"
@@ -42,6 +43,8 @@ struct pcclMasterInstanceState_t {
     int last_error;
     uint64_t bytes_sent, packets_received;
     struct pccl_master_admin *admin;
+    gate_t gate;             /* strangers: connections before their first message (libpccl/src/gate.h) */
+    uint64_t gate_logged[3];  /* the gate's refused, evicted, expired counts last logged */
     sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
 };
 

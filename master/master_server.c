@@ -34,6 +34,7 @@ typedef struct mconn {
     size_t len, cap;
     int closing;
     int known;          /* the state machine knows it (after the handshake of a keyed run) */
+    int stranger;       /* in the gate: no first message yet (gate.h) */
     ccoip_inet_address_t ip, local; /* what the state machine is told on connect: the peer's and our end */
     uint8_t uuid[16];
     msec_t sec;         /* keyed runs: the handshake, then the session */
@@ -54,6 +55,7 @@ static mconn_t *find_conn(pcclMasterInstance_t *m, uint64_t id) {
 static void on_conn_closed(uv_handle_t *h) {
     mconn_t *c = h->data;
     pcclMasterInstance_t *m = c->master;
+    if (c->stranger) gate_remove(&m->gate, c->id);
     for (mconn_t **pp = &m->conns; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -164,8 +166,74 @@ static void drop_conn(mconn_t *c, const char *reason) {
     msm_on_disconnect(c->master->sm, id);
 }
 
+/* Closes strangers the gate removed (evicted, timed out) without a line each: a flood would
+ * fill the log; the tick logs the gate's counters instead. */
+static void close_strangers(pcclMasterInstance_t *m, const uint64_t *ids, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        mconn_t *c = find_conn(m, ids[i]);
+        if (!c) continue;
+        c->stranger = 0;
+        close_conn(c);
+        if (!c->known) continue;
+        msm_set_time(m->sm, uv_now(&m->loop));
+        msm_on_disconnect(m->sm, c->id);
+    }
+}
+
+/* The connection delivered its first message (or finished its handshake): no stranger any more. */
+static void unstrange(mconn_t *c) {
+    if (!c->stranger) return;
+    c->stranger = 0;
+    gate_remove(&c->master->gate, c->id);
+}
+
+/* The master's limits on strangers: 64 per address and 512 in all; RESUME may legitimately be
+ * megabytes (rings, hashes of many tensors), so bytes are a budget shared by every unregistered
+ * connection (32 MiB per address, 64 MiB in all) rather than a small limit per frame, and every
+ * other first message must fit MASTER_HELLO_MAX. 10 s from accept to the first message. */
+static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .bytes_per_addr = 32u << 20,
+                                                 .bytes_total = 64u << 20, .deadline_ms = 10000};
+#define MASTER_HELLO_MAX 4096
+
+#define STRANGER_BUF 4096 /* what a stranger's buffer starts with: a handshake message or a HELLO */
+
+/* Once a stranger's first frame header arrived: only RESUME may be larger than MASTER_HELLO_MAX,
+ * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
+static int stranger_grow(mconn_t *c) {
+    pcclMasterInstance_t *m = c->master;
+    if (c->len < 6) return 0;
+    uint32_t body = wire_get_u32(c->buf);
+    uint16_t type = wire_get_u16(c->buf + 4);
+    uint32_t max = type == C2M_RESUME ? WIRE_MAX_BODY : MASTER_HELLO_MAX;
+    if (body > max) {
+        char why[112];
+        snprintf(why, sizeof why, "first message of %u bytes (at most %u before registration)", body, max);
+        drop_conn(c, why);
+        return -1;
+    }
+    size_t need = 4 + (size_t)body;
+    if (need <= c->cap) return 0;
+    uint64_t evict[GATE_EVICT_MAX];
+    size_t nevict;
+    int rc = gate_reserve(&m->gate, c->id, need, evict, &nevict);
+    close_strangers(m, evict, nevict);
+    uint8_t *b = rc == 0 ? realloc(c->buf, need) : NULL;
+    if (!b) {
+        c->stranger = rc == 0;
+        drop_conn(c, rc == 0 ? "out of memory" : "the master buffers no more for unregistered connections");
+        return -1;
+    }
+    c->buf = b;
+    c->cap = need;
+    return 0;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     mconn_t *c = h->data;
+    if (c->stranger) { /* never more than the gate granted (stranger_grow keeps len < cap) */
+        *buf = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+        return;
+    }
     if (c->sec.encrypt) { /* frames go to their own buffer and are opened into buf */
         size_t avail;
         uint8_t *p = msec_raw_space(&c->sec, &avail);
@@ -217,6 +285,7 @@ static void process_frames(mconn_t *c) {
         msm_set_time(m->sm, uv_now(&m->loop));
         msm_on_packet(m->sm, c->id, &msg);
         wire_msg_free(&msg);
+        if (!c->closing) unstrange(c); /* the state machine took HELLO or RESUME (else it kicked) */
     }
     if (c->closing) return;
     memmove(c->buf, c->buf + off, c->len - off);
@@ -269,6 +338,7 @@ static int handshake_step(mconn_t *c) {
         return -1;
     }
     case MSEC_DONE:
+        unstrange(c); /* it holds the run key */
         connect_to_sm(c);
         if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
             drop_conn(c, "a frame failed authentication");
@@ -302,6 +372,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (c->sec.hs) {
         c->len += (size_t)nread;
         if (handshake_step(c) != 0) return;
+        if (c->closing) return;
     } else if (c->sec.encrypt) {
         c->sec.raw_len += (size_t)nread;
         if (msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
@@ -311,6 +382,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     } else {
         c->len += (size_t)nread;
     }
+    if (c->stranger && stranger_grow(c) != 0) return;
     process_frames(c);
 }
 
@@ -338,6 +410,22 @@ static void on_connection(uv_stream_t *server, int status) {
     len = sizeof ss;
     if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
         c->local = from.inet;
+    uint64_t evict;
+    if (gate_admit(&m->gate, c->id, gate_key_of(&c->ip), uv_now(&m->loop), &evict) != 0) {
+        close_conn(c); /* before the state machine heard of it; counted, logged by the tick */
+        return;
+    }
+    c->stranger = 1;
+    close_strangers(m, &evict, evict != 0);
+    uint64_t none[GATE_EVICT_MAX];
+    size_t nnone;
+    c->buf = malloc(STRANGER_BUF);
+    if (!c->buf || gate_reserve(&m->gate, c->id, STRANGER_BUF, none, &nnone) != 0) {
+        close_conn(c);
+        return;
+    }
+    close_strangers(m, none, nnone);
+    c->cap = STRANGER_BUF;
     if (getrandom(c->uuid, sizeof c->uuid, 0) != (ssize_t)sizeof c->uuid) {
         uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
         for (int i = 0; i < 16; i++) c->uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
@@ -395,10 +483,27 @@ static void on_moon_done(uv_async_t *a) {
     moon_free(m);
 }
 
+/* Closes strangers past their deadline and logs what the gate refused since the last tick. */
+static void gate_tick(pcclMasterInstance_t *m) {
+    uint64_t ids[64];
+    size_t n;
+    while ((n = gate_expire(&m->gate, uv_now(&m->loop), ids, 64)) > 0) close_strangers(m, ids, n);
+    const gate_t *g = &m->gate;
+    uint64_t now[3] = {g->refused, g->evicted, g->expired};
+    if (memcmp(now, m->gate_logged, sizeof now) == 0) return;
+    PLOG_WARN("master", "unregistered connections: %llu refused, %llu evicted, %llu past the %llu ms deadline "
+              "since the last report; %zu open, %zu bytes buffered",
+              (unsigned long long)(now[0] - m->gate_logged[0]), (unsigned long long)(now[1] - m->gate_logged[1]),
+              (unsigned long long)(now[2] - m->gate_logged[2]), (unsigned long long)g->lim.deadline_ms, g->n,
+              g->bytes);
+    memcpy(m->gate_logged, now, sizeof now);
+}
+
 /* Kicks peers that went silent (no heartbeat), e.g. a SIGSTOPped process whose kernel still ACKs,
- * and starts a requested background ring search. */
+ * closes strangers past their deadline and starts a requested background ring search. */
 static void on_tick(uv_timer_t *t) {
     pcclMasterInstance_t *m = t->data;
+    gate_tick(m);
     for (mconn_t *c = m->conns; c; c = c->next)
         if (c->sec.hs && !c->closing && uv_now(&m->loop) - c->sec.started_ms > SEC_HS_TIMEOUT_MS) {
             char ip[ADDR_STRLEN];
@@ -491,6 +596,7 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     pcclMasterInstance_t *m = calloc(1, sizeof *m);
     if (!m) return pcclInternalError;
     m->sec = sec;
+    gate_init(&m->gate, &master_gate_limits);
     if (uv_loop_init(&m->loop) != 0) {
         free(m);
         return pcclInternalError;
@@ -582,6 +688,7 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
     uv_loop_close(&m->loop);
     pccl__admin_free(m);
     msm_destroy(m->sm);
+    gate_free(&m->gate);
     free(m);
     return pcclSuccess;
 }

@@ -29,8 +29,9 @@ static int send_for(sec_link_t *l, int fd, int duration_ms) {
     return 0;
 }
 
-/* Receives until EOF; bytes and time between the first and the last byte. */
-static int receive_all(sec_link_t *l, int fd, uint64_t *bytes, uint64_t *ns) {
+/* Receives until EOF (failing past end_ns unless it is 0); bytes and time between the first and
+ * the last byte. */
+static int receive_all(sec_link_t *l, int fd, uint64_t end_ns, uint64_t *bytes, uint64_t *ns) {
     uint8_t *buf = malloc(BW_CHUNK);
     if (!buf) return -1;
     uint64_t first = 0, last = 0, total = 0;
@@ -42,6 +43,10 @@ static int receive_all(sec_link_t *l, int fd, uint64_t *bytes, uint64_t *ns) {
             return -1;
         }
         last = now_ns();
+        if (end_ns && last > end_ns) {
+            free(buf);
+            return -1;
+        }
         if (!total) first = last;
         total += (uint64_t)n;
     }
@@ -51,19 +56,20 @@ static int receive_all(sec_link_t *l, int fd, uint64_t *bytes, uint64_t *ns) {
     return total ? 0 : -1;
 }
 
-void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms) {
+void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms, int max_ms, int may_send) {
     uint8_t req[5];
+    net_set_timeouts(fd, timeout_ms);
     if (link_recv_all(l, fd, req, sizeof req) != 0) return;
     uint32_t duration = wire_get_u32(req + 1);
-    if (duration == 0 || duration > BW_MAX_DURATION_MS) return;
-    net_set_timeouts(fd, timeout_ms);
+    if (duration == 0 || duration > (uint32_t)max_ms || (req[0] == BW_SERVER_SENDS && !may_send)) return;
     if (req[0] == BW_SERVER_SENDS) {
         send_for(l, fd, (int)duration);
         uint8_t b;
         while (sec_link_recv(l, fd, &b, 1) > 0) { /* wait for the client to finish reading */ }
     } else if (req[0] == BW_CLIENT_SENDS) {
         uint64_t bytes, ns;
-        if (receive_all(l, fd, &bytes, &ns) != 0) return;
+        uint64_t end = now_ns() + ((uint64_t)duration + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0)) * 1000000u;
+        if (receive_all(l, fd, end, &bytes, &ns) != 0) return;
         uint8_t res[16];
         wire_put_u64(res, bytes);
         wire_put_u64(res + 8, ns);
@@ -94,7 +100,7 @@ static void *one_stream(void *p) {
     wire_put_u32(req + 1, (uint32_t)a->duration_ms);
     if (link_send_all(l, fd, req, sizeof req) == 0) {
         if (a->direction == BW_SERVER_SENDS) {
-            if (receive_all(l, fd, &a->bytes, &a->ns) == 0) a->rc = 0;
+            if (receive_all(l, fd, 0, &a->bytes, &a->ns) == 0) a->rc = 0;
         } else if (send_for(l, fd, a->duration_ms) == 0) {
             uint8_t res[16];
             if (link_recv_all(l, fd, res, sizeof res) == 0) {

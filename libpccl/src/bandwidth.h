@@ -38,7 +38,9 @@ int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const s
                bw_result_t *out);
 
 /* Serves one BENCH connection whose introduction was already read (blocking, bounded by
- * timeout_ms); link: the AEAD stream when the run encrypts, else NULL. */
-void bw_serve_connection(sec_link_t *link, int fd, int timeout_ms);
+ * timeout_ms); link: the AEAD stream when the run encrypts, else NULL. A request for longer than
+ * max_ms, or for this side to send when may_send is 0, is refused; a client that keeps sending
+ * past its duration plus timeout_ms is cut off, so a probe is bounded in time and bytes. */
+void bw_serve_connection(sec_link_t *link, int fd, int timeout_ms, int max_ms, int may_send);
 
 #endif

@@ -67,7 +67,7 @@ typedef struct p2p_state {
     wire_peer_t *peers; /* own group's peers in ring order (addresses) */
     uint32_t npeers;
     uint32_t local_peers; /* peers of the group on this host, this one included */
-    atomic_int handlers; /* live shared-state server threads */
+    atomic_int handlers; /* live shared-state and probe server threads (at most P2P_SERVERS_MAX) */
 } p2p_state_t;
 
 struct pccl_op;

@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bandwidth.h"
 #include "log.h"
 #include "net.h"
 #include "p2p_hello.h"
@@ -77,7 +76,7 @@ static p2p_conn_t *find_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, u
     return NULL;
 }
 
-static void insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot) {
+void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot) {
     p2p_conn_t *k = calloc(1, sizeof *k);
     if (!k) {
         close(fd);
@@ -100,11 +99,6 @@ static void insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[1
     pthread_mutex_unlock(&c->p2p.mu);
 }
 
-typedef struct accept_arg {
-    pcclComm_t *comm;
-    int fd;
-} accept_arg_t;
-
 /* Waits on p2p.cv for at most ms (a short slice: callers re-check their condition). */
 static void timedwait_ms(pcclComm_t *c, uint64_t ms) {
     struct timespec ts;
@@ -117,110 +111,6 @@ static void timedwait_ms(pcclComm_t *c, uint64_t ms) {
     pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
 }
 
-/* Whether uuid is in the group the master last announced. A newcomer may connect before this
- * peer has read the ESTABLISH_P2P that names it, so the answer may wait until deadline. */
-static int await_member(pcclComm_t *c, const uint8_t uuid[16], uint64_t deadline) {
-    pthread_mutex_lock(&c->p2p.mu);
-    for (;;) {
-        for (uint32_t i = 0; i < c->p2p.npeers; i++)
-            if (memcmp(c->p2p.peers[i].uuid, uuid, 16) == 0) {
-                pthread_mutex_unlock(&c->p2p.mu);
-                return 1;
-            }
-        uint64_t now = net_now_ms();
-        if (now >= deadline || atomic_load(&c->shutting_down)) break;
-        timedwait_ms(c, deadline - now < 20 ? deadline - now : 20);
-    }
-    pthread_mutex_unlock(&c->p2p.mu);
-    return 0;
-}
-
-static void *handle_incoming(void *arg) {
-    accept_arg_t a = *(accept_arg_t *)arg;
-    free(arg);
-    pcclComm_t *c = a.comm;
-    uint64_t deadline = net_now_ms() + HANDSHAKE_TIMEOUT_MS;
-    p2p_intro_t who;
-    sec_link_t *link = NULL;
-    char err[160];
-    net_set_nodelay(a.fd);
-    net_set_timeouts(a.fd, HANDSHAKE_TIMEOUT_MS);
-    uint8_t self[16];
-    comm_uuid(c, self);
-    char name[24]; /* the communicator's log name changes with its uuid: this thread's own copy */
-    snprintf(name, sizeof name, "peer:%02x%02x%02x%02x", self[0], self[1], self[2], self[3]);
-    /* Before the master's welcome this peer has no group (and may not know yet whether the run
-     * encrypts: the master's handshake says so): nobody may connect. */
-    if (c->sec.keyed && !atomic_load(&c->registered)) {
-        PLOG_INFO(name, "rejected p2p connection: not registered with the master yet");
-        close(a.fd);
-    } else if (p2p_greet(a.fd, &c->sec, self, &who, &link, err, sizeof err) != 0) {
-        PLOG_INFO(name, "rejected p2p connection: %s", err);
-        close(a.fd);
-    } else if (c->sec.keyed && !await_member(c, who.uuid, deadline)) {
-        /* Holding the key is not enough: only the group's current members may use this port. */
-        PLOG_WARN(name, "rejected p2p connection from %02x%02x%02x%02x: not a member of this peer's group",
-                  who.uuid[0], who.uuid[1], who.uuid[2], who.uuid[3]);
-        sec_link_free(link);
-        close(a.fd);
-    } else if (who.kind == P2P_KIND_RING) {
-        uint8_t ack = 1;
-        if (link_send_all(link, a.fd, &ack, 1) == 0) {
-            net_set_timeouts(a.fd, 0);
-            net_set_nonblock(a.fd, 1);
-            net_bound_local_rcvbuf(a.fd); /* ring data flows into this end */
-            insert(c, a.fd, link, who.uuid, P2P_RX, who.slot);
-        } else {
-            sec_link_free(link);
-            close(a.fd);
-        }
-    } else {
-        if (who.kind == P2P_KIND_BENCH) {
-            bw_serve_connection(link, a.fd, c->timeout_ms);
-        } else {
-            net_set_timeouts(a.fd, c->timeout_ms);
-            ss_serve_connection(c, link, a.fd);
-        }
-        sec_link_free(link);
-        close(a.fd);
-    }
-    atomic_fetch_sub(&c->p2p.handlers, 1);
-    return NULL;
-}
-
-static void *acceptor(void *arg) {
-    pcclComm_t *c = arg;
-    for (;;) {
-        struct pollfd p[2] = {{.fd = c->p2p.listen_fd, .events = POLLIN}, {.fd = c->p2p.wake_pipe[0], .events = POLLIN}};
-        int n = poll(p, 2, -1);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 || (p[1].revents & POLLIN) || atomic_load(&c->shutting_down)) break;
-        if (!(p[0].revents & POLLIN)) continue;
-        int fd = accept4(c->p2p.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        accept_arg_t *a = malloc(sizeof *a);
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        atomic_fetch_add(&c->p2p.handlers, 1);
-        if (!a) {
-            atomic_fetch_sub(&c->p2p.handlers, 1);
-            close(fd);
-        } else {
-            a->comm = c;
-            a->fd = fd;
-            if (pthread_create(&t, &attr, handle_incoming, a) != 0) {
-                atomic_fetch_sub(&c->p2p.handlers, 1);
-                close(fd);
-                free(a);
-            }
-        }
-        pthread_attr_destroy(&attr);
-    }
-    return NULL;
-}
-
 int p2p_start(pcclComm_t *c) {
     c->p2p.listen_fd = net_listen_any(c->p2p_listen_port, &c->p2p.port);
     if (c->p2p.listen_fd < 0) return -1;
@@ -229,7 +119,7 @@ int p2p_start(pcclComm_t *c) {
         c->p2p.listen_fd = -1;
         return -1;
     }
-    if (pthread_create(&c->p2p.acceptor, NULL, acceptor, c) != 0) {
+    if (p2p_acceptor_start(c) != 0) {
         close(c->p2p.listen_fd);
         close(c->p2p.wake_pipe[0]);
         close(c->p2p.wake_pipe[1]);
@@ -345,7 +235,7 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     }
     net_set_timeouts(fd, 0);
     net_set_nonblock(fd, 1);
-    insert(c, fd, link, uuid, P2P_TX, slot);
+    p2p_insert(c, fd, link, uuid, P2P_TX, slot);
     pthread_mutex_lock(&c->p2p.mu);
     k = find_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;

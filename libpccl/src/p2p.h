@@ -40,6 +40,18 @@ void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 
+/* The acceptor (p2p_accept.c): limits on what arrives at the p2p port. The master assigns ring
+ * slots below min(pool, 64) (msm_collective.c). A peer's port receives probes only (the master's
+ * probes send to the peer measured), of at most P2P_BENCH_MAX_MS. */
+#define P2P_SLOTS_MAX 64
+#define P2P_SERVERS_MAX 16 /* shared-state transfers and bandwidth probes served at once; more wait */
+#define P2P_BENCH_MAX_MS 2000
+/* Starts the acceptor thread on c->p2p.listen_fd (c->p2p.acceptor). @return 0 or an errno value. */
+int p2p_acceptor_start(pcclComm_t *c);
+/* Registers a connected and greeted stream (the table takes fd and link); a stream of the same
+ * neighbour, direction and slot is replaced: the other side reconnected, its old stream is dead. */
+void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot);
+
 /* Served on the p2p port; implemented in shared_state.c. link: the AEAD stream when the run
  * encrypts, else NULL. */
 void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd);

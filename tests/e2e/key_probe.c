@@ -1,6 +1,7 @@
-/* key_probe.c - asks a peer's p2p port for a short bandwidth probe (it sends for 200 ms) as a
+/* key_probe.c - asks a peer's p2p port for a short bandwidth probe (it receives for 200 ms and
+ * answers what it measured, as for the master's probes) as a
  * client that claims the uuid UUIDHEX, holding the key in KEYFILE ("-": none, an open client).
- * Prints "served N bytes" and exits 0 when the peer served it, "refused" and exits 1 when not.
+ * Prints "served N bytes" (what the peer measured) and exits 0 when the peer served it, "refused" and exits 1 when not.
  * Used by test_keyed_refused.sh to knock on a keyed peer's port from outside the run.
  *   key_probe IP PORT KEYFILE|- UUIDHEX */
 #include <stdio.h>
@@ -35,7 +36,7 @@ int main(int argc, char **argv) {
     bw_result_t r;
     ccoip_socket_address_t to = {.inet = {.protocol = inetIPv4, .ipv4.data = {ip[0], ip[1], ip[2], ip[3]}},
                                  .port = (uint16_t)atoi(argv[2])};
-    if (bw_measure(&to, uuid, &sec, NULL, BW_SERVER_SENDS, 200, 1, 3000, &r) == 0 &&
+    if (bw_measure(&to, uuid, &sec, NULL, BW_CLIENT_SENDS, 200, 1, 3000, &r) == 0 &&
         r.bytes > 0) {
         printf("served %llu bytes\n", (unsigned long long)r.bytes);
         return 0;

@@ -44,8 +44,10 @@ case "$line2" in *"| 6.20 | 5.80 | 9.00 | 6.45 | 1.04x | 3 of 5, p = 1.00 | 1.11
     *) fail "2-peer row: $line2" ;; esac
 case "$line4" in *"| 0.80x | 0 of 4, p = 0.12 |"*) ;; *) fail "4-peer row: $line4" ;; esac
 # The verdict follows the rounds (1.04x), not the single plain run (0.78x).
-grep -q "2 peers 16 MiB: pccl >= best comparator | yes | 1.04x (5 rounds); out of place 1.11x |" "$WORK/out.md" ||
-    fail "Must line for 2 peers: $(grep '2 peers 16 MiB: pccl >=' "$WORK/out.md")"
+grep -q "2 peers 16 MiB: pccl in place >= 0.9x best comparator | yes | 1.04x (5 rounds) |" "$WORK/out.md" ||
+    fail "in-place Must line for 2 peers: $(grep '2 peers 16 MiB: pccl in place' "$WORK/out.md")"
+grep -q "2 peers 16 MiB: pccl out of place >= best comparator | yes | 1.11x (5 rounds) |" "$WORK/out.md" ||
+    fail "out-of-place Must line for 2 peers: $(grep '2 peers 16 MiB: pccl out of place' "$WORK/out.md")"
 echo "ok: rounds won and ratios from synthetic rounds"
 
 # report.py --rounds prints section 1b alone: the same rows as in the full report.
