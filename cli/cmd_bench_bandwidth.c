@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,9 @@ const cli_command_t cli_cmd_bench_bandwidth = {
 static volatile sig_atomic_t g_stop;
 /* The run key of a keyed probe (keyed 0: open), set before any thread starts and read-only after. */
 static sec_cfg_t g_sec;
+/* Connections being served. The server waits for them (a while) before it returns, so that none is
+ * still in the cipher when the process exits and OpenSSL frees its tables. */
+static atomic_int g_serving;
 static void on_signal(int sig) {
     (void)sig;
     g_stop = 1;
@@ -73,6 +77,7 @@ static void *serve_one(void *arg) {
     else pccl_log(PCCL_LOG_INFO, "bench", "refused a connection: %s", err);
     sec_link_free(link);
     close(fd);
+    atomic_fetch_sub(&g_serving, 1);
     return NULL;
 }
 
@@ -106,10 +111,16 @@ static int serve(const ccoip_socket_address_t *addr) {
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &at, serve_one, (void *)(intptr_t)c) != 0) close(c);
+        atomic_fetch_add(&g_serving, 1);
+        if (pthread_create(&t, &at, serve_one, (void *)(intptr_t)c) != 0) {
+            close(c);
+            atomic_fetch_sub(&g_serving, 1);
+        }
         pthread_attr_destroy(&at);
     }
     close(fd);
+    /* A probe still running is cut off after 2 s: its client then reports a failed measurement. */
+    for (int i = 0; i < 200 && atomic_load(&g_serving) > 0; i++) usleep(10000);
     return CLI_EXIT_OK;
 }
 
