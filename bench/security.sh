@@ -1,44 +1,59 @@
 #!/usr/bin/env bash
-# bench/security.sh [--bin DIR] [--rounds K] [PEERS...] - what a keyed run and an encrypted run
-# cost: in-place float sum all-reduce throughput (pccl_allreduce ar: forked peers and an in-process
-# master on 127.0.0.1) of an open run, a keyed run (every connection authenticated, PCCL_KEY_FILE)
-# and an encrypted one (PCCL_KEY_FILE + PCCL_ENCRYPT=1: AEAD on every byte), at 16 MiB and 256 MiB.
+# bench/security.sh [--bin DIR] [--rounds K] [--wan] [PEERS...] - what a keyed run and an encrypted
+# run cost: in-place float sum all-reduce throughput of an open run, a keyed run (every connection
+# authenticated, PCCL_KEY_FILE) and an encrypted one (PCCL_KEY_FILE + PCCL_ENCRYPT=1: AEAD on every
+# byte), at 16 MiB and 256 MiB. Loopback (default): pccl_allreduce ar, forked peers and an
+# in-process master on 127.0.0.1; 16 MiB: 10 timed repetitions after 3 warm-ups, 256 MiB: 3 after 1.
+# --wan (root): the same three modes in the same emulated WAN (bench/wan.sh: one namespace per peer
+# and a master of its own, netem or bench/wanemu; WAN_RATE default 1gbit, WAN_DELAY as wan.sh),
+# one all-reduce at a time; 16 MiB: 5 timed repetitions, 256 MiB: 2, each after 1 warm-up.
 # Each round runs the three modes back to back at one point, so a slow phase of a shared machine
-# hits all three; per mode the median over K rounds of each run's median (16 MiB: 10 timed
-# repetitions after 3 warm-ups; 256 MiB: 3 after 1). Prints a markdown table: GB/s (ms) per mode
-# and each mode's throughput relative to the open run. Defaults: build/bin, K = 3, peers 2 and 4.
+# hits all three; per mode the median over K rounds of each run's median. Prints a markdown table:
+# GB/s (ms) per mode and each mode's throughput relative to the open run. Defaults: build/bin,
+# K = 3, peers 2 and 4. The cipher is each machine's choice (PCCL_CIPHER overrides it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=build/bin ROUNDS=3 PEERS=()
+BIN=build/bin ROUNDS=3 PEERS=() WAN=0
 while [ $# -gt 0 ]; do
     case $1 in
         --bin) BIN=$2; shift 2 ;;
         --rounds) ROUNDS=$2; shift 2 ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        --wan) WAN=1; shift ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
         [0-9]*) PEERS+=("$1"); shift ;;
         *) echo "security.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [ ${#PEERS[@]} -gt 0 ] || PEERS=(2 4)
 [ -x "$BIN/pccl_allreduce" ] || { echo "build first: $BIN/pccl_allreduce" >&2; exit 2; }
+BIN=$(cd "$BIN" && pwd)
 WORK=$(mktemp -d /tmp/pccl-security-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 head -c 48 /dev/urandom | base64 > "$WORK/run.key"
 chmod 600 "$WORK/run.key"
 
 run() { # MODE PEERS BYTES: prints the run's median time in seconds (empty when it failed)
-    local reps=10 warm=3
-    [ "$3" -gt $((64 << 20)) ] && reps=3 warm=1
     local env=(env -u PCCL_KEY_FILE -u PCCL_ENCRYPT)
     case $1 in
         keyed) env+=(PCCL_KEY_FILE="$WORK/run.key") ;;
         encrypted) env+=(PCCL_KEY_FILE="$WORK/run.key" PCCL_ENCRYPT=1) ;;
     esac
+    if [ "$WAN" = 1 ]; then # master and peers inherit the mode's environment through wan.sh
+        local reps=5
+        [ "$3" -gt $((64 << 20)) ] && reps=2
+        PCCL_LOG_LEVEL=error WAN_PEERS=$2 WAN_BYTES=$3 WAN_RATE=${WAN_RATE:-1gbit} WAN_PREFIX=${WAN_PREFIX:-pccls} \
+            "${env[@]}" bench/wan.sh "$BIN" "$reps" 1 2>> "$WORK/err" | tee -a "$WORK/wan.out" |
+            grep -o 'mode=wan .*median_s=[0-9.]*' | grep -o 'median_s=[0-9.]*' | cut -d= -f2 || true
+        return
+    fi
+    local reps=10 warm=3
+    [ "$3" -gt $((64 << 20)) ] && reps=3 warm=1
     PCCL_LOG_LEVEL=error timeout 600 "${env[@]}" "$BIN/pccl_allreduce" ar "$2" "$3" "$reps" "$warm" 2>> "$WORK/err" |
         grep -o 'median_s=[0-9.]*' | cut -d= -f2 || true
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }
 
+[ "$WAN" = 1 ] && { [ "$(id -u)" = 0 ] || { echo "security.sh: --wan needs root (namespaces)" >&2; exit 2; }; }
 echo "| peers | size | open | keyed | encrypted | keyed / open | encrypted / open |"
 echo "|---|---|---|---|---|---|---|"
 for n in "${PEERS[@]}"; do
@@ -71,3 +86,5 @@ for n in "${PEERS[@]}"; do
         unset t m
     done
 done
+# The emulation's own line (which path, delay, rate), once.
+if [ "$WAN" = 1 ]; then grep -m1 -o 'emu=[^ ]*' "$WORK/wan.out" | tr _ ' ' || true; fi

@@ -7,7 +7,8 @@
 #        WAN_MTU (9000, wanemu path only), WAN_CC (TCP congestion control in the namespaces, e.g.
 #        cubic; default: the kernel's, named in the wanenv line), WAN_TAG (adds scenario=TAG to every
 #        RESULT line, so run.sh can report several settings apart), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
-#        minmax:uint8; tags the RESULT lines)
+#        minmax:uint8; tags the RESULT lines), WAN_PREFIX (pcclb: the prefix of every namespace and link
+#        name below, at most 6 characters, so runs with different prefixes do not collide)
 #
 # Two emulations, chosen by probing the kernel:
 #
@@ -28,6 +29,7 @@
 # Everything is removed on exit (trap), also on failure; processes are stopped by PID.
 set -euo pipefail
 BIN=$1 REPS=$2 CONCS=$3
+NSP=${WAN_PREFIX:-pcclb} # names of the namespaces and links: another prefix lets two emulations run side by side
 PEERS=${WAN_PEERS:-4}
 BYTES=${WAN_BYTES:-16777216}
 RATE=${WAN_RATE:-1gbit}
@@ -37,7 +39,7 @@ CC=${WAN_CC:-$(sysctl -n net.ipv4.tcp_congestion_control)}
 TAG=${WAN_TAG:+ scenario=$WAN_TAG}
 grep -qw "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control ||
     { echo "wan.sh: WAN_CC=$CC is not available in this kernel" >&2; exit 2; }
-BR=pcclb-br0
+BR=$NSP-br0
 WORK=$(mktemp -d /tmp/pcclb-wan-XXXXXX)
 MPID= EMUPID=
 MASTER_IP=10.77.0.254
@@ -47,7 +49,7 @@ ALLOWED_CC=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
 cleanup() {
     sysctl -qw net.ipv4.tcp_allowed_congestion_control="$ALLOWED_CC" || true
     [ -n "$MPID" ] && kill -TERM "$MPID" 2>/dev/null && wait "$MPID" 2>/dev/null
-    for ns in pcclb-m $(seq -f pcclb-p%g 0 $((PEERS - 1))); do # anything left in our namespaces is ours
+    for ns in $NSP-m $(seq -f "$NSP-p%g" 0 $((PEERS - 1))); do # anything left in our namespaces is ours
         ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     done
     if [ -n "$EMUPID" ]; then # its counters are the evidence of queue drops and losses
@@ -55,11 +57,11 @@ cleanup() {
         cat "$WORK/wanemu.err" >&2 2>/dev/null || true
     fi
     for i in $(seq 0 $((PEERS - 1))); do
-        ip netns del "pcclb-p$i" 2>/dev/null || true
-        ip link del "pcclb-v$i" 2>/dev/null || true
+        ip netns del "$NSP-p$i" 2>/dev/null || true
+        ip link del "$NSP-v$i" 2>/dev/null || true
     done
-    ip netns del pcclb-m 2>/dev/null || true
-    ip netns del pcclb-probe 2>/dev/null || true
+    ip netns del $NSP-m 2>/dev/null || true
+    ip netns del $NSP-probe 2>/dev/null || true
     ip link del "$BR" 2>/dev/null || true
     rm -rf "$WORK"
 }
@@ -89,9 +91,9 @@ to_ms() {
 }
 
 # probe once: some kernels (e.g. Firecracker guests) lack sch_netem
-ip netns add pcclb-probe
-if tc -n pcclb-probe qdisc add dev lo root netem delay 1ms 2>/dev/null; then HAVE_NETEM=1; else HAVE_NETEM=0; fi
-ip netns del pcclb-probe
+ip netns add $NSP-probe
+if tc -n $NSP-probe qdisc add dev lo root netem delay 1ms 2>/dev/null; then HAVE_NETEM=1; else HAVE_NETEM=0; fi
+ip netns del $NSP-probe
 
 if [ "$HAVE_NETEM" = 1 ]; then
     DELAY=${WAN_DELAY:-10ms}
@@ -101,16 +103,16 @@ if [ "$HAVE_NETEM" = 1 ]; then
     ip addr add "$MASTER_IP/24" dev "$BR"
     ip link set "$BR" up
     for i in $(seq 0 $((PEERS - 1))); do
-        ns=pcclb-p$i
+        ns=$NSP-p$i
         ip netns add "$ns"
         ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CC"
-        ip link add "pcclb-v$i" type veth peer name "pcclb-e$i" netns "$ns"
-        ip link set "pcclb-v$i" master "$BR" up
-        ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev "pcclb-e$i"
+        ip link add "$NSP-v$i" type veth peer name "$NSP-e$i" netns "$ns"
+        ip link set "$NSP-v$i" master "$BR" up
+        ip -n "$ns" addr add "10.77.0.$((i + 1))/24" dev "$NSP-e$i"
         ip -n "$ns" link set lo up
-        ip -n "$ns" link set "pcclb-e$i" up
-        tc qdisc add dev "pcclb-v$i" root "${QDISC[@]}"
-        ip netns exec "$ns" tc qdisc add dev "pcclb-e$i" root "${QDISC[@]}"
+        ip -n "$ns" link set "$NSP-e$i" up
+        tc qdisc add dev "$NSP-v$i" root "${QDISC[@]}"
+        ip netns exec "$ns" tc qdisc add dev "$NSP-e$i" root "${QDISC[@]}"
     done
 else
     [ -x "$BIN/wanemu" ] || { echo "wan.sh: no sch_netem and no $BIN/wanemu (build target wanemu)" >&2; exit 1; }
@@ -119,24 +121,24 @@ else
     RMBIT=$(to_mbit "$RATE")
     EMU="wanemu delay $DELAY one way (RTT 2x), rate $RATE, loss $LOSS, mtu $MTU, tcp $CC"
     echo "wan.sh: no sch_netem in this kernel: userspace emulation ($EMU)" >&2
-    links=(--link "pcclb-tm=$MASTER_IP")
-    for i in $(seq 0 $((PEERS - 1))); do links+=(--link "pcclb-t$i=10.77.0.$((i + 1))"); done
+    links=(--link "$NSP-tm=$MASTER_IP")
+    for i in $(seq 0 $((PEERS - 1))); do links+=(--link "$NSP-t$i=10.77.0.$((i + 1))"); done
     "$BIN/wanemu" "${links[@]}" --delay "$DMS" --rate "$RMBIT" --loss "$LOSS" --seed 1 \
         >"$WORK/wanemu.out" 2>"$WORK/wanemu.err" &
     EMUPID=$!
     for _ in $(seq 50); do grep -q READY "$WORK/wanemu.out" && break; sleep 0.1; done
     grep -q READY "$WORK/wanemu.out" || { echo "wan.sh: wanemu did not start" >&2; cat "$WORK/wanemu.err" >&2; exit 1; }
     for i in m $(seq 0 $((PEERS - 1))); do
-        if [ "$i" = m ]; then ns=pcclb-m ip=$MASTER_IP; else ns=pcclb-p$i ip=10.77.0.$((i + 1)); fi
+        if [ "$i" = m ]; then ns=$NSP-m ip=$MASTER_IP; else ns=$NSP-p$i ip=10.77.0.$((i + 1)); fi
         ip netns add "$ns"
-        ip link set "pcclb-t$i" netns "$ns" # the TUN moves; wanemu's fd stays attached to it
+        ip link set "$NSP-t$i" netns "$ns" # the TUN moves; wanemu's fd stays attached to it
         ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 # no router solicitations
         ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$CC"
         ip -n "$ns" link set lo up
-        ip -n "$ns" link set "pcclb-t$i" mtu "$MTU" up
-        ip -n "$ns" addr add "$ip/24" dev "pcclb-t$i" # the /24 route points into wanemu
+        ip -n "$ns" link set "$NSP-t$i" mtu "$MTU" up
+        ip -n "$ns" addr add "$ip/24" dev "$NSP-t$i" # the /24 route points into wanemu
     done
-    MASTER_NS=(ip netns exec pcclb-m)
+    MASTER_NS=(ip netns exec $NSP-m)
 fi
 echo "RESULT impl=env mode=wanenv emu=${EMU// /_}$TAG"
 
@@ -150,7 +152,7 @@ for c in $CONCS; do
     echo "[$(date -u +%H:%M:%S)] wan: $PEERS peers, $c x $BYTES B, $EMU" >&2
     pids=()
     for i in $(seq 0 $((PEERS - 1))); do
-        timeout 600 ip netns exec "pcclb-p$i" "$BIN/pccl_allreduce" peer "$MASTER_IP" "$PORT" "$i" "$PEERS" conc \
+        timeout 600 ip netns exec "$NSP-p$i" "$BIN/pccl_allreduce" peer "$MASTER_IP" "$PORT" "$i" "$PEERS" conc \
             "$BYTES" "$REPS" "$c" >"$WORK/p$i.out" 2>"$WORK/p$i.err" &
         pids+=($!)
     done

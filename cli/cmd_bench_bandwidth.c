@@ -4,12 +4,16 @@
  * topology optimization (libpccl/src/bandwidth.c). A server side
  * (`--server`) answers probes; a client (`--connect`) measures upload
  * (client -> server) then download (server -> client). A pccl peer's p2p port
- * answers only its group's members, and only the upload direction.
+ * answers only its group's members, and only the upload direction. With a run
+ * key (--key-file, or PCCL_KEY_FILE) every probe connection proves it first, as
+ * in a keyed run; --encrypt on both sides seals the probe's bytes too, so the
+ * figure is what an encrypted run's link delivers.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,8 @@ static const cli_flag_t flags[] = {
     {"seconds", required_argument, "S", "seconds per direction (default 3, at most 60)"},
     {"streams", required_argument, "N", "parallel TCP connections (default 1, at most 64)"},
     {"admin", required_argument, "HOST:PORT", "print the run's measured bandwidth matrix (master admin port)"},
+    {"key-file", required_argument, "FILE", "run key: every probe connection proves it (mode 0600; env PCCL_KEY_FILE)"},
+    {"encrypt", no_argument, NULL, "encrypt the probe, as in an encrypted run (needs a run key; both sides)"},
     {"json", no_argument, NULL, "print the result as JSON"},
     {0},
 };
@@ -43,14 +49,19 @@ const cli_command_t cli_cmd_bench_bandwidth = {
     .name = "bench-bandwidth",
     .alias = "bench p2p",
     .summary = "measure point-to-point bandwidth in each direction",
-    .usage = "--server [--listen HOST:PORT] | --connect HOST:PORT [--seconds S] [--streams N] [--json] | "
-             "--admin HOST:PORT [--json]",
+    .usage = "--server [--listen HOST:PORT] [--key-file FILE [--encrypt]] | --connect HOST:PORT [--seconds S] "
+             "[--streams N] [--key-file FILE [--encrypt]] [--json] | --admin HOST:PORT [--json]",
     .flags = flags,
     .run = run,
     .renamed = cli_admin_renamed,
 };
 
 static volatile sig_atomic_t g_stop;
+/* The run key of a keyed probe (keyed 0: open), set before any thread starts and read-only after. */
+static sec_cfg_t g_sec;
+/* Connections being served. The server waits for them (a while) before it returns, so that none is
+ * still in the cipher when the process exits and OpenSSL frees its tables. */
+static atomic_int g_serving;
 static void on_signal(int sig) {
     (void)sig;
     g_stop = 1;
@@ -62,9 +73,12 @@ static void *serve_one(void *arg) {
     p2p_intro_t who;
     sec_link_t *link;
     char err[160];
-    if (p2p_greet(fd, NULL, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
+    if (p2p_greet(fd, &g_sec, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
         bw_serve_connection(link, fd, 10000, BW_MAX_DURATION_MS, 1);
+    else pccl_log(PCCL_LOG_INFO, "bench", "refused a connection: %s", err);
+    sec_link_free(link);
     close(fd);
+    atomic_fetch_sub(&g_serving, 1);
     return NULL;
 }
 
@@ -81,7 +95,8 @@ static int serve(const ccoip_socket_address_t *addr) {
     struct sigaction act = {.sa_handler = on_signal};
     sigaction(SIGINT, &act, NULL);
     sigaction(SIGTERM, &act, NULL);
-    printf("pccl bench-bandwidth server listening on %s\n", where);
+    printf("pccl bench-bandwidth server listening on %s%s\n", where,
+           g_sec.encrypt ? " (keyed, encrypted)" : g_sec.keyed ? " (keyed)" : "");
     fflush(stdout);
     while (!g_stop) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -93,10 +108,16 @@ static int serve(const ccoip_socket_address_t *addr) {
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &at, serve_one, (void *)(intptr_t)c) != 0) close(c);
+        atomic_fetch_add(&g_serving, 1);
+        if (pthread_create(&t, &at, serve_one, (void *)(intptr_t)c) != 0) {
+            close(c);
+            atomic_fetch_sub(&g_serving, 1);
+        }
         pthread_attr_destroy(&at);
     }
     close(fd);
+    /* A probe still running is cut off after 2 s: its client then reports a failed measurement. */
+    for (int i = 0; i < 200 && atomic_load(&g_serving) > 0; i++) usleep(10000);
     return CLI_EXIT_OK;
 }
 
@@ -118,7 +139,7 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
         pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s for %d s over %d stream(s)...\n", names[d], where, seconds,
                 streams);
-        if (bw_measure(addr, uuid, NULL, NULL, dirs[d], seconds * 1000, streams, 10000,
+        if (bw_measure(addr, uuid, &g_sec, NULL, dirs[d], seconds * 1000, streams, 10000,
                        &res[d]) != 0) {
             cli_err("pccl bench-bandwidth: %s measurement to %s failed\n", names[d], where);
             return CLI_EXIT_FAIL;
@@ -132,6 +153,7 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
         cJSON_AddNumberToObject(o, "port", addr->port);
         cJSON_AddNumberToObject(o, "streams", streams);
         cJSON_AddNumberToObject(o, "seconds", seconds);
+        cJSON_AddStringToObject(o, "security", g_sec.encrypt ? "encrypted" : g_sec.keyed ? "keyed" : "open");
         for (int d = 0; d < 2; d++) {
             cJSON *r = cJSON_AddObjectToObject(o, names[d]);
             cJSON_AddNumberToObject(r, "mbps", res[d].mbps);
@@ -249,7 +271,8 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
 /* Flag values of `pccl bench-bandwidth`, filled by on_flag. */
 typedef struct {
     ccoip_socket_address_t listen_addr, target, admin;
-    int server, have_target, have_admin, json;
+    int server, have_target, have_admin, json, encrypt;
+    const char *key_file;
     uint64_t seconds, streams;
 } bench_args_t;
 
@@ -258,6 +281,8 @@ static int on_flag(void *ctx, const char *n, const char *value) {
     bench_args_t *a = ctx;
     if (!strcmp(n, "server")) a->server = 1;
     else if (!strcmp(n, "json")) a->json = 1;
+    else if (!strcmp(n, "encrypt")) a->encrypt = 1;
+    else if (!strcmp(n, "key-file")) a->key_file = value;
     else if (!strcmp(n, "listen")) {
         return cli_parse_addr(cmd, n, value, 48150, &a->listen_addr, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "connect")) {
@@ -284,5 +309,14 @@ static int run(int argc, char **argv) {
     if (a.server + a.have_target + a.have_admin != 1)
         return cli_usage_error(cmd, "give exactly one of --server, --connect HOST:PORT and --admin HOST:PORT");
     if (a.have_admin) return show_matrix(&a.admin, a.json);
+    char err[320];
+    int keyed = a.key_file ? sec_key_from_file(a.key_file, &g_sec, err, sizeof err)
+                           : sec_key_from_env(&g_sec, err, sizeof err);
+    if (keyed < 0) {
+        cli_err("pccl bench-bandwidth: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (a.encrypt && !g_sec.keyed) return cli_usage_error(cmd, "--encrypt needs a run key (--key-file FILE)");
+    g_sec.encrypt = a.encrypt;
     return a.server ? serve(&a.listen_addr) : measure(&a.target, (int)a.seconds, (int)a.streams, a.json);
 }

@@ -1,7 +1,6 @@
 /* master_secure.c - see master_secure.h. */
 #include "master_secure.h"
 
-#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +54,12 @@ int msec_feed(msec_t *x, uint8_t *buf, size_t *len, char *err, size_t errlen) {
     }
     if (r == SEC_HS_MORE) return MSEC_MORE;
     x->encrypt = x->hs->session.encrypt;
-    x->s = x->hs->session;
+    int keyed = !x->encrypt || sec_aead_init(&x->a, &x->hs->session) == 0;
     end_handshake(x);
+    if (!keyed) {
+        snprintf(err, errlen, "cannot set up the cipher");
+        return MSEC_FAIL;
+    }
     if (x->encrypt && *len) {
         size_t avail;
         uint8_t *space = msec_raw_space(x, &avail);
@@ -92,7 +95,7 @@ int msec_open(msec_t *x, uint8_t **buf, size_t *len, size_t *cap) {
         size_t fs = sec_frame_size(x->raw + off);
         if (!fs) return -1;
         if (x->raw_len - off < fs) break;
-        if (sec_frame_open(&x->s, x->raw + off, fs) != 0) return -1;
+        if (sec_frame_open(&x->a, x->raw + off, fs) != 0) return -1;
         size_t n = fs - SEC_FRAME_OVERHEAD;
         if (*cap - *len < n) {
             size_t nc = *cap ? *cap : 131072;
@@ -128,7 +131,10 @@ int msec_seal(msec_t *x, const uint8_t *pt, size_t len, uint8_t **out, size_t *o
     size_t o = 0;
     for (size_t off = 0; off < len;) {
         size_t n = len - off < SEC_FRAME_MAX ? len - off : SEC_FRAME_MAX;
-        sec_frame_seal(&x->s, pt + off, n, b + o);
+        if (sec_frame_seal(&x->a, pt + off, n, b + o) != 0) {
+            free(b);
+            return -1;
+        }
         off += n;
         o += n + SEC_FRAME_OVERHEAD;
     }
@@ -139,7 +145,7 @@ int msec_seal(msec_t *x, const uint8_t *pt, size_t len, uint8_t **out, size_t *o
 
 void msec_free(msec_t *x) {
     if (x->hs) end_handshake(x);
-    sodium_memzero(&x->s, sizeof x->s);
+    sec_aead_free(&x->a);
     free(x->raw);
     x->raw = NULL;
     x->raw_len = x->raw_cap = 0;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sec_frame.h"
 #include "sec_hs.h"
 #include "sec_key.h"
 
@@ -19,7 +20,7 @@ typedef struct msec {
     sec_hs_t *hs;        /* non-NULL while the handshake runs */
     uint64_t started_ms; /* loop time of the accept: the handshake's deadline counts from it */
     int encrypt;         /* after the handshake: frames in both directions */
-    sec_session_t s;
+    sec_aead_t a;        /* the frames' cipher state (encrypt) */
     uint8_t *raw;        /* received bytes not yet opened (encrypt) */
     size_t raw_len, raw_cap;
 } msec_t;
@@ -41,7 +42,8 @@ uint8_t *msec_raw_space(msec_t *x, size_t *avail);
 /* Opens every whole frame in raw and appends the plaintext to *buf (growing it).
  * @return 0, or -1 for a frame that does not open (the connection must be dropped). */
 int msec_open(msec_t *x, uint8_t **buf, size_t *len, size_t *cap);
-/* Seals len bytes into a malloc'd buffer of frames (*out, *out_len). @return 0 or -1 (no memory). */
+/* Seals len bytes into a malloc'd buffer of frames (*out, *out_len). @return 0 or -1 (no memory,
+ * or the cipher failed: the connection must be dropped). */
 int msec_seal(msec_t *x, const uint8_t *pt, size_t len, uint8_t **out, size_t *out_len);
 void msec_free(msec_t *x);
 

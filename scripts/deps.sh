@@ -2,7 +2,7 @@
 # deps.sh - installs the Debian packages pccl needs to build, test and run its demo.
 # Idempotent: only calls apt-get when something is missing.
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config libuv1-dev libcjson-dev libsodium-dev zlib1g-dev libomp-dev libmicrohttpd-dev
+PKGS=(build-essential cmake pkg-config libuv1-dev libcjson-dev libsodium-dev libssl-dev zlib1g-dev libomp-dev libmicrohttpd-dev
       scdoc bats python3 curl dataset-fashion-mnist iproute2 iptables procps systemd python3-yaml prometheus chromium
       python3-cffi python3-numpy python3-torch python3-pytest python3-setuptools python3-pip python3-venv)
 missing=()

@@ -32,7 +32,7 @@ srcs_for() {
     case $1 in
         fuzz_master_sm) echo libpccl/src/wire.c libpccl/src/log.c master/master_sm.c master/msm_*.c master/topology_*.c ;;
         fuzz_quant_block) echo libpccl/src/wire.c libpccl/src/log.c kernels/quantize.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
-        fuzz_sec_handshake) echo libpccl/src/wire.c libpccl/src/log.c libpccl/src/sec_hs.c libpccl/src/sec_frame.c libpccl/src/sec_key.c -lsodium ;;
+        fuzz_sec_handshake) echo libpccl/src/wire.c libpccl/src/log.c libpccl/src/sec_hs.c libpccl/src/sec_frame.c libpccl/src/sec_key.c -lsodium -lcrypto ;;
         *) echo libpccl/src/wire.c libpccl/src/log.c ;;
     esac
 }

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "net.h"
 #include "p2p_hello.h"
 #include "wire.h"
@@ -93,7 +94,10 @@ static void *one_stream(void *p) {
     sec_link_t *l = NULL;
     char err[160];
     int fd = p2p_dial(a->to, a->sec, &me, a->peer_uuid, a->timeout_ms, NULL, &l, err, sizeof err);
-    if (fd < 0) return NULL;
+    if (fd < 0) {
+        pccl_log(PCCL_LOG_WARN, "bandwidth", "probe to port %u: %s", a->to->port, err);
+        return NULL;
+    }
     net_set_timeouts(fd, a->duration_ms + a->timeout_ms);
     uint8_t req[5];
     req[0] = (uint8_t)a->direction;

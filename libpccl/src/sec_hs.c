@@ -5,10 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sec_frame.h"
 #include "wire.h"
 
 enum { ST_FAIL = -1, ST_WAIT1, ST_WAIT2, ST_WAIT3, ST_DONE };
-#define HDR 8            /* magic, version, type, flags/purpose, reserved */
+#define HDR 8            /* magic, version, type, flags/purpose, cipher */
 #define BODY (32 + 32 + SEC_HS_CTX) /* ephemeral pk, nonce, context */
 #define MAC crypto_auth_BYTES
 #define KDF_CTX "pcclhs01"
@@ -25,13 +26,15 @@ static int fail(sec_hs_t *hs, const char *why) {
     return SEC_HS_FAIL;
 }
 
-static void put_hdr(uint8_t *p, uint8_t type, uint8_t b6) {
+static void put_hdr(uint8_t *p, uint8_t type, uint8_t b6, uint8_t b7) {
     wire_put_u32(p, SEC_HS_MAGIC);
     p[4] = SEC_HS_VERSION;
     p[5] = type;
     p[6] = b6;
-    p[7] = 0;
+    p[7] = b7;
 }
+
+static int known_cipher(int c) { return c == SEC_CIPHER_AES256GCM || c == SEC_CIPHER_CHACHA20POLY1305; }
 
 /* Fills pk, random nonce and context of this side's message at p. */
 static void put_body(const sec_hs_t *hs, uint8_t *p, const uint8_t *ctx) {
@@ -46,19 +49,20 @@ static uint8_t g_ctx_zero[SEC_HS_CTX];
 int sec_hs_start(sec_hs_t *hs, const sec_cfg_t *cfg, const sec_hs_params_t *p) {
     memset(hs, 0, sizeof *hs);
     if (sodium_init() < 0 || !cfg->keyed || (p->role != SEC_INITIATOR && p->role != SEC_RESPONDER) ||
-        p->expect_ctx_len > SEC_HS_CTX) {
+        p->expect_ctx_len > SEC_HS_CTX || (p->cipher && !known_cipher(p->cipher))) {
         fail(hs, "bad handshake parameters");
         return -1;
     }
     hs->role = p->role;
     hs->purpose = p->purpose;
     hs->flags = p->flags;
+    hs->cipher = p->cipher ? p->cipher : sec_cipher_preferred();
     memcpy(hs->psk, cfg->psk, SEC_PSK_BYTES);
     if (p->expect_ctx) memcpy(hs->expect_ctx, p->expect_ctx, p->expect_ctx_len);
     hs->expect_ctx_len = p->expect_ctx_len;
     crypto_kx_keypair(hs->pk, hs->sk);
     if (p->role == SEC_INITIATOR) {
-        put_hdr(hs->msg1, 1, p->purpose);
+        put_hdr(hs->msg1, 1, p->purpose, (uint8_t)hs->cipher);
         put_body(hs, hs->msg1 + HDR, p->ctx);
         memcpy(hs->out, hs->msg1, SEC_HS_MSG1);
         hs->out_len = SEC_HS_MSG1;
@@ -121,10 +125,14 @@ static int derive(sec_hs_t *hs, const uint8_t *peer_pk, uint8_t mac_r[32], uint8
 static int check_hdr(sec_hs_t *hs, const uint8_t *p, uint8_t type) {
     if (wire_get_u32(p) != SEC_HS_MAGIC) return fail(hs, "not a pccl handshake (is the other side keyed?)");
     if (p[4] != SEC_HS_VERSION) return fail(hs, "unsupported handshake version");
-    if (p[5] != type || p[7] != 0) return fail(hs, "malformed handshake message");
+    if (p[5] != type) return fail(hs, "malformed handshake message");
     if (type == 1 && p[6] != hs->purpose) return fail(hs, "handshake for another kind of connection");
+    if (type == 1 && !known_cipher(p[7])) return fail(hs, "unknown cipher");
     if (type == 2 && (p[6] & ~SEC_FLAG_ENCRYPT)) return fail(hs, "unknown handshake flags");
-    if (type == 3 && p[6] != 0) return fail(hs, "malformed handshake message");
+    /* The responder picks by the one rule both sides know; anything else is a fault or a forgery. */
+    if (type == 2 && p[7] != ((p[6] & SEC_FLAG_ENCRYPT) ? sec_cipher_agree(hs->cipher, p[7]) : SEC_CIPHER_NONE))
+        return fail(hs, "the other side chose a cipher this side did not offer");
+    if (type == 3 && (p[6] != 0 || p[7] != 0)) return fail(hs, "malformed handshake message");
     return SEC_HS_MORE;
 }
 
@@ -132,7 +140,9 @@ static int check_hdr(sec_hs_t *hs, const uint8_t *p, uint8_t type) {
 static int on_msg1(sec_hs_t *hs) {
     memcpy(hs->msg1, hs->in, SEC_HS_MSG1);
     memcpy(hs->peer_ctx, hs->msg1 + HDR + 64, SEC_HS_CTX);
-    put_hdr(hs->msg2, 2, (uint8_t)hs->flags);
+    int enc = (hs->flags & SEC_FLAG_ENCRYPT) != 0;
+    int cipher = enc ? sec_cipher_agree(hs->msg1[7], hs->cipher) : SEC_CIPHER_NONE;
+    put_hdr(hs->msg2, 2, (uint8_t)hs->flags, (uint8_t)cipher);
     uint8_t ctx[SEC_HS_CTX];
     memcpy(ctx, hs->msg2 + HDR + 64, SEC_HS_CTX);
     put_body(hs, hs->msg2 + HDR, ctx);
@@ -140,7 +150,8 @@ static int on_msg1(sec_hs_t *hs) {
     if (derive(hs, hs->msg1 + HDR, mac_r, hs->mac_key_i) != 0) return fail(hs, "bad ephemeral key");
     crypto_auth(hs->msg2 + HDR + BODY, hs->th, sizeof hs->th, mac_r);
     sodium_memzero(mac_r, sizeof mac_r);
-    hs->session.encrypt = (hs->flags & SEC_FLAG_ENCRYPT) != 0;
+    hs->session.encrypt = enc;
+    hs->session.cipher = cipher;
     memcpy(hs->out, hs->msg2, SEC_HS_MSG2);
     hs->out_len = SEC_HS_MSG2;
     hs->state = ST_WAIT3;
@@ -158,7 +169,7 @@ static int on_msg2(sec_hs_t *hs) {
     int ok = derive(hs, hs->msg2 + HDR, mac_r, mac_i) == 0 &&
              crypto_auth_verify(hs->msg2 + HDR + BODY, hs->th, sizeof hs->th, mac_r) == 0;
     if (ok) {
-        put_hdr(hs->out, 3, 0);
+        put_hdr(hs->out, 3, 0, 0);
         crypto_auth(hs->out + HDR, hs->th, sizeof hs->th, mac_i);
     }
     sodium_memzero(mac_r, sizeof mac_r);
@@ -168,6 +179,7 @@ static int on_msg2(sec_hs_t *hs) {
     if (hs->expect_ctx_len && sodium_memcmp(hs->peer_ctx, hs->expect_ctx, hs->expect_ctx_len) != 0)
         return fail(hs, "the other side is not the peer expected");
     hs->session.encrypt = (flags & SEC_FLAG_ENCRYPT) != 0;
+    hs->session.cipher = hs->msg2[7];
     hs->out_len = SEC_HS_MSG3;
     hs->state = ST_DONE;
     return SEC_HS_DONE;

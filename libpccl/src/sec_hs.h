@@ -5,10 +5,10 @@
  * bytes out, no I/O, no clock), so blocking sockets (sec_link.c) and the
  * master's libuv loop drive the same code. Exact construction: docs/security.md.
  *
- *   initiator -> responder  MSG1 (104 bytes): magic, version, type 1, purpose, 0,
- *                                             ephemeral pk, nonce, context
- *   responder -> initiator  MSG2 (136 bytes): magic, version, type 2, flags, 0,
- *                                             ephemeral pk, nonce, context, MAC
+ *   initiator -> responder  MSG1 (104 bytes): magic, version, type 1, purpose, cipher
+ *                                             preferred, ephemeral pk, nonce, context
+ *   responder -> initiator  MSG2 (136 bytes): magic, version, type 2, flags, cipher
+ *                                             chosen, ephemeral pk, nonce, context, MAC
  *   initiator -> responder  MSG3 (40 bytes):  magic, version, type 3, 0, 0, MAC
  *
  * Messages have fixed sizes, so a handshake never buffers more than 136 bytes
@@ -25,7 +25,7 @@
 #include "sec_key.h"
 
 #define SEC_HS_MAGIC 0x50435348u /* "PCSH" */
-#define SEC_HS_VERSION 1
+#define SEC_HS_VERSION 2
 #define SEC_HS_MSG1 104
 #define SEC_HS_MSG2 136
 #define SEC_HS_MSG3 40
@@ -35,12 +35,15 @@
 
 enum { SEC_PURPOSE_CONTROL = 1, SEC_PURPOSE_P2P = 2 };
 enum { SEC_FLAG_ENCRYPT = 1 };
+/* Bulk ciphers of encrypted runs (sec_frame.c); the wire carries these numbers. */
+enum { SEC_CIPHER_NONE = 0, SEC_CIPHER_AES256GCM = 1, SEC_CIPHER_CHACHA20POLY1305 = 2 };
 enum { SEC_INITIATOR = 1, SEC_RESPONDER = 2 };
 enum { SEC_HS_FAIL = -1, SEC_HS_MORE = 0, SEC_HS_DONE = 1 };
 
 /* Keys of one established connection; each direction has its own key and counter. */
 typedef struct sec_session {
     int encrypt;
+    int cipher; /* SEC_CIPHER_*: what both sides agreed on (NONE unless encrypt) */
     uint8_t tx_key[SEC_KEY_BYTES], rx_key[SEC_KEY_BYTES];
     uint64_t tx_seq, rx_seq;
 } sec_session_t;
@@ -51,6 +54,7 @@ typedef struct sec_hs_params {
     /* Responder: the flags it announces. Initiator: the flags it requires, or -1 for any (a peer
      * learns from the master whether the run is encrypted). */
     int flags;
+    int cipher;                /* this side's preferred bulk cipher; 0: sec_cipher_preferred() */
     const uint8_t *ctx;        /* SEC_HS_CTX bytes sent in this side's message (NULL: zeros) */
     const uint8_t *expect_ctx; /* if set, the other side's context must begin with these bytes */
     size_t expect_ctx_len;
@@ -60,6 +64,7 @@ typedef struct sec_hs {
     int role, state;
     uint8_t purpose;
     int flags;
+    int cipher;                         /* this side's preference */
     uint8_t psk[SEC_PSK_BYTES];
     uint8_t pk[32], sk[32];
     uint8_t expect_ctx[SEC_HS_CTX];

@@ -15,13 +15,16 @@
 
 sec_link_t *sec_link_new(const sec_session_t *s) {
     sec_link_t *l = calloc(1, sizeof *l);
-    if (l) l->s = *s;
+    if (l && sec_aead_init(&l->a, s) != 0) {
+        free(l);
+        return NULL;
+    }
     return l;
 }
 
 void sec_link_free(sec_link_t *l) {
     if (!l) return;
-    sodium_memzero(&l->s, sizeof l->s);
+    sec_aead_free(&l->a);
     if (l->rbuf) sodium_memzero(l->rbuf, l->rcap);
     free(l->rbuf);
     free(l->wbuf);
@@ -85,7 +88,7 @@ ssize_t sec_link_recv(sec_link_t *l, int fd, void *buf, size_t len) {
                  * one memory pass fewer on the ring's bulk path. */
                 size_t n = fs - SEC_FRAME_OVERHEAD;
                 uint8_t *to = len >= n ? buf : l->rbuf + l->rstart + SEC_FRAME_HDR;
-                if (sec_frame_open_to(&l->s, l->rbuf + l->rstart, fs, to) != 0) {
+                if (sec_frame_open_to(&l->a, l->rbuf + l->rstart, fs, to) != 0) {
                     errno = EBADMSG;
                     return -1;
                 }
@@ -144,7 +147,10 @@ ssize_t sec_link_send(sec_link_t *l, int fd, const void *buf, size_t len) {
     if (!len) return 0;
     if (!l->wbuf && !(l->wbuf = malloc(WCAP))) return -1;
     size_t n = len < SEC_FRAME_MAX ? len : SEC_FRAME_MAX;
-    sec_frame_seal(&l->s, buf, n, l->wbuf);
+    if (sec_frame_seal(&l->a, buf, n, l->wbuf) != 0) {
+        errno = EPROTO;
+        return -1;
+    }
     l->woff = 0;
     l->wlen = n + SEC_FRAME_OVERHEAD;
     if (flush(l, fd) < 0) return -1;

@@ -20,7 +20,7 @@
 #include "wire.h"
 
 typedef struct sec_link {
-    sec_session_t s;
+    sec_aead_t a;
     /* receive: raw bytes [rstart, rend) not yet opened; plaintext [poff, poff + plen) to hand out */
     uint8_t *rbuf;
     size_t rcap, rstart, rend, poff, plen;
@@ -29,7 +29,8 @@ typedef struct sec_link {
     size_t woff, wlen;
 } sec_link_t;
 
-/* A link for an established session, or NULL (out of memory). Buffers are allocated on first use. */
+/* A link for an established encrypted session, or NULL (out of memory, or a cipher OpenSSL lacks).
+ * Buffers are allocated on first use. */
 sec_link_t *sec_link_new(const sec_session_t *s);
 void sec_link_free(sec_link_t *l);
 

@@ -12,7 +12,7 @@ teardown() {
 }
 
 start_server() {
-    "$PCCL" bench-bandwidth --server --listen 127.0.0.1:0 > "$TMP/server.out" 2>&1 &
+    "$PCCL" bench-bandwidth --server --listen 127.0.0.1:0 "$@" > "$TMP/server.out" 2>&1 &
     SPID=$!
     for _ in $(seq 1 100); do
         PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/server.out" 2>/dev/null | sed 's/.*://')
@@ -54,6 +54,55 @@ for d in ("upload", "download"):
     run timeout 20 "$PCCL" bench-bandwidth --connect 127.0.0.1:1 --seconds 1
     [ "$status" -eq 1 ]
     [[ "$output" == *"failed"* ]]
+}
+
+key_file() { # $1 path, $2 text
+    printf '%s' "$2" > "$1"
+    chmod 600 "$1"
+}
+
+@test "--key-file: a keyed server answers only clients with its key; --encrypt seals the probe" {
+    key_file "$TMP/run.key" "bench-key-0123456789abcdef0123456789abcdef"
+    key_file "$TMP/other.key" "another-key-0123456789abcdef0123456789abcd"
+    start_server --key-file "$TMP/run.key" --encrypt
+    [[ "$(cat "$TMP/server.out")" == *"(keyed, encrypted)"* ]]
+    timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --key-file "$TMP/run.key" --encrypt \
+        --json > "$TMP/enc.json"
+    python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["security"] == "encrypted", o
+for d in ("upload", "download"):
+    assert o[d]["mbps"] > 0 and o[d]["bytes"] > 0, o
+' "$TMP/enc.json"
+    # The key from the environment works the same.
+    PCCL_KEY_FILE="$TMP/run.key" run timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --encrypt
+    [ "$status" -eq 0 ]
+    # Without the key, with another key, or without --encrypt: refused, with the reason.
+    run timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1
+    [ "$status" -eq 1 ]
+    run timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --key-file "$TMP/other.key" --encrypt
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"run key"* ]]
+    run timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --key-file "$TMP/run.key"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"encrypts"* ]]
+}
+
+@test "--key-file without --encrypt: keyed, open bytes; bad keys are usage or load errors" {
+    key_file "$TMP/run.key" "bench-key-0123456789abcdef0123456789abcdef"
+    start_server --key-file "$TMP/run.key"
+    run timeout 30 "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --seconds 1 --key-file "$TMP/run.key" --json
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"security":'*'"keyed"'* ]]
+    run "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --encrypt
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"needs a run key"* ]]
+    chmod 644 "$TMP/run.key"
+    run "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --key-file "$TMP/run.key"
+    [ "$status" -eq 1 ]
+    run "$PCCL" bench-bandwidth --connect 127.0.0.1:"$PORT" --key-file "$TMP/missing.key"
+    [ "$status" -eq 1 ]
 }
 
 @test "usage errors exit 2" {

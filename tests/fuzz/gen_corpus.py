@@ -125,11 +125,12 @@ write('fuzz_master_sm', 'bad_packet', two + accept + pkt(0, u16(101) + bytes(16)
 
 
 # keyed-run handshake: selector byte (bit 0 responder, bit 1 control, bit 2 encrypt, bits 3-7 feed
-# size - 1), then what the other side sends (docs/security.md); a frame is tried on the same bytes
-def hs_hdr(t, b6=0): return u32(0x50435348) + u8(1) + u8(t) + u8(b6) + u8(0)
-write('fuzz_sec_handshake', 'msg1_p2p', u8(0x01 | 0x18) + hs_hdr(1, 2) + bytes(range(96)))
-write('fuzz_sec_handshake', 'msg1_zero_key', u8(0x07) + hs_hdr(1, 1) + bytes(96) + hs_hdr(3) + bytes(32))
-write('fuzz_sec_handshake', 'msg2', u8(0xf8) + hs_hdr(2, 1) + bytes(range(128)))
+# size - 1), then what the other side sends (docs/security.md; byte 7 of MSG1 is the cipher preferred,
+# of MSG2 the cipher chosen); a frame is tried on the same bytes
+def hs_hdr(t, b6=0, b7=0): return u32(0x50435348) + u8(2) + u8(t) + u8(b6) + u8(b7)
+write('fuzz_sec_handshake', 'msg1_p2p', u8(0x01 | 0x18) + hs_hdr(1, 2, 1) + bytes(range(96)))
+write('fuzz_sec_handshake', 'msg1_zero_key', u8(0x07) + hs_hdr(1, 1, 2) + bytes(96) + hs_hdr(3) + bytes(32))
+write('fuzz_sec_handshake', 'msg2', u8(0xf8) + hs_hdr(2, 1, 1) + bytes(range(128)))
 write('fuzz_sec_handshake', 'open_hello', u8(0x03) + u32(len(hello())) + hello())
 write('fuzz_sec_handshake', 'frame', u8(0x00) + u32(16) + bytes(range(32)))
 

@@ -36,19 +36,25 @@ static inline void hs_run(sec_hs_t *ini, sec_hs_t *res, int *ri, int *rr) {
     }
 }
 
-/* The two ends of one encrypted session, as a handshake with key leaves them (0, or -1). */
-static inline int session_pair_of(const char *key, sec_session_t *a, sec_session_t *b) {
+/* The two ends of one encrypted session, as a handshake with key leaves them when both sides
+ * prefer cipher (0: this machine's preference). 0, or -1. */
+static inline int session_pair_cipher(const char *key, int cipher, sec_session_t *a, sec_session_t *b) {
     sec_hs_t i, r;
     sec_cfg_t k = test_key(key);
-    sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1};
-    sec_hs_params_t pr = {.role = SEC_RESPONDER, .purpose = SEC_PURPOSE_P2P, .flags = SEC_FLAG_ENCRYPT};
+    sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1, .cipher = cipher};
+    sec_hs_params_t pr = {.role = SEC_RESPONDER, .purpose = SEC_PURPOSE_P2P, .flags = SEC_FLAG_ENCRYPT,
+                          .cipher = cipher};
     int ri, rr;
     sec_hs_start(&i, &k, &pi);
     sec_hs_start(&r, &k, &pr);
     hs_run(&i, &r, &ri, &rr);
     *a = i.session;
     *b = r.session;
-    return ri == SEC_HS_DONE && rr == SEC_HS_DONE && a->encrypt ? 0 : -1;
+    return ri == SEC_HS_DONE && rr == SEC_HS_DONE && a->encrypt && a->cipher == b->cipher ? 0 : -1;
+}
+
+static inline int session_pair_of(const char *key, sec_session_t *a, sec_session_t *b) {
+    return session_pair_cipher(key, 0, a, b);
 }
 
 #endif

@@ -20,26 +20,34 @@
 
 static const char *KEY = "frame-test-key-0123456789abcdef0123456789";
 
-/* Two sessions that share keys crosswise, as a handshake leaves them. */
-static void session_pair(sec_session_t *a, sec_session_t *b) { CHECK(session_pair_of(KEY, a, b) == 0); }
+static const int CIPHERS[] = {SEC_CIPHER_AES256GCM, SEC_CIPHER_CHACHA20POLY1305};
 
-static void test_roundtrip_and_tamper(void) {
-    sec_session_t a, b;
-    session_pair(&a, &b);
+/* The cipher states of both ends of one session, as a handshake that agreed on cipher leaves them. */
+static void aead_pair(int cipher, sec_aead_t *a, sec_aead_t *b, sec_session_t *sa, sec_session_t *sb) {
+    CHECK(session_pair_cipher(KEY, cipher, sa, sb) == 0 && sa->cipher == cipher);
+    CHECK(sec_aead_init(a, sa) == 0 && sec_aead_init(b, sb) == 0);
+}
+
+static void roundtrip_and_tamper(int cipher) {
+    sec_session_t sa, sb;
+    sec_aead_t a, b, bb, a2;
+    aead_pair(cipher, &a, &b, &sa, &sb);
     uint8_t pt[1000], fr[1000 + SEC_FRAME_OVERHEAD], copy[sizeof fr];
     for (size_t k = 0; k < sizeof pt; k++) pt[k] = (uint8_t)(k * 7);
-    sec_frame_seal(&a, pt, sizeof pt, fr);
+    CHECK(sec_frame_seal(&a, pt, sizeof pt, fr) == 0);
     CHECK(sec_frame_size(fr) == sizeof fr);
     CHECK(memcmp(fr + SEC_FRAME_HDR, pt, 64) != 0); /* not in the clear */
-    /* Every region altered: length, ciphertext, tag. */
+    /* Every region altered: length, ciphertext, tag. A failed open leaves zeros, not plaintext. */
     static const size_t at[] = {3, 4, 500, 1003, sizeof fr - 1};
     for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
-        sec_session_t bb = b;
+        CHECK(sec_aead_init(&bb, &sb) == 0);
         memcpy(copy, fr, sizeof fr);
         copy[at[k]] ^= 0x10;
         size_t fs = sec_frame_size(copy);
         CHECK(fs != sizeof fr || sec_frame_open(&bb, copy, fs) != 0);
         CHECK(bb.rx_seq == 0);
+        if (fs == sizeof fr) CHECK(copy[SEC_FRAME_HDR] == 0 && copy[SEC_FRAME_HDR + 999] == 0);
+        sec_aead_free(&bb);
     }
     memcpy(copy, fr, sizeof fr);
     CHECK(sec_frame_open(&b, copy, sizeof copy) == 0);
@@ -48,30 +56,80 @@ static void test_roundtrip_and_tamper(void) {
     memcpy(copy, fr, sizeof fr);
     CHECK(sec_frame_open(&b, copy, sizeof copy) != 0);
     /* The other direction uses the other key: a frame does not open where it came from. */
-    sec_session_t a2 = a;
-    a2.rx_seq = 0;
+    CHECK(sec_aead_init(&a2, &sa) == 0);
     memcpy(copy, fr, sizeof fr);
     CHECK(sec_frame_open(&a2, copy, sizeof copy) != 0);
+    /* Sealed from one buffer into another (the link's path) equals sealed in place. */
+    uint8_t inplace[sizeof fr];
+    CHECK(sec_aead_init(&bb, &sa) == 0);
+    memcpy(inplace + SEC_FRAME_HDR, pt, sizeof pt);
+    CHECK(sec_frame_seal(&bb, inplace + SEC_FRAME_HDR, sizeof pt, inplace) == 0);
+    CHECK(memcmp(inplace, fr, sizeof fr) == 0);
+    sec_aead_free(&bb);
+    sec_aead_free(&a2);
+    sec_aead_free(&a);
+    sec_aead_free(&b);
 }
 
-static void test_order_and_sizes(void) {
-    sec_session_t a, b;
-    session_pair(&a, &b);
+static void order_and_sizes(int cipher) {
+    sec_session_t sa, sb;
+    sec_aead_t a, b, bb;
+    aead_pair(cipher, &a, &b, &sa, &sb);
     uint8_t f1[10 + SEC_FRAME_OVERHEAD], f2[10 + SEC_FRAME_OVERHEAD];
-    sec_frame_seal(&a, (const uint8_t *)"first-one!", 10, f1);
-    sec_frame_seal(&a, (const uint8_t *)"second-one", 10, f2);
-    sec_session_t bb = b;
+    CHECK(sec_frame_seal(&a, (const uint8_t *)"first-one!", 10, f1) == 0);
+    CHECK(sec_frame_seal(&a, (const uint8_t *)"second-one", 10, f2) == 0);
+    CHECK(sec_aead_init(&bb, &sb) == 0);
     uint8_t c2[sizeof f2];
-    memcpy(c2, f2, sizeof f2); /* a failed open leaves the frame's bytes undefined */
+    memcpy(c2, f2, sizeof f2);
     CHECK(sec_frame_open(&bb, c2, sizeof c2) != 0); /* reordered */
+    sec_aead_free(&bb);
     CHECK(sec_frame_open(&b, f1, sizeof f1) == 0 && sec_frame_open(&b, f2, sizeof f2) == 0);
+    CHECK(memcmp(f1 + SEC_FRAME_HDR, "first-one!", 10) == 0 && memcmp(f2 + SEC_FRAME_HDR, "second-one", 10) == 0);
+    /* Frames of the largest size, and sizes outside the range refused by the sealer. */
+    size_t big = SEC_FRAME_MAX;
+    uint8_t *p = malloc(big), *fr = malloc(big + SEC_FRAME_OVERHEAD);
+    for (size_t k = 0; k < big; k++) p[k] = (uint8_t)(k >> 3);
+    CHECK(sec_frame_seal(&a, p, big, fr) == 0 && sec_frame_open(&b, fr, big + SEC_FRAME_OVERHEAD) == 0);
+    CHECK(memcmp(fr + SEC_FRAME_HDR, p, big) == 0);
+    CHECK(sec_frame_seal(&a, p, 0, fr) != 0 && sec_frame_seal(&a, p, big + 1, fr) != 0);
+    /* The last counter value is never used: the sender refuses rather than wrap the nonce. */
+    a.tx_seq = UINT64_MAX - 1;
+    CHECK(sec_frame_seal(&a, p, 16, fr) == 0 && a.tx_seq == UINT64_MAX);
+    CHECK(sec_frame_seal(&a, p, 16, fr) != 0 && a.tx_seq == UINT64_MAX);
+    free(p);
+    free(fr);
     uint8_t h[4] = {0, 0, 0, 0};
     CHECK(sec_frame_size(h) == 0);
     wire_put_u32(h, (uint32_t)SEC_FRAME_MAX + 1);
     CHECK(sec_frame_size(h) == 0);
     wire_put_u32(h, (uint32_t)SEC_FRAME_MAX);
     CHECK(sec_frame_size(h) == SEC_FRAME_MAX + SEC_FRAME_OVERHEAD);
+    sec_aead_free(&a);
+    sec_aead_free(&b);
 }
+
+/* The two ciphers are different ciphers: a frame of one does not open under the other. */
+static void test_frames_both_ciphers(void) {
+    for (size_t c = 0; c < sizeof CIPHERS / sizeof CIPHERS[0]; c++) {
+        roundtrip_and_tamper(CIPHERS[c]);
+        order_and_sizes(CIPHERS[c]);
+    }
+    sec_session_t sa, sb;
+    CHECK(session_pair_cipher(KEY, SEC_CIPHER_AES256GCM, &sa, &sb) == 0);
+    sec_session_t sb_other = sb;
+    sb_other.cipher = SEC_CIPHER_CHACHA20POLY1305;
+    sec_aead_t a, b;
+    CHECK(sec_aead_init(&a, &sa) == 0 && sec_aead_init(&b, &sb_other) == 0);
+    uint8_t fr[32 + SEC_FRAME_OVERHEAD], pt[32] = {9};
+    CHECK(sec_frame_seal(&a, pt, sizeof pt, fr) == 0 && sec_frame_open(&b, fr, sizeof fr) != 0);
+    sec_aead_free(&a);
+    sec_aead_free(&b);
+    sec_session_t none = sa;
+    none.cipher = SEC_CIPHER_NONE;
+    CHECK(sec_aead_init(&a, &none) != 0);
+    sec_aead_free(&a);
+}
+
 
 /* A session pair and a loopback connection between its two ends. */
 typedef struct fixture {
@@ -79,8 +137,9 @@ typedef struct fixture {
     int ls, cfd, afd;
 } fixture_t;
 
-static int fixture_open(fixture_t *f) {
-    session_pair(&f->a, &f->b);
+/* cipher 0: this machine's preference. */
+static int fixture_open_cipher(fixture_t *f, int cipher) {
+    CHECK(session_pair_cipher(KEY, cipher, &f->a, &f->b) == 0);
     return loopback_pair(&f->ls, &f->cfd, &f->afd);
 }
 
@@ -104,10 +163,12 @@ static void *send_all_thread(void *p) {
     return NULL;
 }
 
-/* Blocking: several frames' worth, received in odd-sized reads. */
-static void test_link_blocking(void) {
+static int fixture_open(fixture_t *f) { return fixture_open_cipher(f, 0); }
+
+/* Blocking: several frames' worth, received in odd-sized reads, under each cipher. */
+static void link_blocking(int cipher) {
     fixture_t f;
-    CHECK(fixture_open(&f) == 0);
+    CHECK(fixture_open_cipher(&f, cipher) == 0);
     int cfd = f.cfd, afd = f.afd;
     net_set_timeouts(cfd, 5000);
     net_set_timeouts(afd, 5000);
@@ -136,6 +197,10 @@ static void test_link_blocking(void) {
     free(src);
     free(dst);
     fixture_close(&f);
+}
+
+static void test_link_blocking(void) {
+    for (size_t c = 0; c < sizeof CIPHERS / sizeof CIPHERS[0]; c++) link_blocking(CIPHERS[c]);
 }
 
 /* Non-blocking, as the ring uses it: EAGAIN only when nothing is buffered, then poll wakes it. */
@@ -184,8 +249,9 @@ static void test_link_forged_and_truncated(void) {
     int cfd = f.cfd, afd = f.afd;
     net_set_timeouts(afd, 5000);
     uint8_t pt[100] = {1, 2, 3}, fr[100 + SEC_FRAME_OVERHEAD], out[100];
-    sec_session_t a2 = f.a;
-    sec_frame_seal(&a2, pt, sizeof pt, fr);
+    sec_aead_t a2;
+    CHECK(sec_aead_init(&a2, &f.a) == 0 && sec_frame_seal(&a2, pt, sizeof pt, fr) == 0);
+    sec_aead_free(&a2);
     fr[50] ^= 1;
     CHECK(net_send_all(cfd, fr, sizeof fr) == 0);
     sec_link_t *lb = sec_link_new(&f.b);
@@ -194,8 +260,8 @@ static void test_link_forged_and_truncated(void) {
     sec_link_free(lb);
     /* Half a frame, then the end. */
     lb = sec_link_new(&f.b);
-    a2 = f.a;
-    sec_frame_seal(&a2, pt, sizeof pt, fr);
+    CHECK(sec_aead_init(&a2, &f.a) == 0 && sec_frame_seal(&a2, pt, sizeof pt, fr) == 0);
+    sec_aead_free(&a2);
     CHECK(net_send_all(cfd, fr, 60) == 0);
     shutdown(cfd, SHUT_WR);
     /* (the forged frame's bytes were consumed above; this link sees only the half frame) */
@@ -266,8 +332,7 @@ static void test_handshake_fd(void) {
 }
 
 int main(void) {
-    RUN_TEST(test_roundtrip_and_tamper);
-    RUN_TEST(test_order_and_sizes);
+    RUN_TEST(test_frames_both_ciphers);
     RUN_TEST(test_link_blocking);
     RUN_TEST(test_link_nonblocking);
     RUN_TEST(test_link_forged_and_truncated);

@@ -1,9 +1,10 @@
 /* test_sec_hs.c - the handshake of a keyed run as a pure state machine (sec_hs.c): both
  * sides derive crossing session keys with the same key; a wrong key, a replayed or altered
- * message, garbage, another purpose or a mismatched encryption flag fail it; truncated input
- * waits; the feed never takes more than its own message. */
+ * message, garbage, another purpose or a mismatched encryption flag fail it; both sides agree on
+ * the bulk cipher; truncated input waits; the feed never takes more than its own message. */
 #include <string.h>
 
+#include "sec_frame.h"
 #include "sec_hs.h"
 #include "sec_pair.h"
 #include "tinytest.h"
@@ -170,6 +171,61 @@ static void test_policy(void) {
     CHECK(sec_hs_start(&i, &none, &pi) != 0);
 }
 
+/* Runs an encrypting handshake between sides that prefer ci and cr; the cipher both ended with,
+ * or -1 when they disagree or failed. */
+static int agreed(int ci, int cr) {
+    sec_cfg_t k = test_key(K1);
+    sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1, .cipher = ci};
+    sec_hs_params_t pr = {.role = SEC_RESPONDER, .purpose = SEC_PURPOSE_P2P, .flags = SEC_FLAG_ENCRYPT, .cipher = cr};
+    sec_hs_t i, r;
+    int ri, rr;
+    CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
+    hs_run(&i, &r, &ri, &rr);
+    return ri == SEC_HS_DONE && rr == SEC_HS_DONE && i.session.cipher == r.session.cipher ? i.session.cipher : -1;
+}
+
+static void test_cipher_agreement(void) {
+    const int A = SEC_CIPHER_AES256GCM, C = SEC_CIPHER_CHACHA20POLY1305;
+    CHECK(agreed(A, A) == A);
+    CHECK(agreed(A, C) == C && agreed(C, A) == C && agreed(C, C) == C); /* AES only where both have it */
+    CHECK(agreed(0, 0) == sec_cipher_preferred());
+    /* A run that does not encrypt has no cipher. */
+    sec_hs_t i, r;
+    int ri, rr;
+    start_pair(&i, &r, K1, K1, 0, -1);
+    hs_run(&i, &r, &ri, &rr);
+    CHECK(ri == SEC_HS_DONE && i.session.cipher == SEC_CIPHER_NONE && r.session.cipher == SEC_CIPHER_NONE);
+    /* A responder that answers AES to an initiator that asked for ChaCha20 is refused, before the MAC. */
+    sec_cfg_t k = test_key(K1);
+    sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1, .cipher = C};
+    sec_hs_params_t pr = {.role = SEC_RESPONDER, .purpose = SEC_PURPOSE_P2P, .flags = SEC_FLAG_ENCRYPT, .cipher = A};
+    size_t used;
+    CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
+    CHECK(sec_hs_feed(&r, i.out, i.out_len, &used) == SEC_HS_MORE && r.out_len == SEC_HS_MSG2 && r.out[7] == C);
+    r.out[7] = A;
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL && strstr(i.err, "cipher") != NULL);
+    /* An unknown cipher in MSG1 or MSG2 fails; so does asking for one. */
+    CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
+    uint8_t m1[SEC_HS_MSG1];
+    memcpy(m1, i.out, sizeof m1);
+    m1[7] = 7;
+    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_start(&r, &k, &pr) == 0 && sec_hs_feed(&r, i.out, i.out_len, &used) == SEC_HS_MORE);
+    r.out[7] = 0;
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL);
+    sec_hs_params_t bad = pi;
+    bad.cipher = 9;
+    CHECK(sec_hs_start(&i, &k, &bad) != 0);
+    /* The cipher bytes are in the transcript: a changed preference fails the responder's MAC. */
+    sec_hs_params_t pa = pi;
+    pa.cipher = A;
+    CHECK(sec_hs_start(&i, &k, &pa) == 0 && sec_hs_start(&r, &k, &pr) == 0);
+    memcpy(m1, i.out, sizeof m1);
+    m1[7] = C;
+    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == SEC_HS_MORE && r.out[7] == C);
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL);
+}
+
 int main(void) {
     RUN_TEST(test_good_key);
     RUN_TEST(test_wrong_key);
@@ -178,5 +234,6 @@ int main(void) {
     RUN_TEST(test_garbage_and_oversize);
     RUN_TEST(test_truncated);
     RUN_TEST(test_policy);
+    RUN_TEST(test_cipher_agreement);
     TEST_MAIN_END();
 }
