@@ -21,7 +21,9 @@
 
 #include "log.h"
 #include "msm_internal.h"
+#include "msm_ss_split.h"
 #include "pccl.h"
+#include "pccl_kernels.h"
 
 /* Tensors of a and b have the same layout (keys, dtypes, counts, in order). */
 static int same_layout(const msm_member_t *a, const msm_member_t *b) {
@@ -43,19 +45,79 @@ static int same_content(const msm_member_t *a, const msm_member_t *b) {
     return 1;
 }
 
-static void send_plan(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision, const msm_peer_t *src,
-                      wire_tensor_t *fetch, uint32_t nfetch) {
+/* A plan with nothing to fetch (or a refusal). */
+static void send_status(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision) {
     wire_msg_t w = {.type = M2C_SS_PLAN};
     w.u.ss_plan.status = status;
     w.u.ss_plan.revision = revision;
-    if (src) {
-        memcpy(w.u.ss_plan.source.uuid, src->uuid, 16);
-        memcpy(w.u.ss_plan.source.ip, src->ip, 4);
-        w.u.ss_plan.source.port = src->p2p_port;
-    }
-    w.u.ss_plan.n = nfetch;
-    w.u.ss_plan.fetch = fetch;
     msm_send(m, conn, &w);
+}
+
+/* Weight of each source for receiver `to`: its measured bandwidth toward it; a source not measured gets the
+ * mean of those measured, and with no measurement at all every source weighs the same. */
+static void source_weights(const msm_t *m, msm_member_t **src, int nsrc, uint64_t to, double *w) {
+    double sum = 0;
+    int known = 0;
+    for (int s = 0; s < nsrc; s++) {
+        w[s] = msm_bw_get(m, src[s]->conn, to);
+        if (w[s] > 0) {
+            sum += w[s];
+            known++;
+        }
+    }
+    for (int s = 0; s < nsrc; s++)
+        if (!(w[s] > 0)) w[s] = known ? sum / known : 1.0;
+}
+
+/* Sends p its plan: the tensors that differ from the primary source src[0]'s (which announces their
+ * hashes), each tensor's holders among src (sources whose hash equals the announced one: an
+ * allow_content_inequality tensor may differ between them) and the ranges each source sends. */
+static void send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, msm_member_t **src, int nsrc,
+                            int outdated) {
+    wire_msg_t w = {.type = M2C_SS_PLAN};
+    w.u.ss_plan.status = SS_OK;
+    w.u.ss_plan.revision = revision;
+    uint32_t cap = p->ntensors ? p->ntensors : 1;
+    wire_tensor_t *fetch = calloc(cap, sizeof *fetch);
+    uint32_t *holders = calloc(cap, sizeof *holders);
+    msm_ss_item_t *items = calloc(cap, sizeof *items);
+    wire_ss_range_t *ranges = calloc((size_t)cap * (nsrc ? nsrc : 1), sizeof *ranges);
+    double wt[WIRE_MAX_SS_SOURCES];
+    uint32_t nf = 0;
+    if (nsrc && fetch && holders && items && ranges) {
+        for (uint32_t t = 0; t < p->ntensors; t++) {
+            const wire_tensor_t *mine = &p->tensors[t], *theirs = &src[0]->tensors[t];
+            if (mine->hash == theirs->hash) continue;
+            if (mine->allow_inequality && !outdated) continue;
+            holders[nf] = 0;
+            for (int s = 0; s < nsrc; s++)
+                if (src[s]->tensors[t].hash == theirs->hash) holders[nf] |= 1u << s;
+            items[nf] = (msm_ss_item_t){.bytes = theirs->count * pccl_dtype_size(theirs->dtype), .holders = holders[nf]};
+            fetch[nf++] = *theirs;
+        }
+    }
+    if (nf) {
+        source_weights(m, src, nsrc, p->conn, wt);
+        int nr = msm_ss_split(items, nf, wt, nsrc, MSM_SS_SPLIT_MIN, ranges);
+        w.u.ss_plan.nsrc = (uint8_t)nsrc;
+        for (int s = 0; s < nsrc; s++) {
+            const msm_peer_t *peer = msm_find(m, src[s]->conn);
+            if (!peer) continue;
+            memcpy(w.u.ss_plan.sources[s].uuid, peer->uuid, 16);
+            memcpy(w.u.ss_plan.sources[s].ip, peer->ip, 4);
+            w.u.ss_plan.sources[s].port = peer->p2p_port;
+        }
+        w.u.ss_plan.n = nf;
+        w.u.ss_plan.fetch = fetch;
+        w.u.ss_plan.holders = holders;
+        w.u.ss_plan.nranges = nr > 0 ? (uint32_t)nr : 0;
+        w.u.ss_plan.ranges = ranges;
+    }
+    msm_send(m, p->conn, &w);
+    free(fetch);
+    free(holders);
+    free(items);
+    free(ranges);
 }
 
 /* The operation's members in ring order. */
@@ -164,34 +226,26 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
             if (status == SS_REVISION_REFUSED)
                 PLOG_WARN("master", "%s offered revision %llu, group %u expects %llu", msm_conn_name(m, p->conn, name),
                           (unsigned long long)p->revision, g->id, (unsigned long long)target);
-            send_plan(m, p->conn, status, target, NULL, NULL, 0);
+            send_status(m, p->conn, status, target);
             leave[nleave++] = p->conn;
             /* The error first, so the peer's call returns a reason; then the kick the seed demands. */
             if (conflict[k]) kick[nkick++] = p->conn;
             continue;
         }
         int outdated = p->revision < target || is_recv_only(p);
-        /* Source: a peer with the popular content that is allowed to send. */
-        msm_member_t *src = NULL;
-        for (int tries = 0; tries < n && !src; tries++) {
+        /* Sources: every other peer with the popular content that may send, up to the plan's limit; the
+         * first (round-robin over the syncs' receivers) announces the hashes. */
+        msm_member_t *src[WIRE_MAX_SS_SOURCES];
+        int nsrc = 0;
+        for (int tries = 0; tries < n && nsrc < WIRE_MAX_SS_SOURCES; tries++) {
             int j = (rr + tries) % n;
-            if (mem[j] != p && may_send(mem[j], target, conflict[j]) && same_content(mem[j], mem[best])) {
-                src = mem[j];
-                rr = (j + 1) % n;
-            }
+            if (mem[j] != p && may_send(mem[j], target, conflict[j]) && same_content(mem[j], mem[best]))
+                src[nsrc++] = mem[j];
         }
-        wire_tensor_t *fetch = calloc(p->ntensors ? p->ntensors : 1, sizeof *fetch);
-        uint32_t nf = 0;
-        if (src && fetch && !is_send_only(p)) {
-            for (uint32_t t = 0; t < p->ntensors; t++) {
-                const wire_tensor_t *mine = &p->tensors[t], *theirs = &src->tensors[t];
-                if (mine->hash == theirs->hash) continue;
-                if (mine->allow_inequality && !outdated) continue;
-                fetch[nf++] = *theirs;
-            }
-        }
-        send_plan(m, p->conn, SS_OK, target, nf ? msm_find(m, src->conn) : NULL, fetch, nf);
-        free(fetch);
+        for (int j = 0; nsrc && j < n; j++)
+            if (mem[j] == src[0]) rr = (j + 1) % n;
+        if (is_send_only(p)) nsrc = 0;
+        send_fetch_plan(m, p, target, src, nsrc, outdated);
         p->owes = 1;
     }
     op->phase = MSM_PHASE_RUNNING;

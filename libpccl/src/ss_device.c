@@ -62,8 +62,13 @@ void ss_staging_free(ss_staging_t *stg) {
 }
 
 int ss_send_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
-    const uint8_t *p = t->data;
-    size_t left = ss_tensor_bytes(t);
+    return ss_send_range(link, fd, t, 0, ss_tensor_bytes(t), stg, tx);
+}
+
+int ss_send_range(sec_link_t *link, int fd, const pcclTensorInfo_t *t, size_t off, size_t len, ss_staging_t *stg,
+                  atomic_uint_fast64_t *tx) {
+    const uint8_t *p = (const uint8_t *)t->data + off;
+    size_t left = len;
 #ifdef PCCL_HAS_CUDA
     int staged = t->device_type == pcclDeviceCuda;
     if (staged && staging_get(stg) != 0) return -1;

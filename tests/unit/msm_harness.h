@@ -82,6 +82,8 @@ static inline void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
         break;
     case M2C_SS_PLAN:
         e->msg.u.ss_plan.fetch = dup_bytes(msg->u.ss_plan.fetch, msg->u.ss_plan.n * sizeof(wire_tensor_t));
+        e->msg.u.ss_plan.holders = dup_bytes(msg->u.ss_plan.holders, msg->u.ss_plan.n * sizeof(uint32_t));
+        e->msg.u.ss_plan.ranges = dup_bytes(msg->u.ss_plan.ranges, msg->u.ss_plan.nranges * sizeof(wire_ss_range_t));
         break;
     case M2C_COLL_COMMENCE:
         e->msg.u.commence.ring = dup_bytes(msg->u.commence.ring, (size_t)msg->u.commence.n * 16);
@@ -322,8 +324,15 @@ static inline int plan_has(const wire_msg_t *p, const char *key, uint64_t hash) 
         if (strcmp(p->u.ss_plan.fetch[i].key, key) == 0) return p->u.ss_plan.fetch[i].hash == hash;
     return 0;
 }
+/* src is the plan's first source, the one whose hashes the plan announces. */
 static inline int source_is(uint64_t c, uint64_t src) {
-    return plan_of(c) && is_uuid_of(plan_of(c)->u.ss_plan.source.uuid, src);
+    return plan_of(c) && plan_of(c)->u.ss_plan.nsrc && is_uuid_of(plan_of(c)->u.ss_plan.sources[0].uuid, src);
+}
+/* src is one of the plan's sources. */
+static inline int source_in(uint64_t c, uint64_t src) {
+    for (int s = 0; plan_of(c) && s < plan_of(c)->u.ss_plan.nsrc; s++)
+        if (is_uuid_of(plan_of(c)->u.ss_plan.sources[s].uuid, src)) return 1;
+    return 0;
 }
 /* A KICK went to conn, after its SS_PLAN, and conn was then closed. */
 static inline int kicked_after_plan(uint64_t conn) {
