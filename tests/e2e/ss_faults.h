@@ -3,9 +3,9 @@
  * real library without hooks in it:
  *  - a liar: a thread changes one byte of a tensor after the sync hashed it,
  *    so the bytes this peer serves no longer match the hash it announced;
- *  - a dying source: a watchdog SIGKILLs the process once one of its TCP
- *    sockets has had a given number of bytes acknowledged, i.e. in the middle
- *    of serving a tensor larger than that.
+ *  - a dying source: a watchdog SIGKILLs the process once its TCP sockets
+ *    have had a given number of bytes acknowledged in all, i.e. in the middle
+ *    of serving more than that.
  */
 #ifndef PCCL_E2E_SS_FAULTS_H
 #define PCCL_E2E_SS_FAULTS_H
@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,34 +61,53 @@ static void liar_end(liar_t *l) {
 
 static atomic_int watchdog_armed;
 
-/* Bytes acknowledged by the peer of one of this process's TCP sockets, the largest. */
-static uint64_t max_bytes_acked(void) {
-    uint64_t best = 0;
+/* Bytes acknowledged by the peers of this process's TCP sockets, summed over every socket seen since
+ * the watchdog started: a source serves each stage of a fetch on a new connection. A socket is known
+ * by its inode (fd numbers are reused); one closed between two polls counts with its last value. */
+typedef struct {
+    ino_t ino;
+    uint64_t acked;
+} seen_sock_t;
+static seen_sock_t seen_socks[4096];
+static int nseen_socks;
+
+static uint64_t total_bytes_acked(void) {
     DIR *d = opendir("/proc/self/fd");
     if (!d) return 0;
     for (struct dirent *e; (e = readdir(d));) {
         struct tcp_info ti;
+        struct stat sb;
         socklen_t len = sizeof ti;
+        int fd = atoi(e->d_name);
         /* non-sockets and non-TCP sockets fail; an fd closed meanwhile too */
-        if (e->d_name[0] != '.' && getsockopt(atoi(e->d_name), IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-            len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked && ti.tcpi_bytes_acked > best)
-            best = ti.tcpi_bytes_acked;
+        if (e->d_name[0] == '.' || fstat(fd, &sb) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+            len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
+            continue;
+        int k = 0;
+        while (k < nseen_socks && seen_socks[k].ino != sb.st_ino) k++;
+        if (k == nseen_socks) {
+            if (nseen_socks == (int)(sizeof seen_socks / sizeof seen_socks[0])) continue;
+            seen_socks[nseen_socks++] = (seen_sock_t){.ino = sb.st_ino};
+        }
+        if (ti.tcpi_bytes_acked > seen_socks[k].acked) seen_socks[k].acked = ti.tcpi_bytes_acked;
     }
     closedir(d);
-    return best;
+    uint64_t sum = 0;
+    for (int k = 0; k < nseen_socks; k++) sum += seen_socks[k].acked;
+    return sum;
 }
 
 static void *watchdog_main(void *arg) {
     uint64_t limit = *(uint64_t *)arg;
     /* Bounded: a source that never serves is disarmed when its sync returns, at the latest here. */
     for (int i = 0; i < 300000 && atomic_load(&watchdog_armed); i++) {
-        if (max_bytes_acked() >= limit) kill(getpid(), SIGKILL);
+        if (total_bytes_acked() >= limit) kill(getpid(), SIGKILL);
         sleep_ms(1);
     }
     return NULL;
 }
 
-/* Until watchdog_disarm: SIGKILL this process once a TCP socket of it had *limit bytes acknowledged. */
+/* Until watchdog_disarm: SIGKILL this process once its TCP sockets had *limit bytes acknowledged. */
 static int watchdog_start(pthread_t *th, uint64_t *limit) {
     atomic_store(&watchdog_armed, 1);
     return pthread_create(th, NULL, watchdog_main, limit);

@@ -22,8 +22,8 @@
  * --lie-after-ms changes a byte of the last tensor that long into the first
  * sync (after it was hashed) and restores it when the sync returns, so what
  * this peer serves meanwhile does not match the hash it announced;
- * --die-after-sent SIGKILLs this peer once it has sent that many bytes on one
- * connection during the first sync.
+ * --die-after-sent SIGKILLs this peer once it has sent that many bytes (over
+ * all its connections) during the first sync.
  * --cuda 1 keeps every tensor in GPU memory (hashed on the GPU, staged through
  * the host by the library); without a usable device it prints
  * "SKIP: no CUDA device" and exits 77 before connecting.
