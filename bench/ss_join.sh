@@ -11,8 +11,10 @@
 # link is rate-limited and the receiver's downlink is not: this kernel has neither sch_netem nor
 # sch_tbf, and the userspace wanemu forwarder would need more CPU than the 2 shared cores have at
 # several Gbit/s in total. Loopback, no added delay. Peers are tests/e2e/ss_peer (sources seed 1 at
-# revision 3, the newcomer all zeros at revision 0); the time is the newcomer's sync call, and
-# every run checks that it received exactly the state's size and holds the elected bytes.
+# revision 3, the newcomer all zeros at revision 0); the time is the newcomer's sync call, which it
+# makes 1.5 s after the others (--sync-delay-ms), so that it measures the plan, the transfer and the
+# end of the sync rather than the sources hashing their state; every run checks that it received
+# exactly the state's size and holds the elected bytes.
 # Processes are started and stopped by PID (tests/e2e/lib.sh).
 set -u
 . "$(dirname "$0")/../tests/e2e/lib.sh"
@@ -39,7 +41,7 @@ run() {
             "${common[@]}" --seed 1 --revision 3 "${die[@]}" > "$WORK/src$k.log" 2> "$WORK/src$k.err" &
         pids+=($!); PIDS+=($!)
     done
-    ${SSJ_TIME:+/usr/bin/time -v} "$BIN/ss_peer" "$PORT" "${common[@]}" --seed 0 --revision 0 > "$WORK/rcv.log" \
+    ${SSJ_TIME:+/usr/bin/time -v} "$BIN/ss_peer" "$PORT" "${common[@]}" --seed 0 --revision 0 --sync-delay-ms 1500 > "$WORK/rcv.log" \
         2> "$WORK/rcv.err" &
     rcv=$!; PIDS+=($rcv)
     local ok=1
