@@ -276,18 +276,20 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
     uint8_t *buf[2] = {NULL, NULL};
     int rc = -1;
     if (!f.tens || !f.size || !f.at || check_plan(&f, st) != 0) goto out;
-    size_t cap = SS_STAGE_MIN;
-    for (uint32_t t = 0; t < p->n; t++)
-        if (f.size[t] > cap) cap = f.size[t];
-    /* Two buffers overlap landing with receiving; a tensor above SS_STAGE_MIN gets one buffer of its size,
-     * so the fetch costs at most the largest tensor or 2 * SS_STAGE_MIN on top of the state. */
-    int nbuf = cap == SS_STAGE_MIN ? 2 : 1;
-    uint64_t total = 0;
-    for (uint32_t t = 0; t < p->n; t++) total += f.size[t];
-    if (total < cap) { /* one stage holds everything */
-        cap = total ? total : 1;
-        nbuf = 1;
+    uint64_t total = 0, largest = 0;
+    for (uint32_t t = 0; t < p->n; t++) {
+        total += f.size[t];
+        if (f.size[t] > largest) largest = f.size[t];
     }
+    /* A stage is a sixteenth of the fetch within [SS_STAGE_MIN, SS_STAGE_MAX]: a small fetch is one
+     * stage. Two buffers overlap landing with receiving; a tensor larger than a stage gets one buffer
+     * of its size. So the fetch costs at most max(largest tensor, 2 * SS_STAGE_MAX) on top of the state,
+     * and at most an eighth of it once it is over 16 * SS_STAGE_MIN. */
+    uint64_t stage = total / 16 < SS_STAGE_MIN ? SS_STAGE_MIN : total / 16 > SS_STAGE_MAX ? SS_STAGE_MAX : total / 16;
+    if (stage >= total) stage = total;
+    int nbuf = largest <= stage && stage < total ? 2 : 1;
+    size_t cap = (size_t)(largest > stage ? largest : stage);
+    if (!cap) cap = 1;
     for (int i = 0; i < nbuf; i++)
         if (!(buf[i] = malloc(cap))) {
             PLOG_ERROR(c->log_name, "cannot allocate %zu bytes to receive shared state into", cap);
