@@ -17,10 +17,10 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,7 +65,7 @@ static atomic_int watchdog_armed;
  * the watchdog started: a source serves each stage of a fetch on a new connection. A socket is known
  * by its inode (fd numbers are reused); one closed between two polls counts with its last value. */
 typedef struct {
-    ino_t ino;
+    unsigned long long ino;
     uint64_t acked;
 } seen_sock_t;
 static seen_sock_t seen_socks[4096];
@@ -76,18 +76,23 @@ static uint64_t total_bytes_acked(void) {
     if (!d) return 0;
     for (struct dirent *e; (e = readdir(d));) {
         struct tcp_info ti;
-        struct stat sb;
         socklen_t len = sizeof ti;
-        int fd = atoi(e->d_name);
-        /* non-sockets and non-TCP sockets fail; an fd closed meanwhile too */
-        if (e->d_name[0] == '.' || fstat(fd, &sb) != 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+        char link[64];
+        unsigned long long ino;
+        /* the inode from the link's text "socket:[N]" (no call on the fd, which another thread owns);
+         * non-sockets and non-TCP sockets fail; an fd closed meanwhile too */
+        ssize_t ll = e->d_name[0] == '.' ? -1 : readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
+        if (ll <= 0) continue;
+        link[ll] = 0;
+        if (sscanf(link, "socket:[%llu]", &ino) != 1 ||
+            getsockopt(atoi(e->d_name), IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
             len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked)
             continue;
         int k = 0;
-        while (k < nseen_socks && seen_socks[k].ino != sb.st_ino) k++;
+        while (k < nseen_socks && seen_socks[k].ino != ino) k++;
         if (k == nseen_socks) {
             if (nseen_socks == (int)(sizeof seen_socks / sizeof seen_socks[0])) continue;
-            seen_socks[nseen_socks++] = (seen_sock_t){.ino = sb.st_ino};
+            seen_socks[nseen_socks++] = (seen_sock_t){.ino = ino};
         }
         if (ti.tcpi_bytes_acked > seen_socks[k].acked) seen_socks[k].acked = ti.tcpi_bytes_acked;
     }
