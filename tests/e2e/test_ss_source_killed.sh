@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A join fed by three up-to-date sources, one of them SIGKILLed half-way through its share
-# (ss_peer --die-after-sent kills it once one of its sockets had that many bytes acknowledged).
+# (ss_peer --die-after-sent kills it once its send() calls have passed that many bytes to the kernel).
 # The receiver moves the dead source's unreceived ranges to the two others within the same sync:
 # its first sync succeeds with every tensor holding the elected bytes (none torn), and it received
 # exactly the state's size (rx), so nothing already delivered was fetched again; the survivors
@@ -40,10 +40,11 @@ tx1=$(field0 up1 tx); tx2=$(field0 up2 tx)
 for t in "$tx1" "$tx2"; do
     [ "$t" -gt "$share" ] || fail "a survivor sent $t bytes, no more than its own share $share: it took none of the dead source's ranges"
 done
-# The dead source delivered at least what its socket had acknowledged (half its share), at most its share.
+# The dead source delivered what it had sent before the kill (half its share), at most its share; a
+# quarter is the bound, since a socket reset at the kill would drop what its buffers still held.
 dead=$(( total - tx1 - tx2 ))
-[ "$dead" -ge $(( share / 2 )) ] && [ "$dead" -le $(( share + 16 * 4096 )) ] ||
-    fail "survivors sent $tx1 + $tx2: the dead source would have delivered $dead bytes (expected $(( share / 2 ))..$share)"
+[ "$dead" -ge $(( share / 4 )) ] && [ "$dead" -le $(( share + 16 * 4096 )) ] ||
+    fail "survivors sent $tx1 + $tx2: the dead source would have delivered $dead bytes (expected $(( share / 4 ))..$share)"
 [ "$(json_field "$WORK/rcv.log" done hash)" = "$(json_field "$WORK/up1.log" done hash)" ] || fail "hashes differ"
 echo "ok: 3 sources, one killed: receiver got $rx bytes exactly in $(json_field "$WORK/rcv.log" done sync_ms) ms" \
      "(survivors sent $tx1 + $tx2, the dead one $dead)"
