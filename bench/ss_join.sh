@@ -68,6 +68,8 @@ for row in "1 0" "$NS 0" "$NS 1"; do
     label="$1 source(s)"; [ "$2" = 1 ] && label="$label, one killed half-way"
     if [ "$med" = FAILED ]; then printf '%-34s %10s\n' "$label" FAILED; continue; fi
     [ -z "$base" ] && base=$med
-    printf '%-34s %10s %12.2f %9.2fx   (runs: %s)\n' "$label" "$med" "$(echo "$BYTES * 8 / $med / 1000000" | bc -l)" \
-        "$(echo "$base / $med" | bc -l)" "${times[*]}"
+    extra=; [ "$2" = 1 ] && [ -n "${nokill:-}" ] && extra=$(printf ', %+.1f%% vs no kill' "$(echo "($med / $nokill - 1) * 100" | bc -l)")
+    [ "$2" = 0 ] && nokill=$med
+    printf '%-34s %10s %12.2f %9.2fx   (runs: %s%s)\n' "$label" "$med" "$(echo "$BYTES * 8 / $med / 1000000" | bc -l)" \
+        "$(echo "$base / $med" | bc -l)" "${times[*]}" "$extra"
 done

@@ -69,11 +69,11 @@ static void source_weights(const msm_t *m, msm_member_t **src, int nsrc, uint64_
         if (!(w[s] > 0)) w[s] = known ? sum / known : 1.0;
 }
 
-/* Sends p its plan: the tensors that differ from the primary source src[0]'s (which announces their
+/* Sends p its plan (-1 when out of memory, nothing sent): the tensors that differ from the primary source src[0]'s (which announces their
  * hashes), each tensor's holders among src (sources whose hash equals the announced one: an
  * allow_content_inequality tensor may differ between them) and the ranges each source sends. */
-static void send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, msm_member_t **src, int nsrc,
-                            int outdated) {
+static int send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, msm_member_t **src, int nsrc,
+                           int outdated) {
     wire_msg_t w = {.type = M2C_SS_PLAN};
     w.u.ss_plan.status = SS_OK;
     w.u.ss_plan.revision = revision;
@@ -84,7 +84,14 @@ static void send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, 
     wire_ss_range_t *ranges = calloc((size_t)cap * (nsrc ? nsrc : 1), sizeof *ranges);
     double wt[WIRE_MAX_SS_SOURCES];
     uint32_t nf = 0;
-    if (nsrc && fetch && holders && items && ranges) {
+    if (!fetch || !holders || !items || !ranges) { /* a plan without its tensors would "succeed" the sync */
+        free(fetch);
+        free(holders);
+        free(items);
+        free(ranges);
+        return -1;
+    }
+    if (nsrc) {
         for (uint32_t t = 0; t < p->ntensors; t++) {
             const wire_tensor_t *mine = &p->tensors[t], *theirs = &src[0]->tensors[t];
             if (mine->hash == theirs->hash) continue;
@@ -118,6 +125,7 @@ static void send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, 
     free(holders);
     free(items);
     free(ranges);
+    return 0;
 }
 
 /* The operation's members in ring order. */
@@ -213,8 +221,8 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
     int conflict[n + 1];
     memset(conflict, 0, sizeof conflict);
     int best = rollback ? -1 : elect(mem, n, target, conflict);
-    uint64_t leave[n + 1], kick[n + 1];
-    int nleave = 0, nkick = 0;
+    uint64_t leave[n + 1], kick[n + 1], oom[n + 1];
+    int nleave = 0, nkick = 0, noom = 0;
 
     int rr = 0; /* round-robin over sources */
     for (int k = 0; k < n; k++) {
@@ -245,7 +253,10 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
         for (int j = 0; nsrc && j < n; j++)
             if (mem[j] == src[0]) rr = (j + 1) % n;
         if (is_send_only(p)) nsrc = 0;
-        send_fetch_plan(m, p, target, src, nsrc, outdated);
+        if (send_fetch_plan(m, p, target, src, nsrc, outdated) != 0) {
+            oom[noom++] = p->conn;
+            continue;
+        }
         p->owes = 1;
     }
     op->phase = MSM_PHASE_RUNNING;
@@ -253,6 +264,10 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
     /* A member told anything but OK leaves this sync (its next vote waits for the next one). */
     for (int k = 0; k < nleave; k++) msm_op_remove(op, leave[k]);
     /* Kicks last: a kick removes the peer record (shifting m->peers) and re-evaluates every operation. */
+    for (int k = 0; k < noom; k++) {
+        msm_peer_t *p = msm_find(m, oom[k]);
+        if (p) msm_kick(m, p, "master out of memory for its shared-state plan");
+    }
     for (int k = 0; k < nkick; k++) {
         msm_peer_t *p = msm_find(m, kick[k]);
         if (p) msm_kick(m, p, "SEND_ONLY shared state differs from another SEND_ONLY peer's");
