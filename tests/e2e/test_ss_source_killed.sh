@@ -4,7 +4,9 @@
 # The receiver moves the dead source's unreceived ranges to the two others within the same sync:
 # its first sync succeeds with every tensor holding the elected bytes (none torn), and it received
 # exactly the state's size (rx), so nothing already delivered was fetched again; the survivors
-# sent the rest. Size: PCCL_SS_KILLED_MIB (default 1024: 1 GiB in 16 tensors, about 12 s on loopback; the benchmark
+# sent the rest. Then the failed-fetch contract, when no holder is left: two sources, both
+# SIGKILLed half-way, and the receiver's sync returns pcclRankConnectionLost with no tensor torn
+# (each holds its own bytes or the elected ones). Size: PCCL_SS_KILLED_MIB (default 1024: 1 GiB in 16 tensors, about 12 s on loopback; the benchmark
 # bench/ss_join.sh runs 1 GiB under rate-limited links).
 . "$(dirname "$0")/lib.sh"
 mib=${PCCL_SS_KILLED_MIB:-1024}
@@ -48,3 +50,27 @@ dead=$(( total - tx1 - tx2 ))
 [ "$(json_field "$WORK/rcv.log" done hash)" = "$(json_field "$WORK/up1.log" done hash)" ] || fail "hashes differ"
 echo "ok: 3 sources, one killed: receiver got $rx bytes exactly in $(json_field "$WORK/rcv.log" done sync_ms) ms" \
      "(survivors sent $tx1 + $tx2, the dead one $dead)"
+
+# Every source dies: the fetch fails, nothing is torn, and the receiver did not count a byte twice.
+kill -TERM "$MASTER_PID" 2>/dev/null; wait "$MASTER_PID" 2>/dev/null
+small=$(( 64 << 20 ))
+start_master
+common=(--world 3 --tensors 16 --bytes "$small")
+for k in 0 1; do
+    "$BIN/ss_peer" "$PORT" "${common[@]}" --seed 1 --revision 3 --die-after-sent $(( small / 4 )) \
+        > "$WORK/all$k.log" 2> "$WORK/all$k.err" &
+    ALL[$k]=$!; PIDS+=($!)
+done
+"$BIN/ss_peer" "$PORT" "${common[@]}" --seed 2 --revision 0 --expect-seed 1 --expect-result 8 --final-check 0 \
+    > "$WORK/lone.log" 2> "$WORK/lone.err" &
+L=$!; PIDS+=($L)
+wait_pid "$L" 120; rl=$?
+wait_pid "${ALL[0]}" 60; a0=$?
+wait_pid "${ALL[1]}" 60; a1=$?
+[ "$a0$a1" = 137137 ] || fail "both sources should have been SIGKILLed (exit 137), got $a0 and $a1"
+[ "$rl" = 0 ] || { cat "$WORK/lone.err" >&2; fail "receiver without sources failed (exit $rl)"; }
+[ "$(field0 lone result)" = 8 ] || fail "receiver: sync returned $(field0 lone result), expected 8 (pcclRankConnectionLost)"
+[ "$(field0 lone torn)" = 0 ] || fail "receiver: $(field0 lone torn) tensor(s) torn: $(first lone)"
+[ "$(field0 lone old)" -ge 1 ] || fail "receiver: no tensor kept its bytes: the kills came after the transfer: $(first lone)"
+[ "$(field0 lone rx)" -lt "$small" ] || fail "receiver: rx $(field0 lone rx) with both sources killed half-way"
+echo "ok: no source left: pcclRankConnectionLost, $(field0 lone new) tensors landed, $(field0 lone old) kept, none torn"
