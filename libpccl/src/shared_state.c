@@ -9,13 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "comm.h"
 #include "log.h"
-#include "net.h"
 #include "p2p.h"
-#include "p2p_hello.h"
 #include "pccl_kernels.h"
 #include "ss_device.h"
 #include "ss_fetch.h"
@@ -25,13 +22,6 @@ typedef struct ss_range_req {
     char key[WIRE_MAX_KEY + 1];
     uint64_t off, len;
 } ss_range_req_t;
-
-
-static const pcclTensorInfo_t *find_tensor(const pcclSharedState_t *s, const char *key) {
-    for (size_t i = 0; i < s->count; i++)
-        if (strcmp(s->infos[i].name, key) == 0) return &s->infos[i];
-    return NULL;
-}
 
 /* Takes a reference on the state being served, or NULL if this peer is not syncing. */
 static ss_serving_t *serving_get(pcclComm_t *c) {
@@ -81,7 +71,7 @@ void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
     ss_serving_t *s = serving_get(c);
     ss_staging_t stg = {0};
     for (uint32_t i = 0; i < n; i++) {
-        const pcclTensorInfo_t *t = s ? find_tensor(s->state, req[i].key) : NULL;
+        const pcclTensorInfo_t *t = s ? ss_find_tensor(s->state, req[i].key) : NULL;
         uint64_t size = t ? ss_tensor_bytes(t) : 0;
         /* A range outside the tensor is unavailable, never a read past it. */
         int ok = t && req[i].off <= size && req[i].len <= size - req[i].off;

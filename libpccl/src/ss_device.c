@@ -14,6 +14,12 @@
 
 size_t ss_tensor_bytes(const pcclTensorInfo_t *t) { return t->count * pccl_dtype_size(t->datatype); }
 
+const pcclTensorInfo_t *ss_find_tensor(const pcclSharedState_t *s, const char *key) {
+    for (size_t i = 0; i < s->count; i++)
+        if (strcmp(s->infos[i].name, key) == 0) return &s->infos[i];
+    return NULL;
+}
+
 int ss_device_check(const pcclTensorInfo_t *t) {
     if (t->device_type == pcclDeviceCpu) return 0;
 #ifdef PCCL_HAS_CUDA

@@ -25,6 +25,8 @@ typedef struct ss_staging {
 } ss_staging_t;
 
 size_t ss_tensor_bytes(const pcclTensorInfo_t *t);
+/* The tensor of s named key, or NULL. */
+const pcclTensorInfo_t *ss_find_tensor(const pcclSharedState_t *s, const char *key);
 /* 0 if this build and machine can sync the tensor's device type; otherwise logs why and returns -1. */
 int ss_device_check(const pcclTensorInfo_t *t);
 /* SimpleHash of the tensor's bytes wherever they live; 0 on success. */

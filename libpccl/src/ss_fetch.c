@@ -53,12 +53,6 @@ typedef struct verifier {
     pthread_t th;
 } verifier_t;
 
-static const pcclTensorInfo_t *find_tensor(const pcclSharedState_t *s, const char *key) {
-    for (size_t i = 0; i < s->count; i++)
-        if (strcmp(s->infos[i].name, key) == 0) return &s->infos[i];
-    return NULL;
-}
-
 static int push_job(fetch_ctx_t *f, job_t j) {
     if (f->njobs == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 64;
@@ -240,7 +234,7 @@ static void *verify_main(void *arg) {
 static int check_plan(fetch_ctx_t *f, const pcclSharedState_t *st) {
     const __typeof__(f->plan->u.ss_plan) *p = &f->plan->u.ss_plan;
     for (uint32_t t = 0; t < p->n; t++) {
-        f->tens[t] = find_tensor(st, p->fetch[t].key);
+        f->tens[t] = ss_find_tensor(st, p->fetch[t].key);
         if (!f->tens[t]) {
             PLOG_ERROR(f->c->log_name, "the shared-state plan names '%s', which this peer does not have",
                        p->fetch[t].key);
