@@ -39,12 +39,14 @@ static void serving_put(pcclComm_t *c, ss_serving_t *s) {
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Serves one requester: reads its whole list of ranges, then sends each (ss_fetch.c has the format). */
-void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
+/* Answers one request: reads its whole list of ranges, then sends each (ss_fetch.c has the format).
+ * 0 to wait for the requester's next one; -1 ends the connection: the requester closed it or went
+ * silent past the socket timeout, or this peer is not serving a sync any more. */
+static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     uint8_t b4[4];
-    if (link_recv_all(link, fd, b4, 4) != 0) return;
+    if (link_recv_all(link, fd, b4, 4) != 0) return -1;
     uint32_t n = wire_get_u32(b4);
-    if (n > WIRE_MAX_SS_RANGES) return;
+    if (n > WIRE_MAX_SS_RANGES) return -1;
     /* Read the whole request before answering: a requester that writes a long list
      * before reading must not block on a full socket while we block writing to it. */
     ss_range_req_t *req = NULL;
@@ -55,14 +57,14 @@ void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
             ss_range_req_t *g = realloc(req, (size_t)cap * sizeof *req);
             if (!g) {
                 free(req);
-                return;
+                return -1;
             }
             req = g;
         }
         if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, req[i].key, kl) != 0 ||
             link_recv_all(link, fd, pos, 16) != 0) {
             free(req);
-            return;
+            return -1;
         }
         req[i].key[kl] = 0;
         req[i].off = wire_get_u64(pos);
@@ -70,6 +72,7 @@ void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
     }
     ss_serving_t *s = serving_get(c);
     ss_staging_t stg = {0};
+    int rc = s ? 0 : -1;
     for (uint32_t i = 0; i < n; i++) {
         const pcclTensorInfo_t *t = s ? ss_find_tensor(s->state, req[i].key) : NULL;
         uint64_t size = t ? ss_tensor_bytes(t) : 0;
@@ -77,12 +80,22 @@ void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
         int ok = t && req[i].off <= size && req[i].len <= size - req[i].off;
         uint8_t hdr[9] = {ok ? 0 : 1};
         wire_put_u64(hdr + 1, ok ? req[i].len : 0);
-        if (link_send_all(link, fd, hdr, sizeof hdr) != 0) break;
-        if (ok && ss_send_range(link, fd, t, req[i].off, req[i].len, &stg, &s->tx_bytes) != 0) break;
+        if (link_send_all(link, fd, hdr, sizeof hdr) != 0 ||
+            (ok && ss_send_range(link, fd, t, req[i].off, req[i].len, &stg, &s->tx_bytes) != 0)) {
+            rc = -1;
+            break;
+        }
     }
     ss_staging_free(&stg);
     if (s) serving_put(c, s);
     free(req);
+    return rc;
+}
+
+/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. */
+void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
+    for (;;)
+        if (serve_request(c, link, fd) != 0) return;
 }
 
 static pcclResult_t validate(const pcclSharedState_t *s) {

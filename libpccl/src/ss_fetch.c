@@ -30,6 +30,8 @@ typedef struct fetch_ctx {
     uint64_t *size;                /* per fetch entry, bytes */
     uint64_t *at;                  /* per fetch entry, offset in its stage's buffer */
     uint32_t dead;                 /* sources that broke off */
+    int fd[WIRE_MAX_SS_SOURCES];   /* each source's connection, -1 when none; its worker's alone */
+    sec_link_t *link[WIRE_MAX_SS_SOURCES];
     job_t *jobs;
     size_t njobs, cap;
     uint32_t next_range;
@@ -65,8 +67,70 @@ static int push_job(fetch_ctx_t *f, job_t j) {
     return 0;
 }
 
-/* Receives one source's jobs of this round; bytes count in job->got as they arrive, so a transfer that
- * breaks off leaves exactly what was delivered. */
+/* The request for this worker's jobs in one piece: one write, and one frame per 256 KiB when the run
+ * encrypts. NULL when out of memory. */
+static uint8_t *build_request(const worker_t *w, size_t *len) {
+    const fetch_ctx_t *f = w->f;
+    uint8_t *req = malloc(4 + w->nidx * (1 + WIRE_MAX_KEY + 16));
+    if (!req) return NULL;
+    size_t rl = 4;
+    wire_put_u32(req, (uint32_t)w->nidx);
+    for (size_t i = 0; i < w->nidx; i++) {
+        const job_t *j = &f->jobs[w->idx[i]];
+        const char *key = f->tens[j->t]->name;
+        size_t kl = strlen(key);
+        req[rl++] = (uint8_t)kl;
+        memcpy(req + rl, key, kl);
+        rl += kl;
+        wire_put_u64(req + rl, j->off + j->got);
+        wire_put_u64(req + rl + 8, j->len - j->got);
+        rl += 16;
+    }
+    *len = rl;
+    return req;
+}
+
+/* Sends the request on the source's connection and receives the answers; bytes count in job->got as
+ * they arrive, so a transfer that breaks off leaves exactly what was delivered. *answered: a header
+ * came back. 0 when every job is complete. */
+static int exchange(worker_t *w, const uint8_t *req, size_t rl, const char *ip, int *answered) {
+    fetch_ctx_t *f = w->f;
+    sec_link_t *link = f->link[w->src];
+    int fd = f->fd[w->src];
+    if (link_send_all(link, fd, req, rl) != 0) return -1;
+    for (size_t i = 0; i < w->nidx; i++) {
+        job_t *j = &f->jobs[w->idx[i]];
+        uint8_t hdr[9];
+        if (link_recv_all(link, fd, hdr, sizeof hdr) != 0) return -1;
+        *answered = 1;
+        uint64_t want = j->len - j->got;
+        if (hdr[0] != 0 || wire_get_u64(hdr + 1) != want) {
+            PLOG_WARN(f->c->log_name, "shared-state source %s:%u cannot provide '%s' [%llu, +%llu)", ip,
+                      f->plan->u.ss_plan.sources[w->src].port, f->tens[j->t]->name,
+                      (unsigned long long)(j->off + j->got), (unsigned long long)want);
+            return -1;
+        }
+        uint8_t *dst = w->buf + f->at[j->t] + j->off;
+        while (j->got < j->len) {
+            size_t k = j->len - j->got < SS_CHUNK ? (size_t)(j->len - j->got) : SS_CHUNK;
+            if (link_recv_all(link, fd, dst + j->got, k) != 0) return -1;
+            j->got += k;
+        }
+    }
+    return 0;
+}
+
+static void close_conn(fetch_ctx_t *f, int s) {
+    if (f->fd[s] < 0) return;
+    sec_link_free(f->link[s]);
+    close(f->fd[s]);
+    f->fd[s] = -1;
+    f->link[s] = NULL;
+}
+
+/* Receives one source's jobs of this round over its connection, kept from stage to stage so that a
+ * stage costs one round trip and no new TCP slow start. A kept connection the source has closed
+ * meanwhile (its idle timeout) is dialled again once. */
 static void *worker_main(void *arg) {
     worker_t *w = arg;
     fetch_ctx_t *f = w->f;
@@ -74,65 +138,30 @@ static void *worker_main(void *arg) {
     char ip[16], err[160];
     net_ip_str(peer->ip, ip);
     w->failed = 1;
-    p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
-    memcpy(me.uuid, f->c->uuid, 16);
-    sec_link_t *link = NULL;
-    int fd = p2p_dial(peer->ip, peer->port, &f->c->sec, &me, peer->uuid, f->c->connect_timeout_ms, NULL, &link, err,
-                      sizeof err);
-    if (fd < 0) {
-        PLOG_WARN(f->c->log_name, "cannot reach shared-state source %s:%u: %s", ip, peer->port, err);
-        return NULL;
-    }
-    net_set_timeouts(fd, f->c->timeout_ms);
-    /* The whole request in one piece: one write, and one frame per 256 KiB when the run encrypts. */
-    uint8_t *req = malloc(4 + w->nidx * (1 + WIRE_MAX_KEY + 16));
-    size_t rl = 4;
-    int rc = req ? 0 : -1;
-    if (req) {
-        wire_put_u32(req, (uint32_t)w->nidx);
-        for (size_t i = 0; i < w->nidx; i++) {
-            const job_t *j = &f->jobs[w->idx[i]];
-            const char *key = f->tens[j->t]->name;
-            size_t kl = strlen(key);
-            req[rl++] = (uint8_t)kl;
-            memcpy(req + rl, key, kl);
-            rl += kl;
-            wire_put_u64(req + rl, j->off + j->got);
-            wire_put_u64(req + rl + 8, j->len - j->got);
-            rl += 16;
-        }
-        rc = link_send_all(link, fd, req, rl);
-    }
-    for (size_t i = 0; i < w->nidx && rc == 0; i++) {
-        job_t *j = &f->jobs[w->idx[i]];
-        uint8_t hdr[9];
-        if (link_recv_all(link, fd, hdr, sizeof hdr) != 0) {
-            rc = -1;
-            break;
-        }
-        uint64_t want = j->len - j->got;
-        if (hdr[0] != 0 || wire_get_u64(hdr + 1) != want) {
-            PLOG_WARN(f->c->log_name, "shared-state source %s:%u cannot provide '%s' [%llu, +%llu)", ip, peer->port,
-                      f->tens[j->t]->name, (unsigned long long)(j->off + j->got), (unsigned long long)want);
-            rc = -1;
-            break;
-        }
-        uint8_t *dst = w->buf + f->at[j->t] + j->off;
-        while (j->got < j->len) {
-            size_t k = j->len - j->got < SS_CHUNK ? (size_t)(j->len - j->got) : SS_CHUNK;
-            if (link_recv_all(link, fd, dst + j->got, k) != 0) {
-                rc = -1;
+    size_t rl = 0;
+    uint8_t *req = build_request(w, &rl);
+    for (int attempt = 0; req && attempt < 2 && w->failed; attempt++) {
+        int kept = f->fd[w->src] >= 0, answered = 0;
+        if (!kept) {
+            p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
+            memcpy(me.uuid, f->c->uuid, 16);
+            f->fd[w->src] = p2p_dial(peer->ip, peer->port, &f->c->sec, &me, peer->uuid, f->c->connect_timeout_ms,
+                                     NULL, &f->link[w->src], err, sizeof err);
+            if (f->fd[w->src] < 0) {
+                PLOG_WARN(f->c->log_name, "cannot reach shared-state source %s:%u: %s", ip, peer->port, err);
+                f->link[w->src] = NULL;
                 break;
             }
-            j->got += k;
+            net_set_timeouts(f->fd[w->src], f->c->timeout_ms);
         }
+        if (exchange(w, req, rl, ip, &answered) == 0) w->failed = 0;
+        else close_conn(f, w->src);
+        if (answered || !kept) break; /* a fresh connection's failure, or one mid-answer, is the source's */
     }
-    if (rc == 0) w->failed = 0;
-    else PLOG_WARN(f->c->log_name, "shared-state source %s:%u broke off; its remaining ranges go to the other sources",
-                   ip, peer->port);
+    if (w->failed)
+        PLOG_WARN(f->c->log_name, "shared-state source %s:%u broke off; its remaining ranges go to the other sources",
+                  ip, peer->port);
     free(req);
-    sec_link_free(link);
-    close(fd);
     return NULL;
 }
 
@@ -264,6 +293,7 @@ static int check_plan(fetch_ctx_t *f, const pcclSharedState_t *st) {
 int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx) {
     const __typeof__(plan->u.ss_plan) *p = &plan->u.ss_plan;
     fetch_ctx_t f = {.c = c, .plan = plan};
+    for (int i = 0; i < WIRE_MAX_SS_SOURCES; i++) f.fd[i] = -1;
     f.tens = calloc(p->n, sizeof *f.tens);
     f.size = calloc(p->n, sizeof *f.size);
     f.at = calloc(p->n, sizeof *f.at);
@@ -323,6 +353,7 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
     }
     rc = failed ? -1 : 0;
 out:
+    for (int i = 0; i < WIRE_MAX_SS_SOURCES; i++) close_conn(&f, i);
     free(buf[0]);
     free(buf[1]);
     free(f.jobs);
