@@ -4,12 +4,11 @@
  *
  * The fetch runs in stages of consecutive tensors that fit one staging buffer
  * (a sixteenth of the fetch within [SS_STAGE_MIN, SS_STAGE_MAX], or the
- * largest fetched tensor if that is larger). Within a stage one
- * thread per source receives that source's ranges into the buffer; two buffers
- * alternate when every tensor fits a stage, so a stage is hashed and landed
- * while the next one arrives. A
- * tensor lands only once the staged bytes hash to the value the master
- * announced. A source that breaks off hands its unreceived bytes to the other
+ * largest fetched tensor if that is larger). Within a stage one thread per
+ * source receives that source's ranges into the buffer, over a connection
+ * kept for the whole fetch; two buffers alternate when every tensor fits a
+ * stage, so a stage is hashed and landed while the next one arrives. A tensor
+ * lands only once the staged bytes hash to the value the master announced. A source that breaks off hands its unreceived bytes to the other
  * holders of the same tensors (the plan lists them), split evenly; what it had
  * delivered stays and is not fetched again, so rx counts every byte once.
  */
