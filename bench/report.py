@@ -297,6 +297,7 @@ def main():
     retried = [r for r in rows if r.get("retried")]
     failed = [r for r in rows if r.get("status") == "FAILED"]
     include(p, "restart.md", "## 3b. A master restart (`bench/restart.sh --reps 5 4 16`)")
+    include(p, "ss_join.md", "## 3c. A join fed by every source (`bench/ss_join.sh build/bin 3`)")
     p("## 4. Concurrent all-reduces under WAN emulation")
     p("")
     scen_names = {"clean": "the WAN target's example: delay, no loss", "lossy": "a lossy internet path"}

@@ -21,7 +21,9 @@
 
 #include "log.h"
 #include "msm_internal.h"
+#include "msm_ss_split.h"
 #include "pccl.h"
+#include "pccl_kernels.h"
 
 /* Tensors of a and b have the same layout (keys, dtypes, counts, in order). */
 static int same_layout(const msm_member_t *a, const msm_member_t *b) {
@@ -43,16 +45,85 @@ static int same_content(const msm_member_t *a, const msm_member_t *b) {
     return 1;
 }
 
-static void send_plan(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision, const msm_peer_t *src,
-                      wire_tensor_t *fetch, uint32_t nfetch) {
+/* A plan with nothing to fetch (or a refusal). */
+static void send_status(msm_t *m, uint64_t conn, uint8_t status, uint64_t revision) {
     wire_msg_t w = {.type = M2C_SS_PLAN};
     w.u.ss_plan.status = status;
     w.u.ss_plan.revision = revision;
-    const msm_peer_t *to = msm_find(m, conn);
-    if (src && to) w.u.ss_plan.source = msm_dial_entry(to, src);
-    w.u.ss_plan.n = nfetch;
-    w.u.ss_plan.fetch = fetch;
     msm_send(m, conn, &w);
+}
+
+/* Weight of each source for receiver `to`: its measured bandwidth toward it; a source not measured gets the
+ * mean of those measured, and with no measurement at all every source weighs the same. */
+static void source_weights(const msm_t *m, msm_member_t **src, int nsrc, uint64_t to, double *w) {
+    double sum = 0;
+    int known = 0;
+    for (int s = 0; s < nsrc; s++) {
+        w[s] = msm_bw_get(m, src[s]->conn, to);
+        if (w[s] > 0) {
+            sum += w[s];
+            known++;
+        }
+    }
+    for (int s = 0; s < nsrc; s++)
+        if (!(w[s] > 0)) w[s] = known ? sum / known : 1.0;
+}
+
+/* Sends p its plan (-1 when out of memory, nothing sent): the tensors that differ from the primary source src[0]'s (which announces their
+ * hashes), each tensor's holders among src (sources whose hash equals the announced one: an
+ * allow_content_inequality tensor may differ between them) and the ranges each source sends. */
+static int send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, msm_member_t **src, int nsrc,
+                           int outdated) {
+    wire_msg_t w = {.type = M2C_SS_PLAN};
+    w.u.ss_plan.status = SS_OK;
+    w.u.ss_plan.revision = revision;
+    uint32_t cap = p->ntensors ? p->ntensors : 1;
+    wire_tensor_t *fetch = calloc(cap, sizeof *fetch);
+    uint32_t *holders = calloc(cap, sizeof *holders);
+    msm_ss_item_t *items = calloc(cap, sizeof *items);
+    wire_ss_range_t *ranges = calloc((size_t)cap * (nsrc ? nsrc : 1), sizeof *ranges);
+    double wt[WIRE_MAX_SS_SOURCES];
+    uint32_t nf = 0;
+    if (!fetch || !holders || !items || !ranges) { /* a plan without its tensors would "succeed" the sync */
+        free(fetch);
+        free(holders);
+        free(items);
+        free(ranges);
+        return -1;
+    }
+    if (nsrc) {
+        for (uint32_t t = 0; t < p->ntensors; t++) {
+            const wire_tensor_t *mine = &p->tensors[t], *theirs = &src[0]->tensors[t];
+            if (mine->hash == theirs->hash) continue;
+            if (mine->allow_inequality && !outdated) continue;
+            holders[nf] = 0;
+            for (int s = 0; s < nsrc; s++)
+                if (src[s]->tensors[t].hash == theirs->hash) holders[nf] |= 1u << s;
+            items[nf] = (msm_ss_item_t){.bytes = theirs->count * pccl_dtype_size(theirs->dtype), .holders = holders[nf]};
+            fetch[nf++] = *theirs;
+        }
+    }
+    if (nf) {
+        source_weights(m, src, nsrc, p->conn, wt);
+        int nr = msm_ss_split(items, nf, wt, nsrc, MSM_SS_SPLIT_MIN, ranges);
+        w.u.ss_plan.nsrc = (uint8_t)nsrc;
+        const msm_peer_t *to = msm_find(m, p->conn);
+        for (int s = 0; s < nsrc; s++) {
+            const msm_peer_t *peer = msm_find(m, src[s]->conn);
+            if (peer && to) w.u.ss_plan.sources[s] = msm_dial_entry(to, peer);
+        }
+        w.u.ss_plan.n = nf;
+        w.u.ss_plan.fetch = fetch;
+        w.u.ss_plan.holders = holders;
+        w.u.ss_plan.nranges = nr > 0 ? (uint32_t)nr : 0;
+        w.u.ss_plan.ranges = ranges;
+    }
+    msm_send(m, p->conn, &w);
+    free(fetch);
+    free(holders);
+    free(items);
+    free(ranges);
+    return 0;
 }
 
 /* The operation's members in ring order. */
@@ -148,8 +219,8 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
     int conflict[n + 1];
     memset(conflict, 0, sizeof conflict);
     int best = rollback ? -1 : elect(mem, n, target, conflict);
-    uint64_t leave[n + 1], kick[n + 1];
-    int nleave = 0, nkick = 0;
+    uint64_t leave[n + 1], kick[n + 1], oom[n + 1];
+    int nleave = 0, nkick = 0, noom = 0;
 
     int rr = 0; /* round-robin over sources */
     for (int k = 0; k < n; k++) {
@@ -161,34 +232,29 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
             if (status == SS_REVISION_REFUSED)
                 PLOG_WARN("master", "%s offered revision %llu, group %u expects %llu", msm_conn_name(m, p->conn, name),
                           (unsigned long long)p->revision, g->id, (unsigned long long)target);
-            send_plan(m, p->conn, status, target, NULL, NULL, 0);
+            send_status(m, p->conn, status, target);
             leave[nleave++] = p->conn;
             /* The error first, so the peer's call returns a reason; then the kick the seed demands. */
             if (conflict[k]) kick[nkick++] = p->conn;
             continue;
         }
         int outdated = p->revision < target || is_recv_only(p);
-        /* Source: a peer with the popular content that is allowed to send. */
-        msm_member_t *src = NULL;
-        for (int tries = 0; tries < n && !src; tries++) {
+        /* Sources: every other peer with the popular content that may send, up to the plan's limit; the
+         * first (round-robin over the syncs' receivers) announces the hashes. */
+        msm_member_t *src[WIRE_MAX_SS_SOURCES];
+        int nsrc = 0;
+        for (int tries = 0; tries < n && nsrc < WIRE_MAX_SS_SOURCES; tries++) {
             int j = (rr + tries) % n;
-            if (mem[j] != p && may_send(mem[j], target, conflict[j]) && same_content(mem[j], mem[best])) {
-                src = mem[j];
-                rr = (j + 1) % n;
-            }
+            if (mem[j] != p && may_send(mem[j], target, conflict[j]) && same_content(mem[j], mem[best]))
+                src[nsrc++] = mem[j];
         }
-        wire_tensor_t *fetch = calloc(p->ntensors ? p->ntensors : 1, sizeof *fetch);
-        uint32_t nf = 0;
-        if (src && fetch && !is_send_only(p)) {
-            for (uint32_t t = 0; t < p->ntensors; t++) {
-                const wire_tensor_t *mine = &p->tensors[t], *theirs = &src->tensors[t];
-                if (mine->hash == theirs->hash) continue;
-                if (mine->allow_inequality && !outdated) continue;
-                fetch[nf++] = *theirs;
-            }
+        for (int j = 0; nsrc && j < n; j++)
+            if (mem[j] == src[0]) rr = (j + 1) % n;
+        if (is_send_only(p)) nsrc = 0;
+        if (send_fetch_plan(m, p, target, src, nsrc, outdated) != 0) {
+            oom[noom++] = p->conn;
+            continue;
         }
-        send_plan(m, p->conn, SS_OK, target, nf ? msm_find(m, src->conn) : NULL, fetch, nf);
-        free(fetch);
         p->owes = 1;
     }
     op->phase = MSM_PHASE_RUNNING;
@@ -196,6 +262,10 @@ static void elect_and_plan(msm_t *m, msm_group_t *g, msm_op_t *op) {
     /* A member told anything but OK leaves this sync (its next vote waits for the next one). */
     for (int k = 0; k < nleave; k++) msm_op_remove(op, leave[k]);
     /* Kicks last: a kick removes the peer record (shifting m->peers) and re-evaluates every operation. */
+    for (int k = 0; k < noom; k++) {
+        msm_peer_t *p = msm_find(m, oom[k]);
+        if (p) msm_kick(m, p, "master out of memory for its shared-state plan");
+    }
     for (int k = 0; k < nkick; k++) {
         msm_peer_t *p = msm_find(m, kick[k]);
         if (p) msm_kick(m, p, "SEND_ONLY shared state differs from another SEND_ONLY peer's");

@@ -2,32 +2,26 @@
  * shared_state.c - pcclSynchronizeSharedState and the p2p server that hands
  * tensors to outdated peers.
  *
- * Transfer protocol (on a p2p connection of kind SHARED_STATE):
- *   requester: u32 n, then n keys (u8 length + bytes)
- *   server:    per key: u8 status (0 ok, 1 unavailable), u64 byte count, bytes
- * The requester receives each tensor into a buffer of its own and copies it
- * into the tensor only after its hash matched the one the master announced
- * (fetch).
+ * A requester asks for byte ranges of tensors (the format is in ss_fetch.c,
+ * which fetches them from every source of the plan at once and lands each
+ * tensor only after its hash matched the one the master announced).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "comm.h"
 #include "log.h"
-#include "net.h"
 #include "p2p.h"
-#include "p2p_hello.h"
 #include "pccl_kernels.h"
 #include "ss_device.h"
+#include "ss_fetch.h"
 
-
-static const pcclTensorInfo_t *find_tensor(const pcclSharedState_t *s, const char *key) {
-    for (size_t i = 0; i < s->count; i++)
-        if (strcmp(s->infos[i].name, key) == 0) return &s->infos[i];
-    return NULL;
-}
+/* One range a requester asked for. */
+typedef struct ss_range_req {
+    char key[WIRE_MAX_KEY + 1];
+    uint64_t off, len;
+} ss_range_req_t;
 
 /* Takes a reference on the state being served, or NULL if this peer is not syncing. */
 static ss_serving_t *serving_get(pcclComm_t *c) {
@@ -45,125 +39,63 @@ static void serving_put(pcclComm_t *c, ss_serving_t *s) {
     pthread_mutex_unlock(&c->mu);
 }
 
-void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
+/* Answers one request: reads its whole list of ranges, then sends each (ss_fetch.c has the format).
+ * 0 to wait for the requester's next one; -1 ends the connection: the requester closed it or went
+ * silent past the socket timeout, or this peer is not serving a sync any more. */
+static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     uint8_t b4[4];
-    if (link_recv_all(link, fd, b4, 4) != 0) return;
+    if (link_recv_all(link, fd, b4, 4) != 0) return -1;
     uint32_t n = wire_get_u32(b4);
-    if (n > WIRE_MAX_TENSORS) return;
-    /* Read the whole request before answering: a requester that writes a long key list
+    if (n > WIRE_MAX_SS_RANGES) return -1;
+    /* Read the whole request before answering: a requester that writes a long list
      * before reading must not block on a full socket while we block writing to it. */
-    char(*keys)[WIRE_MAX_KEY + 1] = malloc((size_t)(n ? n : 1) * sizeof *keys);
-    if (!keys) return;
-    for (uint32_t i = 0; i < n; i++) {
-        uint8_t kl;
-        if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, keys[i], kl) != 0) {
-            free(keys);
-            return;
+    ss_range_req_t *req = NULL;
+    for (uint32_t i = 0, cap = 0; i < n; i++) {
+        uint8_t kl, pos[16];
+        if (i == cap) { /* grown as entries arrive: memory follows what the requester really sent */
+            cap = cap ? cap * 2 : 64;
+            ss_range_req_t *g = realloc(req, (size_t)cap * sizeof *req);
+            if (!g) {
+                free(req);
+                return -1;
+            }
+            req = g;
         }
-        keys[i][kl] = 0;
+        if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, req[i].key, kl) != 0 ||
+            link_recv_all(link, fd, pos, 16) != 0) {
+            free(req);
+            return -1;
+        }
+        req[i].key[kl] = 0;
+        req[i].off = wire_get_u64(pos);
+        req[i].len = wire_get_u64(pos + 8);
     }
     ss_serving_t *s = serving_get(c);
     ss_staging_t stg = {0};
+    int rc = s ? 0 : -1;
     for (uint32_t i = 0; i < n; i++) {
-        const char *key = keys[i];
-        const pcclTensorInfo_t *t = s ? find_tensor(s->state, key) : NULL;
-        uint8_t hdr[9] = {t ? 0 : 1};
-        uint64_t bytes = t ? ss_tensor_bytes(t) : 0;
-        wire_put_u64(hdr + 1, bytes);
-        if (link_send_all(link, fd, hdr, sizeof hdr) != 0) break;
-        if (t && ss_send_tensor(link, fd, t, &stg, &s->tx_bytes) != 0) break;
+        const pcclTensorInfo_t *t = s ? ss_find_tensor(s->state, req[i].key) : NULL;
+        uint64_t size = t ? ss_tensor_bytes(t) : 0;
+        /* A range outside the tensor is unavailable, never a read past it. */
+        int ok = t && req[i].off <= size && req[i].len <= size - req[i].off;
+        uint8_t hdr[9] = {ok ? 0 : 1};
+        wire_put_u64(hdr + 1, ok ? req[i].len : 0);
+        if (link_send_all(link, fd, hdr, sizeof hdr) != 0 ||
+            (ok && ss_send_range(link, fd, t, req[i].off, req[i].len, &stg, &s->tx_bytes) != 0)) {
+            rc = -1;
+            break;
+        }
     }
     ss_staging_free(&stg);
     if (s) serving_put(c, s);
-    free(keys);
+    free(req);
+    return rc;
 }
 
-/*
- * Fetches the tensors of the plan from its source; 0 on success.
- * Received bytes land in a host buffer first and reach the caller's tensor only
- * once they hashed to the value the master announced, one tensor at a time: a
- * failed fetch (a lying or broken source, one that dies mid-transfer) leaves
- * every tensor it did not verify exactly as it was, while the tensors verified
- * before the failure already hold the elected content (a retry skips them).
- * The buffer holds the largest fetched tensor: that is what a fetch costs on
- * top of the state (a state of equal tensors fetched whole costs 1/n more),
- * where staging the whole fetch to land it all or nothing would double it.
- */
-static int fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx) {
-    const __typeof__(plan->u.ss_plan) *p = &plan->u.ss_plan;
-    size_t cap = 0;
-    for (uint32_t i = 0; i < p->n; i++) {
-        const pcclTensorInfo_t *t = find_tensor(st, p->fetch[i].key);
-        if (t && ss_tensor_bytes(t) > cap) cap = ss_tensor_bytes(t);
-    }
-    uint8_t *land = cap ? malloc(cap) : NULL;
-    if (cap && !land) {
-        PLOG_ERROR(c->log_name, "cannot allocate %zu bytes to receive shared state into", cap);
-        return -1;
-    }
-    ccoip_socket_address_t src = wire_peer_addr(&p->source);
-    char where[ADDR_STRLEN];
-    addr_str(&src, where);
-    p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
-    memcpy(me.uuid, c->uuid, 16);
-    sec_link_t *link = NULL;
-    char err[160];
-    int fd = p2p_dial(&src, &c->sec, &me, p->source.uuid, c->connect_timeout_ms, NULL, &link,
-                      err, sizeof err);
-    if (fd < 0) {
-        PLOG_WARN(c->log_name, "cannot reach shared-state source %s: %s", where, err);
-        free(land);
-        return -1;
-    }
-    net_set_timeouts(fd, c->timeout_ms);
-    /* The key list in one piece: one write, and one frame per 256 KiB when the run encrypts. */
-    uint8_t *req = malloc(4 + (size_t)p->n * (1 + WIRE_MAX_KEY));
-    size_t rl = 4;
-    if (req) {
-        wire_put_u32(req, p->n);
-        for (uint32_t i = 0; i < p->n; i++) {
-            size_t kl = strlen(p->fetch[i].key);
-            req[rl++] = (uint8_t)kl;
-            memcpy(req + rl, p->fetch[i].key, kl);
-            rl += kl;
-        }
-    }
-    int rc = req ? link_send_all(link, fd, req, rl) : -1;
-    free(req);
-    for (uint32_t i = 0; i < p->n && rc == 0; i++) {
-        const pcclTensorInfo_t *t = find_tensor(st, p->fetch[i].key);
-        uint8_t hdr[9];
-        if (!t || link_recv_all(link, fd, hdr, sizeof hdr) != 0) {
-            rc = -1;
-            break;
-        }
-        uint64_t bytes = wire_get_u64(hdr + 1);
-        if (hdr[0] != 0 || bytes != ss_tensor_bytes(t)) {
-            PLOG_WARN(c->log_name, "shared-state source cannot provide '%s' (%llu bytes)", t->name,
-                      (unsigned long long)bytes);
-            rc = -1;
-            break;
-        }
-        if (ss_recv_bytes(link, fd, land, bytes) != 0) {
-            PLOG_WARN(c->log_name, "shared-state transfer of '%s' from %s broke off", t->name, where);
-            rc = -1;
-            break;
-        }
-        *rx += bytes;
-        uint64_t h = pccl_simplehash(land, bytes); /* equal to the CUDA hash of the same bytes */
-        if (h != p->fetch[i].hash) {
-            PLOG_ERROR(c->log_name, "received '%s' hashes to %016llx, the master announced %016llx; the tensor "
-                       "keeps its bytes", t->name, (unsigned long long)h, (unsigned long long)p->fetch[i].hash);
-            rc = -1;
-        } else if (ss_land(t, land) != 0) {
-            PLOG_ERROR(c->log_name, "cannot copy the received '%s' into its tensor", t->name);
-            rc = -1;
-        }
-    }
-    sec_link_free(link);
-    close(fd);
-    free(land);
-    return rc;
+/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. */
+void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
+    for (;;)
+        if (serve_request(c, link, fd) != 0) return;
 }
 
 static pcclResult_t validate(const pcclSharedState_t *s) {
@@ -260,7 +192,7 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
         result = pcclNoSharedStateAvailable;
         goto out;
     }
-    int ok = plan.u.ss_plan.n == 0 || fetch(c, st, &plan, &rx) == 0;
+    int ok = plan.u.ss_plan.n == 0 || ss_fetch(c, st, &plan, &rx) == 0;
     wire_msg_t done = {.type = C2M_SS_DIST_DONE};
     done.u.flag.value = (uint8_t)ok;
     wire_msg_t fin = {0};

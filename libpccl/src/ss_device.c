@@ -14,6 +14,12 @@
 
 size_t ss_tensor_bytes(const pcclTensorInfo_t *t) { return t->count * pccl_dtype_size(t->datatype); }
 
+const pcclTensorInfo_t *ss_find_tensor(const pcclSharedState_t *s, const char *key) {
+    for (size_t i = 0; i < s->count; i++)
+        if (strcmp(s->infos[i].name, key) == 0) return &s->infos[i];
+    return NULL;
+}
+
 int ss_device_check(const pcclTensorInfo_t *t) {
     if (t->device_type == pcclDeviceCpu) return 0;
 #ifdef PCCL_HAS_CUDA
@@ -62,8 +68,13 @@ void ss_staging_free(ss_staging_t *stg) {
 }
 
 int ss_send_tensor(sec_link_t *link, int fd, const pcclTensorInfo_t *t, ss_staging_t *stg, atomic_uint_fast64_t *tx) {
-    const uint8_t *p = t->data;
-    size_t left = ss_tensor_bytes(t);
+    return ss_send_range(link, fd, t, 0, ss_tensor_bytes(t), stg, tx);
+}
+
+int ss_send_range(sec_link_t *link, int fd, const pcclTensorInfo_t *t, size_t off, size_t len, ss_staging_t *stg,
+                  atomic_uint_fast64_t *tx) {
+    const uint8_t *p = (const uint8_t *)t->data + off;
+    size_t left = len;
 #ifdef PCCL_HAS_CUDA
     int staged = t->device_type == pcclDeviceCuda;
     if (staged && staging_get(stg) != 0) return -1;

@@ -134,12 +134,24 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_world(out, &u->topo_done.world);
         break;
     case M2C_SS_PLAN:
-        if (u->ss_plan.n > WIRE_MAX_TENSORS) goto bad;
+        if (u->ss_plan.n > WIRE_MAX_TENSORS || u->ss_plan.nsrc > WIRE_MAX_SS_SOURCES ||
+            u->ss_plan.nranges > WIRE_MAX_SS_RANGES)
+            goto bad;
         wb_u8(out, u->ss_plan.status);
         wb_u64(out, u->ss_plan.revision);
-        wb_peer(out, &u->ss_plan.source);
+        wb_u8(out, u->ss_plan.nsrc);
+        for (uint32_t i = 0; i < u->ss_plan.nsrc; i++) wb_peer(out, &u->ss_plan.sources[i]);
         wb_u32(out, u->ss_plan.n);
         for (uint32_t i = 0; i < u->ss_plan.n; i++) wb_tensor(out, &u->ss_plan.fetch[i]);
+        for (uint32_t i = 0; i < u->ss_plan.n; i++) wb_u32(out, u->ss_plan.holders ? u->ss_plan.holders[i] : 0);
+        wb_u32(out, u->ss_plan.nranges);
+        for (uint32_t i = 0; i < u->ss_plan.nranges; i++) {
+            const wire_ss_range_t *g = &u->ss_plan.ranges[i];
+            wb_u32(out, g->tensor);
+            wb_u8(out, g->source);
+            wb_u64(out, g->offset);
+            wb_u64(out, g->length);
+        }
         break;
     case M2C_COLL_COMMENCE:
         if (u->commence.n > WIRE_MAX_PEERS) goto bad;
@@ -386,12 +398,37 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case M2C_SS_PLAN:
         u->ss_plan.status = rd_u8(&r, "status");
         u->ss_plan.revision = rd_u64(&r, "revision");
-        rd_peer(&r, &u->ss_plan.source);
+        u->ss_plan.nsrc = rd_u8(&r, "source count");
+        if (rd_count(&r, u->ss_plan.nsrc, 16 + WIRE_IP_LEN + 2, WIRE_MAX_SS_SOURCES, "too many sources") != 0) break;
+        for (uint32_t i = 0; i < u->ss_plan.nsrc; i++) rd_peer(&r, &u->ss_plan.sources[i]);
         u->ss_plan.n = rd_u32(&r, "fetch count");
-        if (rd_count(&r, u->ss_plan.n, 19, WIRE_MAX_TENSORS, "too many tensors") == 0 && u->ss_plan.n) {
+        if (rd_count(&r, u->ss_plan.n, 23, WIRE_MAX_TENSORS, "too many tensors") == 0 && u->ss_plan.n) {
             u->ss_plan.fetch = calloc(u->ss_plan.n, sizeof(wire_tensor_t));
-            if (!u->ss_plan.fetch) { r.err = 1; r.what = "out of memory"; break; }
+            u->ss_plan.holders = calloc(u->ss_plan.n, sizeof(uint32_t));
+            if (!u->ss_plan.fetch || !u->ss_plan.holders) { r.err = 1; r.what = "out of memory"; break; }
             for (uint32_t i = 0; i < u->ss_plan.n && !r.err; i++) rd_tensor(&r, &u->ss_plan.fetch[i]);
+            uint32_t known = u->ss_plan.nsrc == 32 ? ~0u : (1u << u->ss_plan.nsrc) - 1;
+            for (uint32_t i = 0; i < u->ss_plan.n && !r.err; i++) {
+                u->ss_plan.holders[i] = rd_u32(&r, "holders");
+                if (u->ss_plan.holders[i] & ~known) { r.err = 1; r.what = "holder is not a source"; }
+            }
+        }
+        u->ss_plan.nranges = rd_u32(&r, "range count");
+        if (rd_count(&r, u->ss_plan.nranges, 21, WIRE_MAX_SS_RANGES, "too many ranges") == 0 && u->ss_plan.nranges) {
+            u->ss_plan.ranges = calloc(u->ss_plan.nranges, sizeof(wire_ss_range_t));
+            if (!u->ss_plan.ranges) { r.err = 1; r.what = "out of memory"; break; }
+            for (uint32_t i = 0; i < u->ss_plan.nranges && !r.err; i++) {
+                wire_ss_range_t *g = &u->ss_plan.ranges[i];
+                g->tensor = rd_u32(&r, "range tensor");
+                g->source = rd_u8(&r, "range source");
+                g->offset = rd_u64(&r, "range offset");
+                g->length = rd_u64(&r, "range length");
+                if (!r.err && (g->tensor >= u->ss_plan.n || !(u->ss_plan.holders[g->tensor] >> g->source & 1) ||
+                               !g->length || g->offset + g->length < g->offset)) {
+                    r.err = 1;
+                    r.what = "range outside the plan";
+                }
+            }
         }
         break;
     case M2C_COLL_COMMENCE:
@@ -494,7 +531,11 @@ void wire_msg_free(wire_msg_t *m) {
     switch (m->type) {
     case C2M_SYNC_SHARED_STATE: free(m->u.sync.tensors); break;
     case M2C_ESTABLISH_P2P: free(m->u.establish.peers); break;
-    case M2C_SS_PLAN: free(m->u.ss_plan.fetch); break;
+    case M2C_SS_PLAN:
+        free(m->u.ss_plan.fetch);
+        free(m->u.ss_plan.holders);
+        free(m->u.ss_plan.ranges);
+        break;
     case M2C_COLL_COMMENCE: free(m->u.commence.ring); break;
     case M2C_BENCH_REQUEST: free(m->u.bench_req.peers); break;
     case C2M_BENCH_RESULT: free(m->u.bench_res.results); break;

@@ -24,6 +24,9 @@
 #define WIRE_MAX_TENSORS 65536
 #define WIRE_MAX_PEERS 4096
 #define WIRE_MAX_OPS 4096 /* in-flight collectives a RESUME may report */
+/* Sources of one shared-state plan (a holder set is a u32 bit mask), and its ranges. */
+#define WIRE_MAX_SS_SOURCES 32
+#define WIRE_MAX_SS_RANGES (1u << 20)
 
 typedef enum wire_type {
     /* peer -> master */
@@ -99,6 +102,13 @@ typedef struct wire_tensor {
     uint64_t hash;
 } wire_tensor_t;
 
+/* Bytes [offset, offset + length) of fetch entry `tensor`, served by plan source `source`. */
+typedef struct wire_ss_range {
+    uint32_t tensor;
+    uint8_t source;
+    uint64_t offset, length;
+} wire_ss_range_t;
+
 typedef struct wire_bw {
     uint8_t uuid[16];
     double mbps; /* measured bandwidth to that peer, Mbit/s; <= 0 = measurement failed */
@@ -130,9 +140,13 @@ typedef struct wire_msg {
         struct {
             uint8_t status;
             uint64_t revision;    /* the group's revision after this sync (or the expected one) */
-            wire_peer_t source;   /* where to fetch from when n > 0 */
+            uint8_t nsrc;
+            wire_peer_t sources[WIRE_MAX_SS_SOURCES]; /* peers holding the elected content */
             uint32_t n;
-            wire_tensor_t *fetch; /* keys to fetch, with the hash they must have */
+            wire_tensor_t *fetch;    /* keys to fetch, with the hash they must have */
+            uint32_t *holders;       /* per fetch entry: bit s set = sources[s] holds those bytes */
+            uint32_t nranges;
+            wire_ss_range_t *ranges; /* who sends what: every fetch entry covered in order, no gap */
         } ss_plan;
         struct {
             uint64_t tag, op_seq;

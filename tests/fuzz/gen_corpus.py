@@ -60,7 +60,9 @@ bodies = {
     'm2c_establish': u16(102) + world(3, 3, 1, 3) + u32(3) + peer(1) + peer(2) + peer(3),
     'm2c_topology_done': u16(103) + u8(1) + world(2, 2, 1, 2),
     'm2c_peers_pending': u16(104) + u8(0),
-    'm2c_ss_plan': u16(105) + u8(0) + u64(7) + peer(2) + u32(1) + tensor(b'state', 1024, 99),
+    # two sources, one tensor of 4096 bytes split 3072 + 1024 (fetch index, source, offset, length)
+    'm2c_ss_plan': u16(105) + u8(0) + u64(7) + u8(2) + peer(2) + peer(3) + u32(1) + tensor(b'state', 1024, 99) +
+                   u32(3) + u32(2) + u32(0) + u8(0) + u64(0) + u64(3072) + u32(0) + u8(1) + u64(3072) + u64(1024),
     'm2c_ss_done': u16(106) + u8(1),
     'm2c_commence': u16(107) + u64(5) + u64(2) + u32(0) + world(2, 2, 1, 2) + u32(2) + bytes([1] * 16) + bytes([2] * 16),
     'm2c_abort': u16(108) + u64(5) + u64(2) + u8(0),

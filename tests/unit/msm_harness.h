@@ -82,6 +82,8 @@ static inline void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
         break;
     case M2C_SS_PLAN:
         e->msg.u.ss_plan.fetch = dup_bytes(msg->u.ss_plan.fetch, msg->u.ss_plan.n * sizeof(wire_tensor_t));
+        e->msg.u.ss_plan.holders = dup_bytes(msg->u.ss_plan.holders, msg->u.ss_plan.n * sizeof(uint32_t));
+        e->msg.u.ss_plan.ranges = dup_bytes(msg->u.ss_plan.ranges, msg->u.ss_plan.nranges * sizeof(wire_ss_range_t));
         break;
     case M2C_COLL_COMMENCE:
         e->msg.u.commence.ring = dup_bytes(msg->u.commence.ring, (size_t)msg->u.commence.n * 16);
@@ -249,6 +251,18 @@ static inline void sync_vote(uint64_t conn, uint64_t rev, int strategy, const wi
     m.u.sync.tensors = (wire_tensor_t *)t;
     msm_on_packet(M, conn, &m);
 }
+/* Reports bandwidth from `from` to each conn in `to` (mbps[i]; <= 0 = failed probe). */
+static inline void bench_result(uint64_t from, const uint64_t *to, const double *mbps, int n) {
+    wire_msg_t m = {.type = C2M_BENCH_RESULT};
+    wire_bw_t r[8];
+    for (int i = 0; i < n && i < 8; i++) {
+        uuid_of(to[i], r[i].uuid);
+        r[i].mbps = mbps[i];
+    }
+    m.u.bench_res.n = (uint32_t)n;
+    m.u.bench_res.results = r;
+    msm_on_packet(M, from, &m);
+}
 /* After a disconnect the state machine must not message conn either. */
 static inline void disconnect(uint64_t conn) {
     if (!ever_closed(conn) && nclosed_ever < 256) closed_ever[nclosed_ever++] = conn;
@@ -324,8 +338,15 @@ static inline int plan_has(const wire_msg_t *p, const char *key, uint64_t hash) 
         if (strcmp(p->u.ss_plan.fetch[i].key, key) == 0) return p->u.ss_plan.fetch[i].hash == hash;
     return 0;
 }
+/* src is the plan's first source, the one whose hashes the plan announces. */
 static inline int source_is(uint64_t c, uint64_t src) {
-    return plan_of(c) && is_uuid_of(plan_of(c)->u.ss_plan.source.uuid, src);
+    return plan_of(c) && plan_of(c)->u.ss_plan.nsrc && is_uuid_of(plan_of(c)->u.ss_plan.sources[0].uuid, src);
+}
+/* src is one of the plan's sources. */
+static inline int source_in(uint64_t c, uint64_t src) {
+    for (int s = 0; plan_of(c) && s < plan_of(c)->u.ss_plan.nsrc; s++)
+        if (is_uuid_of(plan_of(c)->u.ss_plan.sources[s].uuid, src)) return 1;
+    return 0;
 }
 /* A KICK went to conn, after its SS_PLAN, and conn was then closed. */
 static inline int kicked_after_plan(uint64_t conn) {

@@ -3,19 +3,6 @@
 #include "msm_harness.h"
 #include "topology_solver.h"
 
-/* Reports bandwidth from `from` to each conn in `to` (mbps[i]; <= 0 = failed probe). */
-static void bench_result(uint64_t from, const uint64_t *to, const double *mbps, int n) {
-    wire_msg_t m = {.type = C2M_BENCH_RESULT};
-    wire_bw_t r[8];
-    for (int i = 0; i < n; i++) {
-        uuid_of(to[i], r[i].uuid);
-        r[i].mbps = mbps[i];
-    }
-    m.u.bench_res.n = (uint32_t)n;
-    m.u.bench_res.results = r;
-    msm_on_packet(M, from, &m);
-}
-
 static void test_optimize(void) {
     /* two peers: one ring exists, nothing to measure */
     setup();

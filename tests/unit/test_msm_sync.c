@@ -81,9 +81,13 @@ static void test_ss_minority(void) {
         CHECK_EQ_U64(p3->u.ss_plan.n, 1);
         CHECK(plan_has(p3, "w", 0x111));
         CHECK(p3->u.ss_plan.fetch[0].count == 1000 && p3->u.ss_plan.fetch[0].dtype == pcclFloat);
-        const wire_peer_t *s = &p3->u.ss_plan.source;
-        CHECK((is_uuid_of(s->uuid, 1) && s->port == port_of(1) && s->ip.ipv4.data[3] == 1) ||
-              (is_uuid_of(s->uuid, 2) && s->port == port_of(2) && s->ip.ipv4.data[3] == 2));
+        /* both majority peers send, each listed with its p2p address */
+        CHECK_EQ_U64(p3->u.ss_plan.nsrc, 2);
+        for (int k = 0; k < p3->u.ss_plan.nsrc && k < 2; k++) {
+            const wire_peer_t *s = &p3->u.ss_plan.sources[k];
+            CHECK((is_uuid_of(s->uuid, 1) && s->port == port_of(1) && s->ip.ipv4.data[3] == 1) ||
+                  (is_uuid_of(s->uuid, 2) && s->port == port_of(2) && s->ip.ipv4.data[3] == 2));
+        }
     }
     finish_sync(1, 3);
     CHECK_EQ_U64(count_type(M2C_SS_DONE), 3);
@@ -105,7 +109,7 @@ static void test_ss_newcomer(void) {
         CHECK_EQ_U64(p3->u.ss_plan.n, 2); /* w and step_stats (outdated peers take everything that differs) */
         CHECK(plan_has(p3, "w", 0x111));
         CHECK(plan_has(p3, "step_stats", 0x333));
-        CHECK(!is_uuid_of(p3->u.ss_plan.source.uuid, 3));
+        CHECK(!source_in(3, 3) && source_in(3, 1) && source_in(3, 2));
     }
     CHECK(plan_of(1) && plan_of(1)->u.ss_plan.n == 0);
     finish_sync(1, 3);
@@ -212,7 +216,8 @@ static void test_ss_layout_and_strategies(void) {
     CHECK(plan_of(1) && plan_of(1)->u.ss_plan.status == SS_OK && plan_of(1)->u.ss_plan.n == 0);
     for (uint64_t c = 2; c <= 3; c++) {
         const wire_msg_t *p = plan_of(c);
-        CHECK(p && p->u.ss_plan.n == 1 && plan_has(p, "w", 0x5) && is_uuid_of(p->u.ss_plan.source.uuid, 1));
+        CHECK(p && p->u.ss_plan.n == 1 && plan_has(p, "w", 0x5) && source_is(c, 1) &&
+              p->u.ss_plan.nsrc == 1);
     }
     finish_sync(1, 3);
     clear_log();

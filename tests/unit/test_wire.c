@@ -359,14 +359,51 @@ static void test_master_msgs(void) {
     wire_msg_t p = {.type = M2C_SS_PLAN};
     p.u.ss_plan.status = SS_CONFLICT;
     p.u.ss_plan.revision = 0x0102030405060708ull;
-    p.u.ss_plan.source = peers[1];
+    p.u.ss_plan.nsrc = 2;
+    p.u.ss_plan.sources[0] = peers[1];
+    p.u.ss_plan.sources[1] = peers[0];
     p.u.ss_plan.n = 2;
     p.u.ss_plan.fetch = t;
-    roundtrip(&p, 2 + 1 + 8 + 16 + WIRE_IP_LEN + 2 + 4 + tensors_bytes(t, 2), &o);
+    uint32_t holders[2] = {3, 2};
+    wire_ss_range_t rg[3] = {{0, 0, 0, 4096}, {0, 1, 4096, 100}, {1, 1, 0, 7}};
+    p.u.ss_plan.holders = holders;
+    p.u.ss_plan.nranges = 3;
+    p.u.ss_plan.ranges = rg;
+    roundtrip(&p, 2 + 1 + 8 + 1 + 2 * (16 + WIRE_IP_LEN + 2) + 4 + tensors_bytes(t, 2) + 2 * 4 + 4 + 3 * 21, &o);
     CHECK(o.u.ss_plan.status == SS_CONFLICT && o.u.ss_plan.revision == p.u.ss_plan.revision);
-    CHECK(peer_eq(&o.u.ss_plan.source, &peers[1]) && o.u.ss_plan.n == 2 && o.u.ss_plan.fetch);
+    CHECK(o.u.ss_plan.nsrc == 2 && peer_eq(&o.u.ss_plan.sources[0], &peers[1]) &&
+          peer_eq(&o.u.ss_plan.sources[1], &peers[0]) && o.u.ss_plan.n == 2 && o.u.ss_plan.fetch);
     for (int i = 0; i < 2 && o.u.ss_plan.fetch; i++) CHECK(tensor_eq(&o.u.ss_plan.fetch[i], &t[i]));
+    CHECK(o.u.ss_plan.holders && o.u.ss_plan.holders[0] == 3 && o.u.ss_plan.holders[1] == 2);
+    CHECK(o.u.ss_plan.nranges == 3 && o.u.ss_plan.ranges);
+    for (int i = 0; i < 3 && o.u.ss_plan.ranges; i++)
+        CHECK(o.u.ss_plan.ranges[i].tensor == rg[i].tensor && o.u.ss_plan.ranges[i].source == rg[i].source &&
+              o.u.ss_plan.ranges[i].offset == rg[i].offset && o.u.ss_plan.ranges[i].length == rg[i].length);
     wire_msg_free(&o);
+
+    /* a range from a source that does not hold its tensor, or of length 0, or past 2^64, is refused */
+    size_t plen;
+    rg[2].source = 0;
+    uint8_t *pb = encode_body(&p, &plen);
+    expect_reject(pb, plen, "range from a non-holder");
+    free(pb);
+    rg[2] = (wire_ss_range_t){1, 1, 0, 0};
+    pb = encode_body(&p, &plen);
+    expect_reject(pb, plen, "empty range");
+    free(pb);
+    rg[2] = (wire_ss_range_t){1, 1, UINT64_MAX, 2};
+    pb = encode_body(&p, &plen);
+    expect_reject(pb, plen, "range wrapping around");
+    free(pb);
+    rg[2] = (wire_ss_range_t){2, 1, 0, 7};
+    pb = encode_body(&p, &plen);
+    expect_reject(pb, plen, "range of no fetch entry");
+    free(pb);
+    rg[2] = (wire_ss_range_t){1, 1, 0, 7};
+    holders[1] = 4 | 2; /* a holder bit beyond the sources */
+    pb = encode_body(&p, &plen);
+    expect_reject(pb, plen, "holder that is not a source");
+    free(pb);
 
     wire_msg_t k = {.type = M2C_KICK};
     snprintf(k.u.kick.reason, sizeof k.u.kick.reason, "protocol mismatch: version 7");
@@ -639,7 +676,7 @@ static void test_bad_strings(void) {
     p.u.ss_plan.fetch = &t;
     snprintf(t.key, sizeof t.key, "abcd");
     body = encode_body(&p, &len);
-    body[2 + 1 + 8 + 16 + WIRE_IP_LEN + 2 + 4] = 200;
+    body[2 + 1 + 8 + 1 + 4] = 200;
     expect_reject(body, len, "plan key past the end");
     free(body);
 }
