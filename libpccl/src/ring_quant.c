@@ -53,6 +53,7 @@ static void q_blocks(const qlayout_t *l, uint32_t c, size_t *b0, size_t *b1) {
 static size_t q_elems(const qlayout_t *l, uint32_t c) {
     size_t b0, b1, n = whole_elems(l, c);
     q_blocks(l, c, &b0, &b1);
+    if (b0 == b1) return 0; /* a stripe beyond the chunk's blocks (b0 * QBLOCK may exceed n) */
     size_t e1 = b1 * PCCL_QBLOCK_ELEMS < n ? b1 * PCCL_QBLOCK_ELEMS : n;
     return e1 - b0 * PCCL_QBLOCK_ELEMS;
 }
