@@ -2,6 +2,10 @@
  * gloo_allreduce.cc - Gloo comparator for bench/run.sh.
  *
  * usage: gloo_allreduce PEERS BYTES REPS [WARMUP]
+ *        gloo_allreduce peer IP RANK WORLD STORE_DIR BYTES REPS
+ * The second form runs one rank on address IP (bench/wan.sh starts one per network namespace;
+ * the FileStore directory is shared through the file system) and prints "TIMES RANK t..." as
+ * pccl_allreduce's peers do.
  * Forks PEERS processes; each builds a gloo::rendezvous::Context over the TCP
  * transport on 127.0.0.1, rendezvous through a FileStore in a fresh /tmp
  * directory, then runs gloo::allreduce (AllreduceOptions, algorithm RING,
@@ -31,8 +35,9 @@ static double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-static int peer(int rank, int world, const std::string& dir, size_t bytes, int reps, int warm, double* t) {
-  gloo::transport::tcp::attr attr("127.0.0.1");
+static int peer(int rank, int world, const std::string& dir, size_t bytes, int reps, int warm, double* t,
+                const char* ip = "127.0.0.1") {
+  gloo::transport::tcp::attr attr(ip);
   auto dev = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore store(dir);
   auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
@@ -62,7 +67,25 @@ static int peer(int rank, int world, const std::string& dir, size_t bytes, int r
   return 0;
 }
 
+static int one_rank(char** argv) {
+  int rank = atoi(argv[3]), world = atoi(argv[4]), reps = atoi(argv[7]);
+  size_t bytes = strtoull(argv[6], nullptr, 10);
+  if (world < 1 || world > 64 || rank < 0 || rank >= world || reps < 1 || bytes < sizeof(float)) return 2;
+  std::vector<double> t(reps);
+  try {
+    if (peer(rank, world, argv[5], bytes, reps, 0, t.data(), argv[2]) != 0) return 1;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "gloo rank %d: %s\n", rank, e.what());
+    return 1;
+  }
+  printf("TIMES %d", rank);
+  for (double v : t) printf(" %.6f", v);
+  printf("\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 8 && std::string(argv[1]) == "peer") return one_rank(argv);
   if (argc < 4) {
     fprintf(stderr, "usage: %s PEERS BYTES REPS [WARMUP]\n", argv[0]);
     return 2;

@@ -3,6 +3,7 @@
  *
  * usage: pccl_allreduce ar|oop PEERS BYTES REPS [WARMUP]
  *        pccl_allreduce conc PEERS BYTES REPS CONC
+ *        pccl_allreduce pool PEERS BYTES REPS POOL
  *        pccl_allreduce lat  PEERS COUNT REPS
  *
  * The parent process creates a master on 127.0.0.1:0 (C API), forks PEERS
@@ -20,6 +21,9 @@
  *  conc: p2p_connection_pool_size CONC, CONC concurrent all-reduces of BYTES
  *        each (pcclAllReduceAsync x CONC, then await all); effective
  *        throughput = CONC * BYTES / time (seed 003 6.3.2).
+ *  pool: p2p_connection_pool_size POOL, one in-place all-reduce of BYTES per repetition, no
+ *        warm-up (the master stripes it over the free pool: docs/architecture.md); reported as
+ *        mode=pool conc=POOL.
  *  lat:  PCCL report section 2.6: per-call latency of pcclUpdateTopology,
  *        pcclSynchronizeSharedState (one float tensor of COUNT elements,
  *        revision + 1 each step; includes hashing), pcclAllReduceAsync (the
@@ -30,7 +34,7 @@
  *
  * Split mode (bench/wan.sh, peers in other network namespaces):
  *        pccl_allreduce master IP          prints "PORT n", serves until SIGTERM/SIGINT
- *        pccl_allreduce peer IP PORT RANK WORLD ar|conc|lat ARG REPS EXTRA
+ *        pccl_allreduce peer IP PORT RANK WORLD ar|conc|pool|lat ARG REPS EXTRA
  *                                          prints "TIMES RANK t0 t1 ..." (seconds)
  */
 #include <arpa/inet.h>
@@ -95,7 +99,8 @@ static int barrier(pcclComm_t *c) {
 static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int rank, int world, size_t arg,
                      int reps, int extra) {
     pcclInit();
-    uint32_t pool = strcmp(mode, "conc") == 0 ? (uint32_t)extra : 1;
+    int one_op_pool = strcmp(mode, "pool") == 0;
+    uint32_t pool = strcmp(mode, "conc") == 0 || one_op_pool ? (uint32_t)extra : 1;
     pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .port = port},
                                      .peer_group = 0, .p2p_connection_pool_size = pool};
     memcpy(params.master_address.inet.ipv4.data, ip, 4);
@@ -117,13 +122,13 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
     uint64_t tag = 1;
     double *t = g_times + (size_t)rank * (size_t)reps * NQ;
 
-    if (strcmp(mode, "ar") == 0 || strcmp(mode, "oop") == 0) {
+    if (strcmp(mode, "ar") == 0 || strcmp(mode, "oop") == 0 || one_op_pool) {
         size_t count = arg / sizeof(float);
         float *buf = malloc(count * sizeof(float));
         float *out = strcmp(mode, "oop") == 0 ? malloc(count * sizeof(float)) : buf;
         if (!buf || !out) return 1;
         for (size_t i = 0; i < count; i++) buf[i] = (float)((i + (size_t)rank) % 17);
-        int warm = extra;
+        int warm = one_op_pool ? 0 : extra;
         for (int r = -warm; r < reps; r++) {
             if (barrier(comm)) return 1;
             pcclReduceDescriptor_t d = fdesc(count, tag++);
@@ -266,7 +271,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "master") == 0) return split_master(argv[2]);
     if (argc > 1 && strcmp(argv[1], "peer") == 0) return split_peer(argc, argv);
     if (argc < 5) {
-        fprintf(stderr, "usage: %s ar|oop|conc|lat PEERS BYTES|COUNT REPS [WARMUP|CONC]\n", argv[0]);
+        fprintf(stderr, "usage: %s ar|oop|conc|pool|lat PEERS BYTES|COUNT REPS [WARMUP|CONC|POOL]\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -275,7 +280,7 @@ int main(int argc, char **argv) {
     int reps = atoi(argv[4]);
     int extra = argc > 5 ? atoi(argv[5]) : (strcmp(mode, "conc") == 0 ? 1 : 1);
     if (world < 2 || world > MAX_PEERS || reps < 1 || reps > 4096 || arg == 0 ||
-        (strcmp(mode, "ar") && strcmp(mode, "oop") && strcmp(mode, "conc") && strcmp(mode, "lat"))) {
+        (strcmp(mode, "ar") && strcmp(mode, "oop") && strcmp(mode, "conc") && strcmp(mode, "pool") && strcmp(mode, "lat"))) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
@@ -332,7 +337,7 @@ int main(int argc, char **argv) {
         const char *q = getenv("PCCL_BENCH_QUANT"); /* tags the quantization series of run.sh */
         printf("RESULT impl=%s mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
                "GBps=%.4f%s%s\n",
-               impl, mode, world, arg, strcmp(mode, "conc") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9,
+               impl, mode, world, arg, strcmp(mode, "conc") == 0 || strcmp(mode, "pool") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9,
                q ? " quant=" : "", q ? q : "");
     }
     return 0;

@@ -363,6 +363,7 @@ def main():
     else:
         p("Not run in this invocation.")
     p("")
+    include(p, "stripe.md", "## 4c. Striped all-reduce: one op over the connection pool (`bench/stripe.sh`)")
 
     if retried or failed:
         p("Points that failed once and were re-run: " + (", ".join(f"{r.get('impl')} {r.get('mode')} "

@@ -2,6 +2,9 @@
 # bench/wan.sh - concurrent pccl all-reduces under WAN emulation (called by run.sh --wan).
 #
 # usage: bench/wan.sh BIN_DIR REPS "CONCS"     (root; prints RESULT lines on stdout)
+#        WAN_POOL=1 bench/wan.sh BIN_DIR REPS "POOLS"   one all-reduce per repetition with a pool of
+#        P connections (striped over all P: mode=wanpool conc=P); WAN_GLOO=1 adds Gloo's ring
+#        (bench/gloo_allreduce.cc, one rank per namespace, same shaping) as mode=wanpool impl=gloo
 # env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_RATE (1gbit per link and direction; k/m/gbit),
 #        WAN_LOSS (0%), WAN_DELAY (see below: 40 ms peer-to-peer RTT by default on either path),
 #        WAN_MTU (9000, wanemu path only), WAN_CC (TCP congestion control in the namespaces, e.g.
@@ -142,6 +145,23 @@ else
 fi
 echo "RESULT impl=env mode=wanenv emu=${EMU// /_}$TAG"
 
+WMODE=conc RMODE=wan
+[ "${WAN_POOL:-0}" = 1 ] && WMODE=pool RMODE=wanpool
+# summarize IMPL C: RESULT line from the peers' TIMES lines (time = max over ranks, median over reps)
+summarize() {
+    cat "$WORK"/p*.out | python3 -c '
+import sys, statistics
+impl, mode, c, b = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rows = [list(map(float, l.split()[2:])) for l in sys.stdin if l.startswith("TIMES")]
+per_rep = sorted(max(col) for col in zip(*rows))
+med = statistics.median(per_rep)
+q = " quant=" + sys.argv[5] if sys.argv[5] else ""
+ops = c if mode == "wan" else 1
+print(f"RESULT impl={impl} mode={mode} peers={len(rows)} bytes={b} conc={c} reps={len(per_rep)} median_s={med:.6f} "
+      f"min_s={per_rep[0]:.6f} max_s={per_rep[-1]:.6f} GBps={ops * b / med / 1e9:.5f}{q}{sys.argv[6]}")' \
+        "$1" "$RMODE" "$2" "$BYTES" "${PCCL_BENCH_QUANT:-}" "$TAG"
+}
+
 for c in $CONCS; do
     # a fresh master per point
     "${MASTER_NS[@]}" "$BIN/pccl_allreduce" master "$MASTER_IP" >"$WORK/master.out" 2>"$WORK/master.err" &
@@ -152,28 +172,40 @@ for c in $CONCS; do
     echo "[$(date -u +%H:%M:%S)] wan: $PEERS peers, $c x $BYTES B, $EMU" >&2
     pids=()
     for i in $(seq 0 $((PEERS - 1))); do
-        timeout 600 ip netns exec "$NSP-p$i" "$BIN/pccl_allreduce" peer "$MASTER_IP" "$PORT" "$i" "$PEERS" conc \
+        timeout 600 ip netns exec "$NSP-p$i" "$BIN/pccl_allreduce" peer "$MASTER_IP" "$PORT" "$i" "$PEERS" "$WMODE" \
             "$BYTES" "$REPS" "$c" >"$WORK/p$i.out" 2>"$WORK/p$i.err" &
         pids+=($!)
     done
     ok=1
     for p in "${pids[@]}"; do wait "$p" || ok=0; done
     if [ "$ok" = 1 ]; then
-        cat "$WORK"/p*.out | python3 -c '
-import sys, statistics
-c, b = int(sys.argv[1]), int(sys.argv[2])
-rows = [list(map(float, l.split()[2:])) for l in sys.stdin if l.startswith("TIMES")]
-per_rep = sorted(max(col) for col in zip(*rows))
-med = statistics.median(per_rep)
-q = " quant=" + sys.argv[3] if sys.argv[3] else ""
-print(f"RESULT impl=pccl mode=wan peers={len(rows)} bytes={b} conc={c} reps={len(per_rep)} median_s={med:.6f} "
-      f"min_s={per_rep[0]:.6f} max_s={per_rep[-1]:.6f} GBps={c * b / med / 1e9:.5f}{q}{sys.argv[4]}")' \
-            "$c" "$BYTES" "${PCCL_BENCH_QUANT:-}" "$TAG"
+        summarize pccl "$c"
     else
-        echo "RESULT impl=pccl mode=wan peers=$PEERS bytes=$BYTES conc=$c status=FAILED$TAG"
+        echo "RESULT impl=pccl mode=$RMODE peers=$PEERS bytes=$BYTES conc=$c status=FAILED$TAG"
         tail -n 3 "$WORK"/p*.err >&2 || true
     fi
     kill -TERM "$MPID" 2>/dev/null || true
     wait "$MPID" 2>/dev/null || true
     MPID=
 done
+
+if [ "${WAN_GLOO:-0}" = 1 ]; then
+    [ -x "$BIN/gloo_allreduce" ] || { echo "wan.sh: WAN_GLOO=1 but no $BIN/gloo_allreduce (libgloo-dev)" >&2; exit 1; }
+    echo "[$(date -u +%H:%M:%S)] wan: gloo ring, $PEERS peers, $BYTES B, $EMU" >&2
+    rm -f "$WORK"/p*.out
+    mkdir -p "$WORK/gloo-store" # the ranks rendezvous through files: namespaces share the file system
+    pids=()
+    for i in $(seq 0 $((PEERS - 1))); do
+        timeout 900 ip netns exec "$NSP-p$i" "$BIN/gloo_allreduce" peer "10.77.0.$((i + 1))" "$i" "$PEERS" \
+            "$WORK/gloo-store" "$BYTES" "$REPS" >"$WORK/p$i.out" 2>"$WORK/p$i.err" &
+        pids+=($!)
+    done
+    ok=1
+    for p in "${pids[@]}"; do wait "$p" || ok=0; done
+    if [ "$ok" = 1 ]; then
+        RMODE=wanpool summarize gloo 1
+    else
+        echo "RESULT impl=gloo mode=wanpool peers=$PEERS bytes=$BYTES conc=1 status=FAILED$TAG"
+        tail -n 3 "$WORK"/p*.err >&2 || true
+    fi
+fi

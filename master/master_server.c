@@ -636,6 +636,9 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     const char *vt = getenv("PCCL_VOTE_TIMEOUT_MS");
     long vote = vt && *vt ? strtol(vt, NULL, 10) : MSM_VOTE_TIMEOUT_MS;
     msm_set_vote_timeout(m->sm, vote > 0 ? (uint64_t)vote : 0);
+    const char *sm = getenv("PCCL_STRIPE_MIN_BYTES"), *sl = getenv("PCCL_STRIPE_LOCAL");
+    long long stripe_min = sm && *sm ? strtoll(sm, NULL, 10) : (long long)MSM_STRIPE_MIN_BYTES;
+    msm_set_stripe(m->sm, stripe_min > 0 ? (uint64_t)stripe_min : MSM_STRIPE_MIN_BYTES, sl && atoi(sl) > 0);
     /* Peers of a run this master replaces retry every 250 ms at most (libpccl/src/resume.c). */
     msm_set_boot_grace(m->sm, 1000);
     uv_timer_start(&m->tick, on_tick, 250, 250);

@@ -128,6 +128,7 @@ msm_t *msm_create(msm_io_t io) {
         m->io = io;
         m->peer_timeout = 10000;
         m->vote_timeout = MSM_VOTE_TIMEOUT_MS;
+        m->stripe_min_bytes = MSM_STRIPE_MIN_BYTES;
         m->wiring_timeout = MSM_WIRING_TIMEOUT_MS;
     }
     return m;
@@ -137,6 +138,10 @@ void msm_set_time(msm_t *m, uint64_t now_ms) { m->now = now_ms; }
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
 void msm_set_boot_grace(msm_t *m, uint64_t grace_ms) { m->boot_grace = grace_ms; }
 void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms) { m->vote_timeout = timeout_ms; }
+void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local) {
+    m->stripe_min_bytes = min_bytes ? min_bytes : 1;
+    m->stripe_local = local;
+}
 void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms) { m->wiring_timeout = timeout_ms; }
 int msm_booting(const msm_t *m) { return m->booting && m->now < m->born + m->boot_grace; }
 

@@ -67,6 +67,13 @@ void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms);
 /* A peer that owes its ring-wiring report this long after ESTABLISH_P2P is kicked. 0: no deadline. */
 void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms);
 
+/* Default of msm_set_stripe: a stripe per MiB of the op at most (a smaller slice is latency-bound). */
+#define MSM_STRIPE_MIN_BYTES ((uint64_t)1 << 20)
+/* How a collective is striped over the connection pool (msm_collective.c): at most one stripe per
+ * min_bytes of its buffer; rings whose peers all share one host are striped only with local set
+ * (loopback has no window to fill and the stripes' threads would share the cores). */
+void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local);
+
 /* Periodic check of silent peers, of deadlines (msm_deadline.c) and of votes that can never complete
  * (after MSM_STUCK_GRACE_MS). */
 void msm_on_tick(msm_t *m);

@@ -5,6 +5,7 @@
  * all did, the parameters are cross-checked (a mismatch rejects the call on
  * every peer instead of corrupting data), a free connection-pool slot is
  * assigned (ops beyond the pool wait for a slot), and COMMENCE carries the ring.
+ * An op may get several free slots, one stripe each (ring_stripe.c; stripes_for).
  * PERFORM: members run the ring and report COLL_DONE. All ok -> COMPLETE;
  * any failure or departure -> ABORT to all members at once (their buffers are
  * restored and they may retry).
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "log.h"
 #include "msm_internal.h"
 #include "pccl_kernels.h"
@@ -28,11 +30,39 @@ static uint32_t group_pool(msm_t *m, msm_group_t *g) {
     return pool ? pool : 1;
 }
 
-static int slot_free(msm_t *m, uint32_t group, uint32_t slot) {
+/* The slots of the pool (bit i = slot i) that no running collective of the group holds. */
+static uint64_t free_slots(msm_t *m, msm_group_t *g) {
+    uint32_t pool = group_pool(m, g);
+    uint64_t all = pool >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << pool) - 1, used = 0;
     for (msm_op_t *op = m->ops; op; op = op->next)
-        if (op->kind == MSM_OP_COLLECTIVE && op->group == group && op->phase == MSM_PHASE_RUNNING && op->slot == slot)
-            return 0;
+        if (op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_RUNNING) used |= op->slots;
+    return all & ~used;
+}
+
+/* Whether every peer of g's ring is on one host (one address, or loopback). */
+static int ring_local(msm_t *m, msm_group_t *g) {
+    const ccoip_inet_address_t *first = NULL;
+    for (int i = 0; i < g->ring_len; i++) {
+        msm_peer_t *p = msm_find(m, g->ring[i]);
+        if (!p || addr_ip_is_loopback(&p->ip)) continue;
+        if (first && !addr_ip_equal(first, &p->ip)) return 0;
+        first = &p->ip;
+    }
     return 1;
+}
+
+/* How many stripes c gets out of `nfree` free slots: all of them for an op alone, an equal share
+ * when other collectives of the group are voting (they will want slots too), at most one per
+ * stripe_min_bytes of the buffer, and one on a ring within one host unless stripe_local. */
+static uint32_t stripes_for(msm_t *m, msm_group_t *g, const msm_op_t *c, uint32_t nfree) {
+    uint32_t others = 0;
+    for (msm_op_t *op = m->ops; op; op = op->next)
+        if (op != c && op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_VOTING) others++;
+    uint64_t k = nfree / (others + 1);
+    uint64_t by_size = c->count * pccl_dtype_size((pcclDataType_t)c->dtype) / m->stripe_min_bytes;
+    if (k > by_size) k = by_size;
+    if (!m->stripe_local && ring_local(m, g)) k = 1;
+    return k ? (uint32_t)k : 1;
 }
 
 static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_op_t *c, int ok) {
@@ -44,10 +74,11 @@ static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_op_t *c,
 }
 
 static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
-    uint32_t pool = group_pool(m, g), slot;
-    for (slot = 0; slot < pool; slot++)
-        if (slot_free(m, g->id, slot)) break;
-    if (slot == pool) return 0; /* all connections busy: wait for one */
+    uint64_t avail = free_slots(m, g), slots = 0;
+    if (!avail) return 0; /* all connections busy: wait for one */
+    uint32_t want = stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
+    for (uint32_t i = 0; i < 64 && k < want; i++)
+        if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
     uint8_t(*ring)[16] = calloc((size_t)g->ring_len + 1, 16);
     if (!ring) return 0;
     int n = 0;
@@ -59,18 +90,18 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
         mb->owes = 1;
     }
     c->phase = MSM_PHASE_RUNNING;
-    c->slot = slot;
+    c->slots = slots;
     c->op_seq = ++m->next_op_seq;
     wire_msg_t w = {.type = M2C_COLL_COMMENCE};
     w.u.commence.tag = c->tag;
     w.u.commence.op_seq = c->op_seq;
-    w.u.commence.slot = slot;
+    w.u.commence.slots = slots;
     msm_world(m, g->id, &w.u.commence.world);
     w.u.commence.n = (uint32_t)n;
     w.u.commence.ring = ring;
     for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
-    PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slot %u, %d peers", g->id, (unsigned long long)c->tag,
-               (unsigned long long)c->op_seq, slot, n);
+    PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slots %#llx, %d peers", g->id,
+               (unsigned long long)c->tag, (unsigned long long)c->op_seq, (unsigned long long)slots, n);
     free(ring);
     return 1;
 }

@@ -80,6 +80,8 @@ struct msm {
     int in_reevaluate, reevaluate_pending;
     uint64_t now, peer_timeout;
     uint64_t vote_timeout, wiring_timeout; /* msm_deadline.c; 0: none */
+    uint64_t stripe_min_bytes; /* msm_set_stripe */
+    int stripe_local;
     int stuck_seen;       /* the last tick found every peer blocked in votes that cannot complete ... */
     uint64_t stuck_since; /* ... continuously since this time (msm_stuck.c) */
     msm_stats_t stats;

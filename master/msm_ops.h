@@ -68,7 +68,7 @@ typedef struct msm_op {
     /* collective */
     uint64_t count;
     uint8_t dtype, rop, quant_algo, quant_dtype;
-    uint32_t slot;
+    uint64_t slots; /* running: its connection-pool slots (bit i = slot i), one stripe each */
     char mismatch[160]; /* non-empty once two voters' parameters differ */
     /* shared-state sync */
     uint64_t target;

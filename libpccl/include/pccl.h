@@ -125,7 +125,8 @@ typedef struct pcclCommCreateParams_t {
     ccoip_socket_address_t master_address;
     /** Peer group: collectives and shared state span only peers of the same group. */
     uint32_t peer_group;
-    /** TCP connections per ring neighbour; concurrent all-reduces use one each. 0 means 1. */
+    /** TCP connections per ring neighbour; concurrent all-reduces share them, and one all-reduce alone may be
+     *  striped over all of them (the master decides: PCCL_STRIPE_MIN_BYTES, PCCL_STRIPE_LOCAL). 0 means 1. */
     uint32_t p2p_connection_pool_size;
 } pcclCommCreateParams_t;
 

@@ -276,21 +276,26 @@ static void send_done(pccl_op_t *o, int ok) {
     comm_send(o->comm, o->epoch, &d);
 }
 
-/* The ring of this op (quantized or not) on connected sockets: a RING_* code. */
-static int run_ring(pccl_op_t *o, ring_io_t *io, uint32_t me, uint32_t n) {
+/* The ring of this op (quantized or not) over its k stripes' connected sockets: a RING_* code. */
+static int run_ring(pccl_op_t *o, ring_io_t *ios, uint32_t k, uint32_t me, uint32_t n) {
     const pcclReduceDescriptor_t *d = &o->desc;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
-    if (qo->algorithm == pcclQuantNone)
-        return ring_allreduce(io, o->sendbuf, o->recvbuf, d->count, d->src_descriptor.datatype, d->op, me, n,
-                              o->op_seq);
+    pcclDataType_t dt = d->src_descriptor.datatype;
+    if (qo->algorithm == pcclQuantNone) {
+        if (k == 1) return ring_allreduce(ios, o->sendbuf, o->recvbuf, d->count, dt, d->op, me, n, o->op_seq);
+        return ring_allreduce_striped(ios, k, o->sendbuf, o->recvbuf, d->count, dt, d->op, pcclQuantNone, dt, NULL,
+                                      me, n, o->op_seq);
+    }
     size_t need = ring_quant_wire_bytes(d->count, qo->quantized_datatype, n), cap = 0;
     uint8_t *wire = bufpool_get(&o->comm->buffers, need, &cap);
     if (!wire) {
-        snprintf(io->err, sizeof io->err, "out of memory for %zu bytes of quantized blocks", need);
+        snprintf(ios->err, sizeof ios->err, "out of memory for %zu bytes of quantized blocks", need);
         return RING_IO_ERROR;
     }
-    int rc = ring_allreduce_quant(io, o->recvbuf, d->count, d->src_descriptor.datatype, d->op, qo->algorithm,
-                                  qo->quantized_datatype, wire, me, n, o->op_seq);
+    int rc = k == 1 ? ring_allreduce_quant(ios, o->recvbuf, d->count, dt, d->op, qo->algorithm,
+                                           qo->quantized_datatype, wire, me, n, o->op_seq)
+                    : ring_allreduce_striped(ios, k, o->recvbuf, o->recvbuf, d->count, dt, d->op, qo->algorithm,
+                                             qo->quantized_datatype, wire, me, n, o->op_seq);
     bufpool_put(&o->comm->buffers, wire, cap);
     return rc;
 }
@@ -328,42 +333,57 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         send_done(o, 0);
         return pcclInternalError;
     }
+    /* One stripe per slot the master assigned (ring_stripe.c); every peer got the same slots. */
+    uint32_t k = 0, slot_of[64];
+    for (uint32_t i = 0; i < 64; i++)
+        if (cm->slots >> i & 1) slot_of[k++] = i;
     net_cancel_t cancel = {.fn = op_cancelled, .arg = o};
-    p2p_conn_t *tx = p2p_get_tx(c, cm->ring[(me + 1) % n], cm->slot, c->connect_timeout_ms, &cancel);
-    p2p_conn_t *rx = tx ? p2p_get_rx(c, cm->ring[(me + n - 1) % n], cm->slot, c->timeout_ms, o->abort_fd) : NULL;
+    p2p_conn_t *tx[64] = {0}, *rx[64] = {0};
+    int connected = 1;
+    for (uint32_t s = 0; s < k && connected; s++)
+        connected = (tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &cancel)) != 0;
+    int have_tx = connected;
+    for (uint32_t s = 0; s < k && connected; s++)
+        connected = (rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, o->abort_fd)) != 0;
     size_t staging_cap = 0;
-    uint8_t *staging = bufpool_get(&c->buffers, STAGING_BYTES, &staging_cap);
+    uint8_t *staging = bufpool_get(&c->buffers, (size_t)k * STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
-    ring_io_t io = {.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms, .staging = staging,
-                    .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
-    if (tx && rx && staging) {
-        io.tx_fd = tx->fd;
-        io.rx_fd = rx->fd;
-        io.tx_link = tx->link;
-        io.rx_link = rx->link;
-        p2p_pace_tx(c, tx);
-        if (!tx->link && c->zerocopy_min_bytes >= 0 && bytes >= (size_t)c->zerocopy_min_bytes)
-            io.tx_pipe = p2p_tx_pipe(tx);
+    ring_io_t ios[64];
+    for (uint32_t s = 0; s < k; s++)
+        ios[s] = (ring_io_t){.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms,
+                             .staging = staging ? staging + (size_t)s * STAGING_BYTES : NULL,
+                             .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
+    ring_io_t *io = &ios[0];
+    if (connected && staging) {
+        for (uint32_t s = 0; s < k; s++) {
+            ios[s].tx_fd = tx[s]->fd;
+            ios[s].rx_fd = rx[s]->fd;
+            ios[s].tx_link = tx[s]->link;
+            ios[s].rx_link = rx[s]->link;
+            p2p_pace_tx(c, tx[s]);
+            if (!tx[s]->link && c->zerocopy_min_bytes >= 0 && bytes >= (size_t)c->zerocopy_min_bytes)
+                ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
+        }
         if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)
             memcpy(o->recvbuf, o->sendbuf, bytes); /* the quantized ring works in place */
-        rc = run_ring(o, &io, me, n);
+        rc = run_ring(o, ios, k, me, n);
     } else {
-        snprintf(io.err, sizeof io.err, "%s", !tx ? "cannot connect to ring successor"
-                                           : !rx ? "ring predecessor did not connect"
-                                                 : "out of memory");
+        snprintf(io->err, sizeof io->err, "%s", !have_tx    ? "cannot connect to ring successor"
+                                                : !connected ? "ring predecessor did not connect"
+                                                             : "out of memory");
         /* Tell the master who could not be reached; two such reports about one peer remove it. */
         uint64_t dummy;
         int aborted = read(o->abort_fd, &dummy, sizeof dummy) > 0;
-        if (!tx || (!rx && !aborted)) {
+        if (!have_tx || (!connected && !aborted)) {
             wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
-            memcpy(rep.u.welcome.uuid, cm->ring[!tx ? (me + 1) % n : (me + n - 1) % n], 16);
+            memcpy(rep.u.welcome.uuid, cm->ring[!have_tx ? (me + 1) % n : (me + n - 1) % n], 16);
             comm_send(c, o->epoch, &rep);
         }
         if (aborted) signal_abort(o); /* keep the abort visible to the code below */
     }
     bufpool_put(&c->buffers, staging, staging_cap);
-    o->info.tx_bytes = io.tx_bytes;
-    o->info.rx_bytes = io.rx_bytes;
+    o->info.tx_bytes = io->tx_bytes;
+    o->info.rx_bytes = io->rx_bytes;
     pcclResult_t result = pcclSuccess;
     if (rc == RING_OK && !mark_ring_done(o)) {
         result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
@@ -379,7 +399,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
         }
     } else {
         if (rc != RING_ABORTED) {
-            PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io.err);
+            PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io->err);
             send_done(o, 0);
         } else {
             PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
@@ -389,11 +409,13 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     }
     if (result != pcclSuccess) note_failed(o);
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
-    p2p_release(c, tx, result != pcclSuccess);
-    p2p_release(c, rx, result != pcclSuccess);
-    /* With io.backup the ring restored what it modified when it failed; the whole backup is
+    for (uint32_t s = 0; s < k; s++) {
+        p2p_release(c, tx[s], result != pcclSuccess);
+        p2p_release(c, rx[s], result != pcclSuccess);
+    }
+    /* With io->backup the ring restored what it modified when it failed; the whole backup is
      * only complete (and needed) when the ring finished and the group aborted afterwards. */
-    if (backup && result != pcclSuccess && (!io.backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
+    if (backup && result != pcclSuccess && (!io->backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
     return result;
 }
 

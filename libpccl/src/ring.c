@@ -28,12 +28,21 @@
 typedef struct chunking {
     size_t base, rem, esz;
     uint32_t n;
+    uint32_t stripe, nstripes; /* this ring's slice of every chunk */
 } chunking_t;
 
+/* Chunk i's elements: where they start and how many. */
+static size_t whole_off(const chunking_t *c, uint32_t i) { return c->base * i + (i < c->rem ? i : c->rem); }
+static size_t whole_len(const chunking_t *c, uint32_t i) { return c->base + (i < c->rem ? 1 : 0); }
+/* Byte offset and length of this ring's slice of chunk i (the whole chunk unstriped). */
 static size_t chunk_off(const chunking_t *c, uint32_t i) {
-    return (c->base * i + (i < c->rem ? i : c->rem)) * c->esz;
+    size_t n = whole_len(c, i), b = n / c->nstripes, r = n % c->nstripes, s = c->stripe;
+    return (whole_off(c, i) + b * s + (s < r ? s : r)) * c->esz;
 }
-static size_t chunk_len(const chunking_t *c, uint32_t i) { return (c->base + (i < c->rem ? 1 : 0)) * c->esz; }
+static size_t chunk_len(const chunking_t *c, uint32_t i) {
+    size_t n = whole_len(c, i);
+    return (n / c->nstripes + (c->stripe < n % c->nstripes ? 1 : 0)) * c->esz;
+}
 
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
     uint64_t now = net_now_ms();
@@ -199,7 +208,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
     uint8_t *backup = src == buf ? io->backup : NULL; /* out of place nothing the caller owns needs restoring */
     const size_t esz = pccl_dtype_size(dt);
     const uint32_t N = world;
-    chunking_t ck = {count / N, count % N, esz, N};
+    chunking_t ck = {count / N, count % N, esz, N, io->stripe, io->nstripes ? io->nstripes : 1};
     const uint32_t total = 2 * (N - 1); /* stream elements per direction */
 
     ring_tx_t tx;
@@ -345,7 +354,9 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
             }
         }
     }
-    if (op == pcclAvg) pccl_reduce_finalize_avg(buf, count, dt, world);
+    if (op == pcclAvg) /* this ring's slices only: the other stripes divide theirs */
+        for (uint32_t c = 0; c < N; c++)
+            pccl_reduce_finalize_avg(buf + chunk_off(&ck, c), chunk_len(&ck, c) / esz, dt, world);
     return RING_OK;
 out:
     if (backup) {
@@ -361,6 +372,12 @@ out:
     }
     return rc;
 #undef FAIL
+}
+
+void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world) {
+    chunking_t ck = {count / world, count % world, esz, world, io->stripe, io->nstripes ? io->nstripes : 1};
+    for (uint32_t c = 0; c < world; c++)
+        memcpy((uint8_t *)buf + chunk_off(&ck, c), io->backup + chunk_off(&ck, c), chunk_len(&ck, c));
 }
 
 /* splice() has no MSG_NOSIGNAL: into a socket whose peer is gone it raises SIGPIPE, which would

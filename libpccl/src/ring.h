@@ -50,6 +50,10 @@ typedef struct ring_io {
     /* Optional AEAD streams of an encrypted run (NULL: the sockets carry the bytes as they are);
      * tx_pipe must then be NULL: sealing reads every byte anyway, so there is nothing to splice. */
     sec_link_t *tx_link, *rx_link;
+    /* Striping (ring_stripe.c): this ring moves only stripe `stripe` of `nstripes` contiguous
+     * slices of every chunk (0 and 0 or 1: the whole chunks), so the chunks, their owners and the
+     * order in which each element is reduced are those of the unstriped ring. */
+    uint32_t stripe, nstripes;
     uint64_t tx_bytes, rx_bytes; /* out: payload bytes moved */
     char err[128];               /* out: reason on failure */
 } ring_io_t;
@@ -80,6 +84,22 @@ int ring_allreduce_quant(ring_io_t *io, void *buf, size_t count, pcclDataType_t 
                          pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt, uint8_t *wire, uint32_t rank,
                          uint32_t world_size, uint64_t op_seq);
 size_t ring_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world_size);
+/* Copies io's stripe of every chunk of buf back from io->backup (a plain in-place stripe that
+ * finished while a sibling failed). */
+void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world_size);
+
+/*
+ * One all-reduce over nstripes rings at once (ring_stripe.c): ios[s] drives the connection pair of
+ * stripe s and moves slice s of every chunk (its stripe fields are set here); stripe 0 runs on the
+ * calling thread, the others on threads of their own. A failing stripe shuts its siblings'
+ * sockets down so they (and the neighbours' stripes) fail at once. With io->backup (in place,
+ * plain ring) buf is restored on any failure, as with one ring. wire: as ring_allreduce_quant,
+ * NULL for the plain ring. Returns the first failure's RING_* code (its reason in ios[0].err)
+ * or RING_OK; tx_bytes/rx_bytes of ios[0] are the sums.
+ */
+int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t count,
+                           pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
+                           uint8_t *wire, uint32_t rank, uint32_t world_size, uint64_t op_seq);
 
 /* Shared by both rings. The send side of a ring stream: the 16-byte header, then element k
  * (chunk payloads in stream order) from byte off. */

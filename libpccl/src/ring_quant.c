@@ -37,14 +37,36 @@
 typedef struct qlayout {
     size_t base, rem, esz, wbase, wbig; /* elements per chunk (+1 for the first rem), wire bytes of each */
     uint32_t n;
+    uint32_t stripe, nstripes; /* this ring's slice of every chunk: whole blocks, so blocks match pool 1 */
+    pcclDataType_t qdt;
+    size_t block_bytes;
 } qlayout_t;
 
-static size_t q_elems(const qlayout_t *l, uint32_t c) { return l->base + (c < l->rem ? 1 : 0); }
-static size_t q_elem_off(const qlayout_t *l, uint32_t c) { return l->base * c + (c < l->rem ? c : l->rem); }
-static size_t q_wire_len(const qlayout_t *l, uint32_t c) { return c < l->rem ? l->wbig : l->wbase; }
+static size_t whole_elems(const qlayout_t *l, uint32_t c) { return l->base + (c < l->rem ? 1 : 0); }
+/* The blocks [*b0, *b1) of chunk c that this ring's stripe moves. */
+static void q_blocks(const qlayout_t *l, uint32_t c, size_t *b0, size_t *b1) {
+    size_t nb = (whole_elems(l, c) + PCCL_QBLOCK_ELEMS - 1) / PCCL_QBLOCK_ELEMS;
+    size_t bb = nb / l->nstripes, br = nb % l->nstripes, s = l->stripe;
+    *b0 = bb * s + (s < br ? s : br);
+    *b1 = *b0 + bb + (s < br ? 1 : 0);
+}
+static size_t q_elems(const qlayout_t *l, uint32_t c) {
+    size_t b0, b1, n = whole_elems(l, c);
+    q_blocks(l, c, &b0, &b1);
+    if (b0 == b1) return 0; /* a stripe beyond the chunk's blocks (b0 * QBLOCK may exceed n) */
+    size_t e1 = b1 * PCCL_QBLOCK_ELEMS < n ? b1 * PCCL_QBLOCK_ELEMS : n;
+    return e1 - b0 * PCCL_QBLOCK_ELEMS;
+}
+static size_t q_elem_off(const qlayout_t *l, uint32_t c) {
+    size_t b0, b1;
+    q_blocks(l, c, &b0, &b1);
+    return l->base * c + (c < l->rem ? c : l->rem) + b0 * PCCL_QBLOCK_ELEMS;
+}
+static size_t q_wire_len(const qlayout_t *l, uint32_t c) { return pccl_quant_wire_bytes(q_elems(l, c), l->qdt); }
 static size_t q_wire_off(const qlayout_t *l, uint32_t c) {
-    size_t big = c < l->rem ? c : l->rem;
-    return big * l->wbig + (c - big) * l->wbase;
+    size_t big = c < l->rem ? c : l->rem, b0, b1;
+    q_blocks(l, c, &b0, &b1);
+    return big * l->wbig + (c - big) * l->wbase + b0 * l->block_bytes; /* blocks before b0 are full */
 }
 
 size_t ring_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world) {
@@ -107,7 +129,9 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
     const uint32_t N = world, total = 2 * (N - 1);
     qring_t q = {.io = io, .buf = vbuf, .wire = wire, .dt = dt, .qdt = qdt, .op = op, .algo = algo,
                  .block_bytes = pccl_quant_block_bytes(qdt)};
-    q.l = (qlayout_t){.base = count / N, .rem = count % N, .esz = pccl_dtype_size(dt), .n = N};
+    q.l = (qlayout_t){.base = count / N, .rem = count % N, .esz = pccl_dtype_size(dt), .n = N,
+                      .stripe = io->stripe, .nstripes = io->nstripes ? io->nstripes : 1, .qdt = qdt,
+                      .block_bytes = q.block_bytes};
     q.l.wbase = pccl_quant_wire_bytes(q.l.base, qdt);
     q.l.wbig = pccl_quant_wire_bytes(q.l.base + 1, qdt);
 

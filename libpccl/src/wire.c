@@ -157,7 +157,8 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         if (u->commence.n > WIRE_MAX_PEERS) goto bad;
         wb_u64(out, u->commence.tag);
         wb_u64(out, u->commence.op_seq);
-        wb_u32(out, u->commence.slot);
+        if (!u->commence.slots) goto bad;
+        wb_u64(out, u->commence.slots);
         wb_world(out, &u->commence.world);
         wb_u32(out, u->commence.n);
         for (uint32_t i = 0; i < u->commence.n; i++) wb_bytes(out, u->commence.ring[i], 16);
@@ -434,7 +435,8 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
     case M2C_COLL_COMMENCE:
         u->commence.tag = rd_u64(&r, "tag");
         u->commence.op_seq = rd_u64(&r, "op seq");
-        u->commence.slot = rd_u32(&r, "slot");
+        u->commence.slots = rd_u64(&r, "slots");
+        if (!r.err && !u->commence.slots) { r.err = 1; r.what = "no connection slot"; break; }
         rd_world(&r, &u->commence.world);
         u->commence.n = rd_u32(&r, "ring size");
         if (rd_count(&r, u->commence.n, 16, WIRE_MAX_PEERS, "ring too large") == 0 && u->commence.n) {

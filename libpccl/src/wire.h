@@ -18,7 +18,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 4
+#define WIRE_VERSION 5
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -150,7 +150,7 @@ typedef struct wire_msg {
         } ss_plan;
         struct {
             uint64_t tag, op_seq;
-            uint32_t slot;
+            uint64_t slots; /* the connection-pool slots of the op, one stripe each (bit i = slot i) */
             wire_world_t world;
             uint32_t n;
             uint8_t (*ring)[16]; /* uuids of the group in ring order */

@@ -13,6 +13,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The control protocol's version (libpccl/src/wire.h), for tests that speak it raw.
+WIRE_VERSION=$(sed -n 's/^#define WIRE_VERSION \([0-9]*\).*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../../libpccl/src/wire.h")
+
 fail() {
     echo "FAIL: $*" >&2
     for f in "$WORK"/*.log; do [ -f "$f" ] && { echo "--- $f (tail)"; tail -n 15 "$f"; } >&2; done

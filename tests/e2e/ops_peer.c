@@ -17,25 +17,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "e2e_dtype.h"
 #include "e2e_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
 
 static int failures;
-#define EXPECT(cond, ...)                                      \
-    do {                                                       \
-        if (!(cond)) {                                         \
-            failures++;                                        \
-            fprintf(stderr, "rank %d: FAILED: ", g_rank);      \
-            fprintf(stderr, __VA_ARGS__);                      \
-            fprintf(stderr, "\n");                             \
-        }                                                      \
-    } while (0)
 
 static int g_rank, g_world;
 
 /* Contribution of `rank` at element i, small enough that products never overflow. */
-static int is_int(pcclDataType_t dt);
 
 static double contrib(int rank, size_t i, pcclDataType_t dt) {
     int v = (int)((i * 31 + (size_t)rank * 17) % 5) + 1; /* 1..5 */
@@ -44,45 +35,6 @@ static double contrib(int rank, size_t i, pcclDataType_t dt) {
     return v;
 }
 
-static void store(void *buf, size_t i, pcclDataType_t dt, double v) {
-    switch (dt) {
-    case pcclUint8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case pcclInt8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case pcclUint16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-    case pcclInt16: ((int16_t *)buf)[i] = (int16_t)v; break;
-    case pcclUint32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case pcclInt32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case pcclUint64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case pcclInt64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case pcclFloat: ((float *)buf)[i] = (float)v; break;
-    case pcclDouble: ((double *)buf)[i] = v; break;
-    case pcclFloat16: ((uint16_t *)buf)[i] = pccl_float_to_half((float)v); break;
-    case pcclBFloat16: ((uint16_t *)buf)[i] = pccl_float_to_bf16((float)v); break;
-    default: break;
-    }
-}
-
-static double load(const void *buf, size_t i, pcclDataType_t dt) {
-    switch (dt) {
-    case pcclUint8: return ((const uint8_t *)buf)[i];
-    case pcclInt8: return ((const int8_t *)buf)[i];
-    case pcclUint16: return ((const uint16_t *)buf)[i];
-    case pcclInt16: return ((const int16_t *)buf)[i];
-    case pcclUint32: return ((const uint32_t *)buf)[i];
-    case pcclInt32: return ((const int32_t *)buf)[i];
-    case pcclUint64: return (double)((const uint64_t *)buf)[i];
-    case pcclInt64: return (double)((const int64_t *)buf)[i];
-    case pcclFloat: return ((const float *)buf)[i];
-    case pcclDouble: return ((const double *)buf)[i];
-    case pcclFloat16: return pccl_half_to_float(((const uint16_t *)buf)[i]);
-    case pcclBFloat16: return pccl_bf16_to_float(((const uint16_t *)buf)[i]);
-    default: return NAN;
-    }
-}
-
-static int is_int(pcclDataType_t dt) {
-    return dt != pcclFloat && dt != pcclDouble && dt != pcclFloat16 && dt != pcclBFloat16;
-}
 
 static double expected(size_t i, pcclDataType_t dt, pcclRedOp_t op) {
     double acc = contrib(0, i, dt);
@@ -95,18 +47,7 @@ static double expected(size_t i, pcclDataType_t dt, pcclRedOp_t op) {
         case pcclMin: acc = v < acc ? v : acc; break;
         }
     }
-    if (op == pcclAvg) acc = is_int(dt) ? trunc(acc / g_world) : acc / g_world;
-    if (dt == pcclFloat) acc = (float)acc;
-    if (dt == pcclFloat16) acc = pccl_half_to_float(pccl_float_to_half((float)acc));
-    if (dt == pcclBFloat16) acc = pccl_bf16_to_float(pccl_float_to_bf16((float)acc));
-    return acc;
-}
-
-static pcclReduceDescriptor_t desc(size_t count, pcclRedOp_t op, uint64_t tag, pcclDataType_t dt) {
-    pcclReduceDescriptor_t d = {.count = count, .op = op, .tag = tag,
-                                .src_descriptor = {.datatype = dt, .distribution_hint = pcclDistributionNone},
-                                .quantization_options = {.quantized_datatype = dt, .algorithm = pcclQuantNone}};
-    return d;
+    return finish_expected(acc, dt, op, g_world);
 }
 
 static void check_result(const void *res, size_t n, pcclDataType_t dt, pcclRedOp_t op, const char *what) {

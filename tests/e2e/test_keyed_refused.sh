@@ -42,7 +42,7 @@ wait_pid "$WK" 20 && fail "a peer with another key joined"
 grep -q "does not hold the run key" "$WORK/wrong.err" || fail "wrong-key peer: no clear reason"
 
 # Raw clients of the master, and a replay of a real peer's recorded handshake.
-timeout 60 python3 - "$PORT" "$PCCL" "$WORK" <<'PY' || fail "raw clients of the master (see above)"
+timeout 60 python3 - "$PORT" "$PCCL" "$WORK" "$WIRE_VERSION" <<'PY' || fail "raw clients of the master (see above)"
 import socket, struct, subprocess, sys, threading, time
 port, pccl, work = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
@@ -67,7 +67,7 @@ def check(cond, what):
         print('FAIL:', what); sys.exit(1)
 
 # An open client's HELLO: a KICK that names the key, then the end.
-hello = struct.pack('>HIHIHI', 1, 0x5043434C, 2, 0, 40000, 1)
+hello = struct.pack('>HIHIHI', 1, 0x5043434C, int(sys.argv[4]), 0, 40000, 1) + bytes(17)
 s = conn(); s.sendall(struct.pack('>I', len(hello)) + hello)
 data, eof = read_to_eof(s)
 check(eof and len(data) > 6 and struct.unpack('>H', data[4:6])[0] == 111 and b'run key' in data,

@@ -2,17 +2,19 @@
 # A keyed run, then a keyed and encrypted one, each with `pccl join --key-file`: two peers run
 # checked all-reduces, a third joins mid-run through an accept round and receives the shared
 # state from a peer (authenticated, then encrypted, p2p transfer), and all three end with the
-# same hash at the last revision.
+# same hash at the last revision. The encrypted run is repeated with every all-reduce striped over
+# a pool of 8 connections (one AEAD stream per connection).
 . "$(dirname "$0")/lib.sh"
 head -c 48 /dev/urandom | base64 > "$WORK/run.key"
 chmod 600 "$WORK/run.key"
 STEPS=40
+PEER_EXTRA=()
 
 run_keyed() { # NAME [MASTER FLAGS...]
     local n=$1; shift
     start_master --key-file "$WORK/run.key" "$@"
     local args=(--key-file "$WORK/run.key" --workload synthetic --steps $STEPS --size 400000 --tensors 2
-                --step-delay 20 --min-world 2)
+                --step-delay 20 --min-world 2 "${PEER_EXTRA[@]}")
     start_peer "${n}1" "${args[@]}"; local a=$LAST_PID
     start_peer "${n}2" "${args[@]}"; local b=$LAST_PID
     wait_events "$WORK/${n}1.log" step 10 30
@@ -39,4 +41,11 @@ run_keyed k
 grep -q "keyed run: peers must prove the run key$" "$WORK/master-k.log" || fail "k: the master did not run keyed"
 run_keyed e --encrypt
 grep -q "traffic is encrypted" "$WORK/master-e.log" || fail "e: the master did not encrypt"
-echo "ok: keyed and encrypted runs complete with equal hashes"
+PEER_EXTRA=(--pool 8)
+PCCL_STRIPE_LOCAL=1 PCCL_STRIPE_MIN_BYTES=1 PCCL_LOG_LEVEL=debug run_keyed s --encrypt
+striped=0
+for m in $(grep -oE "commenced: op [0-9]+, slots 0x[0-9a-f]+" "$WORK/master-s.log" | sed 's/.* //'); do
+    (( m & (m - 1) )) && striped=$((striped + 1)) # more than one slot
+done
+[ "$striped" -gt 0 ] || fail "s: no all-reduce was striped over several connections"
+echo "ok: keyed, encrypted, and encrypted striped runs complete with equal hashes"

@@ -22,10 +22,11 @@ wait_events "$WORK/p1.log" step $((joined_at + 20)) 20
 grep -q "did not vote or report" "$WORK/master.log" || fail "the master did not kick the idle member"
 
 # The stranger: HELLO (type 1) and a heartbeat (type 10) every 500 ms for 12 s.
-python3 - "$PORT" > "$WORK/stranger.log" 2>&1 <<'PY' &
+python3 - "$PORT" "$WIRE_VERSION" > "$WORK/stranger.log" 2>&1 <<'PY' &
 import socket, struct, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-hello = struct.pack(">HIHIHI", 1, 0x5043434C, 2, 0, 1, 1)
+# type, magic, version, group, p2p port, pool size, no advertised address (family 0 and 16 bytes)
+hello = struct.pack(">HIHIHI", 1, 0x5043434C, int(sys.argv[2]), 0, 1, 1) + bytes(17)
 s.sendall(struct.pack(">I", len(hello)) + hello)
 print("registered", flush=True)
 end = time.time() + 12

@@ -7,7 +7,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x5043434C, 4
+MAGIC, VERSION = 0x5043434C, 5
 FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
            COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10, LEAVE=14)
@@ -64,7 +64,7 @@ bodies = {
     'm2c_ss_plan': u16(105) + u8(0) + u64(7) + u8(2) + peer(2) + peer(3) + u32(1) + tensor(b'state', 1024, 99) +
                    u32(3) + u32(2) + u32(0) + u8(0) + u64(0) + u64(3072) + u32(0) + u8(1) + u64(3072) + u64(1024),
     'm2c_ss_done': u16(106) + u8(1),
-    'm2c_commence': u16(107) + u64(5) + u64(2) + u32(0) + world(2, 2, 1, 2) + u32(2) + bytes([1] * 16) + bytes([2] * 16),
+    'm2c_commence': u16(107) + u64(5) + u64(2) + u64(0x81) + world(2, 2, 1, 2) + u32(2) + bytes([1] * 16) + bytes([2] * 16),
     'm2c_abort': u16(108) + u64(5) + u64(2) + u8(0),
     'm2c_complete': u16(109) + u64(5) + u64(2) + u8(1),
     'm2c_reject': u16(110) + u64(5) + u8(2),

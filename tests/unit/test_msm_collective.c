@@ -1,5 +1,5 @@
 /* test_msm_collective.c - the master's pure state machine, operation kind by kind:
- * collectives: commence, reject, slots, complete, abort, stale DONE, departures and conflicts with other operations. Driven event by event through the shared harness (msm_harness.h). */
+ * collectives: commence, reject, slots, stripes, complete, abort, stale DONE, departures and conflicts with other operations. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
 static void test_coll_basic(void) {
@@ -17,7 +17,7 @@ static void test_coll_basic(void) {
         CHECK(m != NULL);
         if (!m) continue;
         CHECK_EQ_U64(m->u.commence.op_seq, seq);
-        CHECK_EQ_U64(m->u.commence.slot, 0);
+        CHECK_EQ_U64(m->u.commence.slots, 1);
         CHECK_EQ_U64(m->u.commence.n, 3);
         for (uint32_t i = 0; i < m->u.commence.n; i++) CHECK(is_uuid_of(m->u.commence.ring[i], i + 1));
         check_world(&m->u.commence.world, 3, 3, 1, 3);
@@ -131,8 +131,8 @@ static void test_coll_slots(void) {
     const wire_msg_t *a = commence_of(1, 10), *b = commence_of(1, 11);
     CHECK(a && b);
     if (a && b) {
-        CHECK_EQ_U64(a->u.commence.slot, 0);
-        CHECK_EQ_U64(b->u.commence.slot, 1);
+        CHECK_EQ_U64(a->u.commence.slots, 1);
+        CHECK_EQ_U64(b->u.commence.slots, 2);
         CHECK(a->u.commence.op_seq != b->u.commence.op_seq);
     }
     uint64_t sa = commenced_seq(1, 10), sb = commenced_seq(1, 11);
@@ -142,14 +142,14 @@ static void test_coll_slots(void) {
     for (uint64_t c = 1; c <= 3; c++) coll_done(c, 10, sa, 1);
     CHECK_EQ_U64(count_type(M2C_COLL_COMPLETE), 3);
     const wire_msg_t *cc = commence_of(2, 12);
-    CHECK(cc && cc->u.commence.slot == 0);
+    CHECK(cc && cc->u.commence.slots == 1);
     /* an abort frees a slot as well */
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 13);
     CHECK(commence_of(1, 13) == NULL);
     coll_done(2, 11, sb, 0);
     CHECK_EQ_U64(count_type(M2C_COLL_ABORT), 3);
     const wire_msg_t *d = commence_of(3, 13);
-    CHECK(d && d->u.commence.slot == 1);
+    CHECK(d && d->u.commence.slots == 2);
     teardown();
 
     /* the pool is the smallest of the group */
@@ -170,6 +170,71 @@ static void test_coll_slots(void) {
     CHECK(commence_of(1, 1) != NULL);
     CHECK(commence_of(1, 2) == NULL);
     teardown();
+}
+
+/* conns 1..3 in one group with a pool of 8, all voting tag with count floats */
+static void vote_all(uint64_t tag, uint64_t count) {
+    for (uint64_t c = 1; c <= 3; c++) coll_init_full(c, tag, count, pcclFloat);
+}
+
+static void test_coll_stripes(void) {
+    const uint64_t MiB_floats = (1u << 20) / 4;
+    /* an op alone on a pool of 8 takes all 8 slots; the next one waits for them */
+    setup();
+    make_group_ex(1, 3, 0, 8);
+    vote_all(20, 64 * MiB_floats);
+    const wire_msg_t *a = commence_of(2, 20);
+    CHECK(a && a->u.commence.slots == 0xff);
+    uint64_t sa = commenced_seq(1, 20);
+    vote_all(21, 64 * MiB_floats);
+    CHECK(commence_of(1, 21) == NULL);
+    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 20, sa, 1);
+    const wire_msg_t *b = commence_of(3, 21);
+    CHECK(b && b->u.commence.slots == 0xff);
+    teardown();
+
+    /* ops voting at once share the free slots; small ops get one stripe per MiB at most */
+    setup();
+    make_group_ex(1, 3, 0, 8);
+    coll_init_full(1, 30, 64 * MiB_floats, pcclFloat);
+    coll_init_full(1, 31, 64 * MiB_floats, pcclFloat);
+    for (uint64_t c = 2; c <= 3; c++) coll_init_full(c, 30, 64 * MiB_floats, pcclFloat);
+    a = commence_of(1, 30);
+    CHECK(a && a->u.commence.slots == 0x0f); /* tag 31 is still voting: half each */
+    for (uint64_t c = 2; c <= 3; c++) coll_init_full(c, 31, 64 * MiB_floats, pcclFloat);
+    b = commence_of(1, 31);
+    CHECK(b && b->u.commence.slots == 0xf0);
+    vote_all(32, 3 * MiB_floats);
+    CHECK(commence_of(1, 32) == NULL); /* every slot is busy */
+    uint64_t s31 = commenced_seq(1, 31);
+    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 31, s31, 1);
+    const wire_msg_t *d = commence_of(1, 32);
+    CHECK(d && d->u.commence.slots == 0x70); /* 3 MiB: three stripes */
+    vote_all(33, 1000);
+    const wire_msg_t *e = commence_of(1, 33);
+    CHECK(e && e->u.commence.slots == 0x80);
+    teardown();
+
+    /* a ring within one host is not striped unless asked, and the minimum size is configurable */
+    for (int local = 0; local <= 1; local++) {
+        setup();
+        msm_set_stripe(M, 2u << 20, local);
+        for (uint64_t c = 1; c <= 2; c++) {
+            const ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
+            uint8_t u[16];
+            uuid_of(c, u);
+            msm_on_connect(M, c, &ip, &ip, u);
+            hello_g(c, 0, 8);
+            if (c == 1) p2p_ok(1, 1);
+        }
+        pkt(1, C2M_UPDATE_TOPOLOGY);
+        for (uint64_t c = 1; c <= 2; c++) p2p_ok(c, 1);
+        CHECK(is_accepted(2));
+        for (uint64_t c = 1; c <= 2; c++) coll_init_full(c, 40, 8 * MiB_floats, pcclFloat);
+        const wire_msg_t *f = commence_of(1, 40);
+        CHECK(f && f->u.commence.slots == (local ? 0x0fu : 0x01u));
+        teardown();
+    }
 }
 
 static void test_coll_departure(void) {
@@ -275,6 +340,7 @@ int main(void) {
     RUN_TEST(test_coll_basic);
     RUN_TEST(test_coll_reject);
     RUN_TEST(test_coll_slots);
+    RUN_TEST(test_coll_stripes);
     RUN_TEST(test_coll_departure);
     RUN_TEST(test_coll_state_conflicts);
     RUN_TEST(test_coll_views);

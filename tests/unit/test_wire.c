@@ -310,16 +310,29 @@ static void test_coll_msgs(void) {
     wire_msg_t c = {.type = M2C_COLL_COMMENCE};
     c.u.commence.tag = 42;
     c.u.commence.op_seq = 0x100000000ull;
-    c.u.commence.slot = 63;
+    c.u.commence.slots = 0x8000000000000081ull;
     c.u.commence.world = WORLD;
     c.u.commence.n = N;
     c.u.commence.ring = ring;
-    roundtrip(&c, 2 + 8 + 8 + 4 + 16 + 4 + 16 * N, &o);
-    CHECK(o.u.commence.tag == 42 && o.u.commence.op_seq == 0x100000000ull && o.u.commence.slot == 63);
+    roundtrip(&c, 2 + 8 + 8 + 8 + 16 + 4 + 16 * N, &o);
+    CHECK(o.u.commence.tag == 42 && o.u.commence.op_seq == 0x100000000ull &&
+          o.u.commence.slots == 0x8000000000000081ull);
     CHECK(world_eq(&o.u.commence.world, &WORLD));
     CHECK(o.u.commence.n == N && o.u.commence.ring != NULL);
     for (int i = 0; i < N && o.u.commence.ring; i++) CHECK(memcmp(o.u.commence.ring[i], ring[i], 16) == 0);
     wire_msg_free(&o);
+    /* an op without a connection slot is refused both ways */
+    size_t len = 0;
+    uint8_t *body = encode_body(&c, &len);
+    if (body) {
+        memset(body + 2 + 16, 0, 8);
+        expect_reject(body, len, "commence without slots");
+        free(body);
+    }
+    wbuf_t b = {0};
+    c.u.commence.slots = 0;
+    CHECK(wire_encode(&c, &b) != 0);
+    wbuf_free(&b);
 }
 
 static void test_master_msgs(void) {
