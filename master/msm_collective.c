@@ -149,6 +149,8 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, co
 
 static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
     for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_COMPLETE, c, 1);
+    PLOG_DEBUG("master", "group %u tag %llu completed: op %llu", g->id, (unsigned long long)c->tag,
+               (unsigned long long)c->op_seq);
     m->stats.collectives_completed++;
     g->collectives_completed++;
     g->reduced_bytes += c->count * pccl_dtype_size((pcclDataType_t)c->dtype);
