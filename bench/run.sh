@@ -18,9 +18,9 @@
 #
 # Everything is measured in the same run, each implementation as separate
 # processes on 127.0.0.1. Prints a table and writes the markdown report.
-# Raw "RESULT" lines are kept in $BUILD/bench-results.txt. Needs: cmake, a C/C++
-# compiler, python3, jq; optional: libgloo-dev, libopenmpi-dev + openmpi-bin,
-# iperf3, perf + strace (profiles), iproute2 (--wan).
+# Raw "RESULT" lines are kept in $BUILD/bench-results.txt. Installs what it needs
+# (scripts/deps.sh --bench: the build, Gloo, OpenMPI, iperf3); optional: perf +
+# strace (profiles).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +44,7 @@ done
 [ "$ROUNDS" = 0 ] || [ "$ROUNDS" -ge 3 ] 2>/dev/null || { echo "run.sh: --rounds must be >= 3" >&2; exit 2; }
 
 T_START=$(date +%s)
+"$ROOT/scripts/deps.sh" --bench >&2
 echo "== building in $BUILD" >&2
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$BUILD.cmake.log" 2>&1 ||
     { cat "$BUILD.cmake.log" >&2; exit 1; }

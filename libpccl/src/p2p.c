@@ -266,14 +266,17 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
  * have left the cache by the time a receiver on the same host reads them; capping unsent bytes
  * makes each copy happen just before its transfer. The cap costs a wake-up per refill, which
  * only pays while each local peer has a CPU to itself (bench/analysis.md, "Same-host connections"). */
+int p2p_local_peers_fit(pcclComm_t *c) {
+    pthread_mutex_lock(&c->p2p.mu);
+    uint32_t local = c->p2p.local_peers;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return local <= (uint32_t)c->ncpus;
+}
+
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *k) {
     int want = 0;
-    if (k->same_host && c->local_notsent_bytes > 0) { /* else no lock on the op's path (the default) */
-        pthread_mutex_lock(&c->p2p.mu);
-        uint32_t local = c->p2p.local_peers;
-        pthread_mutex_unlock(&c->p2p.mu);
-        if (local <= (uint32_t)c->ncpus) want = c->local_notsent_bytes;
-    }
+    /* Tested in this order so the default (no cap) takes no lock on the op's path. */
+    if (k->same_host && c->local_notsent_bytes > 0 && p2p_local_peers_fit(c)) want = c->local_notsent_bytes;
     if (want != k->notsent_cap && setsockopt(k->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want, sizeof want) == 0)
         k->notsent_cap = want;
 }

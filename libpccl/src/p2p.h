@@ -37,6 +37,9 @@ const int *p2p_tx_pipe(p2p_conn_t *conn);
  * when its successor is on this host and the group's peers on this host do not outnumber this
  * process's CPUs; otherwise restores the kernel's default. Cheap when nothing changes. */
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
+/* Whether the group's peers on this host (this one included) are no more than its CPUs: the
+ * condition for the same-host tuning of ring streams (p2p_pace_tx, net_bound_local_rcvbuf). */
+int p2p_local_peers_fit(pcclComm_t *c);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 
