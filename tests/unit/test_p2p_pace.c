@@ -1,7 +1,9 @@
-/* test_p2p_pace.c - the unsent-bytes cap of ring sends (p2p_pace_tx): counted
- * peers on this host, applied to a real loopback connection only while those
- * peers do not outnumber the CPUs, removed again when they do, never applied to
- * a remote successor or when PCCL_LOCAL_NOTSENT_BYTES is 0. */
+/* test_p2p_pace.c - the same-host tuning of ring streams: counted peers on this
+ * host; the unsent-bytes cap of ring sends (p2p_pace_tx), applied to a real
+ * loopback connection only while those peers do not outnumber the CPUs, removed
+ * again when they do, never applied to a remote successor or when
+ * PCCL_LOCAL_NOTSENT_BYTES is 0; the same condition for the bounded receive
+ * buffer of accepted ring streams (p2p_local_peers_fit, net_bound_local_rcvbuf). */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -94,8 +96,40 @@ static void test_cap_follows_cpus(void) {
     close(ls);
 }
 
+static int rcvbuf(int fd) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    return getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 ? v : -1;
+}
+
+static void test_rcvbuf_follows_cpus(void) {
+    pcclComm_t *c = comm_stub();
+    wire_peer_t four[4] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 1), peer(3, 127, 0, 0, 1), peer(4, 127, 0, 0, 1)};
+    p2p_set_peers(c, four, 4);
+    c->ncpus = 4;
+    CHECK(p2p_local_peers_fit(c) == 1);
+    c->ncpus = 2; /* four local peers on two CPUs: the stream keeps the kernel's autotuning */
+    CHECK(p2p_local_peers_fit(c) == 0);
+    p2p_set_peers(c, four, 2);
+    CHECK(p2p_local_peers_fit(c) == 1);
+
+    int ls, cfd, afd;
+    CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
+    if (ls >= 0 && afd >= 0) {
+        int before = rcvbuf(afd);
+        CHECK(net_bound_local_rcvbuf(afd) == 1);
+        int after = rcvbuf(afd); /* the kernel doubles what it is given, up to net.core.rmem_max */
+        CHECK(after > 0 && after <= 2 * NET_LOCAL_RCVBUF && after != before);
+        close(afd);
+        close(cfd);
+        close(ls);
+    }
+    comm_stub_free(c);
+}
+
 int main(void) {
     RUN_TEST(test_local_peers_counted);
     RUN_TEST(test_cap_follows_cpus);
+    RUN_TEST(test_rcvbuf_follows_cpus);
     TEST_MAIN_END();
 }
