@@ -69,8 +69,20 @@ def dpkg_base():
     return base
 
 
+_owners = None
+
+
 def owner(path):
-    """The Debian package that ships PATH on this machine (trying the /usr-merged twin), or None."""
+    """The Debian package that ships PATH on this machine (trying the /usr-merged twin), or None. Reads dpkg's
+    file lists once (what `dpkg -S` searches, without a process per path)."""
+    global _owners
+    if _owners is None:
+        _owners = {}
+        for lst in glob.glob("/var/lib/dpkg/info/*.list"):
+            pkg = os.path.basename(lst)[:-len(".list")].split(":")[0]
+            with open(lst, errors="replace") as f:
+                for line in f:
+                    _owners.setdefault(line.rstrip("\n"), pkg)
     cands = [path, os.path.realpath(path)]
     for c in list(cands):
         if c.startswith("/usr/"):
@@ -78,10 +90,17 @@ def owner(path):
         else:
             cands.append("/usr" + c)
     for c in cands:
-        r = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":")[0].split(",")[0].strip()
+        if c in _owners:
+            return _owners[c]
     return None
+
+
+def apt_known(pkgs):
+    """Which of pkgs Debian's package lists know (one apt-cache call for all)."""
+    if not pkgs:
+        return set()
+    r = subprocess.run(["apt-cache", "show", "--no-all-versions"] + sorted(pkgs), capture_output=True, text=True)
+    return set(re.findall(r"^Package: (\S+)$", r.stdout, re.M))
 
 
 def simple_commands(cmd):
@@ -110,6 +129,8 @@ def check_containerfile(repo, bin_dir):
         return set()
     base = dpkg_base()
     stages, stage, exposed = [], None, set()
+    known = apt_known({pkg for _, instr, arg in instructions(path) if instr == "RUN"
+                       for words in simple_commands(arg) for pkg in apt_packages(words)})
     for n, instr, arg in instructions(path):
         at = f"{where}:{n}"
         if instr == "FROM":
@@ -142,7 +163,7 @@ def check_containerfile(repo, bin_dir):
             cmds = simple_commands(arg)
             for words in cmds:
                 for pkg in apt_packages(words):
-                    if subprocess.run(["apt-cache", "show", pkg], capture_output=True).returncode != 0:
+                    if pkg not in known:
                         problem(at, f"apt package {pkg} is not in Debian 12")
                     stage["apt"].add(pkg)
             for c in [words[0] for words in cmds]:

@@ -15,7 +15,7 @@ print(int(json.load(urllib.request.urlopen("http://127.0.0.1:%s/v1/status" % sys
 PY
 }
 
-STEPS=150
+STEPS=${PCCL_TEST_LEAVE_STEPS:-150} # fewer under TSan (scripts/sanitize.sh): its steps are slow
 args=(--workload synthetic --steps $STEPS --size 4000000 --step-delay 2 --min-world 3)
 start_peer p1 "${args[@]}"; P1=$LAST_PID
 start_peer p2 "${args[@]}"; P2=$LAST_PID
