@@ -361,8 +361,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
             ios[s].tx_link = tx[s]->link;
             ios[s].rx_link = rx[s]->link;
             p2p_pace_tx(c, tx[s]);
-            if (!tx[s]->link && c->zerocopy_min_bytes >= 0 && bytes >= (size_t)c->zerocopy_min_bytes)
-                ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
+            if (p2p_splices(c, tx[s], bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
         }
         if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)
             memcpy(o->recvbuf, o->sendbuf, bytes); /* the quantized ring works in place */

@@ -82,9 +82,10 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->reconnect_ms = comm_env_int("PCCL_MASTER_RECONNECT_MS", 60000, 0, 86400000);
     /* Up to 32 MiB (the benchmark machine's last-level cache) the send() copy runs in cache and
      * pinning the pages costs more than it saves; from 48 MiB on the spliced ring is 10-30 % faster at 2 peers
-     * and a few % faster at 8; at 4 copying measured ~4 % faster, without a known cause, so the
-     * threshold does not depend on the peer count (bench/analysis.md, "Large all-reduces"). */
+     * on 2 cores. Where a host's peers outnumber its CPUs, same-host edges copy instead: spliced sends
+     * there measured 8-16 % slower at 4 and 8 peers on 2 cores (bench/analysis.md, "Large all-reduces"). */
     c->zerocopy_min_bytes = comm_env_int("PCCL_ZEROCOPY_MIN_BYTES", 48 << 20, -1, INT_MAX);
+    c->zerocopy_every_edge = getenv("PCCL_ZEROCOPY_MIN_BYTES") != NULL; /* set: as given, on every edge */
     /* 65536 makes 2 peers on one host 10-20 % faster (bench/analysis.md, "Same-host connections"). */
     c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
     cpu_set_t cpus;

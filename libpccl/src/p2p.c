@@ -273,6 +273,11 @@ int p2p_local_peers_fit(pcclComm_t *c) {
     return local <= (uint32_t)c->ncpus;
 }
 
+int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
+    if (tx->link || c->zerocopy_min_bytes < 0 || bytes < (size_t)c->zerocopy_min_bytes) return 0;
+    return c->zerocopy_every_edge || !tx->same_host || p2p_local_peers_fit(c);
+}
+
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *k) {
     int want = 0;
     /* Tested in this order so the default (no cap) takes no lock on the op's path. */

@@ -3,7 +3,8 @@
  * loopback connection only while those peers do not outnumber the CPUs, removed
  * again when they do, never applied to a remote successor or when
  * PCCL_LOCAL_NOTSENT_BYTES is 0; the same condition for the bounded receive
- * buffer of accepted ring streams (p2p_local_peers_fit, net_bound_local_rcvbuf). */
+ * buffer of accepted ring streams (p2p_local_peers_fit, net_bound_local_rcvbuf) and
+ * for spliced sends (p2p_splices). */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -127,9 +128,32 @@ static void test_rcvbuf_follows_cpus(void) {
     comm_stub_free(c);
 }
 
+static void test_splice_follows_cpus(void) {
+    pcclComm_t *c = comm_stub();
+    wire_peer_t four[4] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 1), peer(3, 127, 0, 0, 1), peer(4, 127, 0, 0, 1)};
+    p2p_set_peers(c, four, 4);
+    c->zerocopy_min_bytes = 48 << 20;
+    p2p_conn_t k = {.fd = -1, .dir = P2P_TX, .same_host = 1};
+    size_t big = (size_t)64 << 20;
+    c->ncpus = 4;
+    CHECK(p2p_splices(c, &k, big) == 1);
+    CHECK(p2p_splices(c, &k, (size_t)32 << 20) == 0); /* below the threshold */
+    c->ncpus = 2; /* four local peers on two CPUs: same-host sends copy */
+    CHECK(p2p_splices(c, &k, big) == 0);
+    k.same_host = 0; /* a remote successor still gets the pages */
+    CHECK(p2p_splices(c, &k, big) == 1);
+    k.same_host = 1;
+    c->zerocopy_every_edge = 1; /* PCCL_ZEROCOPY_MIN_BYTES set: as given, on every edge */
+    CHECK(p2p_splices(c, &k, big) == 1);
+    c->zerocopy_min_bytes = -1;
+    CHECK(p2p_splices(c, &k, big) == 0);
+    comm_stub_free(c);
+}
+
 int main(void) {
     RUN_TEST(test_local_peers_counted);
     RUN_TEST(test_cap_follows_cpus);
     RUN_TEST(test_rcvbuf_follows_cpus);
+    RUN_TEST(test_splice_follows_cpus);
     TEST_MAIN_END();
 }
