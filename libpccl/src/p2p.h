@@ -34,8 +34,8 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
  * when no pipe can be made (the ring then copies with send()). Closed with the connection. */
 const int *p2p_tx_pipe(p2p_conn_t *conn);
 /* Applies the unsent-bytes cap (TCP_NOTSENT_LOWAT, PCCL_LOCAL_NOTSENT_BYTES) to a TX connection
- * when its successor is on this host and the group's peers on this host do not outnumber this
- * process's CPUs; otherwise restores the kernel's default. Cheap when nothing changes. */
+ * when its successor is on this host; otherwise restores the kernel's default. Cheap when nothing
+ * changes. */
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
 /* Whether a plain all-reduce of `bytes` bytes splices its sends on tx (p2p_tx_pipe): never on an
  * encrypted link or below PCCL_ZEROCOPY_MIN_BYTES; with that variable unset, not on a same-host edge
@@ -43,8 +43,8 @@ void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
  * all-reduces"). */
 int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes);
 /* Whether the group's peers on this host (this one included) are no more than its CPUs: the
- * condition for the same-host tuning of ring streams (p2p_pace_tx, net_bound_local_rcvbuf, spliced
- * sends of large all-reduces). */
+ * condition for the bounded receive buffer of same-host ring streams (net_bound_local_rcvbuf) and
+ * for spliced sends to a peer on this host (p2p_splices). */
 int p2p_local_peers_fit(pcclComm_t *c);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);

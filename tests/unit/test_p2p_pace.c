@@ -1,10 +1,9 @@
 /* test_p2p_pace.c - the same-host tuning of ring streams: counted peers on this
  * host; the unsent-bytes cap of ring sends (p2p_pace_tx), applied to a real
- * loopback connection only while those peers do not outnumber the CPUs, removed
- * again when they do, never applied to a remote successor or when
- * PCCL_LOCAL_NOTSENT_BYTES is 0; the same condition for the bounded receive
- * buffer of accepted ring streams (p2p_local_peers_fit, net_bound_local_rcvbuf) and
- * for spliced sends (p2p_splices). */
+ * loopback connection whatever the CPUs, removed again for a remote successor or
+ * when PCCL_LOCAL_NOTSENT_BYTES is 0; the bounded receive buffer of accepted ring
+ * streams and spliced same-host sends only while those peers do not outnumber the
+ * CPUs (p2p_local_peers_fit, net_bound_local_rcvbuf, p2p_splices). */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -58,7 +57,7 @@ static int notsent_lowat(int fd) {
     return getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len) == 0 ? v : -1;
 }
 
-static void test_cap_follows_cpus(void) {
+static void test_cap_same_host(void) {
     int ls, cfd, afd;
     CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
     if (ls < 0 || afd < 0) return;
@@ -73,10 +72,10 @@ static void test_cap_follows_cpus(void) {
     CHECK(notsent_lowat(cfd) == 64 << 10);
     CHECK(k.notsent_cap == 64 << 10);
 
-    c->ncpus = 1; /* oversubscribed: back to the kernel's default */
+    c->ncpus = 1; /* oversubscribed: still capped */
     p2p_pace_tx(c, &k);
-    CHECK(notsent_lowat(cfd) == 0);
-    CHECK(k.notsent_cap == 0);
+    CHECK(notsent_lowat(cfd) == 64 << 10);
+    CHECK(k.notsent_cap == 64 << 10);
 
     c->ncpus = 4;
     c->local_notsent_bytes = 0; /* turned off */
@@ -152,7 +151,7 @@ static void test_splice_follows_cpus(void) {
 
 int main(void) {
     RUN_TEST(test_local_peers_counted);
-    RUN_TEST(test_cap_follows_cpus);
+    RUN_TEST(test_cap_same_host);
     RUN_TEST(test_rcvbuf_follows_cpus);
     RUN_TEST(test_splice_follows_cpus);
     TEST_MAIN_END();
