@@ -33,7 +33,8 @@ for cfg in "${configs[@]}"; do
               # MB), so the check measures the master again. The peers keep the default quarantine.
               stress_args=(--master-env "ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=4:thread_local_quarantine_size_kb=64") ;;
         tsan) flags=thread; skip='heavy|compute'
-              # TSan runs a peer's ring several times slower than ASan: a third of its buffers
+              # TSan runs a peer's ring several times slower than ASan: a third of ASan's mid-operation
+              # buffer, half its killed-source join, 80 leave steps instead of 150
               export PCCL_TEST_MIDOP_BYTES=16000000 PCCL_SS_KILLED_MIB=128 PCCL_TEST_LEAVE_STEPS=80
               export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1
               # TSan makes every step about 7x slower (median 0.3 s instead of 0.04 s; a step that

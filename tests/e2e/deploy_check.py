@@ -129,8 +129,7 @@ def check_containerfile(repo, bin_dir):
         return set()
     base = dpkg_base()
     stages, stage, exposed = [], None, set()
-    known = apt_known({pkg for _, instr, arg in instructions(path) if instr == "RUN"
-                       for words in simple_commands(arg) for pkg in apt_packages(words)})
+    asked = []  # (where, apt package), checked at the end with one apt-cache call
     for n, instr, arg in instructions(path):
         at = f"{where}:{n}"
         if instr == "FROM":
@@ -163,8 +162,7 @@ def check_containerfile(repo, bin_dir):
             cmds = simple_commands(arg)
             for words in cmds:
                 for pkg in apt_packages(words):
-                    if pkg not in known:
-                        problem(at, f"apt package {pkg} is not in Debian 12")
+                    asked.append((at, pkg))
                     stage["apt"].add(pkg)
             for c in [words[0] for words in cmds]:
                 if "/" in c:  # a script of the context, copied into the image
@@ -190,6 +188,10 @@ def check_containerfile(repo, bin_dir):
             stage["user"] = arg.split(":")[0]
         elif instr == "EXPOSE":
             exposed.update(int(p.split("/")[0]) for p in arg.split())
+    known = apt_known({pkg for _, pkg in asked})
+    for at, pkg in asked:
+        if pkg not in known:
+            problem(at, f"apt package {pkg} is not in Debian 12")
     if not stages:
         problem(where, "no FROM")
         return exposed
