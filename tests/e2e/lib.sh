@@ -87,6 +87,30 @@ print('' if val is None else (str(val).lower() if isinstance(val, bool) else val
 PY
 }
 
+# same_state NAME...: the peers' step logs agree on the hash of every revision two of them logged, and
+# all of them logged the last revision of the first to leave (peers told to leave at once may do so a
+# step apart, each at a revision the others also hold)
+same_state() {
+    python3 - "$WORK" "$@" <<'PY' || fail "peers disagree on the shared state: $*"
+import json, sys
+work, names = sys.argv[1], sys.argv[2:]
+revs = {}
+for n in names:
+    revs[n] = {}
+    for line in open(f"{work}/{n}.log"):
+        if line.startswith('{'):
+            o = json.loads(line)
+            if o.get('event') == 'step': revs[n][o['revision']] = o['hash']
+    if not revs[n]: sys.exit(f"{n} logged no step")
+last = min(max(r) for r in revs.values())
+for n in names:
+    if last not in revs[n]: sys.exit(f"{n} has no revision {last}")
+for n in names[1:]:
+    for r in revs[n].keys() & revs[names[0]].keys():
+        if revs[n][r] != revs[names[0]][r]: sys.exit(f"{n} and {names[0]} differ at revision {r}")
+PY
+}
+
 # sum_field FILE EVENT FIELD: sum over all EVENT lines
 sum_field() {
     python3 - "$1" "$2" "$3" <<'PY'

@@ -82,10 +82,10 @@ allow=$((100 * 1024)); [ -n "${TSAN_OPTIONS:-}${ASAN_OPTIONS:-}" ] && allow=$((5
 still_stepping p1 "$s"
 grep -q "unregistered connections: .* refused" "$WORK/master.log" || fail "the master logged no refusals"
 
-# The run ends as usual: each peer leaves on SIGTERM, at the same revision with the same state.
+# The run ends as usual: each peer leaves on SIGTERM with the state the others hold at that revision
+# (a peer may take one more step with the others after the first leaves).
 for p in "$P1" "$P2" "$P3"; do kill -TERM "$p"; done
 for p in "$P1" "$P2" "$P3"; do wait_pid "$p" 60 || fail "a peer exited with $?"; done
 for n in p1 p2 p3; do [ "$(json_field "$WORK/$n.log" left ok)" = true ] || fail "$n did not leave cleanly"; done
-h=$(json_field "$WORK/p1.log" step hash)
-for n in p2 p3; do [ "$(json_field "$WORK/$n.log" step hash)" = "$h" ] || fail "$n ended with another state"; done
+same_state p1 p2 p3
 echo "ok: floods of ring, bench, shared-state, pre-HELLO and oversize RESUME connections stayed bounded; the run went on"
