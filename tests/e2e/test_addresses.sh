@@ -36,9 +36,9 @@ wait_pid "$MASTER_PID" 10 || fail "IPv6 master exited with $? on SIGINT"
 # 2. dual-stack master: peers over IPv4, IPv6 and a host name, one on a fixed p2p port
 MASTER_LISTEN='0.0.0.0:0' MASTER_ADMIN='[::1]:0' start_master
 fixed=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::", 0)); print(s.getsockname()[1])')
-MASTER_HOST=127.0.0.1 start_peer b1 --workload synthetic --steps 20 --size 100000 --min-world 3; pb1=$LAST_PID
-MASTER_HOST='[::1]' start_peer b2 --workload synthetic --steps 20 --size 100000 --min-world 3; pb2=$LAST_PID
-MASTER_HOST=localhost start_peer b3 --workload synthetic --steps 20 --size 100000 --min-world 3 --p2p-port "$fixed"
+MASTER_HOST=127.0.0.1 start_peer b1 --workload synthetic --steps 20 --size 100000 --step-delay 100 --min-world 3; pb1=$LAST_PID
+MASTER_HOST='[::1]' start_peer b2 --workload synthetic --steps 20 --size 100000 --step-delay 100 --min-world 3; pb2=$LAST_PID
+MASTER_HOST=localhost start_peer b3 --workload synthetic --steps 20 --size 100000 --step-delay 100 --min-world 3 --p2p-port "$fixed"
 pb3=$LAST_PID
 # the admin port lists the three with their addresses while they run (within 30 s: a loaded or sanitized build
 # registers them slowly)

@@ -13,7 +13,7 @@ run p1 1; P1=$LAST_PID
 run p2 2; P2=$LAST_PID
 wait_events "$WORK/p1.log" step 15 30
 run p3 3; P3=$LAST_PID
-wait_events "$WORK/p3.log" step 10 30
+wait_events "$WORK/p3.log" step 1 30
 run p4 4; P4=$LAST_PID
 for p in $P1 $P2 $P3 $P4; do wait_pid "$p" 60 || { cat "$WORK"/*.err >&2; fail "a peer exited with $?"; }; done
 python3 - "$WORK" $STEPS <<'PY' || fail "parity check failed"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 head -c 48 /dev/urandom | base64 > "$WORK/run.key"
 chmod 600 "$WORK/run.key"
-STEPS=40
+STEPS=60
 PEER_EXTRA=()
 
 run_keyed() { # NAME [MASTER FLAGS...]
@@ -17,7 +17,7 @@ run_keyed() { # NAME [MASTER FLAGS...]
                 --step-delay 20 --min-world 2 "${PEER_EXTRA[@]}")
     start_peer "${n}1" "${args[@]}"; local a=$LAST_PID
     start_peer "${n}2" "${args[@]}"; local b=$LAST_PID
-    wait_events "$WORK/${n}1.log" step 10 30
+    wait_events "$WORK/${n}1.log" step 3 30
     start_peer "${n}3" "${args[@]}"; local c=$LAST_PID
     for p in $a $b $c; do wait_pid "$p" 90 || fail "$n: a peer exited with $?"; done
     local h

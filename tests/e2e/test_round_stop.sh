@@ -14,15 +14,16 @@ for _ in $(seq 1 100); do grep -q '^connected' "$WORK/a.log" && break; sleep 0.0
 for _ in $(seq 1 200); do grep -q '^world 2' "$WORK/a.log" && break; sleep 0.05; done
 grep -q '^world 2' "$WORK/a.log" || fail "the second peer was not accepted"
 
+# The newcomer registers first, so that once the first peer is stopped only the second peer's vote
+# stands between the stop and the round; the ring of the round will be [first, second, newcomer].
+"$RP" "$PORT" newcomer "$WORK" > "$WORK/c.log" 2> "$WORK/c.err" & C=$!; PIDS+=("$C")
+for _ in $(seq 1 200); do [ "$(grep -c 'registered' "$WORK/master.log")" -ge 3 ] && break; sleep 0.05; done
+[ "$(grep -c 'registered' "$WORK/master.log")" -ge 3 ] || fail "the newcomer did not register"
 # The first peer votes, then stops; its vote stays counted at the master.
 touch "$WORK/go_first"
 for _ in $(seq 1 100); do grep -q '^voting' "$WORK/a.log" && break; sleep 0.05; done
 sleep 0.3
 kill -STOP "$A"
-# The newcomer registers; the ring of the round will be [first, second, newcomer].
-"$RP" "$PORT" newcomer "$WORK" > "$WORK/c.log" 2> "$WORK/c.err" & C=$!; PIDS+=("$C")
-for _ in $(seq 1 100); do grep -q 'registered' "$WORK/master.log" && [ "$(grep -c 'registered' "$WORK/master.log")" -ge 3 ] && break; sleep 0.05; done
-sleep 0.3
 touch "$WORK/go_second"   # the last vote: the round starts, with the first peer stopped
 
 wait_pid "$C" 20 || fail "the newcomer exited with $?"

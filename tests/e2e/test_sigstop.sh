@@ -3,7 +3,7 @@
 # heartbeats and kicked; the others go on within the timeout. When it resumes
 # it finds itself kicked and exits with an error instead of hanging.
 . "$(dirname "$0")/lib.sh"
-export PCCL_PEER_TIMEOUT_MS=2000 PCCL_TIMEOUT_MS=2000
+export PCCL_PEER_TIMEOUT_MS=2000 PCCL_TIMEOUT_MS=2000 PCCL_HEARTBEAT_MS=250 # four heartbeats per timeout: one late one kicks nobody
 start_master
 args=(--workload synthetic --steps 100 --size 200000 --step-delay 20 --min-world 3)
 start_peer p1 "${args[@]}"; P1=$LAST_PID

@@ -21,16 +21,17 @@ joined_at=$(count_events "$WORK/p1.log" step)
 wait_events "$WORK/p1.log" step $((joined_at + 20)) 20
 grep -q "did not vote or report" "$WORK/master.log" || fail "the master did not kick the idle member"
 
-# The stranger: HELLO (type 1) and a heartbeat (type 10) every 500 ms for 12 s.
-python3 - "$PORT" "$WIRE_VERSION" > "$WORK/stranger.log" 2>&1 <<'PY' &
-import socket, struct, sys, time
+# The stranger: HELLO (type 1) and a heartbeat (type 10) every 500 ms until the harness is done with
+# it (at most 60 s), however long the members take for their 100 steps.
+python3 - "$PORT" "$WIRE_VERSION" "$WORK/stranger.stop" > "$WORK/stranger.log" 2>&1 <<'PY' &
+import os, socket, struct, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 # type, magic, version, group, p2p port, pool size, no advertised address (family 0 and 16 bytes)
 hello = struct.pack(">HIHIHI", 1, 0x5043434C, int(sys.argv[2]), 0, 1, 1) + bytes(17)
 s.sendall(struct.pack(">I", len(hello)) + hello)
 print("registered", flush=True)
-end = time.time() + 12
-while time.time() < end:
+end = time.time() + 60
+while time.time() < end and not os.path.exists(sys.argv[3]):
     s.sendall(struct.pack(">IH", 2, 10))
     time.sleep(0.5)
 print("still connected", flush=True)
@@ -38,7 +39,9 @@ PY
 STRANGER=$!; PIDS+=("$STRANGER")
 for _ in $(seq 1 100); do grep -q registered "$WORK/stranger.log" && break; sleep 0.05; done
 before=$(count_events "$WORK/p1.log" step)
-wait_events "$WORK/p1.log" step $((before + 100)) 10
+wait_events "$WORK/p1.log" step $((before + 100)) 60
+kill -0 "$STRANGER" 2>/dev/null || fail "the stranger left before the members' 100 steps: $(cat "$WORK/stranger.log")"
+touch "$WORK/stranger.stop"
 wait_pid "$STRANGER" 30 || fail "the stranger's connection broke: $(cat "$WORK/stranger.log")"
 grep -q "still connected" "$WORK/stranger.log" || fail "the stranger did not stay connected"
 kill "$P1" "$P2"
