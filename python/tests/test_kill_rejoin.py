@@ -27,7 +27,8 @@ def test_kill_and_rejoin(procs):
 
     procs.start_peer("train_peer.py", "rank3", master, 3, out[3], stopfile, 2)
     wait_until(lambda: len(steps_with(3, reduce_world=3)) >= 5, 60, "5 steps with the newcomer")
-    stop = max(x["revision"] for r in (0, 1, 3) for x in records(r)) + 5
+    # 50 steps ahead (about a second): the peers must read the file before they pass that revision
+    stop = max(x["revision"] for r in (0, 1, 3) for x in records(r)) + 50
     stopfile.write_text(str(stop))
     procs.expect_success(["rank0", "rank1", "rank3"], 30)
 
