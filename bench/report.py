@@ -155,11 +155,11 @@ def main():
     p("- pccl: `pccl_allreduce` forks N peers against one in-process master (C API), barrier = joint "
       "`pcclArePeersPending` before each repetition, in-place float sum `pcclAllReduce`, pool size 1; "
       "\"out of place\" (`pccl_allreduce oop`) is the same with separate input and output buffers; "
-      f"ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = {meta.get('zerocopy_min_bytes', 'not recorded')} "
-      "bytes send the buffer's pages by `splice` instead of copying them; "
-      f"`PCCL_LOCAL_NOTSENT_BYTES` = {meta.get('local_notsent_bytes', 'not recorded')} and a 256 KiB "
-      "receive buffer on ring streams (both apply where the peers on the host do not outnumber its CPUs: "
-      "the 2-peer points on a 2-core machine)")
+      f"ring sends on the same host are paced to `PCCL_LOCAL_NOTSENT_BYTES` = "
+      f"{meta.get('local_notsent_bytes', 'not recorded')} unsent bytes; where the host's peers do not outnumber "
+      f"its CPUs (the 2-peer points on a 2-core machine) ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = "
+      f"{meta.get('zerocopy_min_bytes', 'not recorded')} bytes also send the buffer's pages by `splice` instead "
+      "of copying them, and ring streams get a 256 KiB receive buffer")
     p("- Gloo: `gloo_allreduce` forks N processes, TCP transport on 127.0.0.1, FileStore rendezvous in /tmp, "
       "`gloo::allreduce` with `Algorithm::RING`, `gloo::barrier` before each repetition")
     p("- OpenMPI: `mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo "
