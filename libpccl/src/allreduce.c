@@ -453,12 +453,17 @@ static void run_op(pccl_op_t *o) {
     /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
      * shows up as a lost or restarted master below. An upfront backup copy overlaps the master's
      * round trip. While a restarted master is awaited, comm_begin holds the vote back. */
+    int held_back = 0;
     if (comm_begin(c, &o->epoch) == COMM_OK) {
         clear_stale_abort(o);
-        comm_send(c, o->epoch, &init);
+        /* A restarted master that took this peer back as a newcomer gets no vote from it (comm_send
+         * holds it back), so no COMMENCE can come: the op ends as for a peer not yet accepted. */
+        held_back = comm_send(c, o->epoch, &init) != COMM_OK && atomic_load(&c->rejoining);
     } else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
-    if (backup && !ring_backs_up(o)) memcpy(backup, o->recvbuf, bytes);
-    if (wait_for(o, started) != 0) {
+    if (backup && !ring_backs_up(o) && !held_back) memcpy(backup, o->recvbuf, bytes);
+    if (held_back) {
+        o->result = pcclTooFewPeers;
+    } else if (wait_for(o, started) != 0) {
         o->result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
     } else if (o->got_reject) {
         switch (o->reject_reason) {

@@ -2,12 +2,15 @@
  * restart_peer.c - one peer of test_master_restart.sh: PCCL's canonical loop
  * (update topology, sync, all-reduce with retry, a deterministic update) that
  * must run through master restarts without being restarted itself.
- * Usage: restart_peer PORT END STEP_MS
+ * Usage: restart_peer PORT END STEP_MS [HOLD_DIR]
  *   runs until the shared state reaches revision END, sleeping STEP_MS per step
  *   (so a test can kill the master mid-run); prints "revision R world W" per
  *   step and "done R CHECKSUM" at the end. Exit 0, or 1 on an error a
  *   restart must not cause (any call failing with pcclMasterConnectionFailed)
- *   or after 120 s.
+ *   or after 120 s. With HOLD_DIR: once HOLD_DIR/pause exists, the peer prints
+ *   "paused" between two steps and waits (no call under way) for HOLD_DIR/outage
+ *   (the harness killed the master meanwhile); then it launches one all-reduce
+ *   during the outage and prints "held RESULT" when that returns.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +34,8 @@ static int fatal(const char *what, pcclResult_t r) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: restart_peer PORT END STEP_MS\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: restart_peer PORT END STEP_MS [HOLD_DIR]\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -55,7 +58,22 @@ int main(int argc, char **argv) {
     long long deadline = now_ms() + 120000;
     int first = 1, rc = 0;
     pcclResult_t r;
+    const char *hold = argc == 5 ? argv[4] : NULL;
+    char pause_path[512] = "", outage_path[512] = "";
+    if (hold) {
+        snprintf(pause_path, sizeof pause_path, "%s/pause", hold);
+        snprintf(outage_path, sizeof outage_path, "%s/outage", hold);
+    }
     while (state.revision < end && !rc) {
+        if (hold && access(pause_path, F_OK) == 0) {
+            printf("paused\n");
+            while (access(outage_path, F_OK) != 0 && now_ms() < deadline) usleep(10 * 1000);
+            pcclReduceOpDescriptor_t op = {.sendbuf = grad, .recvbuf = grad,
+                                           .descriptor = {.count = N, .op = pcclAvg, .tag = 0,
+                                                          .src_descriptor = {.datatype = pcclFloat}}};
+            printf("held %d\n", (int)pcclAllReduceMultipleWithRetry(&op, 1, comm, NULL, 1));
+            hold = NULL;
+        }
         if (now_ms() > deadline) {
             fprintf(stderr, "revision %llu after 120 s\n", (unsigned long long)state.revision);
             rc = 1;
