@@ -136,6 +136,20 @@ wait_rev() {
     fail "$1 did not reach revision $2"
 }
 
+# rebuild_without_peer2: while peer 2 of pids is stopped, a new master on $PORT (log master2.log) rebuilds
+# the run from the other two, which take 10 more steps; then peer 2 resumes and all three must finish
+rebuild_without_peer2() {
+    local stopped_at
+    stopped_at=$(rev_of peer2)
+    PCCL_LOG_LEVEL=info "$PCCL" master --listen "127.0.0.1:$PORT" --admin 127.0.0.1:0 > "$WORK/master2.log" 2>&1 &
+    MASTER_PID=$!; PIDS+=("$MASTER_PID")
+    for _ in $(seq 1 300); do grep -q "rebuilt run from 2 peers" "$WORK/master2.log" && break; sleep 0.05; done
+    grep -q "rebuilt run from 2 peers" "$WORK/master2.log" || fail "the new master did not rebuild from the 2 running peers"
+    wait_rev peer0 $((stopped_at + 10)) 60
+    kill -CONT "${pids[2]}"
+    for i in 0 1 2; do wait_pid "${pids[$i]}" 120 || fail "peer $i failed: $(tail -3 "$WORK/peer$i.err")"; done
+}
+
 # start_restart_peers N END: N restart_peer.c processes (peer0..), running to revision END; sets pids
 start_restart_peers() {
     pids=()

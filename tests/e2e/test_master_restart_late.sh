@@ -16,13 +16,7 @@ kill -STOP "${pids[2]}"
 kill -9 "$MASTER_PID"; wait "$MASTER_PID" 2>/dev/null
 stopped_at=$(rev_of peer2)
 sleep 1
-PCCL_LOG_LEVEL=info "$PCCL" master --listen "127.0.0.1:$PORT" --admin 127.0.0.1:0 > "$WORK/master2.log" 2>&1 &
-MASTER_PID=$!; PIDS+=("$MASTER_PID")
-for _ in $(seq 1 200); do grep -q "rebuilt run from 2 peers" "$WORK/master2.log" && break; sleep 0.05; done
-grep -q "rebuilt run from 2 peers" "$WORK/master2.log" || fail "the new master did not rebuild from the 2 running peers"
-wait_rev peer0 $((stopped_at + 10)) 60
-kill -CONT "${pids[2]}"
-for i in 0 1 2; do wait_pid "${pids[$i]}" 120 || fail "peer $i failed: $(tail -3 "$WORK/peer$i.err")"; done
+rebuild_without_peer2
 
 grep -q "joining again as a new peer" "$WORK/peer2.err" || fail "peer 2 did not rejoin as a new peer"
 grep -q "resumed after the run was rebuilt: joins as a new peer" "$WORK/master2.log" ||
