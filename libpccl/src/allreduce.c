@@ -361,6 +361,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
             ios[s].tx_link = tx[s]->link;
             ios[s].rx_link = rx[s]->link;
             p2p_pace_tx(c, tx[s]);
+            p2p_bound_rx(c, rx[s], bytes);
             if (p2p_splices(c, tx[s], bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
         }
         if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)

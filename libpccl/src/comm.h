@@ -50,6 +50,7 @@ typedef struct p2p_conn {
     int has_pipe; /* 0 not tried, 1 open, -1 unavailable */
     int same_host;   /* TX: the successor runs on this host */
     int notsent_cap; /* TX: TCP_NOTSENT_LOWAT now set on fd in bytes; 0: the kernel's default */
+    int rcv_bound;   /* RX: 1 SO_RCVBUF bounded for good (p2p_bound_rx), -1 the peer is remote */
     struct p2p_conn *next;
 } p2p_conn_t;
 

@@ -42,7 +42,7 @@ int net_fd_same_host(int fd) {
 /* On one host there is no bandwidth-delay product to cover, and an autotuned window (megabytes)
  * lets a sender queue data that has left the cache by the time a receiver sharing the cores reads
  * it: the receive copy then costs twice as much (bench/analysis.md, "Same-host connections"). Only
- * while each receiver has a core of its own: the caller decides (p2p_local_peers_fit). */
+ * while each receiver has a core of its own, and for spliced sends: the caller decides (p2p_bound_rx). */
 int net_bound_local_rcvbuf(int fd) {
     if (!net_fd_same_host(fd)) return 0;
     int v = NET_LOCAL_RCVBUF;

@@ -274,6 +274,18 @@ int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
     return c->zerocopy_every_edge || !tx->same_host || p2p_local_peers_fit(c);
 }
 
+/* A spliced send leaves the sender's pages in the receiver's queue, and an autotuned window lets
+ * megabytes of them wait there: 2 x 256 MiB takes 136-212 ms bounded against 197-281 ms autotuned.
+ * Copied sends at 2 peers ran faster autotuned (2 x 16 and 32 MiB), and where the local peers
+ * outnumber the CPUs a receiver waits for a core while its sender goes on, so a small window would
+ * stall the sender (bench/analysis.md, "Same-host connections"). */
+void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes) {
+    if (rx->rcv_bound || rx->link || c->zerocopy_min_bytes < 0 || bytes < (size_t)c->zerocopy_min_bytes ||
+        !p2p_local_peers_fit(c))
+        return;
+    rx->rcv_bound = net_bound_local_rcvbuf(rx->fd) ? 1 : -1;
+}
+
 /* A sender that may queue megabytes ahead of its receiver copies them into socket buffers that
  * have left the cache by the time a receiver on the same host reads them; capping unsent bytes
  * makes each copy happen just before its transfer. With more local peers than CPUs too: 10-20 %

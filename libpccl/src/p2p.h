@@ -42,9 +42,15 @@ void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
  * while the host's peers outnumber its CPUs (copying is faster there: bench/analysis.md, "Large
  * all-reduces"). */
 int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes);
+/* Bounds the receive buffer of a ring stream from a peer on this host (net_bound_local_rcvbuf) before
+ * an all-reduce of `bytes` bytes whose sends its predecessor splices: at or above
+ * PCCL_ZEROCOPY_MIN_BYTES, no encrypted link, and the host's peers no more than its CPUs. Smaller ops
+ * keep the kernel's autotuned window until then; SO_RCVBUF cannot hand the buffer back to
+ * autotuning, so the stream keeps the bound from that op on. */
+void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes);
 /* Whether the group's peers on this host (this one included) are no more than its CPUs: the
- * condition for the bounded receive buffer of same-host ring streams (net_bound_local_rcvbuf) and
- * for spliced sends to a peer on this host (p2p_splices). */
+ * condition for the bounded receive buffer of same-host ring streams (p2p_bound_rx) and for
+ * spliced sends to a peer on this host (p2p_splices). */
 int p2p_local_peers_fit(pcclComm_t *c);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);

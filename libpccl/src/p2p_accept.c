@@ -170,9 +170,6 @@ static int dispatch(acceptor_t *a, size_t i) {
         }
         net_set_timeouts(p->fd, 0);
         net_set_nonblock(p->fd, 1);
-        /* Ring data flows into this end. Where the local peers outnumber the CPUs, a receiver waits
-         * for a core while its sender goes on: there a small window stalls the sender instead. */
-        if (p2p_local_peers_fit(c)) net_bound_local_rcvbuf(p->fd);
         p2p_insert(c, p->fd, p->link, p->who.uuid, P2P_RX, p->who.slot);
     } else {
         serve_arg_t *s = malloc(sizeof *s);

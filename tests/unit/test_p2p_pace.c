@@ -1,9 +1,10 @@
 /* test_p2p_pace.c - the same-host tuning of ring streams: counted peers on this
  * host; the unsent-bytes cap of ring sends (p2p_pace_tx), applied to a real
  * loopback connection whatever the CPUs, removed again for a remote successor or
- * when PCCL_LOCAL_NOTSENT_BYTES is 0; the bounded receive buffer of accepted ring
- * streams and spliced same-host sends only while those peers do not outnumber the
- * CPUs (p2p_local_peers_fit, net_bound_local_rcvbuf, p2p_splices). */
+ * when PCCL_LOCAL_NOTSENT_BYTES is 0; the bounded receive buffer of ring streams
+ * from the first spliced all-reduce on, and spliced same-host sends, only while
+ * those peers do not outnumber the CPUs (p2p_local_peers_fit, net_bound_local_rcvbuf,
+ * p2p_bound_rx, p2p_splices). */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -127,6 +128,56 @@ static void test_rcvbuf_follows_cpus(void) {
     comm_stub_free(c);
 }
 
+/* The bound waits for the first all-reduce whose sends the predecessor splices, then stays. */
+static void test_rcvbuf_bound_by_op(void) {
+    pcclComm_t *c = comm_stub();
+    wire_peer_t four[4] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 1), peer(3, 127, 0, 0, 1), peer(4, 127, 0, 0, 1)};
+    c->zerocopy_min_bytes = 48 << 20;
+    int ls, cfd, afd;
+    CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
+    if (ls < 0 || afd < 0) {
+        comm_stub_free(c);
+        return;
+    }
+    p2p_conn_t rx = {.fd = afd, .dir = P2P_RX};
+    const int autotuned = rcvbuf(afd);
+    const size_t big = (size_t)48 << 20, small = big - 4;
+
+    p2p_set_peers(c, four, 4);
+    c->ncpus = 2; /* more local peers than CPUs: never bounded */
+    p2p_bound_rx(c, &rx, big);
+    CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
+
+    c->ncpus = 4;
+    p2p_bound_rx(c, &rx, small); /* copied sends: autotuned */
+    CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
+    c->zerocopy_min_bytes = -1; /* splicing off */
+    p2p_bound_rx(c, &rx, big);
+    CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
+
+    c->zerocopy_min_bytes = 48 << 20;
+    p2p_bound_rx(c, &rx, big); /* the first spliced op bounds it */
+    CHECK(rx.rcv_bound == 1);
+    const int bounded = rcvbuf(afd);
+    CHECK(bounded > 0 && bounded <= 2 * NET_LOCAL_RCVBUF && bounded != autotuned);
+    int v = 4 << 20; /* what a second bounding would overwrite: it must not happen */
+    CHECK(setsockopt(afd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v) == 0);
+    const int marked = rcvbuf(afd);
+    p2p_bound_rx(c, &rx, big);
+    p2p_bound_rx(c, &rx, small);
+    CHECK(rcvbuf(afd) == marked);
+
+    p2p_conn_t unconnected = {.fd = socket(AF_INET, SOCK_STREAM, 0), .dir = P2P_RX};
+    p2p_bound_rx(c, &unconnected, big); /* not a same-host stream: remembered, not retried */
+    CHECK(unconnected.rcv_bound == -1);
+    close(unconnected.fd);
+
+    close(afd);
+    close(cfd);
+    close(ls);
+    comm_stub_free(c);
+}
+
 static void test_splice_follows_cpus(void) {
     pcclComm_t *c = comm_stub();
     wire_peer_t four[4] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 1), peer(3, 127, 0, 0, 1), peer(4, 127, 0, 0, 1)};
@@ -153,6 +204,7 @@ int main(void) {
     RUN_TEST(test_local_peers_counted);
     RUN_TEST(test_cap_same_host);
     RUN_TEST(test_rcvbuf_follows_cpus);
+    RUN_TEST(test_rcvbuf_bound_by_op);
     RUN_TEST(test_splice_follows_cpus);
     TEST_MAIN_END();
 }
