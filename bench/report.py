@@ -151,7 +151,8 @@ def main():
       "(the machine is shared with other builds/tests; numbers are noisy)")
     p(f"- pccl {meta.get('git')}; Gloo {meta.get('gloo')} (Debian libgloo-dev); OpenMPI {meta.get('openmpi')}; iperf3 {meta.get('iperf3')}")
     p(f"- every point: separate processes on 127.0.0.1, warm-up, then {meta.get('reps')} timed repetitions "
-      "(x10 for 400 KB); per repetition the max over ranks, then the median over repetitions")
+      f"({meta.get('reps_small', 'x10 for 400 KB')}); per repetition the max over ranks, then the median "
+      "over repetitions")
     p("- pccl: `pccl_allreduce` forks N peers against one in-process master (C API), barrier = joint "
       "`pcclArePeersPending` before each repetition, in-place float sum `pcclAllReduce`, pool size 1; "
       "\"out of place\" (`pccl_allreduce oop`) is the same with separate input and output buffers; "

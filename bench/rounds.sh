@@ -8,7 +8,7 @@
 #
 #   --bin    directory with pccl_allreduce (and gloo_allreduce, mpi_allreduce where built);
 #            bench/run.sh builds them into /tmp/build-bench/bin
-#   --reps   timed repetitions per run (default 5; x10 with 20 warm-ups at <= 1 MiB)
+#   --reps   timed repetitions per run (default 5; x10 with 20 warm-ups at <= 1 MiB, x6 with 3 at <= 16 MiB)
 #   --impls  which implementations, in round order (missing comparator binaries are skipped)
 #   --errlog append the programs' stderr to FILE (default: this script's stderr, with the progress)
 #

@@ -79,15 +79,18 @@ printf '#!/bin/sh\necho "gloo $*" >> "$(dirname "$0")/calls"\nexit 3\n' > "$fake
 chmod +x "$fake/pccl_allreduce" "$fake/gloo_allreduce"
 "$ROOT/bench/rounds.sh" --bin "$fake" --impls "pccl gloo pccl-oop" 2 $S16 2 > "$WORK/fake.txt" 2>"$WORK/fake.log" ||
     fail "rounds.sh with stand-ins failed"
-want="RESULT impl=pccl mode=round round=1 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
+want="RESULT impl=pccl mode=round round=1 peers=2 bytes=$S16 conc=1 reps=30 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
 RESULT impl=gloo mode=round round=1 peers=2 bytes=$S16 status=FAILED
-RESULT impl=pccl-oop mode=round round=1 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
-RESULT impl=pccl mode=round round=2 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
+RESULT impl=pccl-oop mode=round round=1 peers=2 bytes=$S16 conc=1 reps=30 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
+RESULT impl=pccl mode=round round=2 peers=2 bytes=$S16 conc=1 reps=30 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1
 RESULT impl=gloo mode=round round=2 peers=2 bytes=$S16 status=FAILED
-RESULT impl=pccl-oop mode=round round=2 peers=2 bytes=$S16 conc=1 reps=5 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1"
+RESULT impl=pccl-oop mode=round round=2 peers=2 bytes=$S16 conc=1 reps=30 median_s=0.0050 min_s=0.005 max_s=0.005 GBps=1"
 [ "$(cat "$WORK/fake.txt")" = "$want" ] || fail "rounds.sh output: $(cat "$WORK/fake.txt")"
-# Small points get 10x the repetitions and 20 warm-ups (bench/lib.sh), large ones 1 warm-up.
-grep -qx "ar 2 $S16 5 1" "$fake/calls" || fail "rounds.sh: 16 MiB arguments: $(head -1 "$fake/calls")"
+# Small points get 10x the repetitions and 20 warm-ups (bench/lib.sh), 16 MiB 6x and 3, large ones 1 warm-up.
+grep -qx "ar 2 $S16 30 3" "$fake/calls" || fail "rounds.sh: 16 MiB arguments: $(head -1 "$fake/calls")"
+: > "$fake/calls"
+"$ROOT/bench/rounds.sh" --bin "$fake" --impls pccl 2 $((S16 + 4)) 1 > /dev/null 2>&1 || fail "rounds.sh above 16 MiB"
+grep -qx "ar 2 $((S16 + 4)) 5 1" "$fake/calls" || fail "rounds.sh: above 16 MiB arguments: $(cat "$fake/calls")"
 : > "$fake/calls"
 "$ROOT/bench/rounds.sh" --bin "$fake" --impls pccl --reps 6 2 409600 1 > /dev/null 2>&1 || fail "rounds.sh 400 KB"
 grep -qx "ar 2 409600 60 20" "$fake/calls" || fail "rounds.sh: 400 KB arguments: $(cat "$fake/calls")"
