@@ -160,7 +160,8 @@ def main():
       f"{meta.get('local_notsent_bytes', 'not recorded')} unsent bytes; where the host's peers do not outnumber "
       f"its CPUs (the 2-peer points on a 2-core machine) ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = "
       f"{meta.get('zerocopy_min_bytes', 'not recorded')} bytes also send the buffer's pages by `splice` instead "
-      "of copying them, and ring streams get a 256 KiB receive buffer")
+      f"of copying them, and ring streams get a 256 KiB receive buffer "
+      f"{meta.get('rcvbuf_rule', '(from the start)')}")
     p("- Gloo: `gloo_allreduce` forks N processes, TCP transport on 127.0.0.1, FileStore rendezvous in /tmp, "
       "`gloo::allreduce` with `Algorithm::RING`, `gloo::barrier` before each repetition")
     p("- OpenMPI: `mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self --mca btl_tcp_if_include lo "
