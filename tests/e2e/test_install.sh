@@ -16,7 +16,10 @@ PREFIX=$WORK/prefix
 cmake --install "$BUILD" --prefix "$PREFIX" > "$WORK/install.log" || { cat "$WORK/install.log"; fail "install"; }
 LIBDIR=$(dirname "$(find "$PREFIX" -name libpccl.a | head -1)")
 [ -f "$LIBDIR/libpccl.a" ] || fail "libpccl.a not installed"
-objdump -p "$LIBDIR/libpccl.so" | grep -q 'SONAME *libpccl.so.0' || fail "libpccl.so has no SONAME libpccl.so.0"
+# Whole outputs are read before matching: with pipefail, `tool | grep -q` fails when grep's early exit
+# sends the tool SIGPIPE.
+dynamic=$(objdump -p "$LIBDIR/libpccl.so") || fail "objdump -p libpccl.so"
+grep -q 'SONAME *libpccl.so.0' <<< "$dynamic" || fail "libpccl.so has no SONAME libpccl.so.0"
 for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
          share/zsh/site-functions/_pccl share/fish/vendor_completions.d/pccl.fish; do
     [ -e "$PREFIX/$f" ] || fail "$f not installed"
@@ -75,7 +78,8 @@ out=$(LD_LIBRARY_PATH="$LIBDIR" "$WORK/out/consumer_shared") || fail "consumer_s
 [[ "$out" == *"$expect" ]] || fail "consumer_shared printed '$out'"
 out=$("$WORK/out_static/consumer_static") || fail "consumer_static failed"
 [[ "$out" == *"$expect" ]] || fail "consumer_static printed '$out'"
-ldd "$WORK/out_static/consumer_static" | grep -q libpccl && fail "consumer_static links libpccl.so"
+deps=$(ldd "$WORK/out_static/consumer_static") || fail "ldd consumer_static"
+grep -q libpccl <<< "$deps" && fail "consumer_static links libpccl.so"
 
 # pkg-config sees only the install: pccl.pc must not need any dependency's .pc file.
 export PKG_CONFIG_LIBDIR="$LIBDIR/pkgconfig"
@@ -89,7 +93,8 @@ cc -o "$WORK/pc_static" "$WORK/src/consumer.c" $(pkg-config --cflags pccl) ${sta
     || fail "pkg-config --static link of libpccl.a ($static)"
 out=$("$WORK/pc_static") || fail "pkg-config static consumer failed"
 [[ "$out" == *"$expect" ]] || fail "pkg-config static consumer printed '$out'"
-ldd "$WORK/pc_static" | grep -q libpccl && fail "pkg-config static consumer links libpccl.so"
+deps=$(ldd "$WORK/pc_static") || fail "ldd pc_static"
+grep -q libpccl <<< "$deps" && fail "pkg-config static consumer links libpccl.so"
 unset PKG_CONFIG_LIBDIR
 
 # The Python package: in PREFIX/lib/python3.X/dist-packages (on python3's path for /usr and /usr/local), loading
