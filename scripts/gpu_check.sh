@@ -3,6 +3,7 @@
 # none, so there these checks print SKIP). Unlike CI, a SKIP here is a failure:
 # every GPU path must have run. Prints the SimpleHash GPU benchmark at the end.
 #   BIN_DIR  the build's bin folder (build/bin)
+#   PYTHON   the interpreter whose torch has CUDA (default python3)
 # Exit status: 0 when every check ran on the device and passed.
 set -u
 BIN=${1:?usage: $0 BIN_DIR}
@@ -38,6 +39,13 @@ PY
     [ -n "$cpu" ] && [ "$cpu" = "$gpu" ]
 }
 check "pccl hash-tensor --device cuda == cpu (100 MB npy)" hash_both
+
+# The Python package with torch CUDA tensors: all-reduces staged through host memory (every op, in and out of
+# place, float32/float16/bfloat16/int64) and one shared state holding a GPU and a CPU tensor.
+# PYTHON: the interpreter whose torch has CUDA (default python3); PCCL_LIBRARY: default BIN_DIR/../lib/libpccl.so.
+check "Python: torch CUDA tensors (pytest test_two_threads -k cuda)" \
+    env PCCL_LIBRARY="${PCCL_LIBRARY:-$BIN/../lib/libpccl.so}" "${PYTHON:-python3}" -m pytest -p no:cacheprovider \
+    -q -rs "$ROOT/python/tests/test_two_threads.py" -k cuda
 
 if command -v compute-sanitizer > /dev/null; then
     check "compute-sanitizer memcheck: test_simplehash" \
