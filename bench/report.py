@@ -159,7 +159,8 @@ def main():
       f"ring sends on the same host are paced to `PCCL_LOCAL_NOTSENT_BYTES` = "
       f"{meta.get('local_notsent_bytes', 'not recorded')} unsent bytes; where the host's peers do not outnumber "
       f"its CPUs (the 2-peer points on a 2-core machine) ops of at least `PCCL_ZEROCOPY_MIN_BYTES` = "
-      f"{meta.get('zerocopy_min_bytes', 'not recorded')} bytes also send the buffer's pages by `splice` instead "
+      f"{meta.get('zerocopy_min_bytes', 'not recorded')} bytes "
+      f"{meta['splice_spare_rule'] + ' ' if meta.get('splice_spare_rule') else ''}also send the buffer's pages by `splice` instead "
       f"of copying them, and ring streams get a 256 KiB receive buffer "
       f"{meta.get('rcvbuf_rule', '(from the start)')}")
     p("- Gloo: `gloo_allreduce` forks N processes, TCP transport on 127.0.0.1, FileStore rendezvous in /tmp, "

@@ -75,6 +75,8 @@ meta reps "$REPS"
 meta reps_small "x10 with 20 warm-ups up to 1 MiB, x6 with 3 warm-ups up to 16 MiB"
 meta zerocopy_min_bytes "${PCCL_ZEROCOPY_MIN_BYTES:-50331648 (default)}"
 meta rcvbuf_rule "(from the first such op on)"
+[ -n "${PCCL_ZEROCOPY_MIN_BYTES:-}" ] ||
+    meta splice_spare_rule "(from 4 MiB on same-host edges while the host has two CPUs per local peer)"
 meta local_notsent_bytes "${PCCL_LOCAL_NOTSENT_BYTES:-65536 (default)}"
 meta git "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown) (working tree, may be dirty)"
 meta gloo "$(dpkg-query -W -f='${Version}' libgloo-dev 2>/dev/null || echo none)"

@@ -104,7 +104,7 @@ struct pcclComm_t {
     int local_notsent_bytes; /* unsent-bytes cap of same-host ring sends (p2p_pace_tx); 0: none */
     int ncpus;               /* CPUs this process may run on */
     int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
-    int zerocopy_every_edge; /* 0: same-host edges copy while the host's peers outnumber its CPUs */
+    int zerocopy_every_edge; /* 0: same-host edges follow the host's CPUs per local peer (p2p_splice_min) */
     /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
      * pcclConnect and read-only afterwards. */
     sec_cfg_t sec;

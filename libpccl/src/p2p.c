@@ -269,20 +269,34 @@ int p2p_local_peers_fit(pcclComm_t *c) {
     return local <= (uint32_t)c->ncpus;
 }
 
+long p2p_splice_min(pcclComm_t *c, int same_host) {
+    if (c->zerocopy_min_bytes < 0) return -1;
+    if (c->zerocopy_every_edge || !same_host) return c->zerocopy_min_bytes;
+    pthread_mutex_lock(&c->p2p.mu);
+    uint64_t local = c->p2p.local_peers;
+    pthread_mutex_unlock(&c->p2p.mu);
+    if (local > (uint64_t)c->ncpus) return -1;
+    if ((uint64_t)c->ncpus >= 2 * local && c->zerocopy_min_bytes > P2P_SPLICE_SPARE_MIN_BYTES)
+        return P2P_SPLICE_SPARE_MIN_BYTES;
+    return c->zerocopy_min_bytes;
+}
+
 int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
-    if (tx->link || c->zerocopy_min_bytes < 0 || bytes < (size_t)c->zerocopy_min_bytes) return 0;
-    return c->zerocopy_every_edge || !tx->same_host || p2p_local_peers_fit(c);
+    if (tx->link) return 0;
+    long min = p2p_splice_min(c, tx->same_host);
+    return min >= 0 && bytes >= (size_t)min;
 }
 
 /* A spliced send leaves the sender's pages in the receiver's queue, and an autotuned window lets
  * megabytes of them wait there: 2 x 256 MiB takes 136-212 ms bounded against 197-281 ms autotuned.
  * Copied sends at 2 peers ran faster autotuned (2 x 16 and 32 MiB), and where the local peers
  * outnumber the CPUs a receiver waits for a core while its sender goes on, so a small window would
- * stall the sender (bench/analysis.md, "Same-host connections"). */
+ * stall the sender (bench/analysis.md, "Same-host connections"). Only same-host streams are bounded
+ * (net_bound_local_rcvbuf), so the same-host threshold applies. */
 void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes) {
-    if (rx->rcv_bound || rx->link || c->zerocopy_min_bytes < 0 || bytes < (size_t)c->zerocopy_min_bytes ||
-        !p2p_local_peers_fit(c))
-        return;
+    if (rx->rcv_bound || rx->link || !p2p_local_peers_fit(c)) return;
+    long min = p2p_splice_min(c, 1);
+    if (min < 0 || bytes < (size_t)min) return;
     rx->rcv_bound = net_bound_local_rcvbuf(rx->fd) ? 1 : -1;
 }
 

@@ -37,20 +37,29 @@ const int *p2p_tx_pipe(p2p_conn_t *conn);
  * when its successor is on this host; otherwise restores the kernel's default. Cheap when nothing
  * changes. */
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
+/* A same-host edge where the host has at least two CPUs per local peer splices from this size
+ * (bytes) when PCCL_ZEROCOPY_MIN_BYTES is unset: on 16 cores, 2-8 peers, spliced sends were 17-29 %
+ * faster at 4 and 8 MiB and won 11 of 12 rounds at 16 MiB; at 1 MiB level (bench/analysis.md, "A core
+ * to spare: splicing from 4 MiB"). */
+#define P2P_SPLICE_SPARE_MIN_BYTES (4L << 20)
+/* The smallest plain all-reduce, in bytes, whose sends on an edge splice; -1: none. Set,
+ * PCCL_ZEROCOPY_MIN_BYTES applies as given to every edge. Unset: a remote edge 48 MiB; a same-host
+ * edge 4 MiB (P2P_SPLICE_SPARE_MIN_BYTES) while the host has at least twice as many CPUs as local
+ * peers, 48 MiB while it has at least as many, never while the peers outnumber the CPUs (copying is
+ * faster there: bench/analysis.md, "Large all-reduces"). */
+long p2p_splice_min(pcclComm_t *c, int same_host);
 /* Whether a plain all-reduce of `bytes` bytes splices its sends on tx (p2p_tx_pipe): never on an
- * encrypted link or below PCCL_ZEROCOPY_MIN_BYTES; with that variable unset, not on a same-host edge
- * while the host's peers outnumber its CPUs (copying is faster there: bench/analysis.md, "Large
- * all-reduces"). */
+ * encrypted link, else from p2p_splice_min of its edge. */
 int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes);
 /* Bounds the receive buffer of a ring stream from a peer on this host (net_bound_local_rcvbuf) before
- * an all-reduce of `bytes` bytes whose sends its predecessor splices: at or above
- * PCCL_ZEROCOPY_MIN_BYTES, no encrypted link, and the host's peers no more than its CPUs. Smaller ops
+ * an all-reduce of `bytes` bytes whose sends its predecessor splices: at or above the same-host
+ * p2p_splice_min, no encrypted link, and the host's peers no more than its CPUs. Smaller ops
  * keep the kernel's autotuned window until then; SO_RCVBUF cannot hand the buffer back to
  * autotuning, so the stream keeps the bound from that op on. */
 void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes);
 /* Whether the group's peers on this host (this one included) are no more than its CPUs: the
- * condition for the bounded receive buffer of same-host ring streams (p2p_bound_rx) and for
- * spliced sends to a peer on this host (p2p_splices). */
+ * condition for the bounded receive buffer of same-host ring streams (p2p_bound_rx) and, by default,
+ * for spliced sends to a peer on this host (p2p_splice_min). */
 int p2p_local_peers_fit(pcclComm_t *c);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);

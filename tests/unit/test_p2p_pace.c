@@ -200,11 +200,58 @@ static void test_splice_follows_cpus(void) {
     comm_stub_free(c);
 }
 
+/* Two CPUs per local peer: same-host edges splice from 4 MiB; remote edges and a set variable keep
+ * their threshold. */
+static void test_splice_min_with_spare_cpus(void) {
+    pcclComm_t *c = comm_stub();
+    wire_peer_t four[4] = {peer(1, 127, 0, 0, 1), peer(2, 127, 0, 0, 1), peer(3, 127, 0, 0, 1), peer(4, 127, 0, 0, 1)};
+    const size_t spare = P2P_SPLICE_SPARE_MIN_BYTES;
+    c->zerocopy_min_bytes = 48 << 20;
+    p2p_conn_t k = {.fd = -1, .dir = P2P_TX, .same_host = 1};
+    p2p_set_peers(c, four, 4);
+    c->ncpus = 8;
+    CHECK(p2p_splice_min(c, 1) == (long)spare);
+    CHECK(p2p_splices(c, &k, spare) == 1);
+    CHECK(p2p_splices(c, &k, spare - 1) == 0);
+    CHECK(p2p_splice_min(c, 0) == 48 << 20); /* a remote successor: unmeasured, unchanged */
+    k.same_host = 0;
+    CHECK(p2p_splices(c, &k, spare) == 0);
+    k.same_host = 1;
+    c->ncpus = 7; /* fewer than two CPUs per local peer */
+    CHECK(p2p_splice_min(c, 1) == 48 << 20);
+    CHECK(p2p_splices(c, &k, spare) == 0);
+    c->ncpus = 3; /* the peers outnumber the CPUs */
+    CHECK(p2p_splice_min(c, 1) == -1);
+    c->ncpus = 8;
+    c->zerocopy_every_edge = 1; /* PCCL_ZEROCOPY_MIN_BYTES set: as given */
+    CHECK(p2p_splice_min(c, 1) == 48 << 20);
+    c->zerocopy_every_edge = 0;
+    c->zerocopy_min_bytes = -1;
+    CHECK(p2p_splice_min(c, 1) == -1);
+    CHECK(p2p_splices(c, &k, (size_t)64 << 20) == 0);
+    c->zerocopy_min_bytes = 48 << 20;
+
+    int ls, cfd, afd; /* the receiving end bounds its buffer at the same size */
+    CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
+    if (ls >= 0 && afd >= 0) {
+        p2p_conn_t rx = {.fd = afd, .dir = P2P_RX};
+        p2p_bound_rx(c, &rx, spare - 1);
+        CHECK(rx.rcv_bound == 0);
+        p2p_bound_rx(c, &rx, spare);
+        CHECK(rx.rcv_bound == 1);
+        close(afd);
+        close(cfd);
+        close(ls);
+    }
+    comm_stub_free(c);
+}
+
 int main(void) {
     RUN_TEST(test_local_peers_counted);
     RUN_TEST(test_cap_same_host);
     RUN_TEST(test_rcvbuf_follows_cpus);
     RUN_TEST(test_rcvbuf_bound_by_op);
     RUN_TEST(test_splice_follows_cpus);
+    RUN_TEST(test_splice_min_with_spare_cpus);
     TEST_MAIN_END();
 }
