@@ -262,19 +262,21 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     return k;
 }
 
-int p2p_local_peers_fit(pcclComm_t *c) {
+static uint64_t local_peer_count(pcclComm_t *c) {
     pthread_mutex_lock(&c->p2p.mu);
-    uint32_t local = c->p2p.local_peers;
+    uint64_t local = c->p2p.local_peers;
     pthread_mutex_unlock(&c->p2p.mu);
-    return local <= (uint32_t)c->ncpus;
+    return local;
+}
+
+int p2p_local_peers_fit(pcclComm_t *c) {
+    return local_peer_count(c) <= (uint64_t)c->ncpus;
 }
 
 long p2p_splice_min(pcclComm_t *c, int same_host) {
     if (c->zerocopy_min_bytes < 0) return -1;
     if (c->zerocopy_every_edge || !same_host) return c->zerocopy_min_bytes;
-    pthread_mutex_lock(&c->p2p.mu);
-    uint64_t local = c->p2p.local_peers;
-    pthread_mutex_unlock(&c->p2p.mu);
+    uint64_t local = local_peer_count(c);
     if (local > (uint64_t)c->ncpus) return -1;
     if ((uint64_t)c->ncpus >= 2 * local && c->zerocopy_min_bytes > P2P_SPLICE_SPARE_MIN_BYTES)
         return P2P_SPLICE_SPARE_MIN_BYTES;
