@@ -413,11 +413,12 @@ def main():
         except OSError:
             p("(none)")
         p("")
-    try:
-        p(open(analysis_path).read().rstrip())
+    if os.path.exists(analysis_path):  # linked, not copied: the analysis is kept in one place
+        p("## 8. Analysis")
         p("")
-    except OSError:
-        pass
+        p("What these tables mean, why each setting is what it is, and the measurements behind the code's rules:")
+        p(f"[bench/{os.path.basename(analysis_path)}](../bench/{os.path.basename(analysis_path)}).")
+        p("")
 
     open(out_path, "w").write("\n".join(out) + "\n")
     print("peers     size  results (GB/s and median time)")

@@ -6,8 +6,8 @@
  * cluster B and enter B at exactly that link's head v. Changing the current
  * crossing a -> b into u -> v needs both endpoints to change at once; any
  * single 3-opt move changes one and only trades one bad edge for another,
- * so the descent stalls (measured: the bound was missed on ~1 in 3 clustered
- * n = 64 matrices with a 50 ms budget; with this move, none).
+ * so the descent stalls and misses the bottleneck bound on clustered
+ * matrices (bench/topology.md, "Solver quality").
  *
  * The move, for a bad edge a -> b at ring position i and a good edge u -> v
  * with u before a and v after b:

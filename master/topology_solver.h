@@ -29,15 +29,15 @@
  *     bottleneck B* over the edge values, where "feasible" means a
  *     Hamiltonian cycle exists using only edges >= B* (bitset DP over
  *     subsets), then Held-Karp DP minimizing the sum of 1/bw over edges >= B*.
- *     n = 16 takes ~1-15 ms and ~4 MiB; n = 20 ~0.1-0.4 s and ~90 MiB.
+ *     Time and memory grow as 2^n (bench/topology.md).
  *   - heuristic above that: nearest-neighbour construction from several
  *     starts, a proven upper bound on the bottleneck (strong connectivity +
  *     cycle cover), a search that raises the bottleneck towards the bound,
  *     then iterated local search on the total time. All moves keep every
  *     segment's direction (asymmetric costs): 3-opt segment insertion
  *     (which includes or-opt), node swap, a two-segment bad-edge repair and
- *     a segment-reorder kick. At n = 12..20 with 50 ms it matched the exact
- *     optimum on 899 of 900 test matrices.
+ *     a segment-reorder kick. bench/topology.md compares it with the exact
+ *     optimum where both run.
  *
  * Time budget: the master runs a quick solve with TOPO_QUICK_TIME_MS (50 ms)
  * when the topology changes, then may keep a "moonshot" topo_solve running

@@ -3,7 +3,7 @@
  *
  * Where the time goes: the two 784x128 products, Z1 = X W1^T (forward) and
  * dW1 = dZ1^T X (backward), ~100k multiply-adds per example each; everything
- * else is ~1%. Both are register-blocked micro-kernels (4 examples x 8 hidden
+ * else is small beside them. Both are register-blocked micro-kernels (4 examples x 8 hidden
  * units, or 4 hidden units x 8 pixels) written with 4-float vectors, so the 8
  * accumulators stay in vector registers at -O2 as well as -O3 and without
  * -ffast-math (auto-vectorization alone left half of them spilled and

@@ -76,7 +76,7 @@ void adamw_step(adamw_state_t *st, const adamw_config_t *cfg, float *params, con
     size_t i = 0;
 #if defined(__SSE2__)
     /* Explicit SIMD because sqrtf's errno semantics stop GCC from vectorizing
-     * this loop without -fno-math-errno; scalar it is ~20% of a training step. */
+     * this loop without -fno-math-errno, and scalar it is a large share of a training step. */
     const __m128 vb1 = _mm_set1_ps(b1), vc1 = _mm_set1_ps(c1), vb2 = _mm_set1_ps(b2), vc2 = _mm_set1_ps(c2);
     const __m128 vdecay = _mm_set1_ps(decay), vstep = _mm_set1_ps(step_size);
     const __m128 vibc2 = _mm_set1_ps(inv_bc2_sqrt), veps = _mm_set1_ps(eps);

@@ -9,8 +9,8 @@
  * Release policy: the pool is bounded: BUFPOOL_SLOTS buffers and a byte total of
  * BUFPOOL_MAX_BYTES or twice the largest request since the pool was last empty,
  * whichever is larger (so the backup of a tensor above 1 GiB is kept too: a fresh
- * one page-faults the whole buffer on every all-reduce, which made 1 GiB
- * all-reduces 1.7x slower);
+ * one page-faults the whole buffer on every all-reduce; bench/analysis.md,
+ * "The buffer pool's bound");
  * and bufpool_trim frees buffers unused for longer than a given time; the
  * communicator's heartbeat thread calls it every beat with BUFPOOL_IDLE_MS, so
  * a run that stops all-reducing (or switches to smaller tensors) gives the

@@ -80,14 +80,13 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->connect_timeout_ms = comm_env_int("PCCL_CONNECT_TIMEOUT_MS", 10000, 100, 3600000);
     c->heartbeat_ms = comm_env_int("PCCL_HEARTBEAT_MS", 1000, 10, 600000);
     c->reconnect_ms = comm_env_int("PCCL_MASTER_RECONNECT_MS", 60000, 0, 86400000);
-    /* With one core per peer (2 peers on 2 cores) spliced sends are 10-30 % faster from 48 MiB; below
-     * that they won or lost with the machine's load, so they copy there. Where a host's peers outnumber
-     * its CPUs, same-host edges copy: spliced sends measured 8-16 % slower at 4 and 8 peers on 2 cores.
-     * With two CPUs per local peer same-host edges splice from 4 MiB (p2p_splice_min;
-     * bench/analysis.md, "Large all-reduces"). */
+    /* Spliced sends pay off from 48 MiB with one core per peer; below that they win or lose with the
+     * machine's load, and where a host's peers outnumber its CPUs copying is faster. With two CPUs per
+     * local peer same-host edges splice from 4 MiB (p2p_splice_min; bench/analysis.md, "Large
+     * all-reduces" and "A machine with cores to spare"). */
     c->zerocopy_min_bytes = comm_env_int("PCCL_ZEROCOPY_MIN_BYTES", 48 << 20, -1, INT_MAX);
     c->zerocopy_every_edge = getenv("PCCL_ZEROCOPY_MIN_BYTES") != NULL; /* set: as given, on every edge */
-    /* 65536 makes 2 peers on one host 10-20 % faster (bench/analysis.md, "Same-host connections"). */
+    /* The measured best cap for peers on one host (bench/analysis.md, "Same-host connections"). */
     c->local_notsent_bytes = comm_env_int("PCCL_LOCAL_NOTSENT_BYTES", 64 << 10, 0, INT_MAX);
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;

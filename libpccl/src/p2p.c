@@ -290,8 +290,8 @@ int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
 }
 
 /* A spliced send leaves the sender's pages in the receiver's queue, and an autotuned window lets
- * megabytes of them wait there: 2 x 256 MiB takes 136-212 ms bounded against 197-281 ms autotuned.
- * Copied sends at 2 peers ran faster autotuned (2 x 16 and 32 MiB), and where the local peers
+ * megabytes of them wait there and go cold, so spliced same-host streams get a bounded window.
+ * Copied sends ran faster autotuned, and where the local peers
  * outnumber the CPUs a receiver waits for a core while its sender goes on, so a small window would
  * stall the sender (bench/analysis.md, "Same-host connections"). Only same-host streams are bounded
  * (net_bound_local_rcvbuf), so the same-host threshold applies. */
@@ -304,8 +304,8 @@ void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes) {
 
 /* A sender that may queue megabytes ahead of its receiver copies them into socket buffers that
  * have left the cache by the time a receiver on the same host reads them; capping unsent bytes
- * makes each copy happen just before its transfer. With more local peers than CPUs too: 10-20 %
- * faster at 16 MiB, level at 256 MiB (bench/analysis.md, "Same-host connections"). */
+ * makes each copy happen just before its transfer, with more local peers than CPUs too
+ * (bench/analysis.md, "Same-host connections"). */
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *k) {
     int want = k->same_host && c->local_notsent_bytes > 0 ? c->local_notsent_bytes : 0;
     if (want != k->notsent_cap && setsockopt(k->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want, sizeof want) == 0)

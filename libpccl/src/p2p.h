@@ -38,9 +38,8 @@ const int *p2p_tx_pipe(p2p_conn_t *conn);
  * changes. */
 void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
 /* A same-host edge where the host has at least two CPUs per local peer splices from this size
- * (bytes) when PCCL_ZEROCOPY_MIN_BYTES is unset: on 16 cores, 2-8 peers, spliced sends were 17-29 %
- * faster at 4 and 8 MiB and won 11 of 12 rounds at 16 MiB; at 1 MiB level (bench/analysis.md, "A machine
- * with cores to spare"). */
+ * (bytes) when PCCL_ZEROCOPY_MIN_BYTES is unset: the smallest size at which spliced sends won
+ * consistently with cores to spare (bench/analysis.md, "A machine with cores to spare"). */
 #define P2P_SPLICE_SPARE_MIN_BYTES (4L << 20)
 /* The smallest plain all-reduce, in bytes, whose sends on an edge splice; -1: none. Set,
  * PCCL_ZEROCOPY_MIN_BYTES applies as given to every edge. Unset: a remote edge 48 MiB; a same-host
