@@ -6,28 +6,30 @@
 #
 # Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
 # PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint8; default none),
-# KEEP_LOGS=1 to keep the logs.
+# KEEP_LOGS=1 to keep the logs; BIN=DIR uses DIR/pccl as built (no install, no build).
 # PYTHON=1 (or diloco) runs the same with the Python example peers of examples/python/
 # (PyTorch over the pccl package) instead of `pccl join`; PYTHON=ddp runs data-parallel
 # training instead of DiLoCo. STEPS, INNER (DiLoCo), PEERS and KEEP_LOGS apply.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
-./scripts/build.sh build
+if [ -z "${BIN:-}" ]; then
+    ./scripts/deps.sh
+    ./scripts/build.sh build
+fi
 if [ "${PYTHON:-0}" != 0 ]; then
     case $PYTHON in
     1 | diloco) example=diloco ;;
     ddp) example=ddp ;;
     *) echo "demo.sh: PYTHON must be 1, diloco or ddp" >&2; exit 2 ;;
     esac
-    args=(--example "$example" --bin "$PWD/build/bin" --peers "${PEERS:-4}")
+    args=(--example "$example" --bin "${BIN:-$PWD/build/bin}" --peers "${PEERS:-4}")
     [ -n "${STEPS:-}" ] && args+=(--steps "$STEPS")
     [ "${KEEP_LOGS:-0}" = 1 ] && args+=(--keep-logs)
     [ -n "${INNER:-}" ] && [ "$example" = diloco ] && args+=(-- --inner-steps "$INNER")
     # Debian's interpreter: apt installs torch for it, not for a python3 earlier on PATH.
     exec /usr/bin/python3 examples/python/run_examples.py "${args[@]}"
 fi
-PCCL=$PWD/build/bin/pccl
+PCCL=${BIN:-$PWD/build/bin}/pccl
 STEPS=${STEPS:-60}
 INNER=${INNER:-25}
 PEERS=${PEERS:-4}
@@ -65,6 +67,11 @@ victim=peer$PEERS
 # Kill one peer once a third of the run is done, then let a new one join.
 until [ "$(revision peer1)" != "" ] && [ "$(revision peer1)" -ge $((STEPS / 3)) ]; do
     sleep 0.2
+    for n in "${!PID_OF[@]}"; do   # a peer that ended early (a usage error, a missing dataset) ends the demo
+        kill -0 "${PID_OF[$n]}" 2>/dev/null && continue
+        rc=0; wait "${PID_OF[$n]}" || rc=$?
+        echo "$n exited (status $rc) before the run got going:"; tail -5 "$LOGS/$n.err"; exit 1
+    done
     [ $(( $(date +%s) - start )) -lt 600 ] || { echo "no progress"; exit 1; }
 done
 kill -9 "${PID_OF[$victim]}"
