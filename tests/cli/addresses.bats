@@ -66,12 +66,12 @@ have_ipv6() { python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.b
     run timeout 10 "$PCCL" status --admin 127.0.0.1:"$PORT" --timeout 2000
     [ "$status" -eq 3 ]
     [[ "$output" == *"probably the master's control port"* ]]
-    echo secret > "$TMP/token"
-    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$PORT" --token-file "$TMP/token" --timeout 2000
-    [ "$status" -eq 1 ]
+    make_token "$TMP/token"
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$PORT" --admin-token-file "$TMP/token" --timeout 2000
+    [ "$status" -eq 3 ]
     [[ "$output" == *"probably the master's control port"* ]]
     run timeout 10 "$PCCL" status --admin localhost:"$APORT"
-    [ "$status" -eq 0 ]
+    [ "$status" -eq 6 ] # reached: a master without peers
 }
 
 @test "a master on [::1] serves peers and its admin port over IPv6" {
