@@ -57,6 +57,15 @@ int sec_file_check(const struct stat *st, uid_t me, const char *what, const char
     return 0;
 }
 
+/* Whether path names a file directly in $CREDENTIALS_DIRECTORY, the directory systemd made for this service's
+ * credentials (LoadCredential=). */
+static int is_systemd_credential(const char *path) {
+    const char *dir = getenv("CREDENTIALS_DIRECTORY");
+    size_t n = dir ? strlen(dir) : 0;
+    while (n > 1 && dir[n - 1] == '/') n--;
+    return n && strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] && !strchr(path + n + 1, '/');
+}
+
 /* Opens path and reads all of it into a sodium_malloc'd buffer of SEC_KEY_MAX_FILE bytes after
  * sec_file_check. @return the buffer (sodium_free it) with its length in *n, or NULL with err. */
 static uint8_t *read_secret_file(const char *path, const char *what, size_t *n, char *err, size_t errlen) {
@@ -75,6 +84,9 @@ static uint8_t *read_secret_file(const char *path, const char *what, size_t *n, 
         close(fd);
         return NULL;
     }
+    /* systemd grants a service read access to its credentials with an ACL entry where the file system has ACLs;
+     * the ACL's mask then shows as the group's read bit, though no group can read the file. */
+    if (is_systemd_credential(path) && (st.st_mode & (S_IRWXG | S_IRWXO)) == S_IRGRP) st.st_mode &= ~(mode_t)S_IRGRP;
     if (sec_file_check(&st, geteuid(), what, path, err, errlen) != 0) {
         close(fd);
         return NULL;

@@ -30,7 +30,8 @@ int sec_key_from_bytes(const void *key, size_t len, sec_cfg_t *cfg, char *err, s
  * group or others, owned by me (the effective uid) or root, at most SEC_KEY_MAX_FILE bytes. what names it in
  * messages ("key file"). @return 0, or -1 with a one-line reason in err. */
 int sec_file_check(const struct stat *st, uid_t me, const char *what, const char *path, char *err, size_t errlen);
-/* Reads a key file after sec_file_check. @return 0, or -1 with a one-line reason in err. */
+/* Reads a key file after sec_file_check (a systemd credential, directly in $CREDENTIALS_DIRECTORY, may show the
+ * group read bit: that is systemd's ACL for the service, not a group's access). @return 0, or -1 with a one-line reason in err. */
 int sec_key_from_file(const char *path, sec_cfg_t *cfg, char *err, size_t errlen);
 /* Reads an admin token (the file's first line, trailing blanks stripped, at least SEC_TOKEN_MIN_BYTES) into
  * out[cap] after sec_file_check. @return 0, or -1 with a one-line reason in err. */

@@ -119,6 +119,25 @@ static void test_foreign_owner(void) {
     CHECK(sec_token_from_file(key, tok, sizeof tok, err, sizeof err) == -1 && strstr(err, "owned by uid 65534"));
 }
 
+/* A systemd credential (LoadCredential=): systemd's ACL for the service shows as mode 0440; accepted there only. */
+static void test_systemd_credential(void) {
+    char err[320], tok[64], dir[300];
+    const char *path = write_key("cred.token", "0123456789abcdef\n", 0440);
+    unsetenv("CREDENTIALS_DIRECTORY");
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1 && strstr(err, "mode 0440"));
+    snprintf(dir, sizeof dir, "%s/", g_dir);
+    setenv("CREDENTIALS_DIRECTORY", dir, 1);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == 0 && strcmp(tok, "0123456789abcdef") == 0);
+    chmod(path, 0460); /* group write is no ACL of systemd's */
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    chmod(path, 0444);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    setenv("CREDENTIALS_DIRECTORY", "/nonexistent", 1); /* elsewhere, 0440 stays refused */
+    chmod(path, 0440);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    unsetenv("CREDENTIALS_DIRECTORY");
+}
+
 static void test_token(void) {
     char err[320], tok[64];
     CHECK(sec_token_from_file(write_key("tok", "0123456789abcdef \nsecond line\n", 0600), tok, sizeof tok, err,
@@ -148,6 +167,7 @@ int main(void) {
     RUN_TEST(test_file_check);
     RUN_TEST(test_foreign_owner);
     RUN_TEST(test_token);
+    RUN_TEST(test_systemd_credential);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_dir);
