@@ -5,44 +5,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sec_key.h"
+
 const cli_flag_t admin_client_flags[] = {
-    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},
-    {"token-file", required_argument, "FILE", "file whose first line is the master's --admin-token-file token"},
+    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152; env PCCL_ADMIN_ADDR)"},
+    {"admin-token-file", required_argument, "FILE",
+     "private file whose first line is the master's --admin-token-file token (env PCCL_ADMIN_TOKEN_FILE)"},
     {"timeout", required_argument, "MS", "connect and read timeout of each request (default 3000)"},
     {0},
 };
 
-const cli_renamed_t cli_admin_renamed[] = {
-    {"master", "use --admin HOST:PORT (the master's admin port; --master names its control port in `pccl join`)"},
+#define RENAMED_MASTER \
+    {"master", "use --admin HOST:PORT (the master's admin port; --master names its control port in `pccl join`)"}
+
+const cli_renamed_t cli_admin_renamed[] = {RENAMED_MASTER, {0}};
+
+const cli_renamed_t admin_client_renamed[] = {
+    RENAMED_MASTER,
+    {"token-file", "use --admin-token-file FILE (the one spelling of every command; env PCCL_ADMIN_TOKEN_FILE)"},
     {0},
 };
 
-int cli_read_token(const char *path, char *out, size_t cap) {
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int ok = fgets(out, (int)cap, f) != NULL;
-    fclose(f);
-    if (!ok) return -1;
-    size_t n = strlen(out);
-    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' ' || out[n - 1] == '\t')) out[--n] = 0;
-    return n ? 0 : -1;
+int cli_read_token(const cli_command_t *cmd, const char *path, char *out, size_t cap) {
+    char err[400];
+    if (sec_token_from_file(path, out, cap, err, sizeof err) == 0) return CLI_EXIT_OK;
+    cli_err("pccl %s: %s\n", cmd->name, err);
+    return CLI_EXIT_FAIL;
+}
+
+const char *cli_admin_default(void) {
+    const char *env = getenv(CLI_ENV_ADMIN_ADDR);
+    return env && *env ? env : "127.0.0.1:48152";
 }
 
 void admin_client_init(admin_client_t *a, const cli_command_t *cmd) {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
-    a->where = "127.0.0.1:48152";
     a->timeout_ms = 3000;
-    cli_parse_addr(cmd, "admin", a->where, CLI_ADMIN_DEFAULT_PORT, &a->addr, CLI_EXIT_FAIL);
+    const char *tf = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
+    a->token_file = tf && *tf ? tf : NULL;
+}
+
+int cli_admin_addr(const cli_command_t *cmd, ccoip_socket_address_t *addr, const char **where) {
+    *where = cli_admin_default();
+    int rc = cli_parse_addr(cmd, "admin (env " CLI_ENV_ADMIN_ADDR ")", *where, CLI_ADMIN_DEFAULT_PORT, addr,
+                            CLI_EXIT_UNREACHABLE);
+    return rc == 0 ? CLI_FLAGS_GO_ON : rc;
+}
+
+int admin_client_addr(admin_client_t *a) {
+    return a->where ? CLI_FLAGS_GO_ON : cli_admin_addr(a->cmd, &a->addr, &a->where);
 }
 
 int admin_client_on_flag(void *ctx, const char *name, const char *value) {
     admin_client_t *a = ctx;
     if (strcmp(name, "admin") == 0) {
-        int rc = cli_parse_addr(a->cmd, name, value, CLI_ADMIN_DEFAULT_PORT, &a->addr, CLI_EXIT_FAIL);
+        int rc = cli_parse_addr(a->cmd, name, value, CLI_ADMIN_DEFAULT_PORT, &a->addr, CLI_EXIT_UNREACHABLE);
         if (rc != 0) return rc;
         a->where = value;
-    } else if (strcmp(name, "token-file") == 0) {
+    } else if (strcmp(name, "admin-token-file") == 0) {
         a->token_file = value;
     } else if (strcmp(name, "timeout") == 0) {
         if (cli_parse_positive(value, 600000, &a->timeout_ms) != 0)
@@ -52,21 +73,18 @@ int admin_client_on_flag(void *ctx, const char *name, const char *value) {
 }
 
 int admin_client_token(const admin_client_t *a, char *out, size_t cap) {
-    if (!a->token_file) return cli_usage_error(a->cmd, "--token-file FILE is required");
-    if (cli_read_token(a->token_file, out, cap) != 0) {
-        cli_err("pccl %s: cannot read a token from '%s' (missing, unreadable or empty)\n", a->cmd->name,
-                a->token_file);
-        return CLI_EXIT_FAIL;
-    }
-    return CLI_EXIT_OK;
+    if (!a->token_file)
+        return cli_usage_error(a->cmd, "--admin-token-file FILE (or env PCCL_ADMIN_TOKEN_FILE) is required");
+    return cli_read_token(a->cmd, a->token_file, out, cap);
 }
 
-char *admin_client_get(const admin_client_t *a, const char *path) {
+char *admin_client_get(const admin_client_t *a, const char *path, int *unreachable) {
     char err[320];
     int code = 0;
     char *body = cli_http_get(&a->addr, path, (int)a->timeout_ms, &code, err, sizeof err);
     if (!body) {
         cli_err("pccl %s: master admin port %s unreachable: %s\n", a->cmd->name, a->where, err);
+        if (unreachable) *unreachable = 1;
         return NULL;
     }
     if (code != 200) {
@@ -83,7 +101,7 @@ int admin_client_post(const admin_client_t *a, const char *path, const char *tok
     char *body = cli_http_request(&a->addr, "POST", path, token, (int)a->timeout_ms, &code, err, sizeof err);
     if (!body) {
         cli_err("pccl %s: master admin port %s unreachable: %s\n", a->cmd->name, a->where, err);
-        return CLI_EXIT_FAIL;
+        return CLI_EXIT_UNREACHABLE;
     }
     free(body);
     if (code == 202) return CLI_EXIT_OK;

@@ -18,6 +18,9 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
+/* Every command that talks to a master's admin port (status, kick, shutdown, bench-bandwidth --admin) exits with
+ * this when the master cannot be reached (connection refused, timeout, a host name that does not resolve). */
+#define CLI_EXIT_UNREACHABLE 3
 
 typedef struct cli_flag {
     const char *name;    /* long name without dashes */
@@ -41,6 +44,9 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
     const cli_renamed_t *renamed; /* terminated by {0}, or NULL */
+    /* Flags with a value that may be given several times (NULL-terminated, or NULL): any other flag with a value
+     * given twice is a usage error, so that a command line means one thing. */
+    const char *const *repeatable;
 } cli_command_t;
 
 /* on_flag's answer for a value it refuses: cli_parse_flags says "bad value 'V' for --NAME". */
@@ -105,8 +111,16 @@ char *cli_http_get(const struct ccoip_socket_address_t *addr, const char *path, 
 /* The same for any method, with "Authorization: Bearer token" unless token is NULL. */
 char *cli_http_request(const struct ccoip_socket_address_t *addr, const char *method, const char *path,
                        const char *token, int timeout_ms, int *code, char *err, size_t errlen);
-/* Reads the first line of path (trailing whitespace stripped) into out; 0 on success, -1 if missing or empty. */
-int cli_read_token(const char *path, char *out, size_t cap);
+/*
+ * The admin token: the first line of path after the checks of a key file (sec_token_from_file: private, owned by
+ * this user or root, 16+ bytes). 0 with the token in out, or CLI_EXIT_FAIL after "pccl CMD: REASON" on stderr.
+ */
+int cli_read_token(const cli_command_t *cmd, const char *path, char *out, size_t cap);
+/* Environment defaults of the admin flags: PCCL_ADMIN_ADDR (--admin), PCCL_ADMIN_TOKEN_FILE (--admin-token-file). */
+#define CLI_ENV_ADMIN_ADDR "PCCL_ADMIN_ADDR"
+#define CLI_ENV_ADMIN_TOKEN_FILE "PCCL_ADMIN_TOKEN_FILE"
+/* The admin address a command starts from: PCCL_ADMIN_ADDR when set and not empty, else 127.0.0.1:48152. */
+const char *cli_admin_default(void);
 /* Default admin port of a master: the first above PCCL 1.0's four (ccoip.h), so a peer's
  * shared-state port and the master's admin port never collide on one host. */
 #define CLI_ADMIN_DEFAULT_PORT 48152

@@ -236,13 +236,14 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
     char err[320];
     int code = 0;
     char *body = cli_http_get(admin, "/v1/topology", 5000, &code, err, sizeof err);
+    int reached = body != NULL;
     cJSON *doc = body && code == 200 ? cJSON_Parse(body) : NULL;
     free(body);
     if (!cJSON_IsObject(doc)) {
         cli_err("pccl bench-bandwidth: cannot read the master's topology: %s\n",
-                !body ? err : code != 200 ? "bad HTTP status" : "not a JSON document");
+                !reached ? err : code != 200 ? "bad HTTP status" : "not a JSON document");
         cJSON_Delete(doc);
-        return CLI_EXIT_FAIL;
+        return reached ? CLI_EXIT_FAIL : CLI_EXIT_UNREACHABLE; /* as status, kick and shutdown */
     }
     const cJSON *bw = cJSON_GetObjectItemCaseSensitive(doc, "bandwidth");
     bw_matrix_t x = {0};
@@ -290,7 +291,7 @@ static int on_flag(void *ctx, const char *n, const char *value) {
         return cli_parse_addr(cmd, n, value, 48150, &a->target, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "admin")) {
         a->have_admin = 1;
-        return cli_parse_addr(cmd, n, value, CLI_ADMIN_DEFAULT_PORT, &a->admin, CLI_EXIT_FAIL);
+        return cli_parse_addr(cmd, n, value, CLI_ADMIN_DEFAULT_PORT, &a->admin, CLI_EXIT_UNREACHABLE);
     } else if (!strcmp(n, "seconds")) {
         if (cli_parse_u64(value, 60, &a->seconds) != 0 || a->seconds < 1)
             return cli_usage_error(cmd, "--seconds must be 1..60");

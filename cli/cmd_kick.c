@@ -20,12 +20,12 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_kick = {
     .name = "kick",
     .summary = "remove a peer from the run, named by a prefix of its uuid (master admin port)",
-    .usage = "UUID-PREFIX --token-file FILE [--admin HOST:PORT] [--timeout MS]",
+    .usage = "UUID-PREFIX --admin-token-file FILE [--admin HOST:PORT] [--timeout MS]",
     .flags = admin_client_flags,
     .run = run,
-    .renamed = cli_admin_renamed,
-    .help_footer = "\nexit codes: 0 kicked, 1 failure (unreachable master, refused token, no peer or several peers\n"
-                   "with that prefix), 2 usage error\n",
+    .renamed = admin_client_renamed,
+    .help_footer = "\nexit codes: 0 kicked, 1 failure (refused token, no peer or several peers with that prefix),\n"
+                   "2 usage error, 3 master unreachable\n",
 };
 
 /* The peers whose uuid starts with prefix; prints them when there are several. Returns the one match or NULL. */
@@ -54,7 +54,7 @@ static int run(int argc, char **argv) {
     admin_client_init(&a, cmd);
     int first = 0;
     int rc = cli_parse_flags(cmd, argc, argv, admin_client_on_flag, &a, &first);
-    if (rc != CLI_FLAGS_GO_ON) return rc;
+    if (rc != CLI_FLAGS_GO_ON || (rc = admin_client_addr(&a)) != CLI_FLAGS_GO_ON) return rc;
     if (first >= argc) return cli_usage_error(cmd, "UUID-PREFIX is required");
     if (argc - first > 1) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first + 1]);
     char prefix[33];
@@ -65,8 +65,9 @@ static int run(int argc, char **argv) {
     char token[512];
     if ((rc = admin_client_token(&a, token, sizeof token)) != CLI_EXIT_OK) return rc;
 
-    char *body = admin_client_get(&a, "/v1/status");
-    if (!body) return CLI_EXIT_FAIL;
+    int unreachable = 0;
+    char *body = admin_client_get(&a, "/v1/status", &unreachable);
+    if (!body) return unreachable ? CLI_EXIT_UNREACHABLE : CLI_EXIT_FAIL;
     cJSON *st = cJSON_Parse(body);
     free(body);
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(st, "peers");

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "addr.h"
+#include "admin_host.h"
 #include "log.h"
 #include "master_internal.h"
 #include "pccl.h"
@@ -15,7 +16,10 @@ static const cli_flag_t flags[] = {
     {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},
     {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48152; port 0 = any)"},
     {"no-admin", no_argument, NULL, "do not serve the admin port"},
-    {"admin-token-file", required_argument, "FILE", "bearer token for kick/shutdown (without: refused)"},
+    {"admin-token-file", required_argument, "FILE",
+     "bearer token for kick/shutdown: a private file of 16+ bytes (env PCCL_ADMIN_TOKEN_FILE; without: refused)"},
+    {"admin-host", required_argument, "NAME",
+     "a host name the admin port answers besides loopback and its address (repeatable; others get 421)"},
     {"vote-timeout", required_argument, "MS",
      "kick peers that have not voted (or reported) this long after a vote opened (default 600000; 0 = never; "
      "env PCCL_VOTE_TIMEOUT_MS)"},
@@ -32,10 +36,12 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
-    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--vote-timeout MS] "
+    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--admin-host NAME]... "
+             "[--vote-timeout MS] "
              "[--key-file FILE [--encrypt]] [--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
+    .repeatable = (const char *const[]){"admin-host", NULL},
 };
 
 
@@ -45,6 +51,7 @@ typedef struct {
     ccoip_socket_address_t listen, admin;
     int admin_on, admin_explicit;
     const char *token_file, *key_file;
+    admin_host_rules_t hosts;
     int encrypt;
     long long vote_timeout_ms; /* -1: not given */
 } master_args_t;
@@ -60,6 +67,10 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         a->admin_on = 0;
     } else if (strcmp(name, "admin-token-file") == 0) {
         a->token_file = value;
+    } else if (strcmp(name, "admin-host") == 0) {
+        if (admin_host_add(&a->hosts, value) != 0)
+            return cli_usage_error(&cli_cmd_master, "bad --admin-host '%s' (a host name, at most %d of them)", value,
+                                   ADMIN_HOSTS_MAX);
     } else if (strcmp(name, "vote-timeout") == 0) {
         uint64_t v;
         if (cli_parse_u64(value, 86400000ULL, &v) != 0)
@@ -84,10 +95,10 @@ static int run(int argc, char **argv) {
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     char token[512] = "";
-    if (a.token_file && cli_read_token(a.token_file, token, sizeof token) != 0) {
-        cli_err("pccl master: cannot read a token from '%s' (missing, unreadable or empty)\n", a.token_file);
-        return CLI_EXIT_FAIL;
-    }
+    const char *env_token = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
+    if (!a.token_file && env_token && *env_token) a.token_file = env_token;
+    if (a.token_file && (rc = cli_read_token(&cli_cmd_master, a.token_file, token, sizeof token)) != CLI_EXIT_OK)
+        return rc;
     /* The flags replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. */
     sec_cfg_t sec = {0};
     char err[320];
@@ -123,7 +134,7 @@ static int run(int argc, char **argv) {
     }
     char awhere[ADDR_STRLEN];
     addr_str(&a.admin, awhere);
-    if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL) != pcclSuccess) {
+    if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL, &a.hosts) != pcclSuccess) {
         /* An explicit --admin is a promise to the operator; the default port is optional (e.g. a second master
          * on the same host), so the run starts without it rather than not at all. */
         if (a.admin_explicit) {

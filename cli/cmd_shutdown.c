@@ -16,12 +16,12 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_shutdown = {
     .name = "shutdown",
     .summary = "stop a master through its admin port and wait until it is gone",
-    .usage = "--token-file FILE [--admin HOST:PORT] [--timeout MS]",
+    .usage = "--admin-token-file FILE [--admin HOST:PORT] [--timeout MS]",
     .flags = admin_client_flags,
     .run = run,
-    .renamed = cli_admin_renamed,
-    .help_footer = "\nexit codes: 0 the master stopped, 1 failure (unreachable master, refused token, or still\n"
-                   "answering after --timeout), 2 usage error\n",
+    .renamed = admin_client_renamed,
+    .help_footer = "\nexit codes: 0 the master stopped, 1 failure (refused token, or still answering after\n"
+                   "--timeout), 2 usage error, 3 master unreachable\n",
 };
 
 static double now_ms(void) {
@@ -35,7 +35,7 @@ static int run(int argc, char **argv) {
     admin_client_t a;
     admin_client_init(&a, cmd);
     int rc = cli_parse_flags(cmd, argc, argv, admin_client_on_flag, &a, NULL);
-    if (rc != CLI_FLAGS_GO_ON) return rc;
+    if (rc != CLI_FLAGS_GO_ON || (rc = admin_client_addr(&a)) != CLI_FLAGS_GO_ON) return rc;
     char token[512];
     if ((rc = admin_client_token(&a, token, sizeof token)) != CLI_EXIT_OK) return rc;
     if ((rc = admin_client_post(&a, "/v1/shutdown", token)) != CLI_EXIT_OK) return rc;

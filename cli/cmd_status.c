@@ -3,9 +3,12 @@
  * prints a table (or the raw JSON), once or every few seconds. The exit code
  * is the health verdict, so scripts can branch on it (the table shows each
  * group's step rate and reduced bytes per second, which the master measures):
- *   0 healthy, 3 master unreachable, 4 run stalled, 2 usage error.
+ *   0 healthy, 2 usage error, 3 master unreachable, 4 run stalled,
+ *   5 no progress, 6 no peers.
  * Stalled: the run has accepted peers and an operation has been voting or
- * running for longer than --stall-after seconds.
+ * running for longer than --stall-after seconds (the peers it waits on are
+ * named). No progress: accepted peers, but a group's revision has not advanced
+ * for --stall-after seconds. No peers: the master has no accepted peer.
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,17 +24,20 @@
 
 #include <cjson/cJSON.h>
 
+#include "admin_client.h"
 #include "cli.h"
 #include "pccl.h"
 
-#define STATUS_EXIT_UNREACHABLE 3
 #define STATUS_EXIT_STALLED 4
+#define STATUS_EXIT_NO_PROGRESS 5
+#define STATUS_EXIT_NO_PEERS 6
 
 static const cli_flag_t flags[] = {
-    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},
+    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152; env PCCL_ADMIN_ADDR)"},
     {"json", no_argument, NULL, "print the raw /v1/status JSON"},
     {"watch", optional_argument, "[SECONDS]", "refresh every SECONDS (default 2) until interrupted"},
-    {"stall-after", required_argument, "SECONDS", "an operation in flight longer than this is a stall (default 60)"},
+    {"stall-after", required_argument, "SECONDS",
+     "an operation in flight, or a revision unchanged, this long is a stall or no progress (default 60)"},
     {"timeout", required_argument, "MS", "connect and read timeout (default 3000)"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
@@ -42,13 +48,14 @@ static int run(int argc, char **argv);
 
 const cli_command_t cli_cmd_status = {
     .name = "status",
-    .summary = "show the peers, rings and operations of a run (exit 0 healthy, 3 unreachable, 4 stalled)",
+    .summary = "show the peers, rings and operations of a run (exit 0 healthy, 3 unreachable, 4 stalled, ...)",
     .usage = "[--admin HOST:PORT] [--json] [--watch [SECONDS]] [--stall-after SECONDS] [--timeout MS]",
     .flags = flags,
     .run = run,
     .renamed = cli_admin_renamed,
     .help_footer = "\nexit codes: 0 healthy, 2 usage error, 3 master unreachable, 4 run stalled (accepted peers and an"
-                   "\noperation voting or running for longer than --stall-after)\n",
+                   "\noperation voting or running for longer than --stall-after), 5 no progress (accepted peers but a"
+                   "\ngroup's revision unchanged for --stall-after), 6 no peers (none accepted)\n",
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -67,13 +74,82 @@ static const char *str(const cJSON *o, const char *k) {
     return s ? s : "?";
 }
 
-/* Accepted peers exist and some operation is older than stall_ms. */
-static int is_stalled(const cJSON *st, double stall_ms, double *oldest) {
+/* The health verdict of a status document, and what the health line names. */
+typedef struct health {
+    int rc;             /* CLI_EXIT_OK or STATUS_EXIT_* */
+    const cJSON *op;    /* stalled: the oldest operation */
+    double group;       /* no progress: the group whose revision stands still longest */
+    double age_ms;      /* the operation's age, or the time since that group's revision advanced */
+} health_t;
+
+/* The oldest operation in flight (run-wide or of any group), or NULL. */
+static const cJSON *oldest_op(const cJSON *st) {
+    const cJSON *best = NULL, *op, *g;
+    cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(st, "run_operations"))
+        if (!best || num(op, "age_ms") > num(best, "age_ms")) best = op;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(st, "groups"))
+        cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(g, "operations"))
+            if (!best || num(op, "age_ms") > num(best, "age_ms")) best = op;
+    return best;
+}
+
+/* Stalled (an operation older than stall_ms) before no progress (a group's revision unchanged that long) before
+ * no peers: each later verdict is implied by or excludes the earlier ones. */
+static health_t judge(const cJSON *st, double stall_ms) {
+    health_t h = {.rc = CLI_EXIT_OK};
     int accepted = 0;
-    const cJSON *p;
+    const cJSON *p, *g;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(st, "peers")) accepted += strcmp(str(p, "phase"), "accepted") == 0;
-    *oldest = num(st, "oldest_operation_age_ms");
-    return accepted > 0 && *oldest > stall_ms;
+    if (!accepted) {
+        h.rc = STATUS_EXIT_NO_PEERS;
+        return h;
+    }
+    h.op = oldest_op(st);
+    if (h.op && num(h.op, "age_ms") > stall_ms) {
+        h.rc = STATUS_EXIT_STALLED;
+        h.age_ms = num(h.op, "age_ms");
+        return h;
+    }
+    h.op = NULL;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(st, "groups")) {
+        const cJSON *age = cJSON_GetObjectItemCaseSensitive(g, "last_revision_advance_ms_ago");
+        if (cJSON_IsNumber(age) && age->valuedouble > stall_ms && age->valuedouble > h.age_ms) {
+            h.rc = STATUS_EXIT_NO_PROGRESS;
+            h.group = num(g, "id");
+            h.age_ms = age->valuedouble;
+        }
+    }
+    return h;
+}
+
+/* " 841080d3, 533ce814" from an array of uuids (8 digits each, as the table shows them). */
+static void print_uuids(const cJSON *uuids) {
+    const cJSON *u;
+    int first = 1;
+    cJSON_ArrayForEach(u, uuids) {
+        printf("%s%.8s", first ? " " : ", ", cJSON_GetStringValue(u) ? cJSON_GetStringValue(u) : "?");
+        first = 0;
+    }
+}
+
+static void print_health(const health_t *h) {
+    switch (h->rc) {
+    case STATUS_EXIT_NO_PEERS: printf("health: NO PEERS (the master has no accepted peer)\n"); break;
+    case STATUS_EXIT_NO_PROGRESS:
+        printf("health: NO PROGRESS (group %.0f's revision has not advanced for %.1fs)\n", h->group, h->age_ms / 1000);
+        break;
+    case STATUS_EXIT_STALLED: {
+        const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(h->op, "waiting_on");
+        printf("health: STALLED (%s %s for %.1fs", str(h->op, "kind"), str(h->op, "state"), h->age_ms / 1000);
+        if (cJSON_GetArraySize(waiting) > 0) {
+            printf(", waiting on");
+            print_uuids(waiting);
+        }
+        printf(")\n");
+        break;
+    }
+    default: printf("health: ok\n");
+    }
 }
 
 static void print_ops(const cJSON *ops) {
@@ -85,7 +161,13 @@ static void print_ops(const cJSON *ops) {
         if (cJSON_IsNumber(tag)) printf(" tag %.0f", tag->valuedouble);
         printf(": %s", str(op, "state"));
         if (cJSON_IsNumber(seq)) printf(" (op_seq %.0f)", seq->valuedouble);
-        printf(", %.0f members, %.1fs\n", num(op, "members"), num(op, "age_ms") / 1000);
+        printf(", %.0f members, %.1fs", num(op, "members"), num(op, "age_ms") / 1000);
+        const cJSON *waiting = cJSON_GetObjectItemCaseSensitive(op, "waiting_on");
+        if (cJSON_GetArraySize(waiting) > 0) {
+            printf(", waiting on");
+            print_uuids(waiting);
+        }
+        printf("\n");
     }
 }
 
@@ -101,7 +183,7 @@ static void print_rates(const cJSON *g) {
     printf("  %.1f rev/s, %.1f %s/s reduced", revs->valuedouble, b, units[u]);
 }
 
-static void print_table(const cJSON *st, const char *where, int stalled, double oldest) {
+static void print_table(const cJSON *st, const char *where, const health_t *h) {
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(st, "peers");
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(st, "counters");
     printf("master %s (pccl %s, control port %.0f, up %.0fs): %d peers\n\n", where, str(st, "version"),
@@ -142,35 +224,54 @@ static void print_table(const cJSON *st, const char *where, int stalled, double 
            "control: %.0f packets in, %.0f bytes out\n",
            num(c, "collectives_completed"), num(c, "collectives_aborted"), num(c, "syncs"), num(c, "peers_kicked"),
            num(c, "peers_left"), num(c, "control_packets_received"), num(c, "control_bytes_sent"));
-    if (stalled) printf("health: STALLED (an operation has been in flight for %.1fs)\n", oldest / 1000);
-    else printf("health: ok\n");
+    print_health(h);
 }
 
-/* One poll of the admin port; prints and returns the exit code. */
-static int status_once(const ccoip_socket_address_t *addr, const char *where, int json, int timeout_ms,
+/* Now as ISO 8601 UTC to the second ("2026-11-28T07:50:00Z"). */
+static void iso_now(char out[32]) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* One poll of the admin port; prints and returns the exit code. watch: a frame of --watch (its time first). */
+static int status_once(const ccoip_socket_address_t *addr, const char *where, int json, int watch, int timeout_ms,
                        double stall_ms) {
     char err[320];
     int code = 0;
     char *body = cli_http_get(addr, "/v1/status", timeout_ms, &code, err, sizeof err);
     if (!body) {
         cli_err("pccl status: master admin port %s unreachable: %s\n", where, err);
-        return STATUS_EXIT_UNREACHABLE;
+        return CLI_EXIT_UNREACHABLE;
     }
     cJSON *st = code == 200 ? cJSON_Parse(body) : NULL;
     if (!cJSON_IsObject(st)) {
         cli_err("pccl status: %s did not answer with a status document (HTTP %d)\n", where, code);
         cJSON_Delete(st);
         free(body);
-        return STATUS_EXIT_UNREACHABLE;
+        return CLI_EXIT_UNREACHABLE;
     }
-    double oldest;
-    int stalled = is_stalled(st, stall_ms, &oldest);
-    if (json) printf("%s\n", body);
-    else print_table(st, where, stalled, oldest);
+    health_t h = judge(st, stall_ms);
+    char now[32];
+    iso_now(now);
+    if (json) { /* one line per document, with the time it was read and the verdict */
+        cJSON_AddStringToObject(st, "time", now);
+        static const char *const verdicts[] = {[CLI_EXIT_OK] = "ok", [STATUS_EXIT_STALLED] = "stalled",
+                                               [STATUS_EXIT_NO_PROGRESS] = "no progress",
+                                               [STATUS_EXIT_NO_PEERS] = "no peers"};
+        cJSON_AddStringToObject(st, "health", verdicts[h.rc]);
+        char *line = cJSON_PrintUnformatted(st);
+        printf("%s\n", line ? line : body);
+        free(line);
+    } else {
+        if (watch) printf("%s\n", now);
+        print_table(st, where, &h);
+    }
     fflush(stdout);
     cJSON_Delete(st);
     free(body);
-    return stalled ? STATUS_EXIT_STALLED : CLI_EXIT_OK;
+    return h.rc;
 }
 
 /* Flag values of `pccl status`, filled by on_flag. */
@@ -187,7 +288,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
     const cli_command_t *cmd = &cli_cmd_status;
     status_args_t *a = ctx;
     if (strcmp(name, "admin") == 0) {
-        int rc = cli_parse_addr(cmd, name, value, CLI_ADMIN_DEFAULT_PORT, &a->addr, STATUS_EXIT_UNREACHABLE);
+        int rc = cli_parse_addr(cmd, name, value, CLI_ADMIN_DEFAULT_PORT, &a->addr, CLI_EXIT_UNREACHABLE);
         if (rc != 0) return rc;
         a->where = value;
     } else if (strcmp(name, "json") == 0) {
@@ -207,11 +308,11 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 }
 
 static int run(int argc, char **argv) {
-    status_args_t a = {.where = "127.0.0.1:48152", .every = 2, .stall_s = 60, .timeout = 3000};
-    cli_parse_addr(&cli_cmd_status, "admin", a.where, CLI_ADMIN_DEFAULT_PORT, &a.addr, CLI_EXIT_FAIL);
+    status_args_t a = {.every = 2, .stall_s = 60, .timeout = 3000};
     int rc = cli_parse_flags(&cli_cmd_status, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
-    if (!a.watch) return status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);
+    if (!a.where && (rc = cli_admin_addr(&cli_cmd_status, &a.addr, &a.where)) != CLI_FLAGS_GO_ON) return rc;
+    if (!a.watch) return status_once(&a.addr, a.where, a.json, 0, (int)a.timeout, a.stall_s * 1000);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
@@ -222,7 +323,7 @@ static int run(int argc, char **argv) {
     for (int n = 0; !stop_requested; n++) {
         if (!a.json && tty) printf("\033[H\033[2J");
         else if (!a.json && n > 0) printf("\n");
-        rc = status_once(&a.addr, a.where, a.json, (int)a.timeout, a.stall_s * 1000);
+        rc = status_once(&a.addr, a.where, a.json, 1, (int)a.timeout, a.stall_s * 1000);
         struct timespec d = {(time_t)a.every, (long)((a.every - (double)(time_t)a.every) * 1e9)};
         while (!stop_requested && nanosleep(&d, &d) != 0 && errno == EINTR) {
         }

@@ -64,10 +64,17 @@ static int unknown_option(const cli_command_t *cmd, const struct option *opts, c
     return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
+static int repeatable(const cli_command_t *cmd, const char *name) {
+    for (const char *const *r = cmd->repeatable; r && *r; r++)
+        if (strcmp(*r, name) == 0) return 1;
+    return 0;
+}
+
 int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
                     int *first_positional) {
     struct option opts[64];
     longopts(cmd->flags, opts);
+    int seen[64] = {0};
     optind = 1;
     opterr = 0; /* our own messages, with the usage hint */
     int c, idx;
@@ -80,6 +87,10 @@ int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag
         if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
         if (c == '?') return unknown_option(cmd, opts, argv[optind - 1]);
         const char *name = opts[idx].name, *value = optarg;
+        /* A second value of a single-value flag would silently replace the first: refused, so that a
+         * command line means one thing. */
+        if (opts[idx].has_arg != no_argument && seen[idx]++ && !repeatable(cmd, name))
+            return cli_usage_error(cmd, "--%s given twice (it takes one value)", name);
         /* "--watch 5" as well as "--watch=5": an optional value may be the next word when that is a number. */
         if (!value && opts[idx].has_arg == optional_argument && optind < argc && argv[optind][0] >= '0' &&
             argv[optind][0] <= '9')

@@ -41,9 +41,12 @@ static int wait_fd(int fd, short events, const struct timespec *deadline) {
  */
 char *cli_http_request(const ccoip_socket_address_t *addr, const char *method, const char *path, const char *token,
                        int timeout_ms, int *code, char *err, size_t errlen) {
-    char req[1024];
-    int rl = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: pccl\r\nConnection: close\r\nContent-Length: 0\r\n%s%s%s\r\n",
-                      method, path, token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
+    char req[1024], host[ADDR_STRLEN];
+    /* The address dialled, as an IP literal: the master's admin port answers only Host names it knows
+     * (DNS-rebinding protection), and the address it listens on is one of them. */
+    addr_str(addr, host);
+    int rl = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\nContent-Length: 0\r\n%s%s%s\r\n",
+                      method, path, host, token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
     if (rl < 0 || rl >= (int)sizeof req || strpbrk(path, "\r\n") || (token && strpbrk(token, "\r\n"))) {
         snprintf(err, errlen, "request too long or malformed");
         return NULL;

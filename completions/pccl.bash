@@ -14,7 +14,7 @@ _pccl() {
         return 0
     fi
     case $prev in
-        --matrix|--admin-token-file|--key-file|--token-file|--file|--out|--output) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+        --matrix|--admin-token-file|--key-file|--file|--out|--output) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
         --log-level) COMPREPLY=($(compgen -W "error warn info debug" -- "$cur")); return 0 ;;
         --log-format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return 0 ;;
         --workload) COMPREPLY=($(compgen -W "fashion-mnist synthetic" -- "$cur")); return 0 ;;

@@ -8,14 +8,17 @@
 #include "admin.h"
 #include "dashboard.h"
 
+#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
 #include "addr.h"
+#include "log.h"
 
 /* One client (an address) cannot take the admin port from the others: a dashboard or a poller needs a
  * few connections; idle ones close after 10 s. Requests carry no body: 32 KiB per connection is plenty. */
@@ -24,6 +27,7 @@
 #define ADMIN_MAX_REQUEST_MEMORY (32 * 1024)
 
 #define QUEUE_CAP 64
+#define ADMIN_HTTP_MISDIRECTED 421 /* Misdirected Request: not an authority this server answers for */
 
 /* The dashboard loads nothing but its own files and /v1/status from this origin: no inline script or style, no
  * other host, and no page of another origin may frame it. */
@@ -33,6 +37,10 @@ struct admin_server {
     struct MHD_Daemon *daemon;
     uint16_t port;
     char *token; /* NULL: POST endpoints always refused */
+    admin_host_rules_t hosts;
+    /* refused requests are logged at most once a second (HTTP thread only), the rest counted */
+    time_t refused_logged_at;
+    unsigned long refused_unlogged;
     admin_notify_fn notify;
     void *ctx;
     pthread_mutex_t mu; /* guards the snapshot and the queue */
@@ -126,6 +134,36 @@ static const char *content_type(const char *path) {
     return "application/octet-stream";
 }
 
+/* The client's address as text ("?" when unknown). */
+static void client_addr(struct MHD_Connection *conn, char *out, size_t cap) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, cap, "?");
+    if (!ci || !ci->client_addr) return;
+    socklen_t len = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    char host[INET6_ADDRSTRLEN], port[8];
+    if (getnameinfo(ci->client_addr, len, host, sizeof host, port, sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf(out, cap, ci->client_addr->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+/* Logs a refused request with the client's address; a flood costs one line a second plus a count. */
+static void log_refused(admin_server_t *s, struct MHD_Connection *conn, const char *method, const char *url,
+                        unsigned code, const char *why) {
+    time_t now = time(NULL);
+    if (now == s->refused_logged_at) {
+        s->refused_unlogged++;
+        return;
+    }
+    char client[64], more[64] = "";
+    client_addr(conn, client, sizeof client);
+    if (s->refused_unlogged) snprintf(more, sizeof more, " (and %lu more refused before)", s->refused_unlogged);
+    /* The URL is the client's text: printed only up to its first byte outside printable ASCII. */
+    int urllen = 0;
+    while (urllen < 80 && url[urllen] >= 0x20 && url[urllen] < 0x7f) urllen++;
+    PLOG_WARN("admin", "refused %s %.*s from %s: %u %s%s", method, urllen, url, client, code, why, more);
+    s->refused_logged_at = now;
+    s->refused_unlogged = 0;
+}
+
 /* Constant-time comparison so the token cannot be guessed byte by byte from timings. */
 static int token_ok(const admin_server_t *s, struct MHD_Connection *conn) {
     if (!s->token) return 0;
@@ -138,7 +176,8 @@ static int token_ok(const admin_server_t *s, struct MHD_Connection *conn) {
     return diff == 0;
 }
 
-static int push_cmd(admin_server_t *s, const admin_cmd_t *c) {
+static int push_cmd(admin_server_t *s, struct MHD_Connection *conn, admin_cmd_t *c) {
+    client_addr(conn, c->client, sizeof c->client);
     pthread_mutex_lock(&s->mu);
     int ok = s->qlen < QUEUE_CAP;
     if (ok) s->queue[(s->qhead + s->qlen++) % QUEUE_CAP] = *c;
@@ -155,14 +194,19 @@ static int uuid_known(admin_server_t *s, const uint8_t uuid[16]) {
     return found;
 }
 
+static enum MHD_Result refuse_token(admin_server_t *s, struct MHD_Connection *conn, const char *method,
+                                    const char *url) {
+    log_refused(s, conn, method, url, MHD_HTTP_FORBIDDEN, s->token ? "wrong or missing token" : "no token configured");
+    return respond_error(conn, MHD_HTTP_FORBIDDEN, "a valid admin token is required", NULL);
+}
+
 static enum MHD_Result handle_kick(admin_server_t *s, struct MHD_Connection *conn, const char *id, size_t idlen) {
     admin_cmd_t c = {.type = ADMIN_CMD_KICK};
     if (parse_uuid(id, idlen, c.uuid) != 0)
         return respond_error(conn, MHD_HTTP_NOT_FOUND, "peer uuid must be 32 hex digits", NULL);
-    if (!token_ok(s, conn))
-        return respond_error(conn, MHD_HTTP_FORBIDDEN, "a valid admin token is required", NULL);
+    if (!token_ok(s, conn)) return refuse_token(s, conn, "POST", "/v1/peers/.../kick");
     if (!uuid_known(s, c.uuid)) return respond_error(conn, MHD_HTTP_NOT_FOUND, "no such peer", NULL);
-    if (!push_cmd(s, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
+    if (!push_cmd(s, conn, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
     char hex[33], body[96];
     admin_uuid_hex(c.uuid, hex);
     snprintf(body, sizeof body, "{\"kicked\":\"%s\"}\n", hex);
@@ -170,10 +214,9 @@ static enum MHD_Result handle_kick(admin_server_t *s, struct MHD_Connection *con
 }
 
 static enum MHD_Result handle_shutdown(admin_server_t *s, struct MHD_Connection *conn) {
-    if (!token_ok(s, conn))
-        return respond_error(conn, MHD_HTTP_FORBIDDEN, "a valid admin token is required", NULL);
+    if (!token_ok(s, conn)) return refuse_token(s, conn, "POST", "/v1/shutdown");
     admin_cmd_t c = {.type = ADMIN_CMD_SHUTDOWN};
-    if (!push_cmd(s, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
+    if (!push_cmd(s, conn, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
     return respond(conn, MHD_HTTP_ACCEPTED, "application/json", "{\"shutdown\":true}\n", NULL);
 }
 
@@ -191,6 +234,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_size) {
         *upload_size = 0;
         return MHD_YES;
+    }
+    /* Before anything is read or done: a Host the port does not serve is a browser sent by another site. */
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!admin_host_allowed(&s->hosts, host)) {
+        log_refused(s, conn, method, url, ADMIN_HTTP_MISDIRECTED, "Host is not a name of this admin port");
+        return respond_error(conn, ADMIN_HTTP_MISDIRECTED,
+                             "Host is not a name of this admin port (pccl master --admin-host NAME)", NULL);
     }
     int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
@@ -237,8 +287,9 @@ static struct MHD_Daemon *start_daemon(admin_server_t *s, const ccoip_socket_add
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ADMIN_MAX_REQUEST_MEMORY, MHD_OPTION_END);
 }
 
-admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token, admin_notify_fn notify,
-                                   void *ctx, char *err, size_t errlen) {
+admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token,
+                                   const admin_host_rules_t *hosts, admin_notify_fn notify, void *ctx, char *err,
+                                   size_t errlen) {
     admin_server_t *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -247,6 +298,8 @@ admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const cha
     pthread_mutex_init(&s->mu, NULL);
     s->notify = notify;
     s->ctx = ctx;
+    if (hosts) s->hosts = *hosts;
+    s->hosts.listen = addr->inet;
     if (token && *token && !(s->token = strdup(token))) {
         snprintf(err, errlen, "out of memory");
         admin_server_free(s);

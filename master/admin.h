@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admin_host.h"
 #include "ccoip_inet.h"
 
 typedef struct admin_server admin_server_t;
@@ -20,6 +21,7 @@ typedef enum { ADMIN_CMD_KICK = 1, ADMIN_CMD_SHUTDOWN = 2 } admin_cmd_type_t;
 typedef struct admin_cmd {
     admin_cmd_type_t type;
     uint8_t uuid[16]; /* ADMIN_CMD_KICK */
+    char client[64];  /* the requesting client's address, for the master's log */
 } admin_cmd_t;
 
 /* Called from the HTTP thread after a command was queued (e.g. wraps uv_async_send). */
@@ -28,10 +30,13 @@ typedef void (*admin_notify_fn)(void *ctx);
 /*
  * Binds ip:port (IPv4, network order; port 0 = any) and starts serving.
  * token: bearer token for POST endpoints, NULL or "" = every POST is refused (403).
+ * hosts: the Host header rules (admin_host.h; its listen address is set from addr), NULL = loopback names and
+ * addr only. A request with any other Host is answered 421 Misdirected Request.
  * Returns NULL with a message in err on failure.
  */
-admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token, admin_notify_fn notify,
-                                   void *ctx, char *err, size_t errlen);
+admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const char *token,
+                                   const admin_host_rules_t *hosts, admin_notify_fn notify, void *ctx, char *err,
+                                   size_t errlen);
 /* The bound port. */
 uint16_t admin_server_port(const admin_server_t *s);
 /*

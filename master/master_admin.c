@@ -21,6 +21,7 @@
 #include "log.h"
 #include "master_internal.h"
 #include "msm_admin.h"
+#include "process_metrics.h"
 
 /*
  * Rates of a group: two samples of its counters, renewed every RATE_WINDOW_MS, so a rate is the change over the
@@ -33,6 +34,9 @@
 typedef struct group_rate {
     uint32_t group;
     uint64_t t[2], revision[2], bytes[2]; /* [0] the older sample, [1] the newer */
+    /* Progress: while the group has a ring, when its revision last changed (or when the ring formed). */
+    int active;
+    uint64_t seen_revision, advanced_ms;
 } group_rate_t;
 
 struct pccl_master_admin {
@@ -121,11 +125,13 @@ static msm_op_view_t *op_views(pcclMasterInstance_t *m, int *n) {
     return v;
 }
 
-/* The members of the index-th operation as uuids. */
-static cJSON *members_json(pcclMasterInstance_t *m, int index, int n) {
+/* The members of the index-th operation (waiting 0), or the peers it waits on (waiting 1), as uuids. */
+static cJSON *members_json(pcclMasterInstance_t *m, int index, int waiting) {
     cJSON *arr = cJSON_CreateArray();
+    int n = waiting ? msm_op_view_waiting(m->sm, index, NULL, 0) : msm_op_view_members(m->sm, index, NULL, 0);
     uint64_t *conns = n > 0 ? malloc((size_t)n * sizeof *conns) : NULL;
-    n = conns ? msm_op_view_members(m->sm, index, conns, n) : 0;
+    if (conns) n = waiting ? msm_op_view_waiting(m->sm, index, conns, n) : msm_op_view_members(m->sm, index, conns, n);
+    else n = 0;
     int np = msm_peer_count(m->sm);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < np; j++) {
@@ -155,10 +161,41 @@ static void ops_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int nops
         if (coll && o->running) cJSON_AddNumberToObject(op, "op_seq", (double)o->op_seq);
         else cJSON_AddNullToObject(op, "op_seq");
         cJSON_AddNumberToObject(op, "members", o->members);
-        cJSON_AddItemToObject(op, "member_uuids", members_json(m, j, o->members));
+        cJSON_AddItemToObject(op, "member_uuids", members_json(m, j, 0));
+        cJSON_AddItemToObject(op, "waiting_on", members_json(m, j, 1));
         cJSON_AddNumberToObject(op, "age_ms", now > o->started_ms ? (double)(now - o->started_ms) : 0);
         cJSON_AddItemToArray(arr, op);
     }
+}
+
+/* The group's samples (created zeroed on first sight), or NULL once RATE_GROUPS groups are tracked. */
+static group_rate_t *rate_of(struct pccl_master_admin *a, uint32_t group) {
+    for (int i = 0; i < a->nrates; i++)
+        if (a->rates[i].group == group) return &a->rates[i];
+    if (a->nrates == RATE_GROUPS) return NULL;
+    group_rate_t *r = &a->rates[a->nrates++];
+    memset(r, 0, sizeof *r);
+    r->group = group;
+    return r;
+}
+
+/* Notes a change of the group's revision; called for every group at each publish. */
+static void track_progress(struct pccl_master_admin *a, const msm_group_view_t *g, uint64_t now) {
+    group_rate_t *r = rate_of(a, g->id);
+    if (!r) return;
+    uint64_t rev = g->has_revision ? g->last_revision : 0;
+    if (g->ring_len == 0) r->active = 0;
+    else if (!r->active || rev != r->seen_revision) {
+        r->active = 1;
+        r->seen_revision = rev;
+        r->advanced_ms = now;
+    }
+}
+
+/* Milliseconds since the group's revision last changed (or its ring formed); 0 when not tracked. */
+static uint64_t advance_age_ms(struct pccl_master_admin *a, uint32_t group, uint64_t now) {
+    group_rate_t *r = rate_of(a, group);
+    return r && r->active && now > r->advanced_ms ? now - r->advanced_ms : 0;
 }
 
 /* The group's counters and their rates per second ("revisions_per_s", "reduced_bytes_per_s"; null while unknown). */
@@ -166,14 +203,7 @@ static void rates_json(struct pccl_master_admin *a, const msm_group_view_t *g, u
     uint64_t rev = g->has_revision ? g->last_revision : 0;
     cJSON_AddNumberToObject(out, "collectives_completed", (double)g->collectives_completed);
     cJSON_AddNumberToObject(out, "reduced_bytes", (double)g->reduced_bytes);
-    group_rate_t *r = NULL;
-    for (int i = 0; i < a->nrates && !r; i++)
-        if (a->rates[i].group == g->id) r = &a->rates[i];
-    if (!r && a->nrates < RATE_GROUPS) {
-        r = &a->rates[a->nrates++];
-        r->group = g->id;
-        r->t[1] = 0; /* forces the reset below */
-    }
+    group_rate_t *r = rate_of(a, g->id);
     if (r && (r->t[1] == 0 || rev < r->revision[0] || g->reduced_bytes < r->bytes[0])) {
         /* First sight, or the group was rebuilt and its counters restarted. */
         for (int k = 0; k < 2; k++) {
@@ -205,6 +235,7 @@ static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int
     msm_group_view_t gv[256];
     int ng = msm_group_views(m->sm, gv, 256);
     if (ng > 256) ng = 256;
+    for (int i = 0; i < ng && !topology; i++) track_progress(m->admin, &gv[i], now);
     for (int i = 0; i < ng; i++) {
         if (gv[i].ring_len == 0 && !topology) {
             int has_ops = 0;
@@ -218,6 +249,11 @@ static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int
             if (gv[i].has_revision) cJSON_AddNumberToObject(g, "last_revision", (double)gv[i].last_revision);
             else cJSON_AddNullToObject(g, "last_revision");
             rates_json(m->admin, &gv[i], now, g);
+            /* What `pccl status` calls progress: with accepted peers, the revision moves. */
+            if (gv[i].ring_len > 0)
+                cJSON_AddNumberToObject(g, "last_revision_advance_ms_ago",
+                                        (double)advance_age_ms(m->admin, gv[i].id, now));
+            else cJSON_AddNullToObject(g, "last_revision_advance_ms_ago");
             ops_json(m, ops, nops, gv[i].id, now, cJSON_AddArrayToObject(g, "operations"));
         }
         cJSON_AddItemToArray(groups, g);
@@ -258,7 +294,7 @@ static void metric_head(FILE *f, const char *name, const char *type, const char 
 }
 
 /* Per-group series: revision, completed collectives, reduced bytes; groups with accepted peers only. */
-static void group_metrics(pcclMasterInstance_t *m, FILE *f) {
+static void group_metrics(pcclMasterInstance_t *m, FILE *f, uint64_t now) {
     msm_group_view_t gv[256];
     int ng = msm_group_views(m->sm, gv, 256);
     if (ng > 256) ng = 256;
@@ -277,21 +313,76 @@ static void group_metrics(pcclMasterInstance_t *m, FILE *f) {
         if (gv[i].ring_len > 0)
             fprintf(f, "pccl_group_reduced_bytes_total{group=\"%u\"} %llu\n", gv[i].id,
                     (unsigned long long)gv[i].reduced_bytes);
+    metric_head(f, "pccl_group_revision_age_seconds", "gauge",
+                "Seconds since a group's revision last advanced (or since its ring formed), for groups with peers.");
+    for (int i = 0; i < ng; i++)
+        if (gv[i].ring_len > 0)
+            fprintf(f, "pccl_group_revision_age_seconds{group=\"%u\"} %.3f\n", gv[i].id,
+                    (double)advance_age_ms(m->admin, gv[i].id, now) / 1000);
 }
 
-/* Seconds since each peer's last packet (heartbeats included), by uuid. */
-static void heartbeat_metrics(pcclMasterInstance_t *m, FILE *f, uint64_t now) {
-    metric_head(f, "pccl_peer_heartbeat_age_seconds", "gauge",
-                "Seconds since the master last heard from each peer (any packet, heartbeats included).");
-    int np = msm_peer_count(m->sm);
-    for (int i = 0; i < np; i++) {
-        msm_peer_view_t v;
-        if (msm_peer_view(m->sm, i, &v) != 0) continue;
-        char hex[33];
-        admin_uuid_hex(v.uuid, hex);
-        double age = now > v.last_seen_ms ? (double)(now - v.last_seen_ms) / 1000 : 0;
-        fprintf(f, "pccl_peer_heartbeat_age_seconds{uuid=\"%s\",group=\"%u\"} %.3f\n", hex, v.group, age);
+/* The peer's name in per-peer series: the uuid's first 8 hex digits (as `pccl status` and the logs show it). */
+static void peer_name(const msm_peer_view_t *v, char out[64]) {
+    char hex[33];
+    admin_uuid_hex(v->uuid, hex);
+    snprintf(out, 64, "%.8s", hex);
+}
+
+/* A label value as the Prometheus text format wants it: backslash, double quote and newline escaped. */
+static void label_value(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"') fputc('\\', f);
+        if (*s == '\n') fputs("\\n", f);
+        else fputc(*s, f);
     }
+}
+
+/* Per-peer series by uuid and name: pccl_peer_info (its address), its revision, seconds since its last packet. */
+static void peer_metrics(pcclMasterInstance_t *m, FILE *f, uint64_t now) {
+    static const struct {
+        const char *name, *help;
+    } series[] = {
+        {"pccl_peer_info", "Each peer the master knows, with its name and p2p address; always 1."},
+        {"pccl_peer_revision", "Shared-state revision of each peer's last sync."},
+        {"pccl_peer_heartbeat_age_seconds", "Seconds since the master last heard from each peer (any packet, "
+                                            "heartbeats included)."},
+    };
+    int np = msm_peer_count(m->sm);
+    for (size_t k = 0; k < sizeof series / sizeof series[0]; k++) {
+        metric_head(f, series[k].name, "gauge", series[k].help);
+        for (int i = 0; i < np; i++) {
+            msm_peer_view_t v;
+            if (msm_peer_view(m->sm, i, &v) != 0) continue;
+            char hex[33], name[64], ip[ADDR_STRLEN];
+            admin_uuid_hex(v.uuid, hex);
+            peer_name(&v, name);
+            fprintf(f, "%s{uuid=\"%s\",name=\"", series[k].name, hex);
+            label_value(f, name);
+            if (k == 0) {
+                addr_ip_str(&v.ip, ip);
+                int v6 = strchr(ip, ':') != NULL;
+                fprintf(f, "\",address=\"%s%s%s:%u\"} 1\n", v6 ? "[" : "", ip, v6 ? "]" : "", v.p2p_port);
+            } else if (k == 1) {
+                fprintf(f, "\",group=\"%u\"} %llu\n", v.group, (unsigned long long)v.revision);
+            } else {
+                double age = now > v.last_seen_ms ? (double)(now - v.last_seen_ms) / 1000 : 0;
+                fprintf(f, "\",group=\"%u\"} %.3f\n", v.group, age);
+            }
+        }
+    }
+}
+
+/* Connections refused before or outside the run's rules, by reason (apart from pccl_peers_kicked_total). */
+static void refused_metrics(pcclMasterInstance_t *m, const msm_stats_t *st, FILE *f) {
+    metric_head(f, "pccl_connections_refused_total", "counter",
+                "Connections the master refused: another protocol version, not pccl's magic, a malformed frame, "
+                "a failed key handshake or frame authentication.");
+    fprintf(f, "pccl_connections_refused_total{reason=\"version\"} %llu\n", (unsigned long long)st->refused_version);
+    fprintf(f, "pccl_connections_refused_total{reason=\"magic\"} %llu\n", (unsigned long long)st->refused_magic);
+    fprintf(f, "pccl_connections_refused_total{reason=\"malformed\"} %llu\n",
+            (unsigned long long)m->refused_malformed);
+    fprintf(f, "pccl_connections_refused_total{reason=\"handshake\"} %llu\n",
+            (unsigned long long)m->refused_handshake);
 }
 
 static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32_t connected, uint64_t now,
@@ -336,8 +427,10 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     metric_head(f, "pccl_oldest_operation_age_seconds", "gauge",
                 "Age of the oldest operation in flight (vote or running) in seconds; 0 when none.");
     fprintf(f, "pccl_oldest_operation_age_seconds %.3f\n", (double)oldest_op_ms / 1000);
-    group_metrics(m, f);
-    heartbeat_metrics(m, f, now);
+    group_metrics(m, f, now);
+    peer_metrics(m, f, now);
+    refused_metrics(m, st, f);
+    process_metrics_write(f);
     fclose(f);
     return buf;
 }
@@ -399,7 +492,7 @@ static void on_commands(uv_async_t *h) {
     admin_cmd_t cmd;
     while (admin_server_take(m->admin->srv, &cmd)) {
         if (cmd.type == ADMIN_CMD_SHUTDOWN) {
-            PLOG_INFO("master", "shutdown requested on the admin port");
+            PLOG_WARN("master", "shutdown requested on the admin port by %s", cmd.client);
             pcclInterruptMaster(m);
             continue;
         }
@@ -407,9 +500,9 @@ static void on_commands(uv_async_t *h) {
         admin_uuid_hex(cmd.uuid, hex);
         msm_set_time(m->sm, uv_now(&m->loop));
         if (msm_kick_uuid(m->sm, cmd.uuid, "kicked by the operator (admin port)") != 0)
-            PLOG_INFO("master", "admin kick of %s: no such peer (already gone)", hex);
+            PLOG_WARN("master", "admin kick of %s by %s: no such peer (already gone)", hex, cmd.client);
         else
-            PLOG_INFO("master", "peer %s kicked on the admin port", hex);
+            PLOG_WARN("master", "peer %s kicked on the admin port by %s", hex, cmd.client);
     }
     publish(m);
 }
@@ -420,7 +513,8 @@ static void notify_loop(void *ctx) {
     uv_async_send(&m->admin->async);
 }
 
-pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token) {
+pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token,
+                                       const admin_host_rules_t *hosts) {
     if (!m || m->admin || atomic_load(&m->running) || (addr.inet.protocol != inetIPv4 && addr.inet.protocol != inetIPv6))
         return pcclInvalidUsage;
     struct pccl_master_admin *a = calloc(1, sizeof *a);
@@ -435,7 +529,7 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
     clock_gettime(CLOCK_REALTIME, &wall);
     a->started_unix_s = (double)wall.tv_sec + wall.tv_nsec / 1e9;
     char err[160];
-    a->srv = admin_server_start(&addr, token, notify_loop, m, err, sizeof err);
+    a->srv = admin_server_start(&addr, token, hosts, notify_loop, m, err, sizeof err);
     if (!a->srv) {
         PLOG_ERROR("master", "%s", err);
         pccl__admin_on_stop(m);

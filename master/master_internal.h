@@ -42,6 +42,9 @@ struct pcclMasterInstanceState_t {
     uint16_t port;
     int last_error;
     uint64_t bytes_sent, packets_received;
+    /* connections refused (not kicks; loop thread): a malformed or misdirected frame, a failed key handshake or
+     * frame authentication; the state machine counts protocol version and magic (msm_stats_t) */
+    uint64_t refused_malformed, refused_handshake;
     struct pccl_master_admin *admin;
     gate_t gate;             /* strangers: connections before their first message (libpccl/src/gate.h) */
     uint64_t gate_logged[3];  /* the gate's refused, evicted, expired counts last logged */
@@ -60,9 +63,12 @@ pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t 
  * Admin port (master_admin.c, admin.c). Not started by pcclCreateMaster: the
  * `pccl master` command enables it between pcclCreateMaster and pcclRunMaster.
  * addr: where to serve HTTP (port 0 = any); token: bearer token for kick and
- * shutdown, NULL = refused. Fails if the port cannot be bound.
+ * shutdown, NULL = refused; hosts: Host names it answers besides loopback and
+ * addr (admin_host.h), NULL = none. Fails if the port cannot be bound.
  */
-pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token);
+struct admin_host_rules;
+pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token,
+                                       const struct admin_host_rules *hosts);
 /* Bound admin port, 0 if not enabled. */
 uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m);
 /* Whether pcclInterruptMaster was called (also by an admin shutdown). */

@@ -166,6 +166,12 @@ static void drop_conn(mconn_t *c, const char *reason) {
     msm_on_disconnect(c->master->sm, id);
 }
 
+/* drop_conn for a frame that breaks the protocol (length, decoding, direction): counted as a refusal. */
+static void refuse_malformed(mconn_t *c, const char *why) {
+    if (!c->closing) c->master->refused_malformed++;
+    drop_conn(c, why);
+}
+
 /* Closes strangers the gate removed (evicted, timed out) without a line each: a flood would
  * fill the log; the tick logs the gate's counters instead. */
 static void close_strangers(pcclMasterInstance_t *m, const uint64_t *ids, size_t n) {
@@ -208,7 +214,7 @@ static int stranger_grow(mconn_t *c) {
     if (body > max) {
         char why[112];
         snprintf(why, sizeof why, "first message of %u bytes (at most %u before registration)", body, max);
-        drop_conn(c, why);
+        refuse_malformed(c, why);
         return -1;
     }
     size_t need = 4 + (size_t)body;
@@ -263,14 +269,14 @@ static void process_frames(mconn_t *c) {
         if (body > WIRE_MAX_BODY || body < 2) {
             char why[96];
             snprintf(why, sizeof why, "packet length %u outside [2, %u]", body, WIRE_MAX_BODY);
-            drop_conn(c, why);
+            refuse_malformed(c, why);
             return;
         }
         if (c->len - off - 4 < body) break;
         wire_msg_t msg;
         char err[160];
         if (wire_decode(c->buf + off + 4, body, &msg, err, sizeof err) != 0) {
-            drop_conn(c, err);
+            refuse_malformed(c, err);
             return;
         }
         off += 4 + (size_t)body;
@@ -279,7 +285,7 @@ static void process_frames(mconn_t *c) {
             char why[96];
             snprintf(why, sizeof why, "%s is not a peer-to-master message", wire_type_name(msg.type));
             wire_msg_free(&msg);
-            drop_conn(c, why);
+            refuse_malformed(c, why);
             return;
         }
         msm_set_time(m->sm, uv_now(&m->loop));
@@ -330,6 +336,7 @@ static int handshake_step(mconn_t *c) {
     case MSEC_MORE: return -1;
     case MSEC_OPEN_CLIENT: {
         PLOG_WARN("master", "refused conn=%llu from %s: it has no run key", (unsigned long long)c->id, ip);
+        c->master->refused_handshake++;
         wire_msg_t k = {.type = M2C_KICK};
         snprintf(k.u.kick.reason, sizeof k.u.kick.reason,
                  "this run requires a run key (pccl join --key-file FILE, or PCCL_KEY_FILE)");
@@ -341,12 +348,14 @@ static int handshake_step(mconn_t *c) {
         unstrange(c); /* it holds the run key */
         connect_to_sm(c);
         if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
+            c->master->refused_handshake++;
             drop_conn(c, "a frame failed authentication");
             return -1;
         }
         return 0;
     default:
         PLOG_WARN("master", "refused conn=%llu from %s: %s", (unsigned long long)c->id, ip, err);
+        c->master->refused_handshake++;
         close_conn(c);
         return -1;
     }
@@ -361,6 +370,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         addr_ip_str(&c->ip, ip);
         PLOG_WARN("master", "refused conn=%llu from %s: closed during the handshake (%s)", (unsigned long long)c->id,
                   ip, nread == UV_EOF ? "the client has another key?" : uv_strerror((int)nread));
+        c->master->refused_handshake++;
         close_conn(c);
         return;
     }
@@ -376,6 +386,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     } else if (c->sec.encrypt) {
         c->sec.raw_len += (size_t)nread;
         if (msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
+            c->master->refused_handshake++;
             drop_conn(c, "a frame failed authentication");
             return;
         }

@@ -67,21 +67,32 @@ void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg) { m->io.send(m->io
 
 static void remove_peer_record(msm_t *m, uint64_t conn);
 
-void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) {
+static void vkick(msm_t *m, msm_peer_t *p, uint64_t *counter, const char *fmt, va_list ap) {
     char reason[256];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
     uint64_t conn = p->conn;
     char name[MSM_NAME_MAX];
     PLOG_WARN("master", "kicking %s: %s", msm_peer_name(p, name), reason);
     wire_msg_t k = {.type = M2C_KICK};
     snprintf(k.u.kick.reason, sizeof k.u.kick.reason, "%s", reason);
     msm_send(m, conn, &k);
-    m->stats.peers_kicked++;
+    ++*counter;
     m->io.close(m->io.ctx, conn, reason);
     remove_peer_record(m, conn);
+}
+
+void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vkick(m, p, &m->stats.peers_kicked, fmt, ap);
+    va_end(ap);
+}
+
+void msm_refuse(msm_t *m, msm_peer_t *p, uint64_t *counter, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vkick(m, p, counter, fmt, ap);
+    va_end(ap);
 }
 
 void msm_world(const msm_t *m, uint32_t group, wire_world_t *w) {
@@ -222,8 +233,9 @@ wire_peer_t msm_dial_entry(const msm_peer_t *to, const msm_peer_t *q) {
 
 int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port) {
     if (magic != WIRE_MAGIC || version != WIRE_VERSION) {
-        msm_kick(m, p, "protocol mismatch: master speaks version %u, peer sent version %u (magic 0x%08x)",
-                 WIRE_VERSION, version, magic);
+        msm_refuse(m, p, magic != WIRE_MAGIC ? &m->stats.refused_magic : &m->stats.refused_version,
+                   "protocol mismatch: master speaks version %u, peer sent version %u (magic 0x%08x)", WIRE_VERSION,
+                   version, magic);
         return -1;
     }
     if (p2p_port == 0) {

@@ -132,6 +132,8 @@ typedef struct msm_stats {
     uint64_t collectives_completed, collectives_aborted, syncs_completed, peers_kicked;
     uint64_t peers_left; /* clean departures (LEAVE) */
     uint64_t reregistrations, rebuilds; /* RESUMEs received; runs rebuilt from them */
+    /* HELLO or RESUME refused for the protocol (not kicks): another protocol version, or not pccl's magic */
+    uint64_t refused_version, refused_magic;
 } msm_stats_t;
 
 int msm_peer_count(const msm_t *m);

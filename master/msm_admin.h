@@ -37,6 +37,12 @@ int msm_group_views(const msm_t *m, msm_group_view_t *out, int max);
 int msm_op_views(const msm_t *m, msm_op_view_t *out, int max);
 /* Members (conns) of the index-th operation of msm_op_views; returns their number, or -1 if no such operation. */
 int msm_op_view_members(const msm_t *m, int index, uint64_t *conns, int max);
+/*
+ * The peers (conns) the index-th operation waits on: while voting, the peers of its scope (accepted peers, or the
+ * group's ring) whose vote has not arrived; while running, the members that still owe their report. Returns their
+ * number (may exceed max), or -1 if no such operation.
+ */
+int msm_op_view_waiting(const msm_t *m, int index, uint64_t *conns, int max);
 
 /* A measured directed link (optimize topology's bandwidth store), by conn id. */
 typedef struct msm_bw_view {

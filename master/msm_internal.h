@@ -109,6 +109,9 @@ void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, ui
 msm_group_t *msm_group(msm_t *m, uint32_t id, int create);
 void msm_send(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* msm_kick for a connection refused before it registered: counted in *counter (a refusal), not as a kick. */
+void msm_refuse(msm_t *m, msm_peer_t *p, uint64_t *counter, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void msm_world(const msm_t *m, uint32_t group, wire_world_t *w);
 int msm_ring_append(msm_group_t *g, uint64_t conn);
 

@@ -9,10 +9,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define SEC_KEY_MIN_BYTES 32          /* secret bytes a key must have */
 #define SEC_KEY_MAX_FILE (64u << 10)  /* a larger "key file" is a mistake */
 #define SEC_PSK_BYTES 32
+#define SEC_TOKEN_MIN_BYTES 16        /* bytes an admin token must have */
 
 /* What a communicator or master knows about the security of its run. */
 typedef struct sec_cfg {
@@ -24,9 +26,16 @@ typedef struct sec_cfg {
 /* Derives cfg->psk from key bytes (a trailing newline is not part of the key); sets keyed.
  * @return 0, or -1 with a reason in err when fewer than SEC_KEY_MIN_BYTES remain. */
 int sec_key_from_bytes(const void *key, size_t len, sec_cfg_t *cfg, char *err, size_t errlen);
-/* Reads a key file. Refuses, like ssh, a file that group or others may read or write.
- * @return 0, or -1 with a one-line reason in err. */
+/* The checks of a file holding a secret (a run key, an admin token), like ssh's: a regular file, no access for
+ * group or others, owned by me (the effective uid) or root, at most SEC_KEY_MAX_FILE bytes. what names it in
+ * messages ("key file"). @return 0, or -1 with a one-line reason in err. */
+int sec_file_check(const struct stat *st, uid_t me, const char *what, const char *path, char *err, size_t errlen);
+/* Reads a key file after sec_file_check (a systemd credential, directly in $CREDENTIALS_DIRECTORY, may show the
+ * group read bit: that is systemd's ACL for the service, not a group's access). @return 0, or -1 with a one-line reason in err. */
 int sec_key_from_file(const char *path, sec_cfg_t *cfg, char *err, size_t errlen);
+/* Reads an admin token (the file's first line, trailing blanks stripped, at least SEC_TOKEN_MIN_BYTES) into
+ * out[cap] after sec_file_check. @return 0, or -1 with a one-line reason in err. */
+int sec_token_from_file(const char *path, char *out, size_t cap, char *err, size_t errlen);
 /* PCCL_KEY_FILE: 0 when unset or empty (cfg untouched), 1 when loaded, -1 with a reason in err. */
 int sec_key_from_env(sec_cfg_t *cfg, char *err, size_t errlen);
 

@@ -4,6 +4,7 @@
 #   3 master unreachable -> after UNREACHABLE_LIMIT polls in a row, run ON_DOWN
 #   4 run stalled        -> kick the peers holding up the oldest operation
 #                           (needs the admin token), then keep watching
+#   5 no progress, 6 no peers -> nothing to do (no operation to unblock)
 # Environment:
 #   PCCL               the pccl binary (default: pccl on PATH)
 #   ADMIN              admin port (default 127.0.0.1:48152)
@@ -52,6 +53,7 @@ while :; do
             fi
             ;;
         4) down=0; kick_slowest ;;
+        5 | 6) down=0 ;; # no progress without a stuck operation, or no peers yet: nobody to kick
         *) log "pccl status failed unexpectedly"; exit 1 ;;
     esac
     sleep "$INTERVAL"

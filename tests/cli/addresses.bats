@@ -41,7 +41,7 @@ have_ipv6() { python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.b
     [ "$status" -eq 3 ]
     [[ "$output" == *"cannot resolve"* ]]
     run "$PCCL" bench-bandwidth --admin no-such-master.invalid:48152
-    [ "$status" -eq 1 ]
+    [ "$status" -eq 3 ] # as status, kick and shutdown
 }
 
 @test "PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS are checked before the master is contacted" {
@@ -66,12 +66,12 @@ have_ipv6() { python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.b
     run timeout 10 "$PCCL" status --admin 127.0.0.1:"$PORT" --timeout 2000
     [ "$status" -eq 3 ]
     [[ "$output" == *"probably the master's control port"* ]]
-    echo secret > "$TMP/token"
-    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$PORT" --token-file "$TMP/token" --timeout 2000
-    [ "$status" -eq 1 ]
+    make_token "$TMP/token"
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$PORT" --admin-token-file "$TMP/token" --timeout 2000
+    [ "$status" -eq 3 ]
     [[ "$output" == *"probably the master's control port"* ]]
     run timeout 10 "$PCCL" status --admin localhost:"$APORT"
-    [ "$status" -eq 0 ]
+    [ "$status" -eq 6 ] # reached: a master without peers
 }
 
 @test "a master on [::1] serves peers and its admin port over IPv6" {
@@ -82,7 +82,8 @@ have_ipv6() { python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.b
     "$PCCL" join --master "[::1]:$PORT" --workload synthetic --steps 1000000 --step-delay 20 > "$TMP/p1.out" 2>&1 &
     PEERS+=($!)
     for _ in $(seq 1 100); do
-        "$PCCL" status --admin "[::1]:$APORT" --json 2>/dev/null | grep -q '"address": *"::1"' && break
+        # accepted, not only registered: a master without accepted peers is "no peers" (exit 6)
+        "$PCCL" status --admin "[::1]:$APORT" --json 2>/dev/null | grep -q '"phase":"accepted"' && break
         sleep 0.05
     done
     run timeout 10 "$PCCL" status --admin "[::1]:$APORT" --json

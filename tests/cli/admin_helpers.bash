@@ -7,6 +7,12 @@ setup() {
     PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
     TMP=$(mktemp -d)
     PEERS=()
+    TOKEN=s3cret-token-0123456789 # make_token's default
+}
+
+# make_token FILE [TEXT]: an admin token file as the master and the admin commands accept it (private, 16+ bytes)
+make_token() {
+    (umask 077; echo "${2:-$TOKEN}" > "$1")
 }
 
 teardown() {
@@ -40,13 +46,14 @@ start_peer() {
     PEERS+=("$LAST")
 }
 
-# http METHOD PATH [TOKEN]: prints "CODE BODY"
+# http METHOD PATH [TOKEN [HOST]]: prints "CODE BODY"; HOST replaces the Host header
 http() {
-    python3 - "$1" "http://127.0.0.1:$APORT$2" "${3:-}" <<'PY'
+    python3 - "$1" "http://127.0.0.1:$APORT$2" "${3:-}" "${4:-}" <<'PY'
 import sys, urllib.request, urllib.error
-method, url, token = sys.argv[1], sys.argv[2], sys.argv[3]
+method, url, token, host = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
 if token: req.add_header("Authorization", "Bearer " + token)
+if host: req.add_header("Host", host)
 try:
     with urllib.request.urlopen(req, timeout=5) as r: print(r.status, r.read().decode())
 except urllib.error.HTTPError as e: print(e.code, e.read().decode())

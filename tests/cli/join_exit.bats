@@ -71,13 +71,13 @@ while True:
 }
 
 @test "a kicked peer exits 3" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
     start_peer; start_peer
     wait_accepted 2
     victim=$(http GET /v1/status | cut -d' ' -f2- |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["peers"][0]["uuid"])')
-    run timeout 10 "$PCCL" kick "${victim:0:8}" --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    run timeout 10 "$PCCL" kick "${victim:0:8}" --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
     [ "$status" -eq 0 ]
     # the kicked peer exits (the other, alone, waits for peers)
     gone=

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # `pccl kick UUID-PREFIX` and `pccl shutdown` against a real master with real peers: kick by prefix, unknown and
-# ambiguous prefixes, a refused token, shutdown that waits for the master to go, usage errors (exit 2).
+# ambiguous prefixes, a refused token, shutdown that waits for the master to go, usage errors (exit 2), exit 3 for
+# an unreachable master, the environment defaults and the master logging who kicked or shut it down.
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -11,13 +12,13 @@ uuids() {
 }
 
 @test "kick UUID-PREFIX removes that real peer and leaves the other" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
     start_peer; start_peer
     wait_accepted 2
     victim=$(uuids | head -1); other=$(uuids | tail -1)
     # Upper case and 8 digits, as an operator copies them from `pccl status`.
-    run timeout 10 "$PCCL" kick "$(tr a-f A-F <<< "${victim:0:8}")" --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    run timeout 10 "$PCCL" kick "$(tr a-f A-F <<< "${victim:0:8}")" --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
     [ "$status" -eq 0 ]
     [[ "$output" == "kicked $victim (127.0.0.1)" ]]
     for _ in $(seq 1 100); do uuids | grep -q "$victim" || break; sleep 0.1; done
@@ -28,14 +29,14 @@ uuids() {
 }
 
 @test "kick: a prefix no peer has is exit 1 and kicks nobody" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
     start_peer
     wait_accepted 1
     uuid=$(uuids)
     # The peer's uuid with its first digit changed: no peer can match.
     prefix=$(python3 -c 'import sys; u=sys.argv[1]; print("%x" % ((int(u[0], 16) + 1) % 16) + u[1:8])' "$uuid")
-    run timeout 10 "$PCCL" kick "$prefix" --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    run timeout 10 "$PCCL" kick "$prefix" --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
     [ "$status" -eq 1 ]
     [[ "$output" == *"no peer's uuid starts with '$prefix'"* ]]
     run http GET /metrics
@@ -63,8 +64,8 @@ s.serve_forever()
 PY
     MPID=$!
     for _ in $(seq 1 100); do [ -s "$TMP/port" ] && break; sleep 0.05; done
-    echo s3cret > "$TMP/token"
-    run timeout 10 "$PCCL" kick abcd --admin 127.0.0.1:"$(cat "$TMP/port")" --token-file "$TMP/token"
+    make_token "$TMP/token"
+    run timeout 10 "$PCCL" kick abcd --admin 127.0.0.1:"$(cat "$TMP/port")" --admin-token-file "$TMP/token"
     [ "$status" -eq 1 ]
     [[ "$output" == *"'abcd' is ambiguous; 2 peers match"* ]]
     [[ "$output" == *"abcd1111111111111111111111111111  10.0.0.1"* ]]
@@ -72,21 +73,21 @@ PY
     [[ "$output" != *ffff* ]]
     ! grep -q POST "$TMP/requests"
     # One more digit resolves it.
-    run timeout 10 "$PCCL" kick abcd2 --admin 127.0.0.1:"$(cat "$TMP/port")" --token-file "$TMP/token"
+    run timeout 10 "$PCCL" kick abcd2 --admin 127.0.0.1:"$(cat "$TMP/port")" --admin-token-file "$TMP/token"
     [ "$status" -eq 0 ]
     grep -qx "POST /v1/peers/abcd2222222222222222222222222222/kick" "$TMP/requests"
 }
 
 @test "kick and shutdown: a wrong token is exit 1 and changes nothing" {
-    echo s3cret > "$TMP/token"
-    echo wrong > "$TMP/wrong"
+    make_token "$TMP/token"
+    make_token "$TMP/wrong" wrong-token-0123456789
     start_master --admin-token-file "$TMP/token"
     start_peer
     wait_accepted 1
-    run timeout 10 "$PCCL" kick "$(uuids | cut -c1-8)" --admin 127.0.0.1:"$APORT" --token-file "$TMP/wrong"
+    run timeout 10 "$PCCL" kick "$(uuids | cut -c1-8)" --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/wrong"
     [ "$status" -eq 1 ]
     [[ "$output" == *"refused the token"* ]]
-    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --token-file "$TMP/wrong"
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/wrong"
     [ "$status" -eq 1 ]
     [[ "$output" == *"refused the token"* ]]
     kill -0 "$MPID"
@@ -94,11 +95,11 @@ PY
 }
 
 @test "shutdown stops a real master (exit 0) and returns once its admin port is gone" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
     start_peer
     wait_accepted 1
-    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --token-file "$TMP/token"
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
     [ "$status" -eq 0 ]
     [[ "$output" == "master 127.0.0.1:$APORT shut down" ]]
     run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --timeout 1000
@@ -108,36 +109,70 @@ PY
     MPID=
 }
 
-@test "kick and shutdown: unreachable master is exit 1; usage errors exit 2" {
-    echo s3cret > "$TMP/token"
-    run timeout 10 "$PCCL" kick abcd1234 --admin 127.0.0.1:1 --token-file "$TMP/token" --timeout 1000
-    [ "$status" -eq 1 ]
+@test "kick and shutdown: unreachable master is exit 3 (as in status); usage errors exit 2" {
+    make_token "$TMP/token"
+    run timeout 10 "$PCCL" kick abcd1234 --admin 127.0.0.1:1 --admin-token-file "$TMP/token" --timeout 1000
+    [ "$status" -eq 3 ]
     [[ "$output" == *"unreachable"* ]]
-    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:1 --token-file "$TMP/token" --timeout 1000
-    [ "$status" -eq 1 ]
+    run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:1 --admin-token-file "$TMP/token" --timeout 1000
+    [ "$status" -eq 3 ]
     [[ "$output" == *"unreachable"* ]]
-    run "$PCCL" kick abc --token-file "$TMP/token"
+    run "$PCCL" kick abc --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
     [[ "$output" == *"want 4 to 32 hex digits"* ]]
-    run "$PCCL" kick abcz --token-file "$TMP/token"
+    run "$PCCL" kick abcz --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
-    run "$PCCL" kick --token-file "$TMP/token"
+    run "$PCCL" kick --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
     run "$PCCL" kick abcd
     [ "$status" -eq 2 ]
-    [[ "$output" == *"--token-file FILE is required"* ]]
-    run "$PCCL" kick abcd abce --token-file "$TMP/token"
+    [[ "$output" == *"--admin-token-file FILE (or env PCCL_ADMIN_TOKEN_FILE) is required"* ]]
+    run "$PCCL" kick abcd abce --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
-    run "$PCCL" shutdown --admin 'no where' --token-file "$TMP/token"
+    run "$PCCL" shutdown --admin 'no where' --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
-    run "$PCCL" shutdown --admin nowhere.invalid --token-file "$TMP/token"
-    [ "$status" -eq 1 ]
+    run "$PCCL" shutdown --admin nowhere.invalid --admin-token-file "$TMP/token"
+    [ "$status" -eq 3 ]
     [[ "$output" == *"cannot resolve 'nowhere.invalid'"* ]]
-    run "$PCCL" kick abcd --master 127.0.0.1:1 --token-file "$TMP/token"
+    run "$PCCL" kick abcd --master 127.0.0.1:1 --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
     [[ "$output" == *"use --admin HOST:PORT"* ]]
     run "$PCCL" shutdown
     [ "$status" -eq 2 ]
-    run "$PCCL" kick abcd --token-file "$TMP/missing"
+    run "$PCCL" kick abcd --admin-token-file "$TMP/missing"
     [ "$status" -eq 1 ]
+}
+
+@test "kick and shutdown: --token-file is --admin-token-file now (exit 2 with a hint); env PCCL_ADMIN_ADDR and PCCL_ADMIN_TOKEN_FILE" {
+    make_token "$TMP/token"
+    for cmd in "kick abcd" shutdown; do
+        run "$PCCL" $cmd --token-file "$TMP/token"
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"--token-file is no option of this command: use --admin-token-file FILE"* ]]
+    done
+    start_master --admin-token-file "$TMP/token"
+    start_peer; start_peer
+    wait_accepted 2
+    victim=$(uuids | head -1)
+    # the address and the token from the environment alone
+    PCCL_ADMIN_ADDR=127.0.0.1:"$APORT" PCCL_ADMIN_TOKEN_FILE="$TMP/token" run timeout 10 "$PCCL" kick "${victim:0:8}"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "kicked $victim (127.0.0.1)" ]]
+    # the master logs who asked
+    for _ in $(seq 1 50); do grep -q "kicked on the admin port by" "$TMP/master.err" && break; sleep 0.1; done
+    grep -q "peer $victim kicked on the admin port by 127\.0\.0\.1:[0-9]*" "$TMP/master.err"
+    PCCL_ADMIN_ADDR=127.0.0.1:"$APORT" run timeout 10 "$PCCL" status --json
+    [ "$status" -eq 0 ] || [ "$status" -eq 5 ]
+    [[ "$output" == *'"peers"'* ]]
+    # a flag beats the environment
+    PCCL_ADMIN_ADDR=127.0.0.1:1 run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --json
+    [[ "$output" == *'"peers"'* ]]
+    PCCL_ADMIN_ADDR='no where' run "$PCCL" status
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"PCCL_ADMIN_ADDR"* ]]
+    PCCL_ADMIN_ADDR=127.0.0.1:"$APORT" PCCL_ADMIN_TOKEN_FILE="$TMP/token" run timeout 10 "$PCCL" shutdown
+    [ "$status" -eq 0 ]
+    grep -q "shutdown requested on the admin port by 127\.0\.0\.1:[0-9]*" "$TMP/master.err"
+    wait "$MPID"
+    MPID=
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Man pages: one per subcommand of the binary, each flag of its table
-# documented, every result code of pccl.h in libpccl(3), and scdoc renders all.
+# documented, every result code of pccl.h in libpccl(3), every variable of README's configuration table in
+# pccl(1), and scdoc renders all.
 
 setup() {
     REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
@@ -29,4 +30,11 @@ setup() {
 @test "scdoc renders every page" {
     command -v scdoc > /dev/null || skip "scdoc not installed"
     for f in "$REPO"/man/*.scd; do scdoc < "$f" > /dev/null || { echo "scdoc fails on $f"; false; }; done
+}
+
+@test "pccl(1) ENVIRONMENT documents every variable of README's configuration table" {
+    vars=$(sed -n '/^## Configuration/,/^## /p' "$REPO/README.md" | grep -o '^| `PCCL_[A-Z0-9_]*`' | tr -d '|` ')
+    [ "$(wc -w <<< "$vars")" -ge 15 ]
+    env=$(sed -n '/^# ENVIRONMENT/,/^# SHELL COMPLETION/p' "$REPO/man/pccl.1.scd")
+    for v in $vars; do grep -q "\*$v\*" <<< "$env" || { echo "pccl(1) ENVIRONMENT lacks $v"; false; }; done
 }

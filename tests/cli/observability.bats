@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # Observability of a real master with real peers: --log-format json makes every stderr line JSON (master, a
 # kicked peer, usage errors), log lines name peers by uuid prefix and address, /metrics passes
-# `promtool check metrics` and has the build, start-time, group, operation-age and heartbeat-age series.
+# `promtool check metrics` and has the build, process, group, operation-age, per-peer (info, revision, heartbeat
+# age by uuid and name) and refused-connection series; the shipped Prometheus rules pass `promtool check rules`
+# and their alerts fire as `promtool test rules` says.
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -27,12 +29,12 @@ json_peer() {
 }
 
 @test "--log-format json: every stderr line of the master and of a kicked peer is JSON" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token" --log-format json --log-level debug
     json_peer a; json_peer b
     wait_accepted 2
     victim=$(http GET /v1/status | cut -d' ' -f2- | python3 -c 'import json,sys; print(json.load(sys.stdin)["peers"][0]["uuid"])')
-    run http POST "/v1/peers/$victim/kick" s3cret
+    run http POST "/v1/peers/$victim/kick" "$TOKEN"
     [ "${output%% *}" = 202 ]
     # the kicked peer's join fails: its last words are on stderr
     for _ in $(seq 1 100); do grep -q "kicking peer ${victim:0:8}" "$TMP/master.err" && break; sleep 0.1; done
@@ -86,5 +88,69 @@ json_peer() {
     grep -q '^pccl_group_revision{group="0"} [1-9][0-9]*$' "$TMP/metrics"
     grep -q '^pccl_group_reduced_bytes_total{group="0"} [1-9][0-9]*$' "$TMP/metrics"
     grep -q '^pccl_oldest_operation_age_seconds [0-9.]*$' "$TMP/metrics"
-    [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
+    grep -q '^pccl_group_revision_age_seconds{group="0"} [0-9.]*$' "$TMP/metrics"
+    # per peer: an info series with its address, and its series by uuid and name (the uuid's first 8 digits)
+    [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",name="[0-9a-f]\{8\}",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
+    [ "$(grep -c '^pccl_peer_revision{uuid="[0-9a-f]\{32\}",name="[0-9a-f]\{8\}",group="0"} [0-9]*$' "$TMP/metrics")" -eq 2 ]
+    [ "$(grep -c '^pccl_peer_info{uuid="\([0-9a-f]\{8\}\)[0-9a-f]\{24\}",name="\1",address="127\.0\.0\.1:[0-9]*"} 1$' "$TMP/metrics")" -eq 2 ]
+    # the conventional process collector series, read from /proc/self
+    for m in process_resident_memory_bytes process_virtual_memory_bytes process_cpu_seconds_total process_open_fds \
+             process_max_fds process_start_time_seconds; do
+        grep -q "^# TYPE $m " "$TMP/metrics" || { echo "no $m"; false; }
+    done
+    rss=$(sed -n 's/^process_resident_memory_bytes //p' "$TMP/metrics")
+    kb=$(awk '/^VmRSS:/ {print $2}' /proc/"$MPID"/status)
+    python3 -c "import sys; r, k = int(sys.argv[1]), int(sys.argv[2]) * 1024; assert 0.5 * k < r < 2 * k, (r, k)" "$rss" "$kb"
+    fds=$(sed -n 's/^process_open_fds //p' "$TMP/metrics")
+    [ "$fds" -ge 5 ] && [ "$fds" -le "$(ls /proc/"$MPID"/fd | wc -l)" ]
+    [ "$(sed -n 's/^process_max_fds //p' "$TMP/metrics")" = "$(awk '/^Max open files/ {print $4}' /proc/"$MPID"/limits)" ]
+}
+
+@test "/metrics counts protocol refusals apart from kicks" {
+    start_master
+    # a frame of body length 1 (at least 2: the type) and one of 1 GiB: both malformed, neither a kick
+    python3 - "$PORT" <<'PY'
+import socket, struct, sys, time
+for body in (1, 1 << 30):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.sendall(struct.pack(">I", body) + b"\0\0")
+    try: s.recv(1)
+    except OSError: pass
+    s.close()
+PY
+    for _ in $(seq 1 50); do
+        http GET /metrics | grep -q '^pccl_connections_refused_total{reason="malformed"} 2$' && break; sleep 0.1
+    done
+    run http GET /metrics
+    [[ "$output" == *'pccl_connections_refused_total{reason="malformed"} 2'* ]]
+    [[ "$output" == *'pccl_connections_refused_total{reason="version"} 0'* ]]
+    [[ "$output" == *'pccl_peers_kicked_total 0'* ]]
+}
+
+@test "deploy/prometheus: the rules pass promtool check rules and their alerts fire as tested" {
+    command -v promtool || skip "promtool missing (Debian package prometheus, scripts/deps.sh)"
+    REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
+    run promtool check rules "$REPO/deploy/prometheus/pccl-rules.yml"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"SUCCESS"* ]]
+    run promtool test rules "$REPO/deploy/prometheus/pccl-rules.test.yml"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # every alert is exercised by the test file, and the dashboard is valid JSON that queries pccl's series
+    for a in $(sed -n 's/^ *- alert: //p' "$REPO/deploy/prometheus/pccl-rules.yml"); do
+        grep -q "alertname: $a$" "$REPO/deploy/prometheus/pccl-rules.test.yml" || { echo "untested alert $a"; false; }
+    done
+    # the dashboard's queries parse: promtool checks them as recording rules ($instance as a regex)
+    python3 - "$REPO/deploy/grafana/pccl-dashboard.json" "$TMP/dashboard-rules.yml" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
+assert len(exprs) >= 10 and all(re.search(r"\b(pccl_|process_|up\b)", e) for e in exprs), exprs
+rules = [{"record": "dashboard:q%d" % i, "expr": e.replace("$instance", ".*")} for i, e in enumerate(exprs)]
+json.dump({"groups": [{"name": "dashboard", "rules": rules}]}, open(sys.argv[2], "w"))
+PY
+    run promtool check rules "$TMP/dashboard-rules.yml"
+    echo "$output"
+    [ "$status" -eq 0 ]
 }

@@ -88,9 +88,9 @@ start_master() {
     run "$PCCL" join --stpes=3
     [ "$status" -eq 2 ]
     [[ "$output" == *"unknown option '--stpes=3' (did you mean '--steps'?)"* ]]
-    run "$PCCL" kick abcd --tokn-file x
+    run "$PCCL" kick abcd --admin-tokn-file x
     [ "$status" -eq 2 ]
-    [[ "$output" == *"(did you mean '--token-file'?)"* ]]
+    [[ "$output" == *"(did you mean '--admin-token-file'?)"* ]]
     # Each command's own table: --steps is join's, not master's.
     run "$PCCL" master --stpes 3
     [ "$status" -eq 2 ]
@@ -105,6 +105,26 @@ start_master() {
     [[ "$output" == *"unknown option '--bogus'"* ]]
     run "$PCCL" join --master 127.0.0.1:1 --nope
     [ "$status" -eq 2 ]
+}
+
+@test "a flag with a value given twice is a usage error in every command (exit 2)" {
+    for cmd in $("$PCCL" __complete); do
+        [ "$cmd" = help ] && continue
+        # the first flag of the command's table with an address, file or number (its help shows the metavar)
+        read -r flag meta < <("$PCCL" "$cmd" --help | grep -o -- '^  --[a-z-]* \(HOST:PORT\|FILE\|N\|MS\|SECONDS\|B\) ' | head -1)
+        [ -n "$flag" ] || { echo "$cmd has no such flag"; false; }
+        v=1; [ "$meta" = HOST:PORT ] && v=127.0.0.1:1
+        run "$PCCL" "$cmd" "$flag" "$v" "$flag" "$v"
+        [ "$status" -eq 2 ] || { echo "$cmd $flag: $status $output"; false; }
+        [[ "$output" == *"$flag given twice (it takes one value)"* ]] || { echo "$cmd: $output"; false; }
+    done
+    run "$PCCL" status --admin 127.0.0.1:1 --admin 127.0.0.1:2
+    [ "$status" -eq 2 ]
+    run "$PCCL" kick abcd --admin=127.0.0.1:1 --admin 127.0.0.1:2
+    [ "$status" -eq 2 ]
+    # --admin-host is the one flag that repeats
+    run "$PCCL" master --admin-host a.example --admin-host b.example --listen 127.0.0.1:0 --bogus
+    [[ "$output" == *"unknown option '--bogus'"* ]]
 }
 
 @test "bad flag values are usage errors (exit 2)" {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # `pccl status` and the master's admin port: table and --json against a real
-# master, exit codes (3 unreachable, 4 stalled, 2 usage), --watch, the HTTP
-# endpoints (200/403/404/405), a kick that removes a real peer and a shutdown.
+# master, exit codes (3 unreachable, 4 stalled naming the peers waited on, 5 no
+# progress, 6 no peers, 2 usage), --watch and JSON lines with wall-clock times,
+# the HTTP endpoints (200/403/404/405/421 for a foreign Host), a kick that removes
+# a real peer and a shutdown, refused requests logged with the client's address.
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -79,7 +81,7 @@ for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbp
     json=$(timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --json)
     kill -CONT "$A"
     [ "$status" -eq 4 ]
-    [[ "$output" == *"STALLED"* ]]
+    [[ "$output" == *"health: STALLED ("*", waiting on "* ]]
     # The operation in flight, read from the master's records: its age, members and the peers' state.
     echo "$json" | python3 -c '
 import json, sys
@@ -91,16 +93,70 @@ old = max(ops, key=lambda o: o["age_ms"])
 assert old["age_ms"] >= 1000 and old["age_ms"] == s["oldest_operation_age_ms"], s
 for o in ops:
     assert o["members"] == len(o["member_uuids"]) and set(o["member_uuids"]) <= uuids, o
+    # voting: the scope peers whose vote is missing; running: members that owe a report
+    if o["state"] == "voting": assert not set(o["waiting_on"]) & set(o["member_uuids"]), o
+    else: assert set(o["waiting_on"]) <= set(o["member_uuids"]), o
 if old["kind"] == "collective":
     assert any(p["state"] == "collective" for p in s["peers"]), s
+# the stopped peer is the silent one, and the oldest operation waits on it
+stopped = max(s["peers"], key=lambda p: p["last_heartbeat_ms_ago"])["uuid"]
+assert stopped in old["waiting_on"], (stopped, old)
+assert s["health"] == "ok" and s["time"].endswith("Z"), s  # --json used the default --stall-after (60 s)
 '
+}
+
+@test "status exits 6 without accepted peers, 5 when a group's revision does not advance" {
+    start_master
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT"
+    [ "$status" -eq 6 ]
+    [[ "$output" == *"health: NO PEERS"* ]]
+    # One peer alone never steps (the synthetic workload waits for a second): accepted, revision unchanged.
+    start_peer
+    wait_accepted 1
+    sleep 1.5
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --stall-after 1
+    [ "$status" -eq 5 ]
+    [[ "$output" == *"health: NO PROGRESS (group 0's revision has not advanced for "* ]]
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --stall-after 1 --json
+    [ "$status" -eq 5 ]
+    echo "$output" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s["health"] == "no progress" and s["groups"][0]["last_revision_advance_ms_ago"] >= 1000, s'
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" # within the default 60 s
+    [ "$status" -eq 0 ]
+    # A second peer: the run steps, the revision advances, health is ok even with --stall-after 1.
+    start_peer
+    wait_accepted 2
+    for _ in $(seq 1 100); do
+        timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --stall-after 1 > /dev/null && break
+        sleep 0.1
+    done
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT" --stall-after 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"health: ok"* ]]
+    run http GET /metrics
+    [[ "$output" =~ pccl_group_revision_age_seconds\{group=\"0\"\}\ [0-9.]+ ]]
 }
 
 @test "status --watch in a pipe prints plain successive tables, on a terminal it clears the screen" {
     start_master
     run timeout -s INT 3 "$PCCL" status --admin 127.0.0.1:"$APORT" --watch 1
-    [ "$(grep -c 'health: ok' <<< "$output")" -ge 2 ]
+    [ "$(grep -c 'health: NO PEERS' <<< "$output")" -ge 2 ]
     [[ "$output" != *$'\033'* ]]
+    # each frame starts with its wall-clock time, ISO 8601 UTC, within a minute of now
+    [ "$(grep -c '^[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z$' <<< "$output")" -ge 2 ]
+    first=$(grep -m1 'Z$' <<< "$output")
+    [ $(( $(date +%s) - $(date -d "$first" +%s) )) -le 60 ]
+    # --json --watch: one document a line, each with its time and verdict
+    run timeout -s INT 3 "$PCCL" status --admin 127.0.0.1:"$APORT" --watch 1 --json
+    [ "$(wc -l <<< "$output")" -ge 2 ]
+    while read -r line; do
+        python3 -c 'import json, sys, datetime
+d = json.loads(sys.argv[1])
+t = datetime.datetime.strptime(d["time"], "%Y-%m-%dT%H:%M:%SZ")
+assert d["health"] == "no peers" and "peers" in d, d' "$line"
+    done <<< "$output"
     run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT"
     [[ "$output" != *$'\033'* ]]
     # script(1) runs it on a pseudo-terminal.
@@ -143,7 +199,69 @@ assert g["reduced_bytes"] % g["collectives_completed"] == 0, g   # the same buff
     [ "$status" -eq 2 ]
     run "$PCCL" status --help
     [ "$status" -eq 0 ]
-    [[ "$output" == *"3 master unreachable"* ]]
+    [[ "$output" == *"3 master unreachable"*"5 no progress"*"6 no peers"* ]]
+}
+
+@test "admin port: a Host that is not loopback, the listen address or an --admin-host name gets 421, logged" {
+    make_token "$TMP/token"
+    start_master --admin-host Pccl-Master.Example.Internal --admin-token-file "$TMP/token"
+    command -v curl > /dev/null || skip "curl not installed"
+    # curl with forged Host headers, as a DNS-rebinding page would send them
+    for h in evil.example.com evil.example.com:"$APORT" localhost.evil.example.com 127.0.0.1.nip.io \
+             "pccl-master.example.internal.evil.com"; do
+        for path in /v1/status /v1/topology /metrics / /dashboard.js; do
+            code=$(curl -s -o "$TMP/body" -w '%{http_code}' -H "Host: $h" "http://127.0.0.1:$APORT$path")
+            [ "$code" = 421 ] || { echo "$h $path: $code"; false; }
+            ! grep -q uuid "$TMP/body"
+        done
+    done
+    # a POST with the right token is refused too, and the master goes on
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Host: evil.example.com" \
+        -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$APORT/v1/shutdown")
+    [ "$code" = 421 ]
+    sleep 0.5
+    kill -0 "$MPID"
+    for h in localhost localhost:"$APORT" 127.0.0.1:"$APORT" 127.0.0.2 "[::1]:$APORT" pccl-master.example.internal \
+             PCCL-MASTER.example.internal:"$APORT"; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: $h" "http://127.0.0.1:$APORT/v1/status")
+        [ "$code" = 200 ] || { echo "$h: $code"; false; }
+    done
+    grep -q "refused GET /v1/status from 127\.0\.0\.1:[0-9]*: 421" "$TMP/master.err"
+    # a wrong token is logged with the client's address as well
+    sleep 1.1 # one refusal line a second
+    run http POST /v1/shutdown wrong-token-0123456789
+    [[ "$output" == "403 "* ]]
+    grep -q "refused POST /v1/shutdown from 127\.0\.0\.1:[0-9]*: 403 wrong or missing token" "$TMP/master.err"
+    run "$PCCL" master --admin-host 'bad name'
+    [ "$status" -eq 2 ]
+}
+
+@test "master: a token file that is not private, not the user's or shorter than 16 bytes is refused" {
+    echo 0123456789abcdef0123 > "$TMP/open"; chmod 644 "$TMP/open"
+    run "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 --admin-token-file "$TMP/open"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"token file '$TMP/open' is accessible by group or others (mode 0644)"*"chmod 600"* ]]
+    make_token "$TMP/short" short-token
+    run "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 --admin-token-file "$TMP/short"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"has 11 bytes; at least 16 are needed"* ]]
+    # PCCL_ADMIN_TOKEN_FILE is the same flag
+    PCCL_ADMIN_TOKEN_FILE="$TMP/short" run "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"at least 16"* ]]
+    if [ "$(id -u)" = 0 ]; then # only root can give a file to another user
+        make_token "$TMP/foreign"
+        chown 65534 "$TMP/foreign"
+        run "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 --admin-token-file "$TMP/foreign"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"is owned by uid 65534, not by this user"* ]]
+        run "$PCCL" kick abcd --admin 127.0.0.1:1 --admin-token-file "$TMP/foreign"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"owned by uid 65534"* ]]
+    fi
+    run "$PCCL" shutdown --admin 127.0.0.1:1 --admin-token-file "$TMP/open"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"chmod 600"* ]]
 }
 
 @test "admin port: GET endpoints are 200, unknown paths 404, wrong methods 405" {
@@ -198,7 +316,7 @@ PY
     run http POST /v1/shutdown anything
     [[ "$output" == "403 "* ]]
     kill -9 "$MPID"; wait "$MPID" 2>/dev/null || true
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
     run http POST /v1/shutdown
     [[ "$output" == "403 "* ]]
@@ -206,18 +324,18 @@ PY
     [[ "$output" == "403 "* ]]
     run http POST /v1/peers/00000000000000000000000000000000/kick wrong
     [[ "$output" == "403 "* ]]
-    run http POST /v1/peers/00000000000000000000000000000000/kick s3cret
+    run http POST /v1/peers/00000000000000000000000000000000/kick "$TOKEN"
     [[ "$output" == "404 "* ]]
     kill -0 "$MPID"
 }
 
 @test "admin port: a kick with the token removes a real peer" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
     start_peer; A=$LAST; start_peer
     wait_accepted 2
     uuid=$(http GET /v1/status | cut -d' ' -f2- | python3 -c 'import json,sys; print(json.load(sys.stdin)["peers"][0]["uuid"])')
-    run http POST "/v1/peers/$uuid/kick" s3cret
+    run http POST "/v1/peers/$uuid/kick" "$TOKEN"
     [[ "$output" == "202 "*"$uuid"* ]]
     for _ in $(seq 1 100); do
         http GET /v1/status | grep -q "$uuid" || break
@@ -230,9 +348,9 @@ PY
 }
 
 @test "admin port: shutdown with the token stops the master (exit 0)" {
-    echo s3cret > "$TMP/token"
+    make_token "$TMP/token"
     start_master --admin-token-file "$TMP/token"
-    run http POST /v1/shutdown s3cret
+    run http POST /v1/shutdown "$TOKEN"
     [[ "$output" == "202 "* ]]
     run timeout 10 tail --pid="$MPID" -f /dev/null
     [ "$status" -eq 0 ]

@@ -6,7 +6,8 @@
 #   the master's fresh answer);
 # - a peer's p2p port: an open client, a client with another key, and a key holder claiming a
 #   uuid that is not a member get nothing; a member's uuid with the key is served (the control);
-# - key files that group or others may read are refused by `pccl master` and `pccl join`.
+# - key files that group or others may read are refused by `pccl master` and `pccl join`;
+# - /metrics counts the master's refusals (pccl_connections_refused_total{reason="handshake"}).
 # Afterwards the run's own peers finish with equal hashes.
 . "$(dirname "$0")/lib.sh"
 PROBE="$BIN/key_probe"
@@ -126,6 +127,10 @@ print('raw master clients refused; replay refused')
 PY
 grep -q "refused conn=.*: it has no run key" "$WORK/master.log" || fail "master log: no-key refusal missing"
 grep -q "refused conn=.*the other side does not hold the run key" "$WORK/master.log" || fail "master log: replay"
+# /metrics counts them as refusals (not kicks)
+metrics=$(curl -s --max-time 5 "http://127.0.0.1:$ADMIN/metrics") || fail "admin metrics unreachable"
+refused=$(sed -n 's/^pccl_connections_refused_total{reason="handshake"} //p' <<< "$metrics")
+[ "${refused:-0}" -ge 3 ] || fail "metrics: $refused handshake refusals, want 3 or more"
 
 # A peer's p2p port.
 status=$(curl -s --max-time 5 "http://127.0.0.1:$ADMIN/v1/status") || fail "admin status unreachable"

@@ -42,7 +42,7 @@ printf '[Service]\nExecStart=%s --version\n' "$PREFIX/bin/pccl" > "$WORK/bare.se
 # The master's ExecStart as systemd runs it: %d is the credentials directory, $PCCL_MASTER_ARGS is split into
 # words (here as /etc/pccl/master.env would set it, on free loopback ports).
 mkdir -p "$WORK/cred"
-echo secret > "$WORK/cred/admin.token"
+(umask 077; echo s3cret-token-0123456789 > "$WORK/cred/admin.token") # as the master takes it: private, 16+ bytes
 exec_start=$(sed -n 's/^ExecStart=//p' "$UNITS/pccl-master.service")
 PCCL_MASTER_ARGS="--listen 127.0.0.1:0 --admin 127.0.0.1:0"
 exec_start=${exec_start//%d/$WORK/cred}

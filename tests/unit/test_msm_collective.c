@@ -335,6 +335,50 @@ static void test_coll_views(void) {
     teardown();
 }
 
+/* Sorted conns the index-th operation waits on, into w[8]; their number. */
+static int waiting(int index, uint64_t *w) {
+    int n = msm_op_view_waiting(M, index, w, 8);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && w[j - 1] > w[j]; j--) {
+            uint64_t t = w[j];
+            w[j] = w[j - 1];
+            w[j - 1] = t;
+        }
+    return n;
+}
+
+/* The peers an operation waits on (what `pccl status` names in a stall): the group's peers whose vote is missing
+ * while it votes, the members that owe their report while it runs; a run-wide vote waits on accepted peers. */
+static void test_coll_waiting(void) {
+    setup();
+    make_group(3);
+    uint64_t w[8];
+    CHECK_EQ_U64(msm_op_view_waiting(M, 0, w, 8), (uint64_t)-1);
+    coll_init(1, 7);
+    CHECK_EQ_U64(waiting(0, w), 2);
+    CHECK(w[0] == 2 && w[1] == 3);
+    coll_init(3, 7);
+    CHECK_EQ_U64(waiting(0, w), 1);
+    CHECK(w[0] == 2);
+    coll_init(2, 7); /* every vote in: it runs, and every member owes its report */
+    CHECK_EQ_U64(waiting(0, w), 3);
+    uint64_t seq = commenced_seq(1, 7);
+    coll_done(2, 7, seq, 1);
+    CHECK_EQ_U64(waiting(0, w), 2);
+    CHECK(w[0] == 1 && w[1] == 3);
+    CHECK_EQ_U64(msm_op_view_waiting(M, 0, w, 1), 2); /* the count, even past max */
+    coll_done(1, 7, seq, 1);
+    coll_done(3, 7, seq, 1);
+    CHECK_EQ_U64(msm_op_views(M, NULL, 0), 0);
+    pkt(2, C2M_UPDATE_TOPOLOGY); /* a run-wide vote */
+    msm_op_view_t v[2];
+    CHECK_EQ_U64(msm_op_views(M, v, 2), 1);
+    CHECK(strcmp(v[0].kind, "update_topology") == 0 && v[0].group == MSM_RUN_WIDE);
+    CHECK_EQ_U64(waiting(0, w), 2);
+    CHECK(w[0] == 1 && w[1] == 3);
+    teardown();
+}
+
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_coll_basic);
@@ -344,5 +388,6 @@ int main(void) {
     RUN_TEST(test_coll_departure);
     RUN_TEST(test_coll_state_conflicts);
     RUN_TEST(test_coll_views);
+    RUN_TEST(test_coll_waiting);
     TEST_MAIN_END();
 }

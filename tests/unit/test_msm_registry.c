@@ -67,7 +67,10 @@ static void test_hello_errors(void) {
     CHECK(is_accepted(1));
     msm_stats_t st;
     msm_get_stats(M, &st);
-    CHECK_EQ_U64(st.peers_kicked, 5 + 1 + 7 + 1);
+    /* conns 10 and 11 were refused for the protocol (magic, version): counted apart from kicks */
+    CHECK_EQ_U64(st.peers_kicked, 3 + 1 + 7 + 1);
+    CHECK_EQ_U64(st.refused_magic, 1);
+    CHECK_EQ_U64(st.refused_version, 1);
     CHECK_EQ_U64(st.accepted, 1);
     CHECK_EQ_U64(st.registered, 1); /* conn 31 */
     CHECK_EQ_U64(msm_peer_count(M), 2);

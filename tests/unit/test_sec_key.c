@@ -1,7 +1,8 @@
 /* test_sec_key.c - the run key (sec_key.c): a private file of 32+ bytes is taken, a file that
  * group or others may access is refused with a message saying so (like ssh), a short one too;
  * the file and the same bytes in memory (without the trailing newline) are one key, and
- * PCCL_KEY_FILE is what pcclCreateCommunicator and pcclCreateMaster read. */
+ * PCCL_KEY_FILE is what pcclCreateCommunicator and pcclCreateMaster read. A key or admin token file owned by
+ * another user (not root) is refused whatever its mode; an admin token has the same checks and 16+ bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +84,90 @@ static void test_env(void) {
     unsetenv("PCCL_ENCRYPT");
 }
 
+/* sec_file_check on crafted stat records: owner, mode, type and size, without needing another user's files. */
+static void test_file_check(void) {
+    char err[320];
+    struct stat st = {.st_mode = S_IFREG | 0600, .st_uid = 1000, .st_size = 44};
+    CHECK(sec_file_check(&st, 1000, "key file", "k", err, sizeof err) == 0);
+    st.st_uid = 0; /* root's file: accepted, as ssh does */
+    CHECK(sec_file_check(&st, 1000, "key file", "k", err, sizeof err) == 0);
+    st.st_uid = 1001;
+    CHECK(sec_file_check(&st, 1000, "key file", "k", err, sizeof err) == -1);
+    CHECK(strstr(err, "owned by uid 1001") != NULL && strstr(err, "uid 1000") != NULL);
+    CHECK(sec_file_check(&st, 1001, "token file", "t", err, sizeof err) == 0);
+    st.st_mode = S_IFREG | 0640;
+    CHECK(sec_file_check(&st, 1001, "token file", "t", err, sizeof err) == -1);
+    CHECK(strstr(err, "token file 't'") != NULL && strstr(err, "group or others") != NULL);
+    st.st_mode = S_IFDIR | 0700;
+    CHECK(sec_file_check(&st, 1001, "key file", "k", err, sizeof err) == -1);
+    CHECK(strstr(err, "not a regular file") != NULL);
+    st.st_mode = S_IFREG | 0400;
+    st.st_size = SEC_KEY_MAX_FILE + 1;
+    CHECK(sec_file_check(&st, 1001, "key file", "k", err, sizeof err) == -1);
+    CHECK(strstr(err, "larger than") != NULL);
+}
+
+/* A real file of another user: only root can make one (chown); elsewhere test_file_check covers the rule. */
+static void test_foreign_owner(void) {
+    if (geteuid() != 0) return;
+    sec_cfg_t a = {0};
+    char err[320], tok[64];
+    const char *key = write_key("foreign", SECRET, 0600);
+    CHECK(chown(key, 65534, 65534) == 0);
+    CHECK(sec_key_from_file(key, &a, err, sizeof err) == -1 && strstr(err, "owned by uid 65534") != NULL);
+    CHECK(a.keyed == 0);
+    CHECK(sec_token_from_file(key, tok, sizeof tok, err, sizeof err) == -1 && strstr(err, "owned by uid 65534"));
+}
+
+/* A systemd credential (LoadCredential=): systemd's ACL for the service shows as mode 0440; accepted there only. */
+static void test_systemd_credential(void) {
+    char err[320], tok[64], dir[300];
+    const char *path = write_key("cred.token", "0123456789abcdef\n", 0440);
+    unsetenv("CREDENTIALS_DIRECTORY");
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1 && strstr(err, "mode 0440"));
+    snprintf(dir, sizeof dir, "%s/", g_dir);
+    setenv("CREDENTIALS_DIRECTORY", dir, 1);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == 0 && strcmp(tok, "0123456789abcdef") == 0);
+    chmod(path, 0460); /* group write is no ACL of systemd's */
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    chmod(path, 0444);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    setenv("CREDENTIALS_DIRECTORY", "/nonexistent", 1); /* elsewhere, 0440 stays refused */
+    chmod(path, 0440);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    unsetenv("CREDENTIALS_DIRECTORY");
+}
+
+static void test_token(void) {
+    char err[320], tok[64];
+    CHECK(sec_token_from_file(write_key("tok", "0123456789abcdef \nsecond line\n", 0600), tok, sizeof tok, err,
+                              sizeof err) == 0);
+    CHECK(strcmp(tok, "0123456789abcdef") == 0);
+    CHECK(sec_token_from_file(write_key("tok-crlf", "0123456789abcdefXY\r\n", 0400), tok, sizeof tok, err,
+                              sizeof err) == 0);
+    CHECK(strcmp(tok, "0123456789abcdefXY") == 0);
+    tok[0] = 0;
+    CHECK(sec_token_from_file(write_key("tok-short", "s3cret\n", 0600), tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(strstr(err, "6 bytes") != NULL && strstr(err, "at least 16") != NULL && tok[0] == 0);
+    CHECK(sec_token_from_file(write_key("tok-open", "0123456789abcdef\n", 0644), tok, sizeof tok, err,
+                              sizeof err) == -1);
+    CHECK(strstr(err, "token file") != NULL && strstr(err, "chmod 600") != NULL);
+    CHECK(sec_token_from_file(write_key("tok-long", "0123456789abcdef0123456789abcdef\n", 0600), tok, 20, err,
+                              sizeof err) == -1);
+    CHECK(strstr(err, "longer than 19") != NULL);
+    CHECK(sec_token_from_file("/nonexistent/pccl-token", tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(strstr(err, "cannot open token file") != NULL);
+}
+
 int main(void) {
     if (!mkdtemp(g_dir)) return 1;
     RUN_TEST(test_private_file);
     RUN_TEST(test_refused);
     RUN_TEST(test_env);
+    RUN_TEST(test_file_check);
+    RUN_TEST(test_foreign_owner);
+    RUN_TEST(test_token);
+    RUN_TEST(test_systemd_credential);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_dir);
