@@ -55,7 +55,8 @@ static void *watchdog_main(void *arg) {
 void join_notify_start(join_notify_t *n, pcclComm_t *comm) {
     memset(n, 0, sizeof *n);
     n->comm = comm;
-    if (sd_notify_send("READY=1\nSTATUS=accepted into the run") <= 0) return;
+    /* A failed send (the manager busy) still leaves the watchdog to run: its pings are what keeps the unit. */
+    if (sd_notify_send("READY=1\nSTATUS=accepted into the run") == 0) return;
     n->every_ms = sd_notify_ping_ms(sd_notify_watchdog_usec());
     if (!n->every_ms) return;
     pthread_condattr_t ca;
