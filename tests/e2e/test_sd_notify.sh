@@ -12,7 +12,7 @@ WD_USEC=2000000 # pings every 1 s
 start_listener() {
     $LISTENER "$2" "$WORK/$1.notify" 120 2> "$WORK/$1-listener.log" &
     PIDS+=($!)
-    for _ in $(seq 1 100); do grep -q '"bound"' "$WORK/$1.notify" 2>/dev/null && return 0; sleep 0.05; done
+    for _ in $(seq 1 400); do grep -q '"bound"' "$WORK/$1.notify" 2>/dev/null && return 0; sleep 0.05; done
     fail "notify listener $1 did not start"
 }
 # count NAME LINE [SINCE]: datagrams of NAME holding the line LINE (received after monotonic time SINCE)
@@ -48,6 +48,8 @@ PY
 start_listener master "$WORK/master.sock"
 NOTIFY_SOCKET="$WORK/master.sock" WATCHDOG_USEC=$WD_USEC start_master
 wait_msg master READY=1 1 10
+# The listener probes both ports as soon as READY=1 arrives, then logs the result.
+for _ in $(seq 1 200); do grep -q '"probe"' "$WORK/master.notify" && break; sleep 0.05; done
 grep -q '"probe"' "$WORK/master.notify" || fail "no probe after READY=1: $(cat "$WORK/master.notify")"
 grep -q '"probe": "ok"' "$WORK/master.notify" || fail "READY=1 before the ports answered: $(grep probe "$WORK/master.notify")"
 # nothing before READY=1 but the listener's own line

@@ -81,18 +81,22 @@ read -r -a argv <<< "$exec_start"
 wd_sec=$(sed -n 's/^WatchdogSec=//p' "$UNITS/pccl-master.service")
 python3 "$(dirname "$0")/notify_listener.py" "@pccl-units-$$" "$WORK/notify.log" 120 > /dev/null 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 100); do grep -q '"bound"' "$WORK/notify.log" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 400); do grep -q '"bound"' "$WORK/notify.log" 2>/dev/null && break; sleep 0.05; done
+grep -q '"bound"' "$WORK/notify.log" 2>/dev/null || fail "the notify listener did not start"
 NOTIFY_SOCKET="@pccl-units-$$" WATCHDOG_USEC=$((wd_sec * 1000000)) PCCL_LOG_FORMAT=json "${argv[@]}" \
     > "$WORK/master.log" 2>&1 &
 MASTER_PID=$!
 PIDS+=("$MASTER_PID")
-for _ in $(seq 1 100); do grep -q 'READY=1' "$WORK/notify.log" && break; sleep 0.05; done
+for _ in $(seq 1 400); do grep -q 'READY=1' "$WORK/notify.log" && break; sleep 0.05; done
 grep -q 'READY=1' "$WORK/notify.log" || fail "the master unit's command did not say READY=1: $exec_start"
+# The listener probes both ports as soon as READY=1 arrives, then logs the result.
+for _ in $(seq 1 200); do grep -q '"probe"' "$WORK/notify.log" && break; sleep 0.05; done
 grep -q '"probe": "ok"' "$WORK/notify.log" || fail "READY=1 before the master's ports answered: $(cat "$WORK/notify.log")"
 # The first ping comes with the event loop's first tick; the next ones every WatchdogSec/2.
-for _ in $(seq 1 60); do grep -q 'WATCHDOG=1' "$WORK/notify.log" && break; sleep 0.05; done
-grep -q 'WATCHDOG=1' "$WORK/notify.log" || fail "no WATCHDOG=1 within 3 s of READY=1 (WatchdogSec=$wd_sec)"
+for _ in $(seq 1 100); do grep -q 'WATCHDOG=1' "$WORK/notify.log" && break; sleep 0.05; done
+grep -q 'WATCHDOG=1' "$WORK/notify.log" || fail "no WATCHDOG=1 within 5 s of READY=1 (WatchdogSec=$wd_sec)"
 kill -TERM "$MASTER_PID"
 wait "$MASTER_PID" || fail "the master did not exit 0 on SIGTERM (the unit's KillSignal)"
+for _ in $(seq 1 100); do grep -q 'STOPPING=1' "$WORK/notify.log" && break; sleep 0.05; done
 grep -q 'STOPPING=1' "$WORK/notify.log" || fail "the master did not say STOPPING=1 on SIGTERM"
 echo "systemd units ok"
