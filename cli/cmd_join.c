@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "join.h"
+#include "join_notify.h"
 #include "addr.h"
 #include "log.h"
 #include "pccl.h"
@@ -196,6 +197,7 @@ static int exit_code(pcclComm_t *comm, int rc) {
 
 /* Leaves the run after a stop request; the exit code. */
 static int leave(pcclComm_t *comm, const join_opts_t *o) {
+    join_notify_stopping();
     pcclResult_t r = pcclExtLeave(comm);
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "left");
@@ -251,6 +253,8 @@ static int run(int argc, char **argv) {
         return JOIN_EXIT_FAILED;
     }
     pcclResult_t r = pcclConnect(comm);
+    join_notify_t notify = {0};
+    if (r == pcclSuccess) join_notify_start(&notify, comm);
     if (r != pcclSuccess) {
         char where[ADDR_STRLEN];
         addr_str(&master, where);
@@ -265,6 +269,7 @@ static int run(int argc, char **argv) {
         if (rc == JOIN_EXIT_FAILED) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");
         if (rc == JOIN_EXIT_KICKED) cli_err("pccl join: the master removed this peer from the run\n");
     }
+    join_notify_end(&notify);
     pcclDestroyCommunicator(comm);
     join_data_free(&data);
     return rc;

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "master_internal.h"
 #include "pccl.h"
+#include "sd_notify.h"
 #include "sec_key.h"
 
 static const cli_flag_t flags[] = {
@@ -45,6 +46,19 @@ const cli_command_t cli_cmd_master = {
 };
 
 
+
+/* systemd's watchdog (WatchdogSec=): WATCHDOG=1 is sent from the event loop's tick, so a stalled loop stops it. */
+typedef struct {
+    uint64_t every_ms, last_ms;
+} master_watchdog_t;
+
+static void on_loop_tick(void *ctx, uint64_t now_ms) {
+    master_watchdog_t *w = ctx;
+    /* Ticks come every 250 ms: a ping due within half a tick goes out now rather than a tick late. */
+    if (w->last_ms && now_ms - w->last_ms + 125 < w->every_ms) return;
+    w->last_ms = now_ms ? now_ms : 1;
+    sd_notify_send("WATCHDOG=1");
+}
 
 /* Flag values of `pccl master`, filled by on_flag. */
 typedef struct {
@@ -147,6 +161,13 @@ static int run(int argc, char **argv) {
                        awhere);
         a.admin_on = 0;
     }
+    master_watchdog_t wd = {.every_ms = sd_notify_ping_ms(sd_notify_watchdog_usec())};
+    if (wd.every_ms) {
+        if (wd.every_ms < 250)
+            pccl_log_plain(PCCL_LOG_WARN, "pccl master: warning: a watchdog timeout below 1 s (WATCHDOG_USEC) is "
+                                          "shorter than two ticks of the event loop (250 ms)\n");
+        pccl__master_set_tick_hook(m, on_loop_tick, &wd);
+    }
     if (pcclRunMaster(m) != pcclSuccess) {
         cli_err("pccl master: cannot start the event loop\n");
         pcclDestroyMaster(m);
@@ -161,6 +182,9 @@ static int run(int argc, char **argv) {
         printf("pccl master admin on %s\n", awhere);
     }
     fflush(stdout);
+    /* Both ports are bound and the loop runs: a supervisor may start what depends on the master now. */
+    sd_notify_sendf("READY=1\nSTATUS=listening on %s%s%s", where, a.admin_on ? ", admin on " : "",
+                    a.admin_on ? awhere : "");
     /* Wait for a signal, or for a shutdown requested on the admin port (checked every 200 ms). */
     const struct timespec poll_every = {0, 200 * 1000 * 1000};
     for (;;) {
@@ -171,6 +195,7 @@ static int run(int argc, char **argv) {
         }
         if (pccl__master_interrupted(m)) break;
     }
+    sd_notify_send("STOPPING=1\nSTATUS=shutting down");
     pcclInterruptMaster(m);
     pcclMasterAwaitTermination(m);
     pcclDestroyMaster(m);

@@ -49,6 +49,8 @@ struct pcclMasterInstanceState_t {
     gate_t gate;             /* strangers: connections before their first message (libpccl/src/gate.h) */
     uint64_t gate_logged[3];  /* the gate's refused, evicted, expired counts last logged */
     sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
+    void (*tick_hook)(void *ctx, uint64_t now_ms); /* pccl__master_set_tick_hook */
+    void *tick_hook_ctx;
 };
 
 /* Port the master listens on (useful after binding port 0). */
@@ -71,6 +73,9 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
                                        const struct admin_host_rules *hosts);
 /* Bound admin port, 0 if not enabled. */
 uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m);
+/* Calls fn(ctx, loop time in ms) on the loop thread at the end of every tick (250 ms): a stalled event loop
+ * stops calling it, which is what `pccl master` reports as systemd's watchdog. Before pcclRunMaster. */
+void pccl__master_set_tick_hook(pcclMasterInstance_t *m, void (*fn)(void *ctx, uint64_t now_ms), void *ctx);
 /* Whether pcclInterruptMaster was called (also by an admin shutdown). */
 int pccl__master_interrupted(pcclMasterInstance_t *m);
 /* Loop thread (or the destroying thread of a never-run master): stops HTTP, closes the handles. */

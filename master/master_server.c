@@ -536,6 +536,7 @@ static void on_tick(uv_timer_t *t) {
             m->moon_req = (msm_moonshot_t){0};
         }
     }
+    if (m->tick_hook) m->tick_hook(m->tick_hook_ctx, uv_now(&m->loop));
 }
 
 static void on_stop(uv_async_t *a) {
@@ -708,6 +709,10 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
 }
 
 uint16_t pccl__master_port(const pcclMasterInstance_t *m) { return m ? m->port : 0; }
+void pccl__master_set_tick_hook(pcclMasterInstance_t *m, void (*fn)(void *ctx, uint64_t now_ms), void *ctx) {
+    m->tick_hook = fn;
+    m->tick_hook_ctx = ctx;
+}
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms) {
     msm_set_vote_timeout(m->sm, timeout_ms);
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # scripts/fleet: master.sh creates a token and serves the admin port, peer.sh
-# rejoins after its peer is kicked or its run failed, stops on the exit codes that
-# would repeat (usage, local configuration) and on SIGTERM, watch.sh acts on
-# `pccl status` exit codes.
+# rejoins after its peer is kicked or its run failed (backing off exponentially
+# with jitter, capped), stops on exit 0, on the exit codes that would repeat
+# (usage, local configuration) and on SIGTERM, watch.sh acts on `pccl status`
+# exit codes.
 
 setup() {
     REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
@@ -111,4 +112,42 @@ print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/
     [[ "$(cat "$TMP/p.out")" != *"rejoining"* ]]
     for _ in $(seq 1 20); do [ -z "$(accepted_uuids)" ] && break; sleep 0.1; done # the status is renewed every 250 ms
     [ -z "$(accepted_uuids)" ]
+}
+
+@test "peer.sh backs off: doubling up to MAX_BACKOFF, plus a jitter below half of it" {
+    MASTER=127.0.0.1:1 MAX_BACKOFF=2 "$REPO/scripts/fleet/peer.sh" --workload synthetic > "$TMP/p.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 200); do [ "$(grep -c 'rejoining' "$TMP/p.out")" -ge 3 ] && break; sleep 0.1; done
+    run python3 - "$TMP/p.out" <<'PY'
+import re, sys
+got = [(int(s), int(j)) for s, j in re.findall(r"rejoining in (\d+)s \(\+(\d+)ms jitter\)", open(sys.argv[1]).read())]
+assert [s for s, _ in got[:3]] == [1, 2, 2], got
+assert all(0 <= j < s * 500 for s, j in got), got
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "peer.sh refuses a MAX_BACKOFF that is not a positive number of seconds" {
+    for bad in 0 -1 x 1.5; do
+        MASTER=127.0.0.1:1 MAX_BACKOFF=$bad run timeout 10 "$REPO/scripts/fleet/peer.sh" --workload synthetic
+        [ "$status" -eq 2 ]
+        [[ "$output" == *"MAX_BACKOFF=$bad is not a number of seconds"* ]]
+    done
+}
+
+@test "peer.sh does not restart a peer that exited 0 (its run reached --steps)" {
+    start_fleet_master
+    for i in 1 2; do
+        MASTER=127.0.0.1:$PORT "$REPO/scripts/fleet/peer.sh" --workload synthetic --steps 3 > "$TMP/p$i.out" 2>&1 &
+        PIDS+=($!)
+        P[$i]=$!
+    done
+    for i in 1 2; do
+        run timeout 60 tail --pid="${P[$i]}" -f /dev/null
+        [ "$status" -eq 0 ]
+        wait "${P[$i]}"
+        grep -q 'pccl join exited 0 (the run is over for this peer), not restarting' "$TMP/p$i.out"
+        [[ "$(cat "$TMP/p$i.out")" != *"rejoining"* ]]
+    done
 }

@@ -1,18 +1,20 @@
 #!/usr/bin/python3
-"""deploy_check.py --repo DIR --bin BIN_DIR - checks deploy/Containerfile and deploy/k8s/*.yaml without a registry,
-a container engine or a cluster: what can be checked against the repository, the built `pccl` and Debian 12's
-package lists. Prints one line per problem and exits 1 if there is any.
+"""deploy_check.py --repo DIR --bin BIN_DIR - checks deploy/Containerfile, deploy/Containerfile.cuda and
+deploy/k8s/**/*.yaml without a registry, a container engine or a cluster: what can be checked against the
+repository, the built `pccl` and Debian 12's package lists. Prints one line per problem and exits 1 if there is any.
 
-Containerfile: every image is Debian 12; COPY sources exist in the build context (or name an earlier stage); each
-RUN's commands are shell builtins, scripts of the context, or programs of a package the stage installs or the base
-image has; every apt-get package exists in Debian 12; the runtime stage's packages provide every shared library
-the pccl binary needs; the final user is not root.
+Containerfiles: every image is Debian 12 (Containerfile.cuda: NVIDIA's CUDA images on Ubuntu, devel to build and
+runtime to run, building with -DPCCL_WITH_CUDA=ON); COPY sources exist in the build context (or name an earlier
+stage); each RUN's commands are shell builtins, scripts of the context, or programs of a package the stage installs
+or the base image has; every apt-get package exists in Debian 12 (for Ubuntu's, the same names); the runtime
+stage's packages provide every shared library the pccl binary needs; the final user is not root.
 Kubernetes: every document has apiVersion, kind and metadata.name (and the apiVersion its kind lives in);
 selectors match their pod template's labels; Services select a Deployment and target its container ports;
-container ports are EXPOSEd by the image; `pccl` arguments are a subcommand and flags it documents, with ports
-that are the container's; `--master HOST:PORT` names a Service port that reaches a master's control port; env
-names are the ones README's configuration table documents; volume mounts name volumes. kubeconform or kubeval,
-when installed, also validate against the Kubernetes schemas.
+container ports are EXPOSEd by the image (a `-cuda` tag: by Containerfile.cuda); `pccl` arguments are a subcommand
+and flags it documents, with ports that are the container's; `--master HOST:PORT` names a Service port that reaches
+a master's control port; env names are the ones README's configuration table documents; volume mounts name
+volumes. The run's rules (deploy_rules.py): run key, NetworkPolicy, reconnect window, GPU variant, monitoring.
+kubeconform or kubeval, when installed, also validate against the Kubernetes schemas.
 """
 import argparse
 import glob
@@ -24,6 +26,8 @@ import subprocess
 import sys
 
 import yaml
+
+import deploy_rules
 
 PROBLEMS = []
 
@@ -121,8 +125,13 @@ def apt_packages(words):
     return [w for w in words[words.index("install") + 1:] if not w.startswith("-")]
 
 
-def check_containerfile(repo, bin_dir):
-    path = os.path.join(repo, "deploy", "Containerfile")
+# Base images: Debian 12 for the CPU image; NVIDIA's CUDA images (Ubuntu, of the Debian family) for the GPU one.
+DEBIAN_BASE = r"(docker\.io/(library/)?)?debian:12(-slim)?$"
+CUDA_BASE = r"(docker\.io/|nvcr\.io/)?nvidia/cuda:\d+\.\d+(\.\d+)?-(devel|runtime)-ubuntu(22|24)\.04$"
+
+
+def check_containerfile(repo, bin_dir, name="Containerfile", base_re=DEBIAN_BASE):
+    path = os.path.join(repo, "deploy", name)
     where = os.path.relpath(path, repo)
     if not os.path.isfile(path):
         problem(where, "missing")
@@ -134,10 +143,11 @@ def check_containerfile(repo, bin_dir):
         at = f"{where}:{n}"
         if instr == "FROM":
             m = re.match(r"(\S+)(?:\s+AS\s+(\S+))?$", arg, re.I)
-            image, name = m.group(1), m.group(2)
-            if not re.match(r"(docker\.io/(library/)?)?debian:12(-slim)?$", image):
-                problem(at, f"base image {image} is not Debian 12")
-            stage = {"name": name, "apt": set(), "user": "root", "workdir": "/", "copied": {}}
+            image, sname = m.group(1), m.group(2)
+            if not re.match(base_re, image):
+                problem(at, f"base image {image} is not " + ("a CUDA image" if base_re == CUDA_BASE else "Debian 12"))
+            stage = {"name": sname, "image": image, "apt": set(), "user": "root", "workdir": "/", "copied": {},
+                     "run": ""}
             stages.append(stage)
         elif stage is None:
             problem(at, f"{instr} before FROM")
@@ -159,6 +169,7 @@ def check_containerfile(repo, bin_dir):
                 elif os.path.normpath(s) == ".":
                     stage["copied"][dest] = repo
         elif instr == "RUN":
+            stage["run"] += arg + "\n"
             cmds = simple_commands(arg)
             for words in cmds:
                 for pkg in apt_packages(words):
@@ -200,6 +211,11 @@ def check_containerfile(repo, bin_dir):
         problem(where, "the final stage runs as root (USER)")
     if len(stages) < 2:
         problem(where, "not multi-stage: the runtime image would carry the build tools")
+    if base_re == CUDA_BASE:
+        if "-devel-" not in stages[0]["image"] or "-DPCCL_WITH_CUDA=ON" not in stages[0]["run"]:
+            problem(where, "the build stage must be a CUDA devel image building with -DPCCL_WITH_CUDA=ON")
+        if "-runtime-" not in final["image"]:
+            problem(where, f"the final stage {final['image']} is not a CUDA runtime image")
     # The runtime stage must provide every shared library the pccl binary needs.
     elf = subprocess.run(["readelf", "-d", os.path.join(bin_dir, "pccl")], capture_output=True, text=True).stdout
     for soname in re.findall(r"\(NEEDED\).*\[(.+)\]", elf):
@@ -216,16 +232,18 @@ def check_containerfile(repo, bin_dir):
 # ---------------------------------------------------------------- Kubernetes
 
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "Service": "v1",
-                "Secret": "v1", "ConfigMap": "v1", "PodDisruptionBudget": "policy/v1"}
+                "Secret": "v1", "ConfigMap": "v1", "PodDisruptionBudget": "policy/v1",
+                "NetworkPolicy": "networking.k8s.io/v1", "ServiceMonitor": "monitoring.coreos.com/v1"}
 
 
-def documented_env(repo):
-    names = set()
+def readme_env(repo):
+    """README's configuration table: {name: default column}."""
+    names = {}
     with open(os.path.join(repo, "README.md")) as f:
         for line in f:
-            m = re.match(r"\|\s*`(PCCL_[A-Z0-9_]+)`\s*\|", line)
+            m = re.match(r"\|\s*`(PCCL_[A-Z0-9_]+)`\s*\|.*\|\s*([^|]*?)\s*\|\s*$", line)
             if m:
-                names.add(m.group(1))
+                names[m.group(1)] = m.group(2)
     return names
 
 
@@ -237,6 +255,10 @@ def pccl_help(bin_dir, sub):
 
 def container_ports(container):
     return {(p.get("name"), p.get("containerPort")) for p in container.get("ports") or []}
+
+
+def flag_value(args, flag):
+    return args[args.index(flag) + 1] if flag in args and args.index(flag) + 1 < len(args) else None
 
 
 def check_pccl_args(at, container, bin_dir, commands):
@@ -254,21 +276,17 @@ def check_pccl_args(at, container, bin_dir, commands):
             flag = a.split("=")[0]
             if not re.search(re.escape(flag) + r"\b", helptext):
                 problem(at, f"`pccl {sub}` has no flag {flag}")
-            if flag in ("--listen", "--admin") and i + 1 < len(args):
-                port = int(args[i + 1].rsplit(":", 1)[1])
+            if flag in ("--listen", "--admin", "--p2p-port") and i + 1 < len(args):
+                port = int(args[i + 1].rsplit(":", 1)[-1])
                 if port not in ports:
                     problem(at, f"{flag} {args[i + 1]}: port {port} is not a containerPort")
     return sub, args
 
 
-def check_k8s(repo, bin_dir, exposed):
-    files = sorted(glob.glob(os.path.join(repo, "deploy", "k8s", "*.yaml")))
-    if not files:
-        problem("deploy/k8s", "no manifests")
-        return
-    env_names = documented_env(repo)
-    commands = set(re.findall(r"^  ([a-z][a-z-]+)\s", pccl_help(bin_dir, None), re.M))
-    workloads, services, masters = [], [], []
+def load_manifests(repo):
+    """[(where, doc)] of deploy/k8s/**/*.yaml, or problems for what does not parse."""
+    files = sorted(glob.glob(os.path.join(repo, "deploy", "k8s", "**", "*.yaml"), recursive=True))
+    out = []
     for path in files:
         where = os.path.relpath(path, repo)
         with open(path) as f:
@@ -278,76 +296,101 @@ def check_k8s(repo, bin_dir, exposed):
                 problem(where, f"not YAML: {e}")
                 continue
         for i, doc in enumerate(docs):
-            at = f"{where}[{i}]"
             if not isinstance(doc, dict):
-                problem(at, "not a mapping")
+                problem(f"{where}[{i}]", "not a mapping")
                 continue
-            kind, api = doc.get("kind"), doc.get("apiVersion")
-            name = (doc.get("metadata") or {}).get("name")
-            if not (kind and api and name):
-                problem(at, "needs apiVersion, kind and metadata.name")
-                continue
-            at = f"{where}: {kind}/{name}"
-            if kind in API_VERSIONS and api != API_VERSIONS[kind]:
-                problem(at, f"apiVersion {api}, expected {API_VERSIONS[kind]}")
-            spec = doc.get("spec") or {}
-            if kind in ("Deployment", "StatefulSet", "DaemonSet"):
-                tmpl = spec.get("template") or {}
-                labels = (tmpl.get("metadata") or {}).get("labels") or {}
-                sel = (spec.get("selector") or {}).get("matchLabels") or {}
-                if not sel or any(labels.get(k) != v for k, v in sel.items()):
-                    problem(at, f"selector {sel} does not match the template's labels {labels}")
-                pod = tmpl.get("spec") or {}
-                volumes = {v.get("name") for v in pod.get("volumes") or []}
-                ports = set()
-                for c in pod.get("containers") or []:
-                    cat = f"{at} container {c.get('name')}"
-                    if not c.get("name") or not c.get("image"):
-                        problem(cat, "needs name and image")
-                    for e in c.get("env") or []:
-                        if e.get("name") not in env_names:
-                            problem(cat, f"env {e.get('name')} is not in README's configuration table")
-                    for pname, num in container_ports(c):
-                        if num not in exposed:
-                            problem(cat, f"containerPort {num} is not EXPOSEd by deploy/Containerfile")
-                    for m in c.get("volumeMounts") or []:
-                        if m.get("name") not in volumes:
-                            problem(cat, f"volumeMount {m.get('name')} names no volume")
-                    ports |= container_ports(c)
-                    sub, args = check_pccl_args(cat, c, bin_dir, commands)
-                    if sub == "master" and "--listen" in args:
-                        masters.append((labels, int(args[args.index("--listen") + 1].rsplit(":", 1)[1])))
-                    if sub == "join" and "--master" in args:
-                        workloads_join = args[args.index("--master") + 1]
-                        workloads.append(("join", cat, workloads_join))
-                workloads.append(("pods", at, (labels, ports)))
-            elif kind == "Service":
-                services.append((at, name, spec))
-    pods = [w[2] for w in workloads if w[0] == "pods"]
+            out.append((where, doc))
+    return files, out
+
+
+def check_k8s(repo, bin_dir, exposed):
+    files, docs = load_manifests(repo)
+    if not files:
+        problem("deploy/k8s", "no manifests")
+        return
+    env = readme_env(repo)
+    commands = set(re.findall(r"^  ([a-z][a-z-]+)\s", pccl_help(bin_dir, None), re.M))
+    workloads, services, others = [], [], []
+    for where, doc in docs:
+        kind, api = doc.get("kind"), doc.get("apiVersion")
+        name = (doc.get("metadata") or {}).get("name")
+        if not (kind and api and name):
+            problem(where, "a document needs apiVersion, kind and metadata.name")
+            continue
+        at = f"{where}: {kind}/{name}"
+        if kind in API_VERSIONS and api != API_VERSIONS[kind]:
+            problem(at, f"apiVersion {api}, expected {API_VERSIONS[kind]}")
+        spec = doc.get("spec") or {}
+        if kind in ("Deployment", "StatefulSet", "DaemonSet"):
+            tmpl = spec.get("template") or {}
+            labels = (tmpl.get("metadata") or {}).get("labels") or {}
+            sel = (spec.get("selector") or {}).get("matchLabels") or {}
+            if not sel or any(labels.get(k) != v for k, v in sel.items()):
+                problem(at, f"selector {sel} does not match the template's labels {labels}")
+            pod = tmpl.get("spec") or {}
+            volumes = {v.get("name") for v in pod.get("volumes") or []}
+            w = {"at": at, "where": where, "doc": doc, "labels": labels, "pod": pod, "ports": set(), "pccl": []}
+            for c in (pod.get("initContainers") or []) + (pod.get("containers") or []):
+                cat = f"{at} container {c.get('name')}"
+                if not c.get("name") or not c.get("image"):
+                    problem(cat, "needs name and image")
+                for e in c.get("env") or []:
+                    if e.get("name") not in env:
+                        problem(cat, f"env {e.get('name')} is not in README's configuration table")
+                image_file = "Containerfile.cuda" if str(c.get("image", "")).endswith("-cuda") else "Containerfile"
+                for pname, num in container_ports(c):
+                    if num not in exposed.get(image_file, set()):
+                        problem(cat, f"containerPort {num} is not EXPOSEd by deploy/{image_file}")
+                for m in c.get("volumeMounts") or []:
+                    if m.get("name") not in volumes:
+                        problem(cat, f"volumeMount {m.get('name')} names no volume")
+                if c in (pod.get("initContainers") or []):
+                    continue
+                w["ports"] |= container_ports(c)
+                sub, args = check_pccl_args(cat, c, bin_dir, commands)
+                if sub:
+                    w["pccl"].append({"at": cat, "container": c, "sub": sub, "args": args})
+            workloads.append(w)
+        elif kind == "Service":
+            services.append((at, name, doc))
+        else:
+            others.append((at, kind, doc))
     svc_ports = {}
-    for at, name, spec in services:
+    for at, name, doc in services:
+        spec = doc.get("spec") or {}
         sel = spec.get("selector") or {}
-        matched = [p for p in pods if sel and all(p[0].get(k) == v for k, v in sel.items())]
+        matched = [w for w in workloads if sel and all(w["labels"].get(k) == v for k, v in sel.items())]
         if not matched:
             problem(at, f"selector {sel} matches no workload's pod labels")
             continue
-        labels, ports = matched[0]
         for sp in spec.get("ports") or []:
             target = sp.get("targetPort", sp.get("port"))
-            hit = [num for pname, num in ports if target in (pname, num)]
+            hit = [num for pname, num in matched[0]["ports"] if target in (pname, num)]
             if not hit:
                 problem(at, f"targetPort {target} is no containerPort of the pods it selects")
                 continue
-            svc_ports[(name, sp.get("port"))] = (labels, hit[0])
-    for _, at, addr in [w for w in workloads if w[0] == "join"]:
-        host, _, port = addr.rpartition(":")
-        target = svc_ports.get((host, int(port)))
-        if target is None:
-            problem(at, f"--master {addr}: no Service port of that name and number")
-        elif not any(lab == target[0] and p == target[1] for lab, p in masters):
-            problem(at, f"--master {addr}: the Service port does not reach a master's --listen port")
-    for tool, argv in (("kubeconform", ["kubeconform", "-strict", "-summary"]),
-                       ("kubeval", ["kubeval", "--strict"])):
+            svc_ports[(name, sp.get("port"))] = (matched[0], hit[0], sp.get("name"))
+    masters = [(w, p) for w in workloads for p in w["pccl"] if p["sub"] == "master"]
+    for w in workloads:
+        for p in w["pccl"]:
+            addr = flag_value(p["args"], "--master") if p["sub"] == "join" else None
+            if addr is None:
+                continue
+            host, _, port = addr.rpartition(":")
+            target = svc_ports.get((host, int(port)))
+            if target is None:
+                problem(p["at"], f"--master {addr}: no Service port of that name and number")
+            elif not any(mw is target[0] and flag_value(mp["args"], "--listen") and
+                         int(flag_value(mp["args"], "--listen").rsplit(":", 1)[1]) == target[1]
+                         for mw, mp in masters):
+                problem(p["at"], f"--master {addr}: the Service port does not reach a master's --listen port")
+    deploy_rules.check(problem, workloads, services, others, env)
+    validate_schemas(files)
+
+
+def validate_schemas(files):
+    for tool, argv in (("kubeconform", ["kubeconform", "-strict", "-summary", "-ignore-missing-schemas"]),
+                       ("kubeval", ["kubeval", "--strict", "--ignore-missing-schemas"])):
         if shutil.which(tool):
             r = subprocess.run(argv + files, capture_output=True, text=True)
             if r.returncode != 0:
@@ -362,7 +405,8 @@ def main():
     ap.add_argument("--repo", required=True)
     ap.add_argument("--bin", required=True)
     a = ap.parse_args()
-    exposed = check_containerfile(a.repo, a.bin)
+    exposed = {"Containerfile": check_containerfile(a.repo, a.bin),
+               "Containerfile.cuda": check_containerfile(a.repo, a.bin, "Containerfile.cuda", CUDA_BASE)}
     check_k8s(a.repo, a.bin, exposed)
     for p in PROBLEMS:
         print(p)
