@@ -43,25 +43,28 @@ def _volume(pod, name):
     return next((v for v in pod.get("volumes") or [] if v.get("name") == name), {})
 
 
-def check_run_key(problem, w, p):
+def check_private_file(problem, w, p, flag, required):
+    """The file FLAG names must be a private copy written by an init container from a Secret: pccl refuses a
+    key or admin token file that is root's or group-readable, which a Secret volume is."""
     path = None
-    if "--key-file" in p["args"]:
-        i = p["args"].index("--key-file")
+    if flag in p["args"]:
+        i = p["args"].index(flag)
         path = p["args"][i + 1] if i + 1 < len(p["args"]) else None
     if not path:
-        problem(p["at"], f"`pccl {p['sub']}` has no --key-file: an open run (anyone who reaches it may join)")
+        if required:
+            problem(p["at"], f"`pccl {p['sub']}` has no {flag}: an open run (anyone who reaches it may join)")
         return
     mount = _mount_of(p["container"], path)
     if mount is None:
-        problem(p["at"], f"--key-file {path}: no volume is mounted there")
+        problem(p["at"], f"{flag} {path}: no volume is mounted there")
         return
     vol = _volume(w["pod"], mount[0]["name"])
     if "secret" in vol:
-        problem(p["at"], f"--key-file {path}: straight from a Secret volume, which is root's or group-readable; "
+        problem(p["at"], f"{flag} {path}: straight from a Secret volume, which is root's or group-readable; "
                          "pccl refuses both (copy it with install -m 0600 in an init container)")
         return
     if (vol.get("emptyDir") or {}).get("medium") != "Memory":
-        problem(p["at"], f"--key-file {path}: volume {vol.get('name')} is not an emptyDir in memory")
+        problem(p["at"], f"{flag} {path}: volume {vol.get('name')} is not an emptyDir in memory")
     for init in w["pod"].get("initContainers") or []:
         cmd = [str(a) for a in (init.get("command") or []) + (init.get("args") or [])]
         if len(cmd) != 5 or cmd[:3] != ["install", "-m", "0600"]:
@@ -73,9 +76,9 @@ def check_run_key(problem, w, p):
         if secret and secret.get("secretName"):
             mode = secret.get("defaultMode", 0o644)
             if mode & 0o007:
-                problem(w["at"], f"Secret volume {src[0]['name']}: mode {mode:04o} lets others read the key")
+                problem(w["at"], f"Secret volume {src[0]['name']}: mode {mode:04o} lets others read it")
             return
-    problem(p["at"], f"--key-file {path}: no init container writes it from a Secret (install -m 0600 SECRET PATH)")
+    problem(p["at"], f"{flag} {path}: no init container writes it from a Secret (install -m 0600 SECRET PATH)")
 
 
 def _used_ports(w):
@@ -231,7 +234,8 @@ def check(problem, workloads, services, others, env_defaults):
     for w in workloads:
         for p in w["pccl"]:
             if p["sub"] in ("master", "join"):
-                check_run_key(problem, w, p)
+                check_private_file(problem, w, p, "--key-file", True)
+                check_private_file(problem, w, p, "--admin-token-file", False)
     check_network(problem, workloads, [(at, doc) for at, kind, doc in others if kind == "NetworkPolicy"])
     check_reconnect(problem, workloads, env_defaults)
     check_gpu(problem, workloads)
