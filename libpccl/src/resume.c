@@ -92,7 +92,7 @@ static int await_answer(pcclComm_t *c, int fd) {
         case M2C_COLL_ABORT: /* the verdict on an op this RESUME listed as finished */
             if (!allreduce_route(c, &m)) wire_msg_free(&m);
             continue;
-        case M2C_WELCOME: /* registered again as a newcomer: a new identity */
+        case M2C_WELCOME: /* registered again as a newcomer (its uuid is its key's: the same) */
             comm_set_uuid(c, m.u.welcome.uuid);
             rc = 0;
             break;
