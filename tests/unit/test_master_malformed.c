@@ -321,7 +321,8 @@ static void test_malformed_payloads(void) {
     wbuf_t b = {0};
     wire_msg_t h = hello_msg(WIRE_MAGIC, WIRE_VERSION, 40004);
     CHECK(wire_encode(&h, &b) == 0);
-    uint8_t longer[64];
+    uint8_t longer[512];
+    CHECK(b.len < sizeof longer);
     memcpy(longer, b.data, b.len);
     wire_put_u32(longer, (uint32_t)(b.len - 4 + 1));
     longer[b.len] = 0;
