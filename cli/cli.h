@@ -136,5 +136,6 @@ extern const cli_command_t cli_cmd_status;
 extern const cli_command_t cli_cmd_hash_tensor;
 extern const cli_command_t cli_cmd_kick;
 extern const cli_command_t cli_cmd_shutdown;
+extern const cli_command_t cli_cmd_identity;
 
 #endif

@@ -11,6 +11,8 @@
 #include "addr.h"
 #include "log.h"
 #include "pccl.h"
+#include "identity.h"
+#include "pccl_ext.h"
 #include "pccl_kernels.h"
 #include "pccl_leave.h"
 #include "pccl_quant.h"
@@ -19,6 +21,12 @@
 static const cli_flag_t flags[] = {
     {"master", required_argument, "HOST:PORT", "master control address (required)"},
     {"key-file", required_argument, "FILE", "run key of a keyed run (mode 0600; env PCCL_KEY_FILE)"},
+    {"identity-file", required_argument, "FILE",
+     "this peer's identity key (mode 0600; created if missing): a restarted peer keeps its uuid "
+     "(env PCCL_IDENTITY_FILE; default: a new identity per process)"},
+    {"name", required_argument, "NAME",
+     "this peer's name in the master's status, logs and pccl kick (printable, at most 63 bytes; env PCCL_NAME; "
+     "default: the host name)"},
     {"p2p-port", required_argument, "PORT", "listen for other peers on PORT, not an ephemeral one (env PCCL_P2P_PORT)"},
     {"advertise", required_argument, "HOST[:PORT]",
      "the address other peers dial, behind NAT or port forwarding (default: the address the master sees and the "
@@ -90,6 +98,7 @@ typedef struct {
     int *have_master;
     const char **key_file;
     const char **p2p_port, **advertise;
+    const char **identity_file, **name;
 } join_args_t;
 
 static int on_flag(void *ctx, const char *n, const char *arg) {
@@ -103,6 +112,12 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         return cli_parse_addr(cmd, n, arg, CCOIP_PROTOCOL_PORT_MASTER, a->master, JOIN_EXIT_FAILED);
     } else if (!strcmp(n, "key-file")) {
         *a->key_file = arg;
+    } else if (!strcmp(n, "identity-file")) {
+        *a->identity_file = arg;
+    } else if (!strcmp(n, "name")) {
+        if (!ident_name_valid(arg))
+            return cli_usage_error(cmd, "bad --name '%s' (at most 63 printable ASCII characters)", arg);
+        *a->name = arg;
     } else if (!strcmp(n, "p2p-port")) {
         bad = cli_parse_u64(arg, 65535, &v) || v == 0;
         *a->p2p_port = arg;
@@ -209,15 +224,29 @@ static int leave(pcclComm_t *comm, const join_opts_t *o) {
     return exit_code(comm, JOIN_EXIT_FAILED);
 }
 
+/* Who this peer is, at the default log level: the operator matches it with `pccl status` and allow-keys. */
+static void log_identity(pcclComm_t *comm, const char *identity_file) {
+    uint8_t u[16];
+    char pk[45];
+    pcclExtCommGetIdentity(comm, u, pk);
+    char nm[IDENT_NAME_MAX + 1];
+    ident_default_name(nm);
+    pccl_log_plain(PCCL_LOG_INFO,
+                   "pccl join: peer %02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x \"%s\", public "
+                   "key %s (%s)\n", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                   u[13], u[14], u[15], nm, pk, identity_file && *identity_file ? identity_file : "a new identity");
+}
+
 static int run(int argc, char **argv) {
     join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}, .workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
                      .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = 10};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
-    const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL;
+    const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL, *identity_file = NULL, *name = NULL;
     const cli_command_t *cmd = &cli_cmd_join;
     int rc = cli_parse_flags(cmd, argc, argv, on_flag,
-                             &(join_args_t){&o, &master, &have_master, &key_file, &p2p_port, &advertise}, NULL);
+                             &(join_args_t){&o, &master, &have_master, &key_file, &p2p_port, &advertise,
+                                            &identity_file, &name}, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
     if (key_file) {
@@ -234,6 +263,23 @@ static int run(int argc, char **argv) {
     if (p2p_port) setenv("PCCL_P2P_PORT", p2p_port, 1);
     if (advertise) setenv("PCCL_ADVERTISE_ADDRESS", advertise, 1);
     if ((rc = check_env_addresses()) != 0) return rc;
+    /* The identity file is checked (and created) here for a clear message; the library reads it through the
+     * environment, as a program linking it would be told. */
+    if (!identity_file) identity_file = getenv("PCCL_IDENTITY_FILE");
+    if (identity_file && *identity_file) {
+        ident_t id;
+        char ierr[320];
+        if (ident_load_file(identity_file, &id, ierr, sizeof ierr) < 0) {
+            cli_err("pccl join: %s\n", ierr);
+            return JOIN_EXIT_CONFIG;
+        }
+        setenv("PCCL_IDENTITY_FILE", identity_file, 1);
+    }
+    if (name) setenv("PCCL_NAME", name, 1);
+    else if (getenv("PCCL_NAME") && !ident_name_valid(getenv("PCCL_NAME"))) {
+        cli_err("pccl join: PCCL_NAME='%s' is not a name (at most 63 printable ASCII characters)\n", getenv("PCCL_NAME"));
+        return JOIN_EXIT_CONFIG;
+    }
 
     /* Everything local is checked before the master hears of this peer. */
     join_data_t data;
@@ -252,6 +298,7 @@ static int run(int argc, char **argv) {
         join_data_free(&data);
         return JOIN_EXIT_FAILED;
     }
+    log_identity(comm, identity_file);
     pcclResult_t r = pcclConnect(comm);
     join_notify_t notify = {0};
     if (r == pcclSuccess) join_notify_start(&notify, comm);

@@ -1,8 +1,9 @@
 /*
- * cmd_kick.c - `pccl kick UUID-PREFIX`: removes one peer from a run through
- * the master's admin port. The prefix is resolved against GET /v1/status, so
- * an operator types the 8 characters `pccl status` shows; no match or more
- * than one match is an error that names the candidates.
+ * cmd_kick.c - `pccl kick UUID-PREFIX|NAME`: removes one peer from a run through
+ * the master's admin port. The argument is resolved against GET /v1/status, so
+ * an operator types the 8 characters `pccl status` shows, or the peer's name;
+ * no match or more than one match (a name two peers share, or a name that is
+ * also another peer's uuid prefix) is an error that names the candidates.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "admin_client.h"
+#include "identity.h"
 
 #define KICK_MIN_PREFIX 4
 
@@ -19,23 +21,33 @@ static int run(int argc, char **argv);
 
 const cli_command_t cli_cmd_kick = {
     .name = "kick",
-    .summary = "remove a peer from the run, named by a prefix of its uuid (master admin port)",
-    .usage = "UUID-PREFIX --admin-token-file FILE [--admin HOST:PORT] [--timeout MS]",
+    .summary = "remove a peer from the run, named by a prefix of its uuid or by its name (master admin port)",
+    .usage = "UUID-PREFIX|NAME --admin-token-file FILE [--admin HOST:PORT] [--timeout MS]",
     .flags = admin_client_flags,
     .run = run,
     .renamed = admin_client_renamed,
-    .help_footer = "\nexit codes: 0 kicked, 1 failure (refused token, no peer or several peers with that prefix),\n"
-                   "2 usage error, 3 master unreachable\n",
+    .help_footer = "\nexit codes: 0 kicked, 1 failure (refused token, no peer or several peers with that prefix or\n"
+                   "name), 2 usage error, 3 master unreachable\n",
 };
 
-/* The peers whose uuid starts with prefix; prints them when there are several. Returns the one match or NULL. */
-static const cJSON *resolve(const cJSON *peers, const char *prefix, int *matches) {
+/* Whether peer p is what the operator named: its name, or (a hex word of 4+ digits) a prefix of its uuid. */
+static int names(const cJSON *p, const char *arg, int hex) {
+    const char *u = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "uuid"));
+    const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name"));
+    if (n && *n && strcmp(n, arg) == 0) return 1;
+    if (!hex || !u) return 0;
+    size_t pl = strlen(arg);
+    for (size_t i = 0; i < pl; i++)
+        if (tolower((unsigned char)arg[i]) != u[i]) return 0;
+    return 1;
+}
+
+/* The peers arg names; returns the one match or NULL. */
+static const cJSON *resolve(const cJSON *peers, const char *arg, int hex, int *matches) {
     const cJSON *p, *found = NULL;
-    size_t pl = strlen(prefix);
     *matches = 0;
     cJSON_ArrayForEach(p, peers) {
-        const char *u = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "uuid"));
-        if (u && strncmp(u, prefix, pl) == 0) {
+        if (names(p, arg, hex)) {
             found = p;
             ++*matches;
         }
@@ -55,13 +67,14 @@ static int run(int argc, char **argv) {
     int first = 0;
     int rc = cli_parse_flags(cmd, argc, argv, admin_client_on_flag, &a, &first);
     if (rc != CLI_FLAGS_GO_ON || (rc = admin_client_addr(&a)) != CLI_FLAGS_GO_ON) return rc;
-    if (first >= argc) return cli_usage_error(cmd, "UUID-PREFIX is required");
+    if (first >= argc) return cli_usage_error(cmd, "UUID-PREFIX or NAME is required");
     if (argc - first > 1) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first + 1]);
-    char prefix[33];
-    size_t pl = strlen(argv[first]);
-    if (pl < KICK_MIN_PREFIX || pl > 32 || strspn(argv[first], "0123456789abcdefABCDEF") != pl)
-        return cli_usage_error(cmd, "bad UUID-PREFIX '%s' (want %d to 32 hex digits)", argv[first], KICK_MIN_PREFIX);
-    for (size_t i = 0; i <= pl; i++) prefix[i] = (char)tolower((unsigned char)argv[first][i]);
+    const char *arg = argv[first];
+    size_t pl = strlen(arg);
+    int hex = pl >= KICK_MIN_PREFIX && pl <= 32 && strspn(arg, "0123456789abcdefABCDEF") == pl;
+    if (!hex && (!pl || !ident_name_valid(arg)))
+        return cli_usage_error(cmd, "bad peer '%s' (want %d to 32 hex digits of its uuid, or its name)", arg,
+                               KICK_MIN_PREFIX);
     char token[512];
     if ((rc = admin_client_token(&a, token, sizeof token)) != CLI_EXIT_OK) return rc;
 
@@ -77,20 +90,21 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     int matches;
-    const cJSON *peer = resolve(peers, prefix, &matches);
+    const cJSON *peer = resolve(peers, arg, hex, &matches);
     if (matches == 0) {
-        cli_err("pccl kick: no peer's uuid starts with '%s' (%d peers; see 'pccl status')\n", prefix,
-                cJSON_GetArraySize(peers));
+        cli_err("pccl kick: no peer is named '%s' or has a uuid starting with it (%d peers; see 'pccl status')\n",
+                arg, cJSON_GetArraySize(peers));
         cJSON_Delete(st);
         return CLI_EXIT_FAIL;
     }
     if (matches > 1) {
-        cli_err("pccl kick: '%s' is ambiguous; %d peers match, give more digits:\n", prefix, matches);
+        cli_err("pccl kick: '%s' is ambiguous; %d peers match, give more digits of the uuid:\n", arg, matches);
         const cJSON *p;
         cJSON_ArrayForEach(p, peers) {
-            const char *u = field(p, "uuid");
-            if (strncmp(u, prefix, strlen(prefix)) == 0)
-                cli_err("  %s  %s  %s\n", u, field(p, "address"), field(p, "phase"));
+            const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name"));
+            if (names(p, arg, hex))
+                cli_err("  %s  %s%s%s%s  %s\n", field(p, "uuid"), n && *n ? "\"" : "", n && *n ? n : "",
+                        n && *n ? "\"  " : "", field(p, "address"), field(p, "phase"));
         }
         cJSON_Delete(st);
         return CLI_EXIT_FAIL;
@@ -98,7 +112,10 @@ static int run(int argc, char **argv) {
     char path[128];
     snprintf(path, sizeof path, "/v1/peers/%s/kick", field(peer, "uuid"));
     rc = admin_client_post(&a, path, token);
-    if (rc == CLI_EXIT_OK) printf("kicked %s (%s)\n", field(peer, "uuid"), field(peer, "address"));
+    const char *nm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(peer, "name"));
+    if (rc == CLI_EXIT_OK)
+        printf("kicked %s%s%s%s (%s)\n", field(peer, "uuid"), nm && *nm ? " \"" : "", nm && *nm ? nm : "",
+               nm && *nm ? "\"" : "", field(peer, "address"));
     cJSON_Delete(st);
     return rc;
 }

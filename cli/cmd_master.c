@@ -26,6 +26,9 @@ static const cli_flag_t flags[] = {
      "env PCCL_VOTE_TIMEOUT_MS)"},
     {"key-file", required_argument, "FILE", "run key (32+ secret bytes, mode 0600): only peers holding it may join "
                                             "(env PCCL_KEY_FILE; without: an open run)"},
+    {"allow-keys", required_argument, "FILE",
+     "admit only peers whose public key is listed (one per line, as `pccl identity` prints; # comments); "
+     "read again on SIGHUP, when peers whose key was removed are kicked"},
     {"encrypt", no_argument, NULL, "encrypt every connection of the run (needs a run key; env PCCL_ENCRYPT=1)"},
     {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
     {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
@@ -39,7 +42,7 @@ const cli_command_t cli_cmd_master = {
     .summary = "run the master that orchestrates membership and consensus of a run",
     .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--admin-host NAME]... "
              "[--vote-timeout MS] "
-             "[--key-file FILE [--encrypt]] [--log-level LEVEL] [--log-format FORMAT]",
+             "[--key-file FILE [--encrypt]] [--allow-keys FILE] [--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
     .repeatable = (const char *const[]){"admin-host", NULL},
@@ -64,7 +67,7 @@ static void on_loop_tick(void *ctx, uint64_t now_ms) {
 typedef struct {
     ccoip_socket_address_t listen, admin;
     int admin_on, admin_explicit;
-    const char *token_file, *key_file;
+    const char *token_file, *key_file, *allow_keys;
     admin_host_rules_t hosts;
     int encrypt;
     long long vote_timeout_ms; /* -1: not given */
@@ -92,6 +95,8 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         a->vote_timeout_ms = (long long)v;
     } else if (strcmp(name, "key-file") == 0) {
         a->key_file = value;
+    } else if (strcmp(name, "allow-keys") == 0) {
+        a->allow_keys = value;
     } else if (strcmp(name, "encrypt") == 0) {
         a->encrypt = 1;
     }
@@ -130,6 +135,7 @@ static int run(int argc, char **argv) {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
     pcclInit();
@@ -143,6 +149,11 @@ static int run(int argc, char **argv) {
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
     if ((a.key_file || a.encrypt) && pccl__master_set_security(m, &sec) != pcclSuccess) {
         cli_err("pccl master: cannot set the run key\n");
+        pcclDestroyMaster(m);
+        return CLI_EXIT_FAIL;
+    }
+    if (a.allow_keys && pccl__master_set_allow_keys(m, a.allow_keys, err, sizeof err) != 0) {
+        cli_err("pccl master: %s\n", err);
         pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
     }
@@ -189,6 +200,11 @@ static int run(int argc, char **argv) {
     const struct timespec poll_every = {0, 200 * 1000 * 1000};
     for (;;) {
         int sig = sigtimedwait(&set, NULL, &poll_every);
+        if (sig == SIGHUP) {
+            if (a.allow_keys) pccl_log(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
+            pccl__master_reload_allow_keys(m);
+            continue;
+        }
         if (sig > 0) {
             pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
             break;

@@ -188,15 +188,17 @@ static void print_table(const cJSON *st, const char *where, const health_t *h) {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(st, "counters");
     printf("master %s (pccl %s, control port %.0f, up %.0fs): %d peers\n\n", where, str(st, "version"),
            num(st, "master_port"), num(st, "uptime_ms") / 1000, cJSON_GetArraySize(peers));
-    printf("%-10s %-21s %5s  %-10s %-13s %9s %10s\n", "PEER", "ADDRESS", "GROUP", "PHASE", "STATE", "REVISION",
-           "HEARTBEAT");
+    printf("%-10s %-16s %-21s %5s  %-10s %-13s %9s %10s\n", "PEER", "NAME", "ADDRESS", "GROUP", "PHASE", "STATE",
+           "REVISION", "HEARTBEAT");
     const cJSON *p;
     cJSON_ArrayForEach(p, peers) {
         char addr[80];
         const char *ip = str(p, "address");
         int v6 = strchr(ip, ':') != NULL; /* "[::1]:port", as the CLI's flags take it */
         snprintf(addr, sizeof addr, "%s%s%s:%.0f", v6 ? "[" : "", ip, v6 ? "]" : "", num(p, "p2p_port"));
-        printf("%-10.8s %-21s %5.0f  %-10s %-13s %9.0f %8.1fs\n", str(p, "uuid"), addr, num(p, "group"),
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name"));
+        printf("%-10.8s %-16s %-21s %5.0f  %-10s %-13s %9.0f %8.1fs\n", str(p, "uuid"), name && *name ? name : "-", addr,
+               num(p, "group"),
                str(p, "phase"), str(p, "state"), num(p, "revision"), num(p, "last_heartbeat_ms_ago") / 1000);
     }
     const cJSON *g;

@@ -18,6 +18,7 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_hash_tensor,
     &cli_cmd_kick,
     &cli_cmd_shutdown,
+    &cli_cmd_identity,
 };
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
 

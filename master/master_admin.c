@@ -100,6 +100,7 @@ static cJSON *peers_json(pcclMasterInstance_t *m, uint64_t now, uint8_t **uuids_
         addr_ip_str(&v.ip, ip);
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "uuid", hex);
+        cJSON_AddStringToObject(p, "name", v.name);
         cJSON_AddStringToObject(p, "address", ip);
         cJSON_AddNumberToObject(p, "p2p_port", v.p2p_port);
         cJSON_AddNumberToObject(p, "group", v.group);

@@ -51,6 +51,8 @@ struct pcclMasterInstanceState_t {
     sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
     void (*tick_hook)(void *ctx, uint64_t now_ms); /* pccl__master_set_tick_hook */
     void *tick_hook_ctx;
+    char *allow_keys_path;   /* pccl__master_set_allow_keys (master_allow.c); NULL: every key is admitted */
+    uv_async_t allow_reload; /* initialized with allow_keys_path */
 };
 
 /* Port the master listens on (useful after binding port 0). */
@@ -60,6 +62,15 @@ uint16_t pccl__master_port(const pcclMasterInstance_t *m);
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms);
 /* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster. */
 pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);
+
+/* Admits only the public keys listed in the file at path (pccl master --allow-keys); before pcclRunMaster.
+ * @return 0, or -1 with a reason in err (unreadable or malformed file). */
+int pccl__master_set_allow_keys(pcclMasterInstance_t *m, const char *path, char *err, size_t errlen);
+/* Reads the allow-keys file again on the loop thread (SIGHUP); peers whose key left it are kicked, and a
+ * file that no longer reads keeps the old list. Async-signal-safe; nothing without an allow-keys file. */
+void pccl__master_reload_allow_keys(pcclMasterInstance_t *m);
+/* Loop thread (or the destroying thread of a never-run master): closes the reload handle. */
+void pccl__allow_on_stop(pcclMasterInstance_t *m);
 
 /*
  * Admin port (master_admin.c, admin.c). Not started by pcclCreateMaster: the

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include <sodium.h>
 #include <uv.h>
 
 #include "addr.h"
@@ -36,7 +36,7 @@ typedef struct mconn {
     int known;          /* the state machine knows it (after the handshake of a keyed run) */
     int stranger;       /* in the gate: no first message yet (gate.h) */
     ccoip_inet_address_t ip, local; /* what the state machine is told on connect: the peer's and our end */
-    uint8_t uuid[16];
+    uint8_t nonce[32]; /* its CHALLENGE */
     msec_t sec;         /* keyed runs: the handshake, then the session */
     struct mconn *next;
 } mconn_t;
@@ -309,7 +309,7 @@ static void process_frames(mconn_t *c) {
 static void connect_to_sm(mconn_t *c) {
     c->known = 1;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
-    msm_on_connect(c->master->sm, c->id, &c->ip, &c->local, c->uuid);
+    msm_on_connect(c->master->sm, c->id, &c->ip, &c->local, c->nonce);
 }
 
 
@@ -437,10 +437,7 @@ static void on_connection(uv_stream_t *server, int status) {
     }
     close_strangers(m, none, nnone);
     c->cap = STRANGER_BUF;
-    if (getrandom(c->uuid, sizeof c->uuid, 0) != (ssize_t)sizeof c->uuid) {
-        uint64_t x = c->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)uv_hrtime();
-        for (int i = 0; i < 16; i++) c->uuid[i] = (uint8_t)(x >> ((i % 8) * 8)) ^ (uint8_t)i;
-    }
+    randombytes_buf(c->nonce, sizeof c->nonce); /* unpredictable, so a signed HELLO cannot be replayed */
     if (!m->sec.keyed) {
         connect_to_sm(c);
     } else if (msec_start(&c->sec, &m->sec, uv_now(&m->loop)) != 0) {
@@ -543,6 +540,7 @@ static void on_stop(uv_async_t *a) {
     pcclMasterInstance_t *m = a->data;
     PLOG_INFO("master", "shutting down");
     pccl__admin_on_stop(m); /* first: joins the HTTP thread before its wake-up handle closes */
+    pccl__allow_on_stop(m);
     mconn_t *c = m->conns;
     while (c) {
         mconn_t *next = c->next;
@@ -605,6 +603,7 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
         PLOG_ERROR("master", "%s", keyed < 0 ? err : "PCCL_ENCRYPT needs a run key (PCCL_KEY_FILE)");
         return pcclInvalidArgument;
     }
+    if (sodium_init() < 0) return pcclInternalError; /* the challenges' random nonces */
     pcclMasterInstance_t *m = calloc(1, sizeof *m);
     if (!m) return pcclInternalError;
     m->sec = sec;
@@ -694,6 +693,7 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
     if (!atomic_load(&m->joined)) {
         /* Never run: close the listener and stop handle on this thread. */
         pccl__admin_on_stop(m);
+        pccl__allow_on_stop(m);
         uv_close((uv_handle_t *)&m->server, NULL);
         uv_close((uv_handle_t *)&m->stop_async, NULL);
         uv_close((uv_handle_t *)&m->tick, NULL);
@@ -702,6 +702,7 @@ pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *m) {
     }
     uv_loop_close(&m->loop);
     pccl__admin_free(m);
+    free(m->allow_keys_path);
     msm_destroy(m->sm);
     gate_free(&m->gate);
     free(m);

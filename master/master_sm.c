@@ -31,7 +31,10 @@ const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]) {
     if (p->hello) {
         ccoip_socket_address_t a = {.inet = p->ip, .port = p->p2p_port};
         addr_str(&a, where);
-        snprintf(buf, MSM_NAME_MAX, "peer %02x%02x%02x%02x (%s)", u[0], u[1], u[2], u[3], where);
+        if (p->name[0])
+            snprintf(buf, MSM_NAME_MAX, "peer %02x%02x%02x%02x \"%s\" (%s)", u[0], u[1], u[2], u[3], p->name, where);
+        else
+            snprintf(buf, MSM_NAME_MAX, "peer %02x%02x%02x%02x (%s)", u[0], u[1], u[2], u[3], where);
     } else {
         addr_ip_str(&p->ip, where);
         snprintf(buf, MSM_NAME_MAX, "peer conn=%llu (%s)", (unsigned long long)p->conn, where);
@@ -191,11 +194,12 @@ void msm_destroy(msm_t *m) {
     free(m->moon_req.conns);
     free(m->moon_req.bw);
     free(m->reports);
+    ident_keys_free(&m->allow);
     free(m);
 }
 
 void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const ccoip_inet_address_t *local,
-                    const uint8_t uuid[16]) {
+                    const uint8_t nonce[32]) {
     if (m->npeers == m->cap_peers) {
         int cap = m->cap_peers ? m->cap_peers * 2 : 16;
         msm_peer_t *p = realloc(m->peers, (size_t)cap * sizeof *p);
@@ -216,7 +220,10 @@ void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, con
     }
     p->ip = *ip;
     p->local_ip = *local;
-    memcpy(p->uuid, uuid, 16);
+    memcpy(p->nonce, nonce, 32);
+    wire_msg_t c = {.type = M2C_CHALLENGE};
+    memcpy(c.u.challenge.nonce, nonce, 32);
+    msm_send(m, conn, &c);
 }
 
 wire_peer_t msm_dial_entry(const msm_peer_t *to, const msm_peer_t *q) {
@@ -259,6 +266,7 @@ void msm_register(msm_t *m, msm_peer_t *p, uint32_t group, uint16_t p2p_port, ui
 static void on_hello(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     const __typeof__(msg->u.hello) *h = &msg->u.hello;
     if (msm_check_hello(m, p, h->magic, h->version, h->p2p_port) != 0) return;
+    if (msm_check_identity(m, &p, C2M_HELLO, &h->id, NULL) != 0) return;
     msm_register(m, p, h->peer_group, h->p2p_port, h->pool_size, h->has_adv ? &h->adv_ip : NULL);
     wire_msg_t w = {.type = M2C_WELCOME};
     memcpy(w.u.welcome.uuid, p->uuid, 16);
@@ -422,6 +430,7 @@ int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
     const msm_peer_t *p = &m->peers[index];
     out->conn = p->conn;
     memcpy(out->uuid, p->uuid, 16);
+    out->name = p->name;
     out->ip = p->ip;
     out->p2p_port = p->p2p_port;
     out->group = p->group;

@@ -79,9 +79,13 @@ void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local);
 void msm_on_tick(msm_t *m);
 
 /* A control connection was accepted from ip to the master's address local (IPv4 or IPv6; an IPv4-mapped address
- * given as IPv4); uuid is fresh and random. */
+ * given as IPv4); nonce is fresh and random: the state machine sends it as CHALLENGE, and the connection's
+ * HELLO or RESUME must sign it (docs/protocol.md "Identity"). */
 void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const ccoip_inet_address_t *local,
-                    const uint8_t uuid[16]);
+                    const uint8_t nonce[32]);
+/* Admits only peers whose public key is one of keys[0..n) (pccl master --allow-keys); keys NULL: everyone.
+ * A registered peer whose key is not in a new list is kicked. @return 0, or -1 (out of memory: unchanged). */
+int msm_set_allowed_keys(msm_t *m, const uint8_t (*keys)[32], int n);
 /* A decoded peer->master packet arrived on conn. */
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 /* conn closed or failed (not after msm_io_t.close for it). */
@@ -108,9 +112,9 @@ void msm_on_moonshot_result(msm_t *m, uint32_t group, uint64_t epoch, const uint
                             int n);
 
 /* Longest name msm_conn_name writes, with its NUL. */
-#define MSM_NAME_MAX 80
-/* How the master's log lines name the peer on conn: "peer 3fa2c1d0 (10.0.0.5:48149)" (its uuid's first 8 hex
- * digits and its address, ip:p2p_port) once registered; "peer conn=N (10.0.0.5)" before its HELLO or RESUME;
+#define MSM_NAME_MAX 160
+/* How the master's log lines name the peer on conn: "peer 3fa2c1d0 \"worker-3\" (10.0.0.5:48149)" (its uuid's
+ * first 8 hex digits, its name when it has one, and its address, ip:p2p_port) once registered; "peer conn=N (10.0.0.5)" before its HELLO or RESUME;
  * "conn=N" when the state machine has no record of conn. Returns buf (MSM_NAME_MAX bytes). */
 const char *msm_conn_name(const msm_t *m, uint64_t conn, char buf[MSM_NAME_MAX]);
 
@@ -118,6 +122,7 @@ const char *msm_conn_name(const msm_t *m, uint64_t conn, char buf[MSM_NAME_MAX])
 typedef struct msm_peer_view {
     uint64_t conn;
     uint8_t uuid[16];
+    const char *name;    /* as the peer announced it (may be empty); valid until the next event */
     ccoip_inet_address_t ip;
     uint16_t p2p_port;
     uint32_t group;

@@ -10,12 +10,16 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "identity.h"
 #include "master_sm.h"
 #include "msm_ops.h"
 
 typedef struct msm_peer {
     uint64_t conn;
-    uint8_t uuid[16];
+    uint8_t uuid[16]; /* derived from pubkey once registered */
+    uint8_t nonce[32]; /* the CHALLENGE its HELLO or RESUME must sign */
+    uint8_t pubkey[32];
+    char name[WIRE_NAME_MAX + 1];
     ccoip_inet_address_t ip; /* where neighbours dial it: the advertised address, else the connection's */
     ccoip_inet_address_t local_ip; /* the master's address this peer's connection reached */
     uint16_t p2p_port;
@@ -92,11 +96,18 @@ struct msm {
     uint64_t boot_grace, born; /* msm_set_boot_grace; time of the first connection (0: none yet) */
     int booting;               /* the grace has not passed yet */
     uint64_t rebuild_started; /* time of the first RESUME */
+    int allow_on;             /* msm_set_allowed_keys: only these public keys may register */
+    ident_keys_t allow;
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
 /* p's name for log lines (see msm_conn_name); returns buf. */
 const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]);
+/* Checks the identity of a HELLO or RESUME on *pp (msm_identity.c): its signature over the connection's
+ * challenge, the allow-list, and for a RESUME that uuid is the key's. A registered peer with the same
+ * uuid is a stale connection of the same peer: it is kicked and the newcomer takes its place. Then
+ * records key, uuid and name. @return 0 (*pp updated: the table may have moved), or -1 (*pp kicked). */
+int msm_check_identity(msm_t *m, msm_peer_t **pp, uint16_t type, const wire_identity_t *id, const uint8_t *uuid);
 /* Checks a HELLO's or RESUME's magic, version and p2p port; kicks p and returns -1 if wrong. */
 int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port);
 /* Marks p registered (group, p2p port, pool size clamped to [1, 64]). */

@@ -252,13 +252,9 @@ static int group_is_established(msm_t *m, uint32_t group) {
 void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     const __typeof__(msg->u.resume) *r = &msg->u.resume;
     if (msm_check_hello(m, p, r->magic, r->version, r->p2p_port) != 0) return;
-    for (int i = 0; i < m->npeers; i++)
-        if (&m->peers[i] != p && m->peers[i].hello && memcmp(m->peers[i].uuid, r->uuid, 16) == 0) {
-            msm_kick(m, p, "uuid of a RESUME is already registered");
-            return;
-        }
+    /* Only the holder of the uuid's key resumes it; it replaces a stale connection of its own. */
+    if (msm_check_identity(m, &p, C2M_RESUME, &r->id, r->uuid) != 0) return;
     msm_register(m, p, r->peer_group, r->p2p_port, r->pool_size, r->has_adv ? &r->adv_ip : NULL);
-    memcpy(p->uuid, r->uuid, 16);
     m->stats.reregistrations++;
     if (!m->rebuilding && group_is_established(m, r->peer_group)) {
         /* The run went on without it: a new peer, accepted at the next round like any other. */

@@ -34,6 +34,40 @@ PCCL_EXPORT pcclResult_t pcclExtCommSetRunKey(pcclComm_t *communicator, const vo
 PCCL_EXPORT pcclResult_t pcclExtMasterSetRunKey(pcclMasterInstance_t *master, const void *key, size_t len,
                                                 bool encrypt);
 
+/*
+ * Peer identity and name. Every peer proves an Ed25519 key to the master when it registers; its uuid is
+ * derived from the public key, so nobody else can claim it (docs/security.md). Without these calls a
+ * communicator uses PCCL_IDENTITY_FILE, else a key pair made when it was created (a new uuid per process),
+ * and is named by PCCL_NAME, else the host name. All of these are for the time between
+ * pcclCreateCommunicator and pcclConnect.
+ */
+
+/**
+ * Names this peer in the master's status, logs and `pccl kick`: at most 63 printable ASCII bytes (may be empty).
+ * @return pcclSuccess, pcclInvalidArgument (NULL, too long, or a non-printable byte), or pcclInvalidUsage.
+ */
+PCCL_EXPORT pcclResult_t pcclExtCommSetName(pcclComm_t *communicator, const char *name);
+
+/**
+ * Uses the identity in the file at path, creating it (mode 0600) when missing, so that a restarted peer keeps
+ * its uuid. A file that group or others may access, another user's file or a malformed one is refused.
+ * @return pcclSuccess, pcclInvalidArgument (refused; the reason is logged), or pcclInvalidUsage.
+ */
+PCCL_EXPORT pcclResult_t pcclExtCommSetIdentityFile(pcclComm_t *communicator, const char *path);
+
+/**
+ * Uses the identity of a 32-byte Ed25519 seed held in memory (e.g. from a secret manager).
+ * @return pcclSuccess, pcclInvalidArgument (len is not 32), or pcclInvalidUsage.
+ */
+PCCL_EXPORT pcclResult_t pcclExtCommSetIdentitySeed(pcclComm_t *communicator, const void *seed, size_t len);
+
+/**
+ * This peer's uuid and public key (base64, 44 characters and a NUL: the line an allow-keys file lists);
+ * either may be NULL.
+ */
+PCCL_EXPORT pcclResult_t pcclExtCommGetIdentity(const pcclComm_t *communicator, uint8_t uuid[16],
+                                                char public_key[45]);
+
 #ifdef __cplusplus
 }
 #endif

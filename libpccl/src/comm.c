@@ -110,6 +110,10 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     pthread_mutex_init(&c->p2p.mu, NULL);
     pthread_cond_init(&c->p2p.cv, NULL);
     bufpool_init(&c->buffers);
+    if (comm_identity_init(c) != 0) {
+        pcclDestroyCommunicator(c);
+        return pcclInvalidArgument;
+    }
     *comm_out = c;
     return pcclSuccess;
 }
@@ -516,10 +520,20 @@ static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
 
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link) {
     *link = NULL;
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     int fd = connect_retrying(c, timeout_ms);
-    if (fd < 0 || !c->sec.keyed) return fd;
-    if (handshake_master(c, fd, link) != 0) {
+    if (fd < 0) return fd;
+    if (c->sec.keyed && handshake_master(c, fd, link) != 0) {
         close(fd);
+        return -1;
+    }
+    uint64_t now = net_now_ms();
+    /* The master's first message: the nonce HELLO or RESUME signs (comm_identity.c). */
+    if (comm_read_challenge(c, fd, *link, now < deadline ? (int)(deadline - now) : 1) != 0) {
+        sec_link_free(*link);
+        *link = NULL;
+        close(fd);
+        errno = EACCES;
         return -1;
     }
     return fd;
@@ -554,7 +568,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     hello.u.hello.peer_group = c->params.peer_group;
     comm_addr_announce(c, &hello.u.hello.p2p_port, &hello.u.hello.has_adv, &hello.u.hello.adv_ip);
     hello.u.hello.pool_size = c->pool_size;
-    if (link_send_msg(c->master_link, c->master_fd, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
+    if (comm_send_signed(c, c->master_fd, c->master_link, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
         PLOG_ERROR(c->log_name, "handshake with the master at %s failed", where);
         atomic_store(&c->master_lost, 1);
         return pcclMasterConnectionFailed;
@@ -576,7 +590,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     comm_set_uuid(c, w.u.welcome.uuid);
     wire_msg_free(&w);
     atomic_store(&c->registered, 1);
-    PLOG_INFO(c->log_name, "registered with the master at %s; waiting to be accepted", where);
+    PLOG_INFO(c->log_name, "registered with the master at %s as \"%s\"; waiting to be accepted", where, c->name);
     return await_acceptance(c);
 }
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "bufpool.h"
+#include "identity.h"
 #include "pccl.h"
 #include "sec_key.h"
 #include "sec_link.h"
@@ -123,8 +124,13 @@ struct pcclComm_t {
     atomic_int leaving, left, kicked;
     int reconnect_ms;
     uint64_t down_since_ms;
-    uint8_t uuid[16];
+    uint8_t uuid[16];  /* derived from ident's public key; the master's WELCOME confirms it */
     char log_name[24]; /* "peer:xxxxxxxx" */
+    /* Who this peer is (comm_identity.c): its key pair (PCCL_IDENTITY_FILE, pcclExtCommSetIdentityFile, or made
+     * at creation) and name (PCCL_NAME, pcclExtCommSetName, or the host name); set before pcclConnect. */
+    ident_t ident;
+    char name[IDENT_NAME_MAX + 1];
+    uint8_t master_nonce[IDENT_NONCE_BYTES]; /* the CHALLENGE of the current control connection */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -196,6 +202,14 @@ int comm_reconnect(pcclComm_t *c);
 /* Connects to the master within timeout_ms and, in a keyed run, runs the handshake; the fd (and
  * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
+/* Sets c's identity from PCCL_IDENTITY_FILE (or a fresh key pair) and its name from PCCL_NAME (or the host
+ * name) at creation. @return 0, or -1 (logged). */
+int comm_identity_init(pcclComm_t *c);
+/* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
+ * @return 0, or -1 (logged; errno EACCES). */
+int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms);
+/* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or -1. */
+int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 int comm_ops_outstanding(pcclComm_t *c);
 /* pcclInit was called. */

@@ -53,7 +53,7 @@ static int send_registration(pcclComm_t *c, int fd) {
         m.u.hello.peer_group = c->params.peer_group;
         comm_addr_announce(c, &m.u.hello.p2p_port, &m.u.hello.has_adv, &m.u.hello.adv_ip);
         m.u.hello.pool_size = c->pool_size;
-        return link_send_msg(c->master_link, fd, &m);
+        return comm_send_signed(c, fd, c->master_link, &m);
     }
     m.type = C2M_RESUME;
     __typeof__(m.u.resume) *r = &m.u.resume;
@@ -73,7 +73,7 @@ static int send_registration(pcclComm_t *c, int fd) {
     int nops = allreduce_unsettled_locked(c, &r->ops);
     r->nops = nops > 0 ? (uint32_t)nops : 0;
     /* Without its list the master could complete an op this peer did not finish: try again later. */
-    int rc = nops < 0 ? -1 : link_send_msg(c->master_link, fd, &m); /* under mu: the arrays are the communicator's */
+    int rc = nops < 0 ? -1 : comm_send_signed(c, fd, c->master_link, &m); /* under mu: the arrays are the communicator's */
     pthread_mutex_unlock(&c->mu);
     free(r->ops);
     return rc;
@@ -92,7 +92,7 @@ static int await_answer(pcclComm_t *c, int fd) {
         case M2C_COLL_ABORT: /* the verdict on an op this RESUME listed as finished */
             if (!allreduce_route(c, &m)) wire_msg_free(&m);
             continue;
-        case M2C_WELCOME: /* registered again as a newcomer: a new identity */
+        case M2C_WELCOME: /* registered again as a newcomer (its uuid is its key's: the same) */
             comm_set_uuid(c, m.u.welcome.uuid);
             rc = 0;
             break;

@@ -1,6 +1,7 @@
 /* wire.c - encoder and strict decoder of the control protocol (see wire.h). */
 #include "wire.h"
 
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,9 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u16(out, u->hello.p2p_port);
         wb_u32(out, u->hello.pool_size);
         wb_ip(out, u->hello.has_adv, &u->hello.adv_ip);
+        wb_bytes(out, u->hello.id.pubkey, 32);
+        wb_str(out, u->hello.id.name);
+        wb_bytes(out, u->hello.id.sig, WIRE_SIG_LEN);
         break;
     case C2M_UPDATE_TOPOLOGY: case C2M_PEERS_PENDING: case C2M_OPTIMIZE_TOPOLOGY: case C2M_HEARTBEAT:
     case C2M_LEAVE: case M2C_HEARTBEAT:
@@ -185,6 +189,8 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u16(out, u->resume.p2p_port);
         wb_u32(out, u->resume.pool_size);
         wb_ip(out, u->resume.has_adv, &u->resume.adv_ip);
+        wb_bytes(out, u->resume.id.pubkey, 32);
+        wb_str(out, u->resume.id.name);
         wb_bytes(out, u->resume.uuid, 16);
         wb_u8(out, u->resume.has_revision);
         wb_u64(out, u->resume.revision);
@@ -198,11 +204,15 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
             wb_u64(out, u->resume.ops[i].op_seq);
             wb_u8(out, u->resume.ops[i].finished);
         }
+        wb_bytes(out, u->resume.id.sig, WIRE_SIG_LEN);
         break;
     case M2C_RESUMED:
         wb_u8(out, u->resumed.ok);
         wb_world(out, &u->resumed.world);
         wb_u64(out, u->resumed.revision);
+        break;
+    case M2C_CHALLENGE:
+        wb_bytes(out, u->challenge.nonce, 32);
         break;
     case C2M_BENCH_RESULT:
         if (u->bench_res.n > WIRE_MAX_PEERS) goto bad;
@@ -320,6 +330,38 @@ static void rd_tensor(rd_t *r, wire_tensor_t *t) {
     t->hash = rd_u64(r, "tensor hash");
 }
 
+/* A peer's public key and name (printable, at most WIRE_NAME_MAX bytes). */
+static void rd_identity_head(rd_t *r, wire_identity_t *id) {
+    rd_bytes(r, id->pubkey, 32, "public key");
+    uint8_t n = rd_u8(r, "name");
+    const uint8_t *p = rd_take(r, n, "name");
+    if (!p) return;
+    if (n > WIRE_NAME_MAX) {
+        r->err = 1;
+        r->what = "name longer than 63 bytes";
+        return;
+    }
+    for (uint8_t i = 0; i < n; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e) {
+            r->err = 1;
+            r->what = "name with a non-printable byte";
+            return;
+        }
+    memcpy(id->name, p, n);
+    id->name[n] = 0;
+}
+/* The signature ends the body; the digest covers everything before it. */
+static void rd_identity_sig(rd_t *r, const uint8_t *body, wire_identity_t *id) {
+    const uint8_t *sig = rd_take(r, WIRE_SIG_LEN, "signature");
+    if (!sig) return;
+    memcpy(id->sig, sig, WIRE_SIG_LEN);
+    wire_body_digest(body, (size_t)(sig - body), id->digest);
+}
+
+void wire_body_digest(const uint8_t *body, size_t len, uint8_t out[32]) {
+    crypto_generichash(out, 32, body, len, NULL, 0);
+}
+
 /* Bounds an element count by the bytes present, so a lying count cannot make us allocate. */
 static int rd_count(rd_t *r, uint32_t n, size_t min_elem, uint32_t max, const char *what) {
     if (r->err) return -1;
@@ -349,6 +391,8 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
         u->hello.p2p_port = rd_u16(&r, "p2p port");
         u->hello.pool_size = rd_u32(&r, "pool size");
         rd_ip(&r, &u->hello.has_adv, &u->hello.adv_ip, "advertised address");
+        rd_identity_head(&r, &u->hello.id);
+        rd_identity_sig(&r, body, &u->hello.id);
         break;
     case C2M_UPDATE_TOPOLOGY: case C2M_PEERS_PENDING: case C2M_OPTIMIZE_TOPOLOGY: case C2M_HEARTBEAT:
     case C2M_LEAVE: case M2C_HEARTBEAT:
@@ -469,6 +513,7 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
         u->resume.p2p_port = rd_u16(&r, "p2p port");
         u->resume.pool_size = rd_u32(&r, "pool size");
         rd_ip(&r, &u->resume.has_adv, &u->resume.adv_ip, "advertised address");
+        rd_identity_head(&r, &u->resume.id);
         rd_bytes(&r, u->resume.uuid, 16, "uuid");
         u->resume.has_revision = rd_u8(&r, "revision flag");
         u->resume.revision = rd_u64(&r, "revision");
@@ -494,11 +539,15 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
                 u->resume.ops[i].finished = rd_u8(&r, "op outcome");
             }
         }
+        rd_identity_sig(&r, body, &u->resume.id);
         break;
     case M2C_RESUMED:
         u->resumed.ok = rd_u8(&r, "ok");
         rd_world(&r, &u->resumed.world);
         u->resumed.revision = rd_u64(&r, "revision");
+        break;
+    case M2C_CHALLENGE:
+        rd_bytes(&r, u->challenge.nonce, 32, "nonce");
         break;
     case C2M_BENCH_RESULT:
         u->bench_res.n = rd_u32(&r, "result count");
@@ -582,6 +631,7 @@ const char *wire_type_name(uint16_t type) {
     case C2M_RESUME: return "RESUME";
     case C2M_LEAVE: return "LEAVE";
     case M2C_RESUMED: return "RESUMED";
+    case M2C_CHALLENGE: return "CHALLENGE";
     default: return "UNKNOWN";
     }
 }

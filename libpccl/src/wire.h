@@ -4,7 +4,8 @@
  *
  * Framing: u32 body length (big-endian), then the body: u16 message type, then
  * the payload. Bodies are at most WIRE_MAX_BODY bytes. The first message on a
- * control connection is C2M_HELLO carrying magic and protocol version.
+ * control connection is the master's M2C_CHALLENGE; the peer answers C2M_HELLO (or C2M_RESUME) carrying
+ * magic, protocol version and its identity's proof over the challenge.
  * Decoding is strict: every length is checked against the bytes present, and
  * trailing bytes are an error. Decoded arrays are heap-allocated; release
  * them with wire_msg_free.
@@ -18,7 +19,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 5
+#define WIRE_VERSION 6
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -61,6 +62,7 @@ typedef enum wire_type {
     M2C_HEARTBEAT = 113,
     M2C_BENCH_REQUEST = 114,
     M2C_RESUMED = 115, /* answer to RESUME once the run is rebuilt */
+    M2C_CHALLENGE = 116, /* first message of every control connection: the nonce HELLO/RESUME sign */
     M2C_MAX_
 } wire_type_t;
 
@@ -120,6 +122,18 @@ typedef struct wire_op_outcome {
     uint8_t finished;     /* 1: this peer's ring finished and it awaits the verdict; 0: it did not finish */
 } wire_op_outcome_t;
 
+/* A peer's identity in HELLO and RESUME: its Ed25519 public key, its name, and its signature over the
+ * master's challenge and the message (identity.h). The signature is the body's last 64 bytes; digest is
+ * BLAKE2b-256 of the body before it (type included), filled by wire_decode. */
+#define WIRE_NAME_MAX 63
+#define WIRE_SIG_LEN 64
+typedef struct wire_identity {
+    uint8_t pubkey[32];
+    char name[WIRE_NAME_MAX + 1]; /* printable ASCII, may be empty */
+    uint8_t sig[WIRE_SIG_LEN];
+    uint8_t digest[32];
+} wire_identity_t;
+
 typedef struct wire_msg {
     uint16_t type;
     union {
@@ -129,6 +143,7 @@ typedef struct wire_msg {
             uint32_t pool_size;
             uint8_t has_adv;           /* 1: other peers dial adv_ip, not the address the master sees */
             ccoip_inet_address_t adv_ip;
+            wire_identity_t id;
         } hello;
         struct { uint8_t value; } flag; /* P2P_ESTABLISHED, SS_DIST_DONE, M2C_PEERS_PENDING, SS_DONE, OPTIMIZE_DONE */
         struct { uint64_t revision; uint8_t strategy; uint32_t n; wire_tensor_t *tensors; } sync;
@@ -162,7 +177,8 @@ typedef struct wire_msg {
         struct {
             uint32_t magic; uint16_t version; uint32_t peer_group; uint16_t p2p_port; uint32_t pool_size;
             uint8_t has_adv; ccoip_inet_address_t adv_ip; /* as in hello */
-            uint8_t uuid[16];      /* the identity the previous master gave this peer */
+            wire_identity_t id;
+            uint8_t uuid[16];      /* this peer's uuid: the one derived from id.pubkey */
             uint8_t has_revision;  /* 0: this peer never completed a shared-state sync */
             uint64_t revision;     /* of its last completed sync */
             uint32_t nring;
@@ -173,6 +189,7 @@ typedef struct wire_msg {
             wire_op_outcome_t *ops; /* collectives it ran under the lost master without a verdict */
         } resume;
         struct { uint8_t ok; wire_world_t world; uint64_t revision; } resumed; /* ok 0: join as a new peer */
+        struct { uint8_t nonce[32]; } challenge;
     } u;
 } wire_msg_t;
 
@@ -193,6 +210,10 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out);
  * @return 0, or -1 with a reason in err (out is then empty, nothing to free).
  */
 int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, size_t errlen);
+
+/** The digest a HELLO's or RESUME's signature covers: BLAKE2b-256 of body[0, len) (its body without the
+ * signature). */
+void wire_body_digest(const uint8_t *body, size_t len, uint8_t out[32]);
 
 /** Frees arrays owned by a decoded or built message; safe on zeroed messages. */
 void wire_msg_free(wire_msg_t *m);

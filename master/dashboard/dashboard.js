@@ -195,7 +195,7 @@ function drawRing(group, peersByUuid) {
     const c = svg('circle', {class: 'ring-peer ' + stateClass(p ? p.state : 'unknown') + late, 'data-uuid': uuid,
       cx: x.toFixed(1), cy: y.toFixed(1), r: node.toFixed(1)});
     const title = svg('title');
-    title.textContent = p ? `${uuid}\n${p.address}:${p.p2p_port}\n${p.state}, revision ${p.revision}, ` +
+    title.textContent = p ? `${uuid}${p.name ? ' "' + p.name + '"' : ''}\n${p.address}:${p.p2p_port}\n${p.state}, revision ${p.revision}, ` +
       `last heard ${fmtAge(p.last_heartbeat_ms_ago)} ago` : uuid;
     c.append(title);
     const a = angle(i), cos = Math.cos(a);
@@ -261,7 +261,7 @@ function drawPeers(status) {
   const rows = peers.map((p) => {
     const id = el('code', '', prefix(p.uuid));
     id.title = p.uuid;
-    return row([id, `${p.address}:${p.p2p_port}`, p.group, p.phase, p.state, p.revision,
+    return row([id, p.name || '-', `${p.address}:${p.p2p_port}`, p.group, p.phase, p.state, p.revision,
       fmtAge(p.last_heartbeat_ms_ago)], 'peer ' + stateClass(p.state) +
       (p.last_heartbeat_ms_ago > LATE_HEARTBEAT_MS ? ' late' : ''));
   });

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# `pccl kick UUID-PREFIX` and `pccl shutdown` against a real master with real peers: kick by prefix, unknown and
-# ambiguous prefixes, a refused token, shutdown that waits for the master to go, usage errors (exit 2), exit 3 for
-# an unreachable master, the environment defaults and the master logging who kicked or shut it down.
+# `pccl kick UUID-PREFIX|NAME` and `pccl shutdown` against a real master with real peers: kick by prefix or by
+# name, unknown and ambiguous prefixes and names, a refused token, shutdown that waits for the master to go, usage
+# errors (exit 2), exit 3 for an unreachable master, the environment defaults and the master logging who kicked or
+# shut it down.
 # Helpers (master, peers, http) in admin_helpers.bash.
 
 load admin_helpers
@@ -20,7 +21,7 @@ uuids() {
     # Upper case and 8 digits, as an operator copies them from `pccl status`.
     run timeout 10 "$PCCL" kick "$(tr a-f A-F <<< "${victim:0:8}")" --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
     [ "$status" -eq 0 ]
-    [[ "$output" == "kicked $victim (127.0.0.1)" ]]
+    [[ "$output" == "kicked $victim \"$(hostname)\" (127.0.0.1)" ]] # named by the host name by default
     for _ in $(seq 1 100); do uuids | grep -q "$victim" || break; sleep 0.1; done
     run uuids
     [[ "$output" != *"$victim"* && "$output" == *"$other"* ]]
@@ -38,7 +39,7 @@ uuids() {
     prefix=$(python3 -c 'import sys; u=sys.argv[1]; print("%x" % ((int(u[0], 16) + 1) % 16) + u[1:8])' "$uuid")
     run timeout 10 "$PCCL" kick "$prefix" --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
     [ "$status" -eq 1 ]
-    [[ "$output" == *"no peer's uuid starts with '$prefix'"* ]]
+    [[ "$output" == *"no peer is named '$prefix' or has a uuid starting with it"* ]]
     run http GET /metrics
     [[ "$output" == *"pccl_peers_kicked_total 0"* ]]
 }
@@ -76,6 +77,30 @@ PY
     run timeout 10 "$PCCL" kick abcd2 --admin 127.0.0.1:"$(cat "$TMP/port")" --admin-token-file "$TMP/token"
     [ "$status" -eq 0 ]
     grep -qx "POST /v1/peers/abcd2222222222222222222222222222/kick" "$TMP/requests"
+}
+
+@test "kick NAME removes the peer of that name; a name two peers share is refused" {
+    make_token "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    PCCL_NAME=trainer-a start_peer; A=$LAST
+    PCCL_NAME=trainer-b start_peer
+    PCCL_NAME=trainer-b start_peer
+    wait_accepted 3
+    run timeout 10 "$PCCL" status --admin 127.0.0.1:"$APORT"
+    [[ "$output" == *"NAME"* && "$output" == *"trainer-a"* && "$output" == *"trainer-b"* ]]
+    run timeout 10 "$PCCL" kick trainer-b --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"'trainer-b' is ambiguous; 2 peers match"* && "$output" == *'"trainer-b"  127.0.0.1'* ]]
+    run http GET /metrics
+    [[ "$output" == *"pccl_peers_kicked_total 0"* ]]
+    run timeout 10 "$PCCL" kick trainer-a --admin 127.0.0.1:"$APORT" --admin-token-file "$TMP/token"
+    [ "$status" -eq 0 ]
+    [[ "$output" == "kicked "*' "trainer-a" (127.0.0.1)' ]]
+    for _ in $(seq 1 100); do kill -0 "$A" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$A" 2>/dev/null # the kicked peer's pccl join ended
+    grep -q 'peer [0-9a-f]\{8\} "trainer-a" (127.0.0.1:[0-9]*)' "$TMP/master.err" # the master's log names it
+    run http GET /v1/status
+    [[ "$output" != *'"trainer-a"'* && "$output" == *'"name":"trainer-b"'* ]]
 }
 
 @test "kick and shutdown: a wrong token is exit 1 and changes nothing" {
@@ -117,10 +142,12 @@ PY
     run timeout 10 "$PCCL" shutdown --admin 127.0.0.1:1 --admin-token-file "$TMP/token" --timeout 1000
     [ "$status" -eq 3 ]
     [[ "$output" == *"unreachable"* ]]
-    run "$PCCL" kick abc --admin-token-file "$TMP/token"
+    run "$PCCL" kick "$(printf 'a\tb')" --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
-    [[ "$output" == *"want 4 to 32 hex digits"* ]]
-    run "$PCCL" kick abcz --admin-token-file "$TMP/token"
+    [[ "$output" == *"want 4 to 32 hex digits of its uuid, or its name"* ]]
+    run "$PCCL" kick "$(printf 'n%.0s' $(seq 1 64))" --admin-token-file "$TMP/token"
+    [ "$status" -eq 2 ]
+    run "$PCCL" kick "" --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
     run "$PCCL" kick --admin-token-file "$TMP/token"
     [ "$status" -eq 2 ]
@@ -146,7 +173,7 @@ PY
 @test "kick and shutdown: --token-file is --admin-token-file now (exit 2 with a hint); env PCCL_ADMIN_ADDR and PCCL_ADMIN_TOKEN_FILE" {
     make_token "$TMP/token"
     for cmd in "kick abcd" shutdown; do
-        run "$PCCL" $cmd --token-file "$TMP/token"
+        run "$PCCL" $cmd --admin-token-file "$TMP/token"
         [ "$status" -eq 2 ]
         [[ "$output" == *"--token-file is no option of this command: use --admin-token-file FILE"* ]]
     done

@@ -45,9 +45,10 @@ json_peer() {
     all_json "$TMP/master.err"
     all_json "$TMP/a.err"
     all_json "$TMP/b.err"
-    # log lines name the peer by uuid prefix and address, not by connection id
-    grep -q "kicking peer ${victim:0:8} (127\.0\.0\.1:[0-9]*): kicked by the operator" "$TMP/master.err"
-    grep -q "peer [0-9a-f]\{8\} (127\.0\.0\.1:[0-9]*) registered (group 0)" "$TMP/master.err"
+    # log lines name the peer by uuid prefix, name (the host name here, quoted inside the JSON string) and
+    # address, not by connection id
+    grep -q "kicking peer ${victim:0:8} \\\\\"$(hostname)\\\\\" (127\.0\.0\.1:[0-9]*): kicked by the operator" "$TMP/master.err"
+    grep -q "peer [0-9a-f]\{8\} \\\\\"$(hostname)\\\\\" (127\.0\.0\.1:[0-9]*) registered (group 0)" "$TMP/master.err"
     ! grep -q "peer conn=" "$TMP/master.err"
     # the kicked peer said so, as JSON, through the command's own message too
     cat "$TMP/a.err" "$TMP/b.err" | grep -q '"component":"cli".*pccl join: '

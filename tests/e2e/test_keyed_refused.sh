@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A keyed run refuses everyone without its key, on every port, and keeps running:
-# - the master: `pccl join` without a key (told the run needs one) or with another key,
+# - the master: `pccl join` without a key (it waits for a CHALLENGE the keyed master never sends, and is
+#   told at the handshake deadline that the run needs a key) or with another key,
 #   a raw HELLO (answered with a KICK), garbage, a client that never speaks (closed at the
 #   5 s handshake deadline), and a recorded handshake of a real peer replayed (refused after
 #   the master's fresh answer);
@@ -29,7 +30,7 @@ grep -q "accessible by group or others" "$WORK/j644.err" || fail "join: no clear
 
 start_master --key-file "$WORK/run.key"
 ADMIN=$(grep -o 'admin on [0-9.]*:[0-9]*' "$WORK/master.log" | sed 's/.*://')
-args=(--key-file "$WORK/run.key" --workload synthetic --steps 250 --size 200000 --step-delay 40 --min-world 2)
+args=(--key-file "$WORK/run.key" --workload synthetic --steps 450 --size 200000 --step-delay 40 --min-world 2)
 start_peer k1 "${args[@]}"; K1=$LAST_PID
 start_peer k2 "${args[@]}"; K2=$LAST_PID
 wait_events "$WORK/k1.log" step 3 30

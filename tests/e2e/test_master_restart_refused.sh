@@ -18,6 +18,7 @@ served, end = 0, time.time() + 20
 while served < 2 and time.time() < end:
     c, _ = srv.accept()
     c.settimeout(5)
+    c.sendall(struct.pack(">IH", 34, 116) + bytes(32))  # CHALLENGE, as every master opens a connection
     hdr = c.recv(4)  # the RESUME frame's length, then its body
     if len(hdr) == 4:
         n, got = struct.unpack(">I", hdr)[0], b""

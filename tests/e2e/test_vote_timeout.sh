@@ -2,7 +2,7 @@
 # No peer can stall the run (master --vote-timeout, here PCCL_VOTE_TIMEOUT_MS=2000):
 # 1. a member that joins and then stops calling the library (its heartbeats go
 #    on) is kicked when a vote it does not cast is 2 s old; the others go on;
-# 2. a stranger that sends a raw HELLO and then only heartbeats (it never wires
+# 2. a stranger that registers with a HELLO of its own and then only heartbeats (it never wires
 #    its ring) fails at most one accept round: the members keep stepping while it
 #    stays connected.
 . "$(dirname "$0")/lib.sh"
@@ -21,21 +21,9 @@ joined_at=$(count_events "$WORK/p1.log" step)
 wait_events "$WORK/p1.log" step $((joined_at + 20)) 20
 grep -q "did not vote or report" "$WORK/master.log" || fail "the master did not kick the idle member"
 
-# The stranger: HELLO (type 1) and a heartbeat (type 10) every 500 ms until the harness is done with
-# it (at most 60 s), however long the members take for their 100 steps.
-python3 - "$PORT" "$WIRE_VERSION" "$WORK/stranger.stop" > "$WORK/stranger.log" 2>&1 <<'PY' &
-import os, socket, struct, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-# type, magic, version, group, p2p port, pool size, no advertised address (family 0 and 16 bytes)
-hello = struct.pack(">HIHIHI", 1, 0x5043434C, int(sys.argv[2]), 0, 1, 1) + bytes(17)
-s.sendall(struct.pack(">I", len(hello)) + hello)
-print("registered", flush=True)
-end = time.time() + 60
-while time.time() < end and not os.path.exists(sys.argv[3]):
-    s.sendall(struct.pack(">IH", 2, 10))
-    time.sleep(0.5)
-print("still connected", flush=True)
-PY
+# The stranger: a signed HELLO and a heartbeat every 500 ms until the harness is done with it (at most 60 s),
+# however long the members take for their 100 steps.
+"$BIN/raw_hello" "$PORT" "$WORK/stranger.stop" 60 > "$WORK/stranger.log" 2>&1 &
 STRANGER=$!; PIDS+=("$STRANGER")
 for _ in $(seq 1 100); do grep -q registered "$WORK/stranger.log" && break; sleep 0.05; done
 before=$(count_events "$WORK/p1.log" step)

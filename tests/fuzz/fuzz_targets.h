@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "identity.h"
 #include "log.h"
 #include "master_sm.h"
 #include "msm_admin.h"
@@ -208,8 +209,36 @@ static inline int fuzz_quant_block_one(const uint8_t *data, size_t size) {
 
 typedef struct fuzz_msm_ctx {
     int live[FUZZ_MSM_CONNS]; /* connected and not closed by the state machine */
+    uint8_t nonce[FUZZ_MSM_CONNS][32]; /* each connection's CHALLENGE */
     uint64_t sends, closes;
 } fuzz_msm_ctx_t;
+
+/* The 8 peer identities of the master scripts (fixed seeds), made once. */
+static inline const ident_t *fuzz_identity(int who) {
+    static ident_t ids[8];
+    static int made;
+    if (!made) {
+        for (int k = 0; k < 8; k++) {
+            uint8_t seed[32];
+            memset(seed, 0xa0 + k, sizeof seed);
+            FUZZ_CHECK(ident_from_seed(&ids[k], seed) == 0);
+        }
+        made = 1;
+    }
+    return &ids[who & 7];
+}
+
+/* Signs HELLO or RESUME m as identity who over nonce, and decodes it as the master's server would. */
+static inline int fuzz_signed(const ident_t *id, const uint8_t nonce[32], wire_msg_t *m, wire_msg_t *out) {
+    wire_identity_t *wi = m->type == C2M_HELLO ? &m->u.hello.id : &m->u.resume.id;
+    memcpy(wi->pubkey, id->pk, 32);
+    wbuf_t b = {0};
+    char err[256];
+    FUZZ_CHECK(ident_encode_signed(id, nonce, m, &b) == 0);
+    int rc = wire_decode(b.data + 4, b.len - 4, out, err, sizeof err);
+    wbuf_free(&b);
+    return rc;
+}
 
 static inline void fuzz_msm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
     fuzz_msm_ctx_t *c = ctx;
@@ -239,7 +268,9 @@ static inline void fuzz_msm_close(void *ctx, uint64_t conn, const char *reason) 
  * Input: a sequence of records (time starts at 1 s and only moves by the tick records). Each starts with an op byte; its low 3 bits pick
  * the connection (1..8), the high bits the action:
  *   0x00-0x1f connect (if not live)      0x20-0x3f disconnect (if live)
- *   0x40-0x5f a valid HELLO: 4 more bytes, peer group (1 byte, mod 4), p2p port (2), pool (1)
+ *   0x40-0x5f a signed HELLO or RESUME: 5 more bytes, peer group (1 byte, mod 4), p2p port (2), pool (1),
+ *             who (1): bits 0-2 the identity (one of 8 key pairs), bit 3 RESUME instead of HELLO (revision 5,
+ *             ring: identities 0..bits 4-6), bit 7 a signature over the wrong nonce (a replay)
  *   0x60-0x6f time passes: 1 more byte, times 50 ms (the low 3 bits are ignored), then a tick
  *             (msm_on_tick kicks the peers silent for longer than the peer timeout, 10 s)
  *   0x70-0xff a packet: u16 big-endian length, then that many body bytes; decoded with
@@ -268,27 +299,49 @@ static inline int fuzz_master_sm_one(const uint8_t *data, size_t size) {
         if (op < 0x20) {
             if (*live) continue;
             ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, (uint8_t)conn}};
-            uint8_t uuid[16];
-            for (int k = 0; k < 16; k++) uuid[k] = (uint8_t)(conn * 31 + (uint64_t)k + (uint64_t)events);
+            uint8_t *nonce = ctx.nonce[conn - 1];
+            for (int k = 0; k < 32; k++) nonce[k] = (uint8_t)(conn * 31 + (uint64_t)k + (uint64_t)events);
             *live = 1;
             const ccoip_inet_address_t local = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
-            msm_on_connect(m, conn, &ip, &local, uuid);
+            msm_on_connect(m, conn, &ip, &local, nonce);
         } else if (op < 0x40) {
             if (!*live) continue;
             *live = 0;
             msm_on_disconnect(m, conn);
         } else if (op < 0x60) {
-            if (i + 4 > size) break;
-            wire_msg_t h;
+            if (i + 5 > size) break;
+            uint8_t who = data[i + 4];
+            const ident_t *id = fuzz_identity(who & 7);
+            wire_msg_t h, d;
+            uint8_t ring[8][16];
             memset(&h, 0, sizeof h);
-            h.type = C2M_HELLO;
-            h.u.hello.magic = WIRE_MAGIC;
-            h.u.hello.version = WIRE_VERSION;
-            h.u.hello.peer_group = data[i] % 4;
-            h.u.hello.p2p_port = wire_get_u16(data + i + 1);
-            h.u.hello.pool_size = data[i + 3];
-            i += 4;
-            if (*live) msm_on_packet(m, conn, &h);
+            h.type = (who & 8) ? C2M_RESUME : C2M_HELLO;
+            if (h.type == C2M_HELLO) {
+                h.u.hello.magic = WIRE_MAGIC;
+                h.u.hello.version = WIRE_VERSION;
+                h.u.hello.peer_group = data[i] % 4;
+                h.u.hello.p2p_port = wire_get_u16(data + i + 1);
+                h.u.hello.pool_size = data[i + 3];
+            } else {
+                h.u.resume.magic = WIRE_MAGIC;
+                h.u.resume.version = WIRE_VERSION;
+                h.u.resume.peer_group = data[i] % 4;
+                h.u.resume.p2p_port = wire_get_u16(data + i + 1);
+                h.u.resume.pool_size = data[i + 3];
+                ident_uuid(id->pk, h.u.resume.uuid);
+                h.u.resume.has_revision = 1;
+                h.u.resume.revision = 5;
+                h.u.resume.nring = (uint32_t)((who >> 4) & 7) + 1;
+                for (uint32_t k = 0; k < h.u.resume.nring; k++) ident_uuid(fuzz_identity((int)k)->pk, ring[k]);
+                h.u.resume.ring = ring;
+            }
+            i += 5;
+            uint8_t stale[32];
+            memset(stale, 0x5a, sizeof stale);
+            if (*live && fuzz_signed(id, (who & 0x80) ? stale : ctx.nonce[conn - 1], &h, &d) == 0) {
+                msm_on_packet(m, conn, &d);
+                wire_msg_free(&d);
+            }
         } else if (op < 0x70) {
             if (i + 1 > size) break;
             now += (uint64_t)data[i++] * 50;

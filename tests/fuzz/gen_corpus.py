@@ -7,12 +7,16 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x5043434C, 5
+MAGIC, VERSION = 0x5043434C, 6
 FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
            COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10, LEAVE=14)
 M2C = dict(WELCOME=101, ESTABLISH=102, TOPO_DONE=103, PEERS_PENDING=104, SS_PLAN=105, SS_DONE=106,
-           COMMENCE=107, ABORT=108, COMPLETE=109, REJECT=110, KICK=111, OPTIMIZE_DONE=112, HEARTBEAT=113)
+           COMMENCE=107, ABORT=108, COMPLETE=109, REJECT=110, KICK=111, OPTIMIZE_DONE=112, HEARTBEAT=113,
+           CHALLENGE=116)
+# identity of HELLO and RESUME: public key, name; the signature ends the body (docs/protocol.md "Identity")
+PUBKEY, SIG = bytes(range(32)), bytes(range(64, 128))
+def ident(name=b'worker-1'): return PUBKEY + s(name)
 
 
 def u8(v): return struct.pack('>B', v)
@@ -28,15 +32,15 @@ def peer(i): return bytes([i] * 16) + (ip6(i) if i == 2 else ip4(127, 0, 0, 1)) 
 def tensor(key, count, h, dtype=FLOAT, ineq=0): return s(key) + u8(dtype) + u8(ineq) + u64(count) + u64(h)
 
 
-def hello(group=0, port=40001, adv=NO_IP):
-    return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1) + adv
+def hello(group=0, port=40001, adv=NO_IP, name=b'worker-1'):
+    return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1) + adv + ident(name) + SIG
 def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
     tensor(b'state%d' % i, 1024, h + i) for i in range(n))
 def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT)
 def resume(i, rev, ring, port=40001): return (u16(13) + u32(MAGIC) + u16(VERSION) + u32(0) + u16(port + i) + u32(1) +
-                                              NO_IP + bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
+                                              NO_IP + ident() + bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
                                               b''.join(bytes([r] * 16) for r in ring) + u32(1) +
-                                              tensor(b'state0', 1024, 0x1234) + u32(0))
+                                              tensor(b'state0', 1024, 0x1234) + u32(0) + SIG)
 def coll_done(tag, seq, ok=1): return u16(8) + u64(tag) + u64(seq) + u8(ok)
 
 
@@ -44,6 +48,7 @@ bodies = {
     'c2m_hello': hello(),
     'c2m_hello_advertised': hello(adv=ip4(203, 0, 113, 5)),
     'c2m_hello_advertised6': hello(adv=ip6(9)),
+    'c2m_hello_unnamed': hello(name=b''),
     'c2m_resume': resume(0, 7, (0, 1, 2)),
     'c2m_update_topology': u16(2),
     'c2m_p2p_established': u16(3) + u8(1),
@@ -71,6 +76,7 @@ bodies = {
     'm2c_kick': u16(111) + s(b'bad packet'),
     'm2c_optimize_done': u16(112) + u8(1),
     'm2c_heartbeat': u16(113),
+    'm2c_challenge': u16(116) + bytes(range(100, 132)),
 }
 
 
@@ -91,7 +97,10 @@ for kind in (1, 2, 3):
 # master scripts: op byte (low 3 bits = connection 0..7), see fuzz_targets.h
 def connect(c): return u8(0x00 | c)
 def disconnect(c): return u8(0x20 | c)
-def vhello(c, group=0, port=40000, pool=1): return u8(0x40 | c) + u8(group) + u16(port + c) + u8(pool)
+# who: bits 0-2 the identity, bit 3 RESUME (ring: identities 0..bits 4-6), bit 7 signed over a stale nonce
+def vhello(c, group=0, port=40000, pool=1, who=None):
+    return u8(0x40 | c) + u8(group) + u16(port + c) + u8(pool) + u8(c if who is None else who)
+def vresume(c, ring_len=2, group=0): return vhello(c, group, who=c | 8 | ((ring_len - 1) << 4))
 def tick(c, t50): return u8(0x60 | c) + u8(t50)
 def pkt(c, body): return u8(0x70 | c) + u16(len(body)) + body
 
@@ -118,8 +127,12 @@ write('fuzz_master_sm', 'groups', connect(0) + vhello(0, 0) + connect(1) + vhell
       pkt(0, u16(10)))
 write('fuzz_master_sm', 'timeout', two + accept + tick(0, 100) + pkt(0, u16(10)) + tick(0, 150) +
       all_((0, 1), coll_init(0)) + tick(0, 250))
-write('fuzz_master_sm', 'resume', connect(0) + pkt(0, resume(0, 5, (0, 1))) + connect(2) + vhello(2) +
-      connect(1) + pkt(1, resume(1, 5, (0, 1))) + all_((0, 1), coll_init(0)) + all_((0, 1), u16(2)))
+write('fuzz_master_sm', 'resume', connect(0) + vresume(0) + connect(2) + vhello(2) +
+      connect(1) + vresume(1) + all_((0, 1), coll_init(0)) + all_((0, 1), u16(2)))
+write('fuzz_master_sm', 'resume_unsigned', connect(0) + pkt(0, resume(0, 5, (0, 1))) + connect(1) + vresume(1))
+# identity 0 comes back on another connection (its stale one is replaced); a replayed signature is refused
+write('fuzz_master_sm', 'identity_takeover', two + accept + connect(2) + vhello(2, who=0) + connect(3) +
+      vresume(3, 2) + connect(4) + vhello(4, who=0x81) + all_((1, 2), u16(2)))
 write('fuzz_master_sm', 'leave', three + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) +
       all_((0, 1, 2), coll_init(1)) + pkt(2, u16(14)) + all_((0, 1, 2), coll_done(1, 1)) + all_((0, 1), coll_init(2)) +
       pkt(1, u16(14)) + pkt(0, coll_done(2, 2)))

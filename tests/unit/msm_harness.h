@@ -10,6 +10,7 @@
 #ifndef PCCL_TEST_MSM_HARNESS_H
 #define PCCL_TEST_MSM_HARNESS_H
 
+#include "identity.h"
 #include "log.h"
 #include "master_sm.h"
 #include "msm_admin.h"
@@ -184,8 +185,24 @@ static inline const char *kick_reason(uint64_t conn) {
 
 /* ---------- peer events ---------- */
 
-static inline void uuid_of(uint64_t conn, uint8_t u[16]) {
-    for (int i = 0; i < 16; i++) u[i] = (uint8_t)(conn * 13 + (uint64_t)i * 7 + 1);
+/* Every peer `who` holds a fixed key pair (seeded from who), so its uuid, derived from the public key, is
+ * known in advance; connection conn's CHALLENGE nonce is fixed too (nonce_of). */
+static inline const ident_t *key_of(uint64_t who) {
+    static ident_t cache[512];
+    static uint8_t made[512];
+    static ident_t spare;
+    ident_t *id = who < 512 ? &cache[who] : &spare;
+    if (who >= 512 || !made[who]) {
+        uint8_t seed[32];
+        for (int i = 0; i < 32; i++) seed[i] = (uint8_t)(who * 29 + (uint64_t)i * 5 + 3);
+        ident_from_seed(id, seed);
+        if (who < 512) made[who] = 1;
+    }
+    return id;
+}
+static inline void uuid_of(uint64_t who, uint8_t u[16]) { ident_uuid(key_of(who)->pk, u); }
+static inline void nonce_of(uint64_t conn, uint8_t n[32]) {
+    for (int i = 0; i < 32; i++) n[i] = (uint8_t)(conn * 17 + (uint64_t)i * 11 + 7);
 }
 static inline int is_uuid_of(const uint8_t u[16], uint64_t conn) {
     uint8_t x[16];
@@ -196,10 +213,35 @@ static inline uint16_t port_of(uint64_t conn) { return (uint16_t)(20000 + conn);
 
 static inline void connect_(uint64_t conn) {
     ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {10, 0, (uint8_t)(conn >> 8), (uint8_t)conn}};
-    uint8_t u[16];
-    uuid_of(conn, u);
+    uint8_t n[32];
+    nonce_of(conn, n);
     const ccoip_inet_address_t local = {.protocol = inetIPv4, .ipv4.data = {10, 0, 0, 254}};
-    msm_on_connect(M, conn, &ip, &local, u);
+    msm_on_connect(M, conn, &ip, &local, n);
+}
+/* The name the next signed HELLO or RESUME announces (then reset to none). */
+static const char *next_name;
+/* Delivers HELLO or RESUME m on conn as peer `who` would send it: its public key and next_name, signed over
+ * nonce, encoded and decoded as the master's server does. */
+static inline void deliver_signed_as(uint64_t conn, uint64_t who, const uint8_t nonce[32], wire_msg_t *m) {
+    const ident_t *id = key_of(who);
+    wire_identity_t *wi = m->type == C2M_HELLO ? &m->u.hello.id : &m->u.resume.id;
+    memcpy(wi->pubkey, id->pk, 32);
+    snprintf(wi->name, sizeof wi->name, "%s", next_name ? next_name : "");
+    next_name = NULL;
+    wbuf_t b = {0};
+    wire_msg_t d;
+    char err[256];
+    CHECK(ident_encode_signed(id, nonce, m, &b) == 0);
+    CHECK(wire_decode(b.data + 4, b.len - 4, &d, err, sizeof err) == 0);
+    msm_on_packet(M, conn, &d);
+    wire_msg_free(&d);
+    wbuf_free(&b);
+}
+/* As peer conn, over conn's own challenge. */
+static inline void deliver_signed(uint64_t conn, wire_msg_t *m) {
+    uint8_t n[32];
+    nonce_of(conn, n);
+    deliver_signed_as(conn, conn, n, m);
 }
 static inline void hello_full(uint64_t conn, uint32_t magic, uint16_t version, uint32_t group, uint16_t port, uint32_t pool) {
     wire_msg_t h = {.type = C2M_HELLO};
@@ -208,7 +250,7 @@ static inline void hello_full(uint64_t conn, uint32_t magic, uint16_t version, u
     h.u.hello.peer_group = group;
     h.u.hello.p2p_port = port;
     h.u.hello.pool_size = pool;
-    msm_on_packet(M, conn, &h);
+    deliver_signed(conn, &h);
 }
 static inline void hello_g(uint64_t conn, uint32_t group, uint32_t pool) {
     hello_full(conn, WIRE_MAGIC, WIRE_VERSION, group, port_of(conn), pool);

@@ -7,6 +7,7 @@
  * and keep serving an accepted peer that was connected all along; strangers (connections before
  * their first message) are held to their limits. Every read
  * has a timeout, so the test cannot hang. */
+#include "identity.h"
 #include "log.h"
 #include "master_internal.h"
 #include "pccl.h"
@@ -24,7 +25,7 @@
 
 static uint16_t g_port;
 
-static int tcp_connect(void) {
+static int tcp_connect_raw(void) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     struct timeval tv = {.tv_sec = 5, .tv_usec = 0};
@@ -82,6 +83,24 @@ static int recv_frame(int fd, wire_msg_t *out) {
     return rc;
 }
 
+/* The CHALLENGE each connection begins with, by fd: what its HELLO signs. */
+static uint8_t nonces[4096][32];
+
+/* A connection whose CHALLENGE was read (a connection the master closes at once has none: its nonce stays
+ * zero and the EOF is still there to see). */
+static int tcp_connect(void) {
+    int fd = tcp_connect_raw();
+    if (fd < 0 || fd >= 4096) return fd;
+    memset(nonces[fd], 0, 32);
+    wire_msg_t c;
+    if (recv_frame(fd, &c) == 0) {
+        CHECK(c.type == M2C_CHALLENGE);
+        if (c.type == M2C_CHALLENGE) memcpy(nonces[fd], c.u.challenge.nonce, 32);
+        wire_msg_free(&c);
+    }
+    return fd;
+}
+
 /* The master closed the connection: EOF (or a reset), no data, within the timeout. */
 static int expect_eof(int fd) {
     uint8_t b;
@@ -96,9 +115,19 @@ static int expect_eof(int fd) {
     }
 }
 
+/* Sends m; a HELLO goes signed by a fresh identity over fd's CHALLENGE, as a peer sends it. */
 static int send_msg(int fd, const wire_msg_t *m) {
     wbuf_t b = {0};
-    int rc = wire_encode(m, &b);
+    int rc;
+    if (m->type == C2M_HELLO && fd >= 0 && fd < 4096) {
+        ident_t id;
+        wire_msg_t h = *m;
+        CHECK(ident_generate(&id) == 0);
+        memcpy(h.u.hello.id.pubkey, id.pk, 32);
+        rc = ident_encode_signed(&id, nonces[fd], &h, &b);
+    } else {
+        rc = wire_encode(m, &b);
+    }
     if (rc == 0) rc = send_all(fd, b.data, b.len);
     wbuf_free(&b);
     return rc;
@@ -292,7 +321,8 @@ static void test_malformed_payloads(void) {
     wbuf_t b = {0};
     wire_msg_t h = hello_msg(WIRE_MAGIC, WIRE_VERSION, 40004);
     CHECK(wire_encode(&h, &b) == 0);
-    uint8_t longer[64];
+    uint8_t longer[512];
+    CHECK(b.len < sizeof longer);
     memcpy(longer, b.data, b.len);
     wire_put_u32(longer, (uint32_t)(b.len - 4 + 1));
     longer[b.len] = 0;
@@ -355,7 +385,28 @@ static void test_bad_hello(void) {
     expect_closed_after_msg(&h, 1, "p2p port 0");
     wire_msg_t first = {.type = C2M_HEARTBEAT};
     expect_closed_after_msg(&first, 1, "first packet not HELLO");
+    h = hello_msg(WIRE_MAGIC, WIRE_VERSION, 40005);
+    expect_closed_after_msg(&h, 1, "unsigned HELLO");
     check_serves("bad hello");
+
+    /* a HELLO recorded on one connection and replayed on another signs the wrong challenge */
+    int rec = tcp_connect();
+    CHECK(rec >= 0 && rec < 4096);
+    if (rec >= 0 && rec < 4096) {
+        ident_t id;
+        CHECK(ident_generate(&id) == 0);
+        h = hello_msg(WIRE_MAGIC, WIRE_VERSION, 40008);
+        memcpy(h.u.hello.id.pubkey, id.pk, 32);
+        wbuf_t b = {0};
+        CHECK(ident_encode_signed(&id, nonces[rec], &h, &b) == 0);
+        CHECK(send_all(rec, b.data, b.len) == 0);
+        wire_msg_t w;
+        CHECK(recv_frame(rec, &w) == 0 && w.type == M2C_WELCOME);
+        wire_msg_free(&w);
+        expect_closed_after(b.data, b.len, 1, "replayed HELLO");
+        wbuf_free(&b);
+        close(rec);
+    }
 
     /* duplicate HELLO: WELCOME, then KICK, then EOF */
     int fd = tcp_connect();
@@ -382,7 +433,10 @@ static void test_framing(void) {
     if (fd < 0) return;
     wbuf_t b = {0};
     wire_msg_t h = hello_msg(WIRE_MAGIC, WIRE_VERSION, 40007), hb = {.type = C2M_HEARTBEAT}, m;
-    CHECK(wire_encode(&h, &b) == 0 && wire_encode(&hb, &b) == 0);
+    ident_t id;
+    CHECK(ident_generate(&id) == 0);
+    memcpy(h.u.hello.id.pubkey, id.pk, 32);
+    CHECK(fd < 4096 && ident_encode_signed(&id, nonces[fd], &h, &b) == 0 && wire_encode(&hb, &b) == 0);
     CHECK(send_all(fd, b.data, b.len) == 0);
     CHECK(recv_frame(fd, &m) == 0 && m.type == M2C_WELCOME);
     wire_msg_free(&m);

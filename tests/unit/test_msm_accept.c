@@ -9,7 +9,7 @@ static void test_accept_round(void) {
     join(3);
     hello_g(5, 0, 1);
     CHECK_EQ_U64(count_type(M2C_WELCOME), 2);
-    CHECK_EQ_U64(total_sends(), 2); /* nothing else until the accepted peers vote */
+    CHECK_EQ_U64(total_sends(), 2 + count_type(M2C_CHALLENGE)); /* nothing else until the accepted peers vote */
     CHECK(strcmp(state_of(3), "registered") == 0);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);

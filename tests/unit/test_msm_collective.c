@@ -221,9 +221,9 @@ static void test_coll_stripes(void) {
         msm_set_stripe(M, 2u << 20, local);
         for (uint64_t c = 1; c <= 2; c++) {
             const ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
-            uint8_t u[16];
-            uuid_of(c, u);
-            msm_on_connect(M, c, &ip, &ip, u);
+            uint8_t n[32];
+            nonce_of(c, n);
+            msm_on_connect(M, c, &ip, &ip, n);
             hello_g(c, 0, 8);
             if (c == 1) p2p_ok(1, 1);
         }
@@ -258,7 +258,8 @@ static void test_coll_departure(void) {
     CHECK_EQ_U64(count_type(M2C_COLL_COMMENCE), 0);
     const wire_msg_t *r = last_to(1, M2C_COLL_REJECT);
     CHECK(r && r->u.reject.tag == 5 && r->u.reject.reason == REJECT_TOO_FEW_PEERS);
-    CHECK_EQ_U64(sends_to(9), count_to(9, M2C_WELCOME)); /* only its WELCOME */
+    CHECK_EQ_U64(sends_to(9), 2); /* only its CHALLENGE and WELCOME */
+    CHECK_EQ_U64(count_to(9, M2C_CHALLENGE) + count_to(9, M2C_WELCOME), 2);
     teardown();
 
     /* a departure during the vote commences the rest */

@@ -88,13 +88,18 @@ static void test_hello_errors(void) {
 static void test_bootstrap(void) {
     setup();
     connect_(1);
-    CHECK_EQ_U64(total_sends(), 0);
+    CHECK_EQ_U64(total_sends(), 1); /* the CHALLENGE, first on every connection */
+    CHECK(evs[0].msg.type == M2C_CHALLENGE);
+    uint8_t n1[32];
+    nonce_of(1, n1);
+    CHECK(memcmp(evs[0].msg.u.challenge.nonce, n1, 32) == 0);
     CHECK(strcmp(state_of(1), "connecting") == 0);
     hello_g(1, 0, 4);
     CHECK_EQ_U64(count_to(1, M2C_WELCOME), 1);
     const wire_msg_t *e = last_to(1, M2C_ESTABLISH_P2P);
     CHECK(e != NULL);
-    CHECK(evs[0].msg.type == M2C_WELCOME); /* WELCOME first */
+    CHECK(evs[1].msg.type == M2C_WELCOME); /* WELCOME next */
+    CHECK(is_uuid_of(evs[1].msg.u.welcome.uuid, 1)); /* the uuid of its key */
     if (e) {
         CHECK_EQ_U64(e->u.establish.n, 1);
         CHECK(is_uuid_of(e->u.establish.peers[0].uuid, 1));
@@ -132,7 +137,7 @@ static void test_advertised_address(void) {
     h.u.hello.pool_size = 1;
     h.u.hello.has_adv = 1;
     h.u.hello.adv_ip = (ccoip_inet_address_t){.protocol = inetIPv6, .ipv6.data = {0x20, 0x01, 0x0d, 0xb8, [15] = 7}};
-    msm_on_packet(M, 1, &h);
+    deliver_signed(1, &h);
     const wire_msg_t *e = last_to(1, M2C_ESTABLISH_P2P);
     CHECK(e && e->u.establish.n == 1);
     if (e && e->u.establish.n == 1) {
@@ -153,9 +158,9 @@ static void test_advertised_address(void) {
 static void test_loopback_peer_seen_from_elsewhere(void) {
     setup();
     const ccoip_inet_address_t lo = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
-    uint8_t u[16];
-    uuid_of(1, u);
-    msm_on_connect(M, 1, &lo, &lo, u);
+    uint8_t n[32];
+    nonce_of(1, n);
+    msm_on_connect(M, 1, &lo, &lo, n);
     hello_g(1, 0, 1);
     p2p_ok(1, 1);
     CHECK(is_accepted(1));
@@ -282,13 +287,25 @@ static void test_views(void) {
     teardown();
 }
 
-/* Log lines name a peer by its uuid prefix and address once registered, by its connection before. */
+/* Log lines name a peer by its uuid prefix, its name when it has one, and its address once registered, by its
+ * connection before. */
 static void test_names(void) {
     setup();
-    join(3); /* uuid 28 2f 36 3d ..., 10.0.0.3, p2p port 20003 */
+    join(3); /* 10.0.0.3, p2p port 20003, no name */
     connect_(4);
-    char name[MSM_NAME_MAX];
-    CHECK(strcmp(msm_conn_name(M, 3, name), "peer 282f363d (10.0.0.3:20003)") == 0);
+    connect_(5);
+    next_name = "worker-5";
+    hello_g(5, 0, 1);
+    uint8_t u3[16], u5[16];
+    uuid_of(3, u3);
+    uuid_of(5, u5);
+    char name[MSM_NAME_MAX], want[MSM_NAME_MAX];
+    snprintf(want, sizeof want, "peer %02x%02x%02x%02x (10.0.0.3:20003)", u3[0], u3[1], u3[2], u3[3]);
+    CHECK(strcmp(msm_conn_name(M, 3, name), want) == 0);
+    snprintf(want, sizeof want, "peer %02x%02x%02x%02x \"worker-5\" (10.0.0.5:20005)", u5[0], u5[1], u5[2], u5[3]);
+    CHECK(strcmp(msm_conn_name(M, 5, name), want) == 0);
+    msm_peer_view_t v;
+    CHECK(view_of(5, &v) == 0 && strcmp(v.name, "worker-5") == 0);
     CHECK(strcmp(msm_conn_name(M, 4, name), "peer conn=4 (10.0.0.4)") == 0);
     CHECK(strcmp(msm_conn_name(M, 99, name), "conn=99") == 0);
     teardown();

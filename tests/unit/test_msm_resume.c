@@ -2,17 +2,17 @@
  * (master/msm_resume.c): agreeing peers, a partial return (deadline), a
  * disagreeing or lying revision, a late RESUME, a newcomer during the rebuild,
  * the verdicts on collectives the lost master left unsettled,
- * and the bad inputs (version, stolen uuid, votes before RESUMED). */
+ * and the bad inputs (version, a uuid claimed with another key, votes before RESUMED). */
 #include "msm_harness.h"
 
 /* ---------- on top of the shared harness: a clock, the old master's uuids, RESUME ---------- */
 
 static uint64_t now;
-static uint8_t U[8][16]; /* the uuids the old master gave conns 1..n (the harness's fresh ones differ) */
+static uint8_t U[8][16]; /* the uuids of peers 1..n: derived from their keys (msm_harness.h), as the old master knew them */
 
 static void start(void) {
     setup();
-    for (int c = 0; c < 8; c++) memset(U[c], c, 16);
+    for (int c = 0; c < 8; c++) uuid_of((uint64_t)c, U[c]);
     now = 1000;
     msm_set_time(M, now);
 }
@@ -55,7 +55,7 @@ static void resume_full_ops(uint64_t conn, uint16_t version, int has_rev, uint64
     m.u.resume.tensors = &t;
     m.u.resume.nops = nops;
     m.u.resume.ops = (wire_op_outcome_t *)ops;
-    msm_on_packet(M, conn, &m);
+    deliver_signed(conn, &m);
 }
 
 static void resume_full(uint64_t conn, uint16_t version, int has_rev, uint64_t rev, uint64_t hash, const int *ring,
@@ -298,20 +298,21 @@ static void test_bad_resumes(void) {
     CHECK(closed_(1) && got(1, M2C_KICK) == 1);
     CHECK(strstr(msg_of(1, M2C_KICK)->u.kick.reason, "protocol mismatch") != NULL);
     resume(2, 3, 111, RING3, 3);
-    connect_(3); /* claims conn 2's identity */
+    connect_(3); /* claims conn 2's uuid with its own key */
     wire_msg_t m = {.type = C2M_RESUME};
     m.u.resume.magic = WIRE_MAGIC;
     m.u.resume.version = WIRE_VERSION;
     m.u.resume.p2p_port = 4003;
     memcpy(m.u.resume.uuid, U[2], 16);
-    msm_on_packet(M, 3, &m);
-    CHECK(closed_(3) && strstr(msg_of(3, M2C_KICK)->u.kick.reason, "already registered") != NULL);
+    deliver_signed(3, &m);
+    CHECK(closed_(3) && strstr(msg_of(3, M2C_KICK)->u.kick.reason, "not its public key's") != NULL);
+    CHECK(!closed_(2));
     resume(4, 3, 111, RING3, 3);
     pkt(4, C2M_COLL_INIT); /* a vote before RESUMED is out of state */
     CHECK(closed_(4) && strstr(msg_of(4, M2C_KICK)->u.kick.reason, "rebuilt") != NULL);
     wire_msg_t again = m;
     memcpy(again.u.resume.uuid, U[2], 16);
-    msm_on_packet(M, 2, &again); /* a second RESUME on one connection */
+    deliver_signed(2, &again); /* a second RESUME on one connection */
     CHECK(closed_(2));
     msm_stats_t st;
     msm_get_stats(M, &st);

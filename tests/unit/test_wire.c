@@ -156,17 +156,62 @@ static void test_hello(void) {
     m.u.hello.peer_group = 0xDEADBEEFu;
     m.u.hello.p2p_port = 65535;
     m.u.hello.pool_size = 0x01000001u;
-    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN, &o);
+    fill(m.u.hello.id.pubkey, 32, 5);
+    snprintf(m.u.hello.id.name, sizeof m.u.hello.id.name, "worker-7");
+    fill(m.u.hello.id.sig, WIRE_SIG_LEN, 77);
+    const size_t hello_len = 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 32 + 1 + 8 + WIRE_SIG_LEN;
+    roundtrip(&m, hello_len, &o);
     CHECK(o.u.hello.magic == WIRE_MAGIC && o.u.hello.version == WIRE_VERSION && o.u.hello.peer_group == 0xDEADBEEFu &&
           o.u.hello.p2p_port == 65535 && o.u.hello.pool_size == 0x01000001u && !o.u.hello.has_adv);
+    CHECK(memcmp(o.u.hello.id.pubkey, m.u.hello.id.pubkey, 32) == 0 && strcmp(o.u.hello.id.name, "worker-7") == 0 &&
+          memcmp(o.u.hello.id.sig, m.u.hello.id.sig, WIRE_SIG_LEN) == 0);
+    {
+        /* the digest the signature covers: the body up to the signature, type included */
+        size_t blen;
+        uint8_t *b = encode_body(&m, &blen), want[32];
+        wire_body_digest(b, blen - WIRE_SIG_LEN, want);
+        CHECK(memcmp(o.u.hello.id.digest, want, 32) == 0);
+        free(b);
+    }
     wire_msg_free(&o);
+    /* a name may be empty, never longer than 63 bytes or non-printable */
+    m.u.hello.id.name[0] = 0;
+    roundtrip(&m, hello_len - 8, &o);
+    CHECK(o.u.hello.id.name[0] == 0);
+    wire_msg_free(&o);
+    {
+        size_t blen;
+        snprintf(m.u.hello.id.name, sizeof m.u.hello.id.name, "a b");
+        uint8_t *b = encode_body(&m, &blen);
+        const size_t at = 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 32 + 1; /* the name's first byte */
+        CHECK(b[at - 1] == 3 && b[at] == 'a');
+        b[at + 1] = '\n';
+        expect_reject(b, blen, "name with a newline");
+        b[at + 1] = 0x80;
+        expect_reject(b, blen, "name with a byte past ASCII");
+        free(b);
+        uint8_t long_name[2 + 33 + 32 + 1 + 64 + WIRE_SIG_LEN];
+        memset(long_name, 'x', sizeof long_name);
+        wire_put_u16(long_name, C2M_HELLO);
+        wire_put_u32(long_name + 2, WIRE_MAGIC);
+        wire_put_u16(long_name + 6, WIRE_VERSION);
+        wire_put_u16(long_name + 12, 40000);
+        memset(long_name + 18, 0, WIRE_IP_LEN);
+        long_name[18 + WIRE_IP_LEN + 32] = 64;
+        expect_reject(long_name, sizeof long_name, "name of 64 bytes");
+        long_name[18 + WIRE_IP_LEN + 32] = 63;
+        wire_msg_t ok;
+        char e[160];
+        CHECK(wire_decode(long_name, sizeof long_name - 1, &ok, e, sizeof e) == 0 && strlen(ok.u.hello.id.name) == 63);
+    }
+    snprintf(m.u.hello.id.name, sizeof m.u.hello.id.name, "worker-7");
     /* an advertised address of either family */
     const ccoip_inet_address_t adv[2] = {{.protocol = inetIPv4, .ipv4.data = {198, 51, 100, 7}},
                                          {.protocol = inetIPv6, .ipv6.data = {0x20, 0x01, 0x0d, 0xb8, [15] = 9}}};
     for (int i = 0; i < 2; i++) {
         m.u.hello.has_adv = 1;
         m.u.hello.adv_ip = adv[i];
-        roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN, &o);
+        roundtrip(&m, hello_len, &o);
         CHECK(o.u.hello.has_adv == 1 && addr_ip_equal(&o.u.hello.adv_ip, &adv[i]));
         wire_msg_free(&o);
     }
@@ -553,8 +598,14 @@ static void test_resume(void) {
     wire_op_outcome_t ops[2] = {{.tag = 11, .op_seq = 0x1122334455667788ull, .finished = 1}, {.tag = 12, .op_seq = 3}};
     m.u.resume.nops = 2;
     m.u.resume.ops = ops;
-    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N) + 4 + 2 * 17,
+    fill(m.u.resume.id.pubkey, 32, 8);
+    snprintf(m.u.resume.id.name, sizeof m.u.resume.id.name, "pod-3");
+    fill(m.u.resume.id.sig, WIRE_SIG_LEN, 99);
+    roundtrip(&m, 2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 32 + 1 + 5 + 16 + 1 + 8 + 4 + 16 * R + 4 + tensors_bytes(t, N) +
+                      4 + 2 * 17 + WIRE_SIG_LEN,
               &o);
+    CHECK(strcmp(o.u.resume.id.name, "pod-3") == 0 && memcmp(o.u.resume.id.pubkey, m.u.resume.id.pubkey, 32) == 0 &&
+          memcmp(o.u.resume.id.sig, m.u.resume.id.sig, WIRE_SIG_LEN) == 0);
     CHECK(o.u.resume.has_adv == 1 && addr_ip_equal(&o.u.resume.adv_ip, &m.u.resume.adv_ip));
     CHECK(o.u.resume.nops == 2 && o.u.resume.ops && o.u.resume.ops[0].tag == 11 &&
           o.u.resume.ops[0].op_seq == ops[0].op_seq && o.u.resume.ops[0].finished == 1 &&
@@ -575,8 +626,14 @@ static void test_resume(void) {
     CHECK(strcmp(wire_type_name(C2M_RESUME), "RESUME") == 0 && wire_type_is_c2m(C2M_RESUME));
     CHECK(strcmp(wire_type_name(M2C_RESUMED), "RESUMED") == 0 && wire_type_is_m2c(M2C_RESUMED));
 
+    wire_msg_t ch = {.type = M2C_CHALLENGE};
+    fill(ch.u.challenge.nonce, 32, 42);
+    roundtrip(&ch, 2 + 32, &o);
+    CHECK(memcmp(o.u.challenge.nonce, ch.u.challenge.nonce, 32) == 0);
+    CHECK(strcmp(wire_type_name(M2C_CHALLENGE), "CHALLENGE") == 0 && wire_type_is_m2c(M2C_CHALLENGE));
+
     /* A ring count that lies about the bytes present is refused before any allocation. */
-    uint8_t lie[2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 16 + 1 + 8 + 4];
+    uint8_t lie[2 + 4 + 2 + 4 + 2 + 4 + WIRE_IP_LEN + 32 + 1 + 16 + 1 + 8 + 4];
     memset(lie, 0, sizeof lie);
     wire_put_u16(lie, C2M_RESUME);
     wire_put_u16(lie + 6, WIRE_VERSION);
