@@ -322,8 +322,13 @@ static void group_metrics(pcclMasterInstance_t *m, FILE *f, uint64_t now) {
                     (double)advance_age_ms(m->admin, gv[i].id, now) / 1000);
 }
 
-/* The peer's name in per-peer series: the uuid's first 8 hex digits (as `pccl status` and the logs show it). */
+/* The peer's name in per-peer series: the name it announced, else its uuid's first 8 hex digits (as `pccl status`
+ * and the logs show it). */
 static void peer_name(const msm_peer_view_t *v, char out[64]) {
+    if (v->name && v->name[0]) {
+        snprintf(out, 64, "%s", v->name);
+        return;
+    }
     char hex[33];
     admin_uuid_hex(v->uuid, hex);
     snprintf(out, 64, "%.8s", hex);

@@ -173,7 +173,7 @@ PY
 @test "kick and shutdown: --token-file is --admin-token-file now (exit 2 with a hint); env PCCL_ADMIN_ADDR and PCCL_ADMIN_TOKEN_FILE" {
     make_token "$TMP/token"
     for cmd in "kick abcd" shutdown; do
-        run "$PCCL" $cmd --admin-token-file "$TMP/token"
+        run "$PCCL" $cmd --token-file "$TMP/token"
         [ "$status" -eq 2 ]
         [[ "$output" == *"--token-file is no option of this command: use --admin-token-file FILE"* ]]
     done
@@ -184,7 +184,7 @@ PY
     # the address and the token from the environment alone
     PCCL_ADMIN_ADDR=127.0.0.1:"$APORT" PCCL_ADMIN_TOKEN_FILE="$TMP/token" run timeout 10 "$PCCL" kick "${victim:0:8}"
     [ "$status" -eq 0 ]
-    [[ "$output" == "kicked $victim (127.0.0.1)" ]]
+    [[ "$output" == "kicked $victim \"$(hostname)\" (127.0.0.1)" ]]
     # the master logs who asked
     for _ in $(seq 1 50); do grep -q "kicked on the admin port by" "$TMP/master.err" && break; sleep 0.1; done
     grep -q "peer $victim kicked on the admin port by 127\.0\.0\.1:[0-9]*" "$TMP/master.err"

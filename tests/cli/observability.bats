@@ -72,7 +72,7 @@ json_peer() {
 @test "/metrics of a master with peers passes promtool check metrics and has the new series" {
     command -v promtool || skip "promtool missing (Debian package prometheus, scripts/deps.sh)"
     start_master
-    start_peer; start_peer
+    PCCL_NAME=worker-a start_peer; PCCL_NAME=worker-b start_peer
     wait_accepted 2
     # until the group has a revision and completed collectives
     for _ in $(seq 1 100); do
@@ -90,10 +90,10 @@ json_peer() {
     grep -q '^pccl_group_reduced_bytes_total{group="0"} [1-9][0-9]*$' "$TMP/metrics"
     grep -q '^pccl_oldest_operation_age_seconds [0-9.]*$' "$TMP/metrics"
     grep -q '^pccl_group_revision_age_seconds{group="0"} [0-9.]*$' "$TMP/metrics"
-    # per peer: an info series with its address, and its series by uuid and name (the uuid's first 8 digits)
-    [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",name="[0-9a-f]\{8\}",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
-    [ "$(grep -c '^pccl_peer_revision{uuid="[0-9a-f]\{32\}",name="[0-9a-f]\{8\}",group="0"} [0-9]*$' "$TMP/metrics")" -eq 2 ]
-    [ "$(grep -c '^pccl_peer_info{uuid="\([0-9a-f]\{8\}\)[0-9a-f]\{24\}",name="\1",address="127\.0\.0\.1:[0-9]*"} 1$' "$TMP/metrics")" -eq 2 ]
+    # per peer: an info series with its name and address, and its series by uuid and name
+    [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",name="worker-[ab]",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
+    [ "$(grep -c '^pccl_peer_revision{uuid="[0-9a-f]\{32\}",name="worker-[ab]",group="0"} [0-9]*$' "$TMP/metrics")" -eq 2 ]
+    [ "$(grep -c '^pccl_peer_info{uuid="[0-9a-f]\{32\}",name="worker-[ab]",address="127\.0\.0\.1:[0-9]*"} 1$' "$TMP/metrics")" -eq 2 ]
     # the conventional process collector series, read from /proc/self
     for m in process_resident_memory_bytes process_virtual_memory_bytes process_cpu_seconds_total process_open_fds \
              process_max_fds process_start_time_seconds; do
