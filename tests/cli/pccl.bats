@@ -109,7 +109,7 @@ start_master() {
 
 @test "a flag with a value given twice is a usage error in every command (exit 2)" {
     for cmd in $("$PCCL" __complete); do
-        [ "$cmd" = help ] && continue
+        [ "$cmd" = help ] || [ "$cmd" = identity ] && continue # no flag of theirs takes a value
         # the first flag of the command's table with an address, file or number (its help shows the metavar)
         read -r flag meta < <("$PCCL" "$cmd" --help | grep -o -- '^  --[a-z-]* \(HOST:PORT\|FILE\|N\|MS\|SECONDS\|B\) ' | head -1)
         [ -n "$flag" ] || { echo "$cmd has no such flag"; false; }
