@@ -5,12 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const cli_flag_t admin_client_flags[] = {
-    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},
-    {"token-file", required_argument, "FILE", "file whose first line is the master's --admin-token-file token"},
-    {"timeout", required_argument, "MS", "connect and read timeout of each request (default 3000)"},
-    {0},
-};
+const cli_flag_t admin_client_flags[] = {ADMIN_CLIENT_FLAGS, {0}};
 
 const cli_renamed_t cli_admin_renamed[] = {
     {"master", "use --admin HOST:PORT (the master's admin port; --master names its control port in `pccl join`)"},

@@ -18,6 +18,11 @@ typedef struct admin_client {
     double timeout_ms;
 } admin_client_t;
 
+/* The flags every admin command takes, for a command's own table; admin_client_flags holds just these. */
+#define ADMIN_CLIENT_FLAGS                                                                                    \
+    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152)"},          \
+        {"token-file", required_argument, "FILE", "file whose first line is the master's --admin-token-file token"}, \
+        {"timeout", required_argument, "MS", "connect and read timeout of each request (default 3000)"}
 extern const cli_flag_t admin_client_flags[];
 
 /* Defaults: 127.0.0.1:CLI_ADMIN_DEFAULT_PORT, 3000 ms. */

@@ -36,6 +36,11 @@ struct pcclMasterInstanceState_t {
     int moon_ok;
     pthread_t thread;
     atomic_int running, interrupted, joined;
+    /* Stopping ends the run (pccl__master_end_run): every peer is told SHUTDOWN before the close.
+     * end_reason is written before end_run is set and read on the loop thread after it. */
+    atomic_int end_run;
+    char end_reason[128];
+    int draining; /* loop thread: SHUTDOWN is being flushed; the last connection closed ends the loop */
     msm_t *sm;
     struct mconn *conns;
     uint64_t next_conn_id;
@@ -65,6 +70,10 @@ pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t 
 pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token);
 /* Bound admin port, 0 if not enabled. */
 uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m);
+/* Stops the master and ends the run: every connected peer gets SHUTDOWN(reason) and stops for good
+ * instead of waiting for a restarted master (pcclInterruptMaster keeps the run: the peers reconnect).
+ * Async-signal-safe; no effect once the master was interrupted. */
+void pccl__master_end_run(pcclMasterInstance_t *m, const char *reason);
 /* Whether pcclInterruptMaster was called (also by an admin shutdown). */
 int pccl__master_interrupted(pcclMasterInstance_t *m);
 /* Loop thread (or the destroying thread of a never-run master): stops HTTP, closes the handles. */

@@ -96,6 +96,10 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
         pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
         tx_total += ri.tx_bytes;
         rx_total += ri.rx_bytes;
+        if (join_stop_requested() || join_run_over(r)) {
+            rc = JOIN_EXIT_FAILED; /* `pccl join` tells a stop, a shutdown and a lost master apart */
+            break;
+        }
         int rej = join_check_rejected(o, r, &rejected);
         if (rej < 0) {
             rc = JOIN_EXIT_FAILED;

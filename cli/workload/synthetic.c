@@ -106,6 +106,10 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         }
         pcclReduceInfo_t ri = {0};
         pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
+        if (join_stop_requested() || join_run_over(r)) {
+            rc = JOIN_EXIT_FAILED; /* `pccl join` tells a stop, a shutdown and a lost master apart */
+            break;
+        }
         int rej = join_check_rejected(o, r, &rejected);
         if (rej < 0) {
             rc = JOIN_EXIT_FAILED;
