@@ -196,11 +196,14 @@ static int check_env_addresses(void) {
 }
 
 /* The exit code of a run that ended for this peer (rc: the workload's), from how it ended. */
-static int exit_code(pcclComm_t *comm, int rc) {
+static int exit_code(pcclComm_t *comm, const join_opts_t *o, int rc) {
     pcclExtDeparture_t how = pcclExtInRun;
     pcclExtGetDeparture(comm, &how);
     if (rc == JOIN_EXIT_FAILED && how == pcclExtKicked) return JOIN_EXIT_KICKED;
     if (rc == JOIN_EXIT_FAILED && how == pcclExtShutDown) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "shut_down");
+        join_emit(o, e);
         cli_err("pccl join: the run was shut down\n");
         return JOIN_EXIT_OK;
     }
@@ -219,8 +222,7 @@ static int left(pcclComm_t *comm, const join_opts_t *o) {
     join_emit(o, e);
     pcclExtDeparture_t how = pcclExtInRun;
     pcclExtGetDeparture(comm, &how);
-    if (how == pcclExtKicked) return exit_code(comm, JOIN_EXIT_FAILED);
-    if (how == pcclExtShutDown) return exit_code(comm, JOIN_EXIT_FAILED);
+    if (how == pcclExtKicked || how == pcclExtShutDown) return exit_code(comm, o, JOIN_EXIT_FAILED);
     return JOIN_EXIT_OK;
 }
 
@@ -295,11 +297,11 @@ static int run(int argc, char **argv) {
         char where[ADDR_STRLEN];
         addr_str(&master, where);
         if (r != pcclExtRunShutDown) cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
-        rc = exit_code(comm, JOIN_EXIT_FAILED);
+        rc = exit_code(comm, &o, JOIN_EXIT_FAILED);
     } else {
         rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o, &data);
         if (join_stop_requested() && rc != JOIN_EXIT_WRONG) rc = left(comm, &o);
-        else rc = exit_code(comm, rc);
+        else rc = exit_code(comm, &o, rc);
         if (rc == JOIN_EXIT_FAILED) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");
         if (rc == JOIN_EXIT_KICKED) cli_err("pccl join: the master removed this peer from the run\n");
     }

@@ -68,6 +68,8 @@ void join_stop_watch(pcclComm_t *comm);
 int join_stop_requested(void);
 /* After a stop request: waits until its pcclExtLeave returned, and gives its result. */
 pcclResult_t join_stop_finish(void);
+/* Sleeps ms, or less when a stop is requested meanwhile. */
+void join_sleep_ms(uint32_t ms);
 /* Whether a call's result means the run ended for this peer (lost, left, kicked or shut down). */
 int join_run_over(pcclResult_t r);
 

@@ -81,6 +81,10 @@ pcclResult_t join_stop_finish(void) {
     return r;
 }
 
+void join_sleep_ms(uint32_t ms) {
+    for (uint32_t slept = 0; slept < ms && !join_stop_requested(); slept += 20) usleep(ms - slept < 20 ? (ms - slept) * 1000u : 20000u);
+}
+
 int join_run_over(pcclResult_t r) { return r == pcclMasterConnectionFailed || r == pcclExtRunShutDown; }
 
 int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {

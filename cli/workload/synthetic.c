@@ -154,7 +154,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
         cJSON_AddNumberToObject(e, "ms", now_ms() - t0);
         join_emit(o, e);
-        if (o->step_delay_ms) usleep(o->step_delay_ms * 1000u);
+        join_sleep_ms(o->step_delay_ms);
     }
     if (rc == 0) {
         /* A final sync proves every surviving peer ends with the same state. */
