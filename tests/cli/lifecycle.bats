@@ -1,0 +1,67 @@
+#!/usr/bin/env bats
+# How a run is stopped (pccl-master(1) "Stopping", pccl-shutdown(1)): the admin port's keep_run parameter, the
+# master's --on-signal, and that ending a run with no peer left to tell does not hold the master up. The runs
+# themselves are in tests/e2e/test_shutdown_run.sh and test_join_stop.sh. Helpers in admin_helpers.bash.
+
+load admin_helpers
+
+@test "POST /v1/shutdown says whether the run ends; keep_run takes 1, true, 0 or false" {
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    run http POST '/v1/shutdown?keep_run=maybe' s3cret
+    [[ "$output" == "400 "*"keep_run must be 1, true, 0 or false"* ]]
+    kill -0 "$MPID"
+    run http POST '/v1/shutdown?keep_run=true' s3cret
+    [[ "$output" == '202 {"shutdown":true,"run":"kept"}' ]]
+    run timeout 10 tail --pid="$MPID" -f /dev/null
+    wait "$MPID"
+    grep -q 'shutdown requested on the admin port (the peers keep the run)' "$TMP/master.err"
+    start_master --admin-token-file "$TMP/token"
+    run http POST '/v1/shutdown?keep_run=0' s3cret
+    [[ "$output" == '202 {"shutdown":true,"run":"ended"}' ]]
+    run timeout 10 tail --pid="$MPID" -f /dev/null
+    wait "$MPID"
+    MPID=
+    grep -q 'ending the run (shutdown requested on the admin port): told 0 peers' "$TMP/master.err"
+}
+
+@test "pccl master --on-signal: keep-run or end-run, anything else is a usage error" {
+    run "$PCCL" master --listen 127.0.0.1:0 --no-admin --on-signal sometimes
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"bad --on-signal 'sometimes' (keep-run or end-run)"* ]]
+    # one peer outlives a keep-run master and ends with an end-run one on the same address
+    MASTER_LISTEN=127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    start_master --on-signal keep-run
+    start_peer
+    wait_accepted 1
+    kill -TERM "$MPID"
+    run timeout 5 tail --pid="$MPID" -f /dev/null
+    [ "$status" -eq 0 ]
+    run wait "$MPID"
+    [ "$status" -eq 0 ]
+    start_master --on-signal end-run
+    wait_accepted 1
+    kill -0 "${PEERS[0]}"
+    grep -q 'lost the master; reconnecting' "$TMP/peer0.out"
+    kill -TERM "$MPID"
+    run timeout 5 tail --pid="$MPID" -f /dev/null
+    run wait "$MPID"
+    [ "$status" -eq 0 ]
+    MPID=
+    run timeout 5 tail --pid="${PEERS[0]}" -f /dev/null
+    run wait "${PEERS[0]}"
+    [ "$status" -eq 0 ]
+    grep -q 'the run was shut down by the master: the master received SIGTERM' "$TMP/peer0.out"
+}
+
+@test "pccl shutdown --keep-run is documented in --help and tells the master to keep the run" {
+    run "$PCCL" shutdown --help
+    [[ "$output" == *"--keep-run"* ]]
+    echo s3cret > "$TMP/token"
+    start_master --admin-token-file "$TMP/token"
+    run "$PCCL" shutdown --admin 127.0.0.1:"$APORT" --token-file "$TMP/token" --keep-run
+    [ "$status" -eq 0 ]
+    [ "$output" = "master 127.0.0.1:$APORT shut down (the peers keep the run)" ]
+    wait "$MPID"
+    MPID=
+}
