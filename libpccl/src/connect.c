@@ -142,7 +142,7 @@ pcclResult_t comm_register_first(pcclComm_t *c) {
         now = net_now_ms();
         if (rc == TRY_FAILED || now >= deadline) {
             if (atomic_load(&c->shut_down)) return pcclExtRunShutDown;
-            if (attempt > 1)
+            if (rc == TRY_AGAIN && attempt > 1)
                 PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s (gave up after %d attempts in %.1f s, "
                            "PCCL_CONNECT_RETRY_MS)", where, why, attempt, (double)(now - start) / 1000.0);
             else

@@ -65,3 +65,24 @@ load admin_helpers
     wait "$MPID"
     MPID=
 }
+
+@test "a first join retries a master that closes before its welcome, not one that never answers" {
+    # A listener that closes its first two connections at once, then accepts and stays silent.
+    python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+for _ in range(2):
+    c, _ = s.accept(); c.close()
+c, _ = s.accept(); time.sleep(30)
+' > "$TMP/port" &
+    PEERS+=($!)
+    for _ in $(seq 1 50); do [ -s "$TMP/port" ] && break; sleep 0.1; done
+    start=$(date +%s)
+    PCCL_CONNECT_TIMEOUT_MS=500 run timeout 20 "$PCCL" join --master 127.0.0.1:"$(cat "$TMP/port")" \
+        --workload synthetic --connect-timeout 30
+    [ "$status" -eq 1 ]
+    [ "$(grep -c 'closed the connection before welcoming this peer' <<< "$output")" -eq 2 ]
+    [[ "$output" == *"did not answer within 500 ms"* ]]
+    [ $(( $(date +%s) - start )) -le 10 ]
+}
