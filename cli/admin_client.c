@@ -7,13 +7,7 @@
 
 #include "sec_key.h"
 
-const cli_flag_t admin_client_flags[] = {
-    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152; env PCCL_ADMIN_ADDR)"},
-    {"admin-token-file", required_argument, "FILE",
-     "private file whose first line is the master's --admin-token-file token (env PCCL_ADMIN_TOKEN_FILE)"},
-    {"timeout", required_argument, "MS", "connect and read timeout of each request (default 3000)"},
-    {0},
-};
+const cli_flag_t admin_client_flags[] = {ADMIN_CLIENT_FLAGS, {0}};
 
 #define RENAMED_MASTER \
     {"master", "use --admin HOST:PORT (the master's admin port; --master names its control port in `pccl join`)"}

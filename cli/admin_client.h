@@ -18,6 +18,12 @@ typedef struct admin_client {
     double timeout_ms;
 } admin_client_t;
 
+/* The flags every admin command takes, for a command's own table; admin_client_flags holds just these. */
+#define ADMIN_CLIENT_FLAGS                                                                                    \
+    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152; env PCCL_ADMIN_ADDR)"}, \
+        {"admin-token-file", required_argument, "FILE",                                                      \
+         "private file whose first line is the master's --admin-token-file token (env PCCL_ADMIN_TOKEN_FILE)"}, \
+        {"timeout", required_argument, "MS", "connect and read timeout of each request (default 3000)"}
 extern const cli_flag_t admin_client_flags[];
 /* --master and --token-file: usage errors that name --admin and --admin-token-file. */
 extern const cli_renamed_t admin_client_renamed[];

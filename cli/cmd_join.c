@@ -1,4 +1,5 @@
-/* cmd_join.c - `pccl join`: join a run as a peer and run a workload; leave it on SIGTERM/SIGINT. */
+/* cmd_join.c - `pccl join`: join a run as a peer and run a workload; leave it on SIGTERM/SIGINT; wait for a
+ * master that is not there yet (--connect-timeout). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ static const cli_flag_t flags[] = {
     {"name", required_argument, "NAME",
      "this peer's name in the master's status, logs and pccl kick (printable, at most 63 bytes; env PCCL_NAME; "
      "default: the host name)"},
+    {"connect-timeout", required_argument, "SECONDS",
+     "keep trying a master that is not reachable yet for this long, with backoff (default: the reconnect window, "
+     "PCCL_MASTER_RECONNECT_MS, 60 s; 0: fail at once; env PCCL_CONNECT_RETRY_MS in ms)"},
     {"p2p-port", required_argument, "PORT", "listen for other peers on PORT, not an ephemeral one (env PCCL_P2P_PORT)"},
     {"advertise", required_argument, "HOST[:PORT]",
      "the address other peers dial, behind NAT or port forwarding (default: the address the master sees and the "
@@ -69,9 +73,11 @@ const cli_command_t cli_cmd_join = {
     .usage = "--master HOST:PORT [--workload fashion-mnist|synthetic] [--steps N] [--peer-group G] [--json] ...",
     .flags = flags,
     .run = run,
-    .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly once the library call in progress ends; a second one\n"
-                   "ends the process at once.\nexit codes: 0 finished or left, 1 run failed (master lost), 2 usage error, 3 kicked by the master,\n"
-                   "4 local configuration error (checked before contacting the master), 5 wrong synthetic result\n",
+    .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly and exits 0 within about a second in every state (connecting,\n"
+                   "waiting for a lost master, in a collective, syncing); a second one ends the process at once.\n"
+                   "exit codes: 0 finished, left, or the run was shut down (pccl shutdown), 1 run failed (master lost or\n"
+                   "unreachable), 2 usage error, 3 kicked by the master, 4 local configuration error (checked before\n"
+                   "contacting the master), 5 wrong synthetic result\n",
 };
 
 /* "ALGO:TYPE" of --quantize; the workloads reduce float. */
@@ -99,6 +105,7 @@ typedef struct {
     const char **key_file;
     const char **p2p_port, **advertise;
     const char **identity_file, **name;
+    double *connect_timeout_s; /* -1: not given */
 } join_args_t;
 
 static int on_flag(void *ctx, const char *n, const char *arg) {
@@ -118,6 +125,8 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         if (!ident_name_valid(arg))
             return cli_usage_error(cmd, "bad --name '%s' (at most 63 printable ASCII characters)", arg);
         *a->name = arg;
+    } else if (!strcmp(n, "connect-timeout")) {
+        bad = cli_parse_double(arg, 0, 86400, a->connect_timeout_s);
     } else if (!strcmp(n, "p2p-port")) {
         bad = cli_parse_u64(arg, 65535, &v) || v == 0;
         *a->p2p_port = arg;
@@ -203,25 +212,46 @@ static int check_env_addresses(void) {
 }
 
 /* The exit code of a run that ended for this peer (rc: the workload's), from how it ended. */
-static int exit_code(pcclComm_t *comm, int rc) {
+static int exit_code(pcclComm_t *comm, const join_opts_t *o, int rc) {
     pcclExtDeparture_t how = pcclExtInRun;
     pcclExtGetDeparture(comm, &how);
     if (rc == JOIN_EXIT_FAILED && how == pcclExtKicked) return JOIN_EXIT_KICKED;
+    if (rc == JOIN_EXIT_FAILED && how == pcclExtShutDown) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "event", "shut_down");
+        join_emit(o, e);
+        cli_err("pccl join: the run was shut down\n");
+        return JOIN_EXIT_OK;
+    }
     return rc;
 }
 
-/* Leaves the run after a stop request; the exit code. */
-static int leave(pcclComm_t *comm, const join_opts_t *o) {
-    join_notify_stopping();
-    pcclResult_t r = pcclExtLeave(comm);
+/* After a stop request (the stop thread left the run): reports the leave; the exit code. A stop is a clean
+ * end whatever the run's state was (connecting, between masters, mid-operation), unless the master had
+ * kicked this peer before. */
+static int left(pcclComm_t *comm, const join_opts_t *o) {
+    pcclResult_t r = join_stop_finish();
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "event", "left");
     cJSON_AddBoolToObject(e, "ok", r == pcclSuccess);
     if (r != pcclSuccess) cJSON_AddStringToObject(e, "error", pcclResultString(r));
     join_emit(o, e);
-    if (r == pcclSuccess) return JOIN_EXIT_OK;
-    cli_err("pccl join: leaving the run failed: %s\n", pcclResultString(r));
-    return exit_code(comm, JOIN_EXIT_FAILED);
+    pcclExtDeparture_t how = pcclExtInRun;
+    pcclExtGetDeparture(comm, &how);
+    if (how == pcclExtKicked || how == pcclExtShutDown) return exit_code(comm, o, JOIN_EXIT_FAILED);
+    return JOIN_EXIT_OK;
+}
+
+/* PCCL_CONNECT_RETRY_MS for the library: --connect-timeout, else the environment's, else the reconnect window. */
+static void set_connect_retry(double seconds) {
+    char ms[32];
+    if (seconds >= 0) {
+        snprintf(ms, sizeof ms, "%.0f", seconds * 1000.0);
+        setenv("PCCL_CONNECT_RETRY_MS", ms, 1);
+    } else if (!getenv("PCCL_CONNECT_RETRY_MS")) {
+        const char *window = getenv("PCCL_MASTER_RECONNECT_MS");
+        setenv("PCCL_CONNECT_RETRY_MS", window && *window ? window : "60000", 1);
+    }
 }
 
 /* Who this peer is, at the default log level: the operator matches it with `pccl status` and allow-keys. */
@@ -243,10 +273,11 @@ static int run(int argc, char **argv) {
     ccoip_socket_address_t master = {0};
     int have_master = 0;
     const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL, *identity_file = NULL, *name = NULL;
+    double connect_timeout_s = -1;
     const cli_command_t *cmd = &cli_cmd_join;
     int rc = cli_parse_flags(cmd, argc, argv, on_flag,
                              &(join_args_t){&o, &master, &have_master, &key_file, &p2p_port, &advertise,
-                                            &identity_file, &name}, NULL);
+                                            &identity_file, &name, &connect_timeout_s}, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
     if (key_file) {
@@ -280,7 +311,13 @@ static int run(int argc, char **argv) {
         cli_err("pccl join: PCCL_NAME='%s' is not a name (at most 63 printable ASCII characters)\n", getenv("PCCL_NAME"));
         return JOIN_EXIT_CONFIG;
     }
+    set_connect_retry(connect_timeout_s);
 
+    /* Before any other thread starts (the data loader's included), so that only the stop thread takes them. */
+    if (join_catch_stop_signals() != 0) {
+        cli_err("pccl join: cannot start the signal thread\n");
+        return JOIN_EXIT_FAILED;
+    }
     /* Everything local is checked before the master hears of this peer. */
     join_data_t data;
     char err[256];
@@ -288,7 +325,6 @@ static int run(int argc, char **argv) {
         cli_err("pccl join: %s\n", err);
         return JOIN_EXIT_CONFIG;
     }
-    join_catch_stop_signals();
     pcclInit();
     pcclCommCreateParams_t params = {.master_address = master, .peer_group = o.peer_group,
                                      .p2p_connection_pool_size = o.pool ? o.pool : o.tensors};
@@ -299,24 +335,27 @@ static int run(int argc, char **argv) {
         return JOIN_EXIT_FAILED;
     }
     log_identity(comm, identity_file);
-    pcclResult_t r = pcclConnect(comm);
+    /* Watched first, checked second: a stop either sees the communicator (and cancels its connect) or is seen here. */
+    join_stop_watch(comm);
+    pcclResult_t r = join_stop_requested() ? pcclMasterConnectionFailed : pcclConnect(comm);
     join_notify_t notify = {0};
-    if (r == pcclSuccess) join_notify_start(&notify, comm);
-    if (r != pcclSuccess) {
+    if (r == pcclSuccess && !join_stop_requested()) join_notify_start(&notify, comm);
+    if (join_stop_requested()) {
+        rc = left(comm, &o);
+    } else if (r != pcclSuccess) {
         char where[ADDR_STRLEN];
         addr_str(&master, where);
-        cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
-        rc = exit_code(comm, JOIN_EXIT_FAILED);
-    } else if (join_stop_requested()) {
-        rc = leave(comm, &o);
+        if (r != pcclExtRunShutDown) cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
+        rc = exit_code(comm, &o, JOIN_EXIT_FAILED);
     } else {
         rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o, &data);
-        if (join_stop_requested() && rc != JOIN_EXIT_WRONG) rc = leave(comm, &o);
-        else rc = exit_code(comm, rc);
+        if (join_stop_requested() && rc != JOIN_EXIT_WRONG) rc = left(comm, &o);
+        else rc = exit_code(comm, &o, rc);
         if (rc == JOIN_EXIT_FAILED) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");
         if (rc == JOIN_EXIT_KICKED) cli_err("pccl join: the master removed this peer from the run\n");
     }
     join_notify_end(&notify);
+    join_stop_watch(NULL); /* after it, a stop request no longer touches the communicator */
     pcclDestroyCommunicator(comm);
     join_data_free(&data);
     return rc;

@@ -24,6 +24,9 @@ static const cli_flag_t flags[] = {
     {"vote-timeout", required_argument, "MS",
      "kick peers that have not voted (or reported) this long after a vote opened (default 600000; 0 = never; "
      "env PCCL_VOTE_TIMEOUT_MS)"},
+    {"on-signal", required_argument, "WHAT",
+     "what SIGTERM and SIGINT do to the run: keep-run (default: the peers wait for a master restarted on this "
+     "address) or end-run (every peer is told the run is over and exits)"},
     {"key-file", required_argument, "FILE", "run key (32+ secret bytes, mode 0600): only peers holding it may join "
                                             "(env PCCL_KEY_FILE; without: an open run)"},
     {"allow-keys", required_argument, "FILE",
@@ -41,11 +44,14 @@ const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
     .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--admin-host NAME]... "
-             "[--vote-timeout MS] "
-             "[--key-file FILE [--encrypt]] [--allow-keys FILE] [--log-level LEVEL] [--log-format FORMAT]",
+             "[--vote-timeout MS] [--on-signal keep-run|end-run] [--key-file FILE [--encrypt]] [--allow-keys FILE] "
+             "[--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
     .repeatable = (const char *const[]){"admin-host", NULL},
+    .help_footer = "\nStopping: `pccl shutdown` ends the run (every peer exits 0); `pccl shutdown --keep-run` and a signal\n"
+                   "(unless --on-signal end-run) keep it: the peers wait PCCL_MASTER_RECONNECT_MS for a master on this\n"
+                   "address, so a supervisor's restart loses nothing.\n",
 };
 
 
@@ -71,6 +77,7 @@ typedef struct {
     admin_host_rules_t hosts;
     int encrypt;
     long long vote_timeout_ms; /* -1: not given */
+    int signal_ends_run;       /* --on-signal end-run */
 } master_args_t;
 
 static int on_flag(void *ctx, const char *name, const char *value) {
@@ -93,6 +100,10 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         if (cli_parse_u64(value, 86400000ULL, &v) != 0)
             return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, 86400000])", value);
         a->vote_timeout_ms = (long long)v;
+    } else if (strcmp(name, "on-signal") == 0) {
+        if (strcmp(value, "keep-run") && strcmp(value, "end-run"))
+            return cli_usage_error(&cli_cmd_master, "bad --on-signal '%s' (keep-run or end-run)", value);
+        a->signal_ends_run = !strcmp(value, "end-run");
     } else if (strcmp(name, "key-file") == 0) {
         a->key_file = value;
     } else if (strcmp(name, "allow-keys") == 0) {
@@ -206,7 +217,14 @@ static int run(int argc, char **argv) {
             continue;
         }
         if (sig > 0) {
-            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+            const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
+                     a.signal_ends_run ? "ending the run" : "the peers keep the run");
+            if (a.signal_ends_run) {
+                char why[64];
+                snprintf(why, sizeof why, "the master received %s", name);
+                pccl__master_end_run(m, why);
+            }
             break;
         }
         if (pccl__master_interrupted(m)) break;

@@ -215,9 +215,13 @@ static enum MHD_Result handle_kick(admin_server_t *s, struct MHD_Connection *con
 
 static enum MHD_Result handle_shutdown(admin_server_t *s, struct MHD_Connection *conn) {
     if (!token_ok(s, conn)) return refuse_token(s, conn, "POST", "/v1/shutdown");
-    admin_cmd_t c = {.type = ADMIN_CMD_SHUTDOWN};
+    const char *keep = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "keep_run");
+    admin_cmd_t c = {.type = ADMIN_CMD_SHUTDOWN, .keep_run = keep && (!strcmp(keep, "1") || !strcmp(keep, "true"))};
+    if (keep && !c.keep_run && strcmp(keep, "0") && strcmp(keep, "false"))
+        return respond_error(conn, MHD_HTTP_BAD_REQUEST, "keep_run must be 1, true, 0 or false", NULL);
     if (!push_cmd(s, conn, &c)) return respond_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "command queue full", NULL);
-    return respond(conn, MHD_HTTP_ACCEPTED, "application/json", "{\"shutdown\":true}\n", NULL);
+    return respond(conn, MHD_HTTP_ACCEPTED, "application/json",
+                   c.keep_run ? "{\"shutdown\":true,\"run\":\"kept\"}\n" : "{\"shutdown\":true,\"run\":\"ended\"}\n", NULL);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,

@@ -22,6 +22,7 @@ typedef struct admin_cmd {
     admin_cmd_type_t type;
     uint8_t uuid[16]; /* ADMIN_CMD_KICK */
     char client[64];  /* the requesting client's address, for the master's log */
+    int keep_run;     /* ADMIN_CMD_SHUTDOWN: the peers wait for a restarted master (?keep_run=1) */
 } admin_cmd_t;
 
 /* Called from the HTTP thread after a command was queued (e.g. wraps uv_async_send). */

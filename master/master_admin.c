@@ -498,8 +498,10 @@ static void on_commands(uv_async_t *h) {
     admin_cmd_t cmd;
     while (admin_server_take(m->admin->srv, &cmd)) {
         if (cmd.type == ADMIN_CMD_SHUTDOWN) {
-            PLOG_WARN("master", "shutdown requested on the admin port by %s", cmd.client);
-            pcclInterruptMaster(m);
+            PLOG_WARN("master", "shutdown requested on the admin port by %s (%s)", cmd.client,
+                      cmd.keep_run ? "the peers keep the run" : "ending the run");
+            if (cmd.keep_run) pcclInterruptMaster(m);
+            else pccl__master_end_run(m, "shutdown requested on the admin port");
             continue;
         }
         char hex[33];

@@ -36,6 +36,11 @@ struct pcclMasterInstanceState_t {
     int moon_ok;
     pthread_t thread;
     atomic_int running, interrupted, joined;
+    /* Stopping ends the run (pccl__master_end_run): every peer is told SHUTDOWN before the close.
+     * end_reason is written before end_run is set and read on the loop thread after it. */
+    atomic_int end_run;
+    char end_reason[128];
+    int draining; /* loop thread: SHUTDOWN is being flushed; the last connection closed ends the loop */
     msm_t *sm;
     struct mconn *conns;
     uint64_t next_conn_id;
@@ -87,6 +92,10 @@ uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m);
 /* Calls fn(ctx, loop time in ms) on the loop thread at the end of every tick (250 ms): a stalled event loop
  * stops calling it, which is what `pccl master` reports as systemd's watchdog. Before pcclRunMaster. */
 void pccl__master_set_tick_hook(pcclMasterInstance_t *m, void (*fn)(void *ctx, uint64_t now_ms), void *ctx);
+/* Stops the master and ends the run: every connected peer gets SHUTDOWN(reason) and stops for good
+ * instead of waiting for a restarted master (pcclInterruptMaster keeps the run: the peers reconnect).
+ * Async-signal-safe; no effect once the master was interrupted. */
+void pccl__master_end_run(pcclMasterInstance_t *m, const char *reason);
 /* Whether pcclInterruptMaster was called (also by an admin shutdown). */
 int pccl__master_interrupted(pcclMasterInstance_t *m);
 /* Loop thread (or the destroying thread of a never-run master): stops HTTP, closes the handles. */

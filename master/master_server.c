@@ -64,6 +64,7 @@ static void on_conn_closed(uv_handle_t *h) {
     msec_free(&c->sec);
     free(c->buf);
     free(c);
+    if (m->draining && !m->conns && !uv_is_closing((uv_handle_t *)&m->tick)) uv_close((uv_handle_t *)&m->tick, NULL);
 }
 
 static void close_conn(mconn_t *c) {
@@ -536,24 +537,56 @@ static void on_tick(uv_timer_t *t) {
     if (m->tick_hook) m->tick_hook(m->tick_hook_ctx, uv_now(&m->loop));
 }
 
-static void on_stop(uv_async_t *a) {
-    pcclMasterInstance_t *m = a->data;
-    PLOG_INFO("master", "shutting down");
-    pccl__admin_on_stop(m); /* first: joins the HTTP thread before its wake-up handle closes */
-    pccl__allow_on_stop(m);
-    mconn_t *c = m->conns;
-    while (c) {
-        mconn_t *next = c->next;
+/* How long a master that ends the run waits for its SHUTDOWN messages to be written: a peer that
+ * stopped reading must not hold the master up. */
+#define MASTER_DRAIN_MS 2000
+
+/* Closes every connection at once (a pending flush is cancelled with it). */
+static void close_all_conns(pcclMasterInstance_t *m) {
+    for (mconn_t *c = m->conns, *next; c; c = next) {
+        next = c->next;
         c->closing = 1;
         if (!uv_is_closing((uv_handle_t *)&c->tcp)) {
             uv_read_stop((uv_stream_t *)&c->tcp);
-            uv_close((uv_handle_t *)&c->tcp, on_conn_closed); /* also cancels a pending shutdown */
+            uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
         }
-        c = next;
     }
+}
+
+static void on_drained(uv_timer_t *t) {
+    pcclMasterInstance_t *m = t->data;
+    close_all_conns(m); /* the last close ends the timer */
+}
+
+static void on_stop(uv_async_t *a) {
+    pcclMasterInstance_t *m = a->data;
+    int end = atomic_load(&m->end_run);
+    pccl__admin_on_stop(m); /* first: joins the HTTP thread before its wake-up handle closes */
+    pccl__allow_on_stop(m);
     uv_close((uv_handle_t *)&m->server, NULL);
+    if (end) {
+        /* SHUTDOWN goes out on every connection; each closes once it is written (close_after_writes),
+         * the others (still in a handshake) at once, and the drain timer ends what is left. */
+        msm_set_time(m->sm, uv_now(&m->loop));
+        int n = msm_end_run(m->sm, m->end_reason);
+        PLOG_INFO("master", "ending the run (%s): told %d peer%s", m->end_reason, n, n == 1 ? "" : "s");
+        for (mconn_t *c = m->conns, *next; c; c = next) {
+            next = c->next;
+            if (!c->closing) close_conn(c);
+        }
+        uv_timer_stop(&m->tick);
+        if (m->conns) {
+            m->draining = 1;
+            uv_timer_start(&m->tick, on_drained, MASTER_DRAIN_MS, 0);
+        } else {
+            uv_close((uv_handle_t *)&m->tick, NULL);
+        }
+    } else {
+        PLOG_INFO("master", "shutting down; the peers keep the run and wait for a master on this address");
+        close_all_conns(m);
+        uv_close((uv_handle_t *)&m->tick, NULL);
+    }
     uv_close((uv_handle_t *)&m->stop_async, NULL);
-    uv_close((uv_handle_t *)&m->tick, NULL);
     if (m->moon_running) {
         atomic_store(&m->moon_cancel, true);
         moon_release(m);
@@ -677,6 +710,15 @@ pcclResult_t pcclInterruptMaster(pcclMasterInstance_t *m) {
     if (atomic_exchange(&m->interrupted, 1)) return pcclSuccess;
     uv_async_send(&m->stop_async); /* async-signal-safe */
     return pcclSuccess;
+}
+
+void pccl__master_end_run(pcclMasterInstance_t *m, const char *reason) {
+    if (!m || !atomic_load(&m->running) || atomic_load(&m->interrupted)) return;
+    size_t i = 0;
+    for (; reason && reason[i] && i + 1 < sizeof m->end_reason; i++) m->end_reason[i] = reason[i];
+    m->end_reason[i] = 0;
+    atomic_store(&m->end_run, 1);
+    pcclInterruptMaster(m);
 }
 
 pcclResult_t pcclMasterAwaitTermination(pcclMasterInstance_t *m) {

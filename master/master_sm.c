@@ -421,6 +421,21 @@ void msm_on_disconnect(msm_t *m, uint64_t conn) {
     msm_finish_leaves(m);
 }
 
+int msm_end_run(msm_t *m, const char *reason) {
+    /* No verdicts: the peers end every call with the run, so nothing is sent but SHUTDOWN. */
+    while (m->ops) msm_op_fail(m, m->ops, MSM_FAIL_SHUTDOWN);
+    wire_msg_t s = {.type = M2C_SHUTDOWN};
+    snprintf(s.u.kick.reason, sizeof s.u.kick.reason, "%s", reason);
+    int n = m->npeers;
+    for (int i = 0; i < n; i++) {
+        msm_send(m, m->peers[i].conn, &s);
+        m->io.close(m->io.ctx, m->peers[i].conn, "the run is over");
+        msm_resume_forget(&m->peers[i]);
+    }
+    m->npeers = 0;
+    return n;
+}
+
 /* ---------- views ---------- */
 
 int msm_peer_count(const msm_t *m) { return m->npeers; }

@@ -90,6 +90,12 @@ int msm_set_allowed_keys(msm_t *m, const uint8_t (*keys)[32], int n);
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
 /* conn closed or failed (not after msm_io_t.close for it). */
 void msm_on_disconnect(msm_t *m, uint64_t conn);
+/*
+ * Ends the run (the master stops and the peers must not wait for another): every operation ends
+ * without a verdict, every connection gets SHUTDOWN(reason) and is closed, and the state machine
+ * forgets them all. Returns how many connections were told.
+ */
+int msm_end_run(msm_t *m, const char *reason);
 
 /*
  * Background ("moonshot") ring search. When a quick solve is not proven

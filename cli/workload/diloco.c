@@ -80,10 +80,15 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
 
         memcpy(inner, outer, np * sizeof *inner);
         float loss = 0;
-        for (uint32_t h = 0; h < H; h++) {
+        /* A stop request ends the step here: the inner steps may compute for minutes. */
+        for (uint32_t h = 0; h < H && !join_stop_requested(); h++) {
             mnist_sampler_next(&sampler, idx, batch);
             loss += mlp_loss_grad(inner, train.images, train.labels, idx, batch, grad, scratch);
             adamw_step(&adam, &cfg, inner, grad);
+        }
+        if (join_stop_requested()) {
+            rc = JOIN_EXIT_FAILED; /* `pccl join` then leaves */
+            break;
         }
         loss /= (float)H;
         outer_pseudo_grad(outer, inner, delta, np);
@@ -96,6 +101,10 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
         pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
         tx_total += ri.tx_bytes;
         rx_total += ri.rx_bytes;
+        if (join_stop_requested() || join_run_over(r)) {
+            rc = JOIN_EXIT_FAILED; /* `pccl join` tells a stop, a shutdown and a lost master apart */
+            break;
+        }
         int rej = join_check_rejected(o, r, &rejected);
         if (rej < 0) {
             rc = JOIN_EXIT_FAILED;

@@ -15,7 +15,7 @@
 
 /* Exit codes of `pccl join` (man/pccl-join.1.scd, EXIT STATUS). */
 enum {
-    JOIN_EXIT_OK = 0,      /* the run reached --steps, or this peer left on SIGTERM/SIGINT */
+    JOIN_EXIT_OK = 0,      /* the run reached --steps or was shut down, or this peer left on SIGTERM/SIGINT */
     JOIN_EXIT_FAILED = 1,  /* the run failed for this peer: master lost past the reconnect window, ... */
     JOIN_EXIT_USAGE = CLI_EXIT_USAGE,
     JOIN_EXIT_KICKED = 3,  /* the master removed this peer */
@@ -54,10 +54,24 @@ typedef struct join_data {
 int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen);
 void join_data_free(join_data_t *d);
 
-/* SIGTERM and SIGINT ask the peer to leave: the workload stops between two library calls (the one
- * in progress ends first) and `pccl join` leaves the run. A second signal ends the process at once. */
-void join_catch_stop_signals(void);
+/*
+ * SIGTERM and SIGINT ask the peer to leave: a thread of its own takes them and calls pcclExtLeave on the
+ * communicator being watched, which ends the library call in progress (a wait for a lost master, a
+ * connect, a vote) and tells the master; the workload then stops. A second signal ends the process at
+ * once (exit 128 + signal). join_catch_stop_signals runs before any other thread starts; -1 if the
+ * thread cannot start.
+ */
+int join_catch_stop_signals(void);
+/* The communicator a stop request leaves (set it before pcclConnect, then check join_stop_requested;
+ * NULL before pcclDestroyCommunicator, which waits for a leave in progress). */
+void join_stop_watch(pcclComm_t *comm);
 int join_stop_requested(void);
+/* After a stop request: waits until its pcclExtLeave returned, and gives its result. */
+pcclResult_t join_stop_finish(void);
+/* Sleeps ms, or less when a stop is requested meanwhile. */
+void join_sleep_ms(uint32_t ms);
+/* Whether a call's result means the run ended for this peer (lost, left, kicked or shut down). */
+int join_run_over(pcclResult_t r);
 
 struct cJSON;
 /* Prints one event (a JSON object) as one line: JSON with --json, else "key=value" pairs; frees obj. */

@@ -1,29 +1,93 @@
 /* join_common.c - what the join workloads share: the local configuration check, stop signals, reporting and
  * topology helpers. */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "join.h"
+#include "join_notify.h"
+#include "pccl_leave.h"
 
-static volatile sig_atomic_t stop_requested;
+/* The stop thread: SIGTERM and SIGINT are blocked in every thread and taken here by sigwait, so a
+ * library call in progress can be cut short by pcclExtLeave from this thread (a handler could only set
+ * a flag, and a call waiting for a lost master would not look at it). */
+static atomic_int stop_requested, main_done, leave_done;
+static pcclComm_t *stop_comm; /* guarded by stop_mu */
+static pcclResult_t leave_result;
+static pthread_mutex_t stop_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stop_cv = PTHREAD_COND_INITIALIZER;
+static sigset_t stop_set;
 
-static void on_stop_signal(int sig) {
-    (void)sig;
-    stop_requested = 1;
+static void *stop_main(void *arg) {
+    (void)arg;
+    int sig = 0;
+    while (sigwait(&stop_set, &sig) != 0) {}
+    atomic_store(&stop_requested, 1);
+    join_notify_stopping();
+    /* pcclExtLeave refuses a communicator whose pcclConnect has not begun: until the main thread either
+     * begins it (then the leave cancels it) or is done with it, ask again. stop_mu keeps the
+     * communicator alive while it is used here. */
+    pcclResult_t r = pcclSuccess; /* nothing to leave: stopped before joining */
+    for (;;) {
+        pthread_mutex_lock(&stop_mu);
+        pcclComm_t *c = stop_comm;
+        int done = atomic_load(&main_done);
+        pcclResult_t lr = c ? pcclExtLeave(c) : pcclInvalidUsage;
+        pthread_mutex_unlock(&stop_mu);
+        if (lr != pcclInvalidUsage) r = lr;
+        if (lr != pcclInvalidUsage || done) break;
+        usleep(10000);
+    }
+    pthread_mutex_lock(&stop_mu);
+    leave_result = r;
+    atomic_store(&leave_done, 1);
+    pthread_cond_broadcast(&stop_cv);
+    pthread_mutex_unlock(&stop_mu);
+    /* A second signal ends the process at once, with the status the signal would have given it. */
+    while (sigwait(&stop_set, &sig) != 0) {}
+    _exit(128 + sig);
+    return NULL;
 }
 
-void join_catch_stop_signals(void) {
-    /* SA_RESETHAND: the second signal finds the default action, which ends the process. */
-    struct sigaction act = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART | SA_RESETHAND};
-    sigemptyset(&act.sa_mask);
-    sigaction(SIGTERM, &act, NULL);
-    sigaction(SIGINT, &act, NULL);
+int join_catch_stop_signals(void) {
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    /* Before any other thread exists: every thread inherits the mask, so only stop_main takes them. */
+    pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, stop_main, NULL) != 0) return -1;
+    pthread_detach(th);
+    return 0;
 }
 
-int join_stop_requested(void) { return stop_requested; }
+void join_stop_watch(pcclComm_t *comm) {
+    pthread_mutex_lock(&stop_mu);
+    stop_comm = comm;
+    if (!comm) atomic_store(&main_done, 1);
+    pthread_mutex_unlock(&stop_mu);
+}
+
+int join_stop_requested(void) { return atomic_load(&stop_requested); }
+
+pcclResult_t join_stop_finish(void) {
+    pthread_mutex_lock(&stop_mu);
+    atomic_store(&main_done, 1);
+    while (!atomic_load(&leave_done)) pthread_cond_wait(&stop_cv, &stop_mu); /* pcclExtLeave is bounded */
+    pcclResult_t r = leave_result;
+    pthread_mutex_unlock(&stop_mu);
+    return r;
+}
+
+void join_sleep_ms(uint32_t ms) {
+    for (uint32_t slept = 0; slept < ms && !join_stop_requested(); slept += 20) usleep(ms - slept < 20 ? (ms - slept) * 1000u : 20000u);
+}
+
+int join_run_over(pcclResult_t r) { return r == pcclMasterConnectionFailed || r == pcclExtRunShutDown; }
 
 int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
@@ -114,7 +178,7 @@ int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int 
     for (int attempt = 0;; attempt++) {
         if (join_stop_requested()) return -1;
         pcclResult_t r = pcclUpdateTopology(comm);
-        if (r == pcclMasterConnectionFailed) return -1;
+        if (join_run_over(r) || join_stop_requested()) return -1;
         if (r != pcclSuccess) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "event", "update_topology_failed");
@@ -165,7 +229,7 @@ int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *s
     if (join_await_world(comm, o, 2, first) != 0 || join_stop_requested()) return -1;
     memset(si, 0, sizeof *si);
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
-    if (r == pcclMasterConnectionFailed) return -1;
+    if (join_run_over(r) || join_stop_requested()) return -1;
     if (r != pcclSuccess) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "sync_failed");

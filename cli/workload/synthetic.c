@@ -106,6 +106,10 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         }
         pcclReduceInfo_t ri = {0};
         pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
+        if (join_stop_requested() || join_run_over(r)) {
+            rc = JOIN_EXIT_FAILED; /* `pccl join` tells a stop, a shutdown and a lost master apart */
+            break;
+        }
         int rej = join_check_rejected(o, r, &rejected);
         if (rej < 0) {
             rc = JOIN_EXIT_FAILED;
@@ -150,7 +154,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
         cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
         cJSON_AddNumberToObject(e, "ms", now_ms() - t0);
         join_emit(o, e);
-        if (o->step_delay_ms) usleep(o->step_delay_ms * 1000u);
+        join_sleep_ms(o->step_delay_ms);
     }
     if (rc == 0) {
         /* A final sync proves every surviving peer ends with the same state. */

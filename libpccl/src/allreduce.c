@@ -207,7 +207,7 @@ static int await_verdict(pccl_op_t *o) {
             pthread_cond_wait(&o->cv, &c->mu);
             continue;
         }
-        if (c->reconnect_ms <= 0) break;
+        if (c->reconnect_ms <= 0 || atomic_load(&c->stopping)) break;
         uint64_t now = net_now_ms();
         if (!deadline) deadline = now + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
         if (now >= deadline) break;
@@ -386,11 +386,11 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     o->info.rx_bytes = io->rx_bytes;
     pcclResult_t result = pcclSuccess;
     if (rc == RING_OK && !mark_ring_done(o)) {
-        result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
+        result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
     } else if (rc == RING_OK) {
         send_done(o, 1);
         /* Keep the backup until everyone confirmed: another peer may still fail. */
-        if (await_verdict(o) != 0) result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed
+        if (await_verdict(o) != 0) result = atomic_load(&c->master_lost) ? comm_lost_result(c)
                                                                           : pcclRankConnectionLost;
         else if (!o->end_ok) {
             result = pcclRankConnectionLost;
@@ -405,7 +405,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
             PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
                       (unsigned long long)o->tag);
         }
-        result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
+        result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
     }
     if (result != pcclSuccess) note_failed(o);
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
@@ -454,18 +454,23 @@ static void run_op(pccl_op_t *o) {
     /* The op was registered before this vote, so its COMMENCE can never be missed. A failed send
      * shows up as a lost or restarted master below. An upfront backup copy overlaps the master's
      * round trip. While a restarted master is awaited, comm_begin holds the vote back. */
-    int held_back = 0;
+    int held_back = 0, withdrawn = 0;
     if (comm_begin(c, &o->epoch) == COMM_OK) {
         clear_stale_abort(o);
         /* A restarted master that took this peer back as a newcomer gets no vote from it (comm_send
-         * holds it back), so no COMMENCE can come: the op ends as for a peer not yet accepted. */
-        held_back = comm_send(c, o->epoch, &init) != COMM_OK && atomic_load(&c->rejoining);
+         * holds it back), so no COMMENCE can come: the op ends as for a peer not yet accepted. A
+         * leaving peer sends no vote either: nothing will come for it. */
+        int sent = comm_send(c, o->epoch, &init);
+        held_back = sent != COMM_OK && atomic_load(&c->rejoining);
+        withdrawn = sent != COMM_OK && atomic_load(&c->leaving);
     } else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
-    if (backup && !ring_backs_up(o) && !held_back) memcpy(backup, o->recvbuf, bytes);
+    if (backup && !ring_backs_up(o) && !held_back && !withdrawn) memcpy(backup, o->recvbuf, bytes);
     if (held_back) {
         o->result = pcclTooFewPeers;
+    } else if (withdrawn) {
+        o->result = comm_lost_result(c);
     } else if (wait_for(o, started) != 0) {
-        o->result = atomic_load(&c->master_lost) ? pcclMasterConnectionFailed : pcclRankConnectionLost;
+        o->result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "net.h"
 #include "p2p.h"
+#include "pccl_leave.h"
 
 static atomic_int g_initialized;
 
@@ -32,6 +33,7 @@ pcclResult_t pcclInit(void) {
 int pccl__initialized(void) { return atomic_load(&g_initialized); }
 
 const char *pcclResultString(pcclResult_t r) {
+    if (r == pcclExtRunShutDown) return "the master ended the run (shut down)";
     switch (r) {
 #define PCCL_RESULT_STR_(name, value, text) case name: return text;
         PCCL_RESULT_MAP(PCCL_RESULT_STR_)
@@ -80,6 +82,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     c->connect_timeout_ms = comm_env_int("PCCL_CONNECT_TIMEOUT_MS", 10000, 100, 3600000);
     c->heartbeat_ms = comm_env_int("PCCL_HEARTBEAT_MS", 1000, 10, 600000);
     c->reconnect_ms = comm_env_int("PCCL_MASTER_RECONNECT_MS", 60000, 0, 86400000);
+    c->connect_retry_ms = comm_env_int("PCCL_CONNECT_RETRY_MS", 0, 0, 86400000);
     /* Spliced sends pay off from 48 MiB with one core per peer; below that they win or lose with the
      * machine's load, and where a host's peers outnumber its CPUs copying is faster. With two CPUs per
      * local peer same-host edges splice from 4 MiB (p2p_splice_min; bench/analysis.md, "Large
@@ -164,7 +167,9 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
 
 void comm_cv_wait_50ms(pcclComm_t *c) { comm_cond_wait_50ms(c, &c->cv); }
 
-void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) {
+void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) { cond_wait_50ms(cv, &c->mu); }
+
+void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 50 * 1000000L;
@@ -172,26 +177,64 @@ void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(cv, &c->mu, &ts);
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void comm_close_master_locked(pcclComm_t *c) {
+    if (c->master_fd >= 0) close(c->master_fd);
+    c->master_fd = -1;
+    sec_link_free(c->master_link);
+    c->master_link = NULL;
+}
+
+int comm_cancelled(const pcclComm_t *c) { return atomic_load(&c->stopping) || atomic_load(&c->shutting_down); }
+
+int comm_cancel_fn(void *arg) { return comm_cancelled(arg); }
+
+void comm_note_shutdown(pcclComm_t *c, const char *reason) {
+    atomic_store(&c->shut_down, 1);
+    PLOG_WARN(c->log_name, "the run was shut down by the master: %s", reason[0] ? reason : "no reason given");
+}
+
+pcclResult_t comm_lost_result(const pcclComm_t *c) {
+    return atomic_load(&c->shut_down) ? pcclExtRunShutDown : pcclMasterConnectionFailed;
+}
+
+void comm_pause(pcclComm_t *c, int ms) {
+    uint64_t until = net_now_ms() + (uint64_t)(ms > 0 ? ms : 0);
+    pthread_mutex_lock(&c->mu);
+    while (!comm_cancelled(c) && net_now_ms() < until) comm_cv_wait_50ms(c);
+    pthread_mutex_unlock(&c->mu);
 }
 
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
-    /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader. */
+    /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader.
+     * A peer that is leaving starts nothing new (its votes would not be sent). */
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
     pthread_mutex_lock(&c->mu);
-    while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
+    while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !comm_cancelled(c) &&
            net_now_ms() < deadline)
         comm_cv_wait_50ms(c);
-    int rc = atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)
-                 ? COMM_LOST : COMM_OK;
+    int rc = atomic_load(&c->master_lost) || comm_cancelled(c) || atomic_load(&c->master_down) ? COMM_LOST : COMM_OK;
     *epoch = atomic_load(&c->master_epoch);
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
 
+/* The votes of the operation kinds: after LEAVE the master kicks a peer for any of them. */
+static int is_vote(uint16_t type) {
+    return type == C2M_UPDATE_TOPOLOGY || type == C2M_PEERS_PENDING || type == C2M_SYNC_SHARED_STATE ||
+           type == C2M_COLL_INIT || type == C2M_OPTIMIZE_TOPOLOGY;
+}
+
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
     if (atomic_load(&c->master_lost)) return COMM_LOST;
     pthread_mutex_lock(&c->send_mu);
+    /* leaving is set under send_mu before LEAVE goes out, so no vote follows it on the wire. */
+    if (atomic_load(&c->leaving) && is_vote(m->type)) {
+        pthread_mutex_unlock(&c->send_mu);
+        return COMM_LOST;
+    }
     int rc = COMM_RESTARTED;
     /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
      * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
@@ -260,7 +303,7 @@ static int read_master(pcclComm_t *c) {
         char err[160];
         if (link_recv_msg(c->master_link, c->master_fd, &msg, err, sizeof err) != 0) {
             if (atomic_load(&c->leaving)) PLOG_INFO(c->log_name, "left the run");
-            else if (!atomic_load(&c->shutting_down)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
+            else if (!comm_cancelled(c)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
             return 0;
         }
         if (!wire_type_is_m2c(msg.type)) {
@@ -271,6 +314,11 @@ static int read_master(pcclComm_t *c) {
         if (msg.type == M2C_KICK) {
             atomic_store(&c->kicked, 1);
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
+            wire_msg_free(&msg);
+            return 1;
+        }
+        if (msg.type == M2C_SHUTDOWN) {
+            comm_note_shutdown(c, msg.u.kick.reason);
             wire_msg_free(&msg);
             return 1;
         }
@@ -298,8 +346,8 @@ static int read_master(pcclComm_t *c) {
 static void *reader_main(void *arg) {
     pcclComm_t *c = arg;
     /* A peer that is leaving takes the master's close as the end of its run. */
-    while (!read_master(c) && !atomic_load(&c->shutting_down) && !atomic_load(&c->leaving) &&
-           c->reconnect_ms > 0 && atomic_load(&c->registered) && comm_reconnect(c) == 0) {
+    while (!read_master(c) && !comm_cancelled(c) && !atomic_load(&c->leaving) && c->reconnect_ms > 0 &&
+           atomic_load(&c->registered) && comm_reconnect(c) == 0) {
     }
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->master_lost, 1);
@@ -388,7 +436,7 @@ pcclResult_t comm_check_ready(const pcclComm_t *c) {
     if (atomic_load(&c->leaving)) return pcclInvalidUsage;
     /* A peer waiting to be accepted again after a master restart is in no ring yet. */
     if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
-    if (atomic_load(&c->master_lost)) return pcclMasterConnectionFailed;
+    if (atomic_load(&c->master_lost)) return comm_lost_result(c);
     return pcclSuccess;
 }
 
@@ -456,14 +504,20 @@ static int connect_retrying(pcclComm_t *c, int timeout_ms) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t now = net_now_ms();
-        int fd = net_connect(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1);
+        net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+        int fd = net_connect_cancellable(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1,
+                                         &cancel);
         if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
         int e = errno;
         if (net_now_ms() + 100 >= deadline) {
             errno = e;
             return -1;
         }
-        usleep(100 * 1000);
+        comm_pause(c, 100);
+        if (comm_cancelled(c)) {
+            errno = ECANCELED;
+            return -1;
+        }
     }
 }
 
@@ -475,15 +529,15 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
         uint16_t te[] = {M2C_ESTABLISH_P2P};
         wire_msg_t e;
         unsigned ep;
-        if (comm_begin(c, &ep) != COMM_OK) return pcclMasterConnectionFailed;
+        if (comm_begin(c, &ep) != COMM_OK) return comm_lost_result(c);
         int rc = comm_wait(c, ep, te, 1, -1, &e);
         if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return pcclMasterConnectionFailed;
+        if (rc != COMM_OK) return comm_lost_result(c);
         int ok = 0;
         rc = run_round(c, ep, &e, &ok);
         wire_msg_free(&e);
         if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return pcclMasterConnectionFailed;
+        if (rc != COMM_OK) return comm_lost_result(c);
         if (ok) break;
         PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
     }
@@ -494,16 +548,23 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
 }
 
 /* The master's proof of the key, and whether it encrypts: a peer learns that here and uses it for
- * its p2p connections, so a restarted master must announce the same. */
+ * its p2p connections, so a restarted master must announce the same. On failure errno tells
+ * whether another try may work: EACCES (a refused proof, a changed encryption) never does;
+ * ECONNRESET (the master closed the handshake: restarting, or its gate), ETIME (no answer) or ECANCELED. */
 static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
     sec_hs_t hs;
     sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
     char err[160] = "handshake: cannot start";
-    int first = !atomic_load(&c->registered);
-    int rc = sec_hs_start(&hs, &c->sec, &p) == 0 &&
-                     sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, NULL, err, sizeof err) == 0
+    int first = !atomic_load(&c->registered), why = EACCES;
+    net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+    int started = sec_hs_start(&hs, &c->sec, &p) == 0;
+    int rc = started && sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err) == 0
                  ? 0 : -1;
-    if (rc != 0) {
+    if (rc != 0 && started && !hs.err[0]) {
+        /* The master did not finish it: no proof was refused. */
+        why = comm_cancelled(c) ? ECANCELED : strstr(err, "no answer") ? ETIME : ECONNRESET;
+        PLOG_INFO(c->log_name, "master %s", err);
+    } else if (rc != 0) {
         PLOG_ERROR(c->log_name, "master %s", err);
     } else if (!first && hs.session.encrypt != c->sec.encrypt) {
         PLOG_ERROR(c->log_name, "the restarted master %s encryption; this peer's run cannot go on",
@@ -513,8 +574,8 @@ static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
         c->sec.encrypt = hs.session.encrypt;
         if (hs.session.encrypt && !(*link = sec_link_new(&hs.session))) rc = -1;
     }
-    sec_hs_wipe(&hs);
-    if (rc != 0) errno = EACCES;
+    if (started) sec_hs_wipe(&hs);
+    if (rc != 0) errno = why;
     return rc;
 }
 
@@ -530,10 +591,11 @@ int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link) {
     uint64_t now = net_now_ms();
     /* The master's first message: the nonce HELLO or RESUME signs (comm_identity.c). */
     if (comm_read_challenge(c, fd, *link, now < deadline ? (int)(deadline - now) : 1) != 0) {
+        int e = errno; /* EACCES refused, ETIME silent, ECONNRESET closed (comm_read_challenge) */
         sec_link_free(*link);
         *link = NULL;
         close(fd);
-        errno = EACCES;
+        errno = e;
         return -1;
     }
     return fd;
@@ -542,54 +604,40 @@ int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link) {
 pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (atomic_load(&c->connected) || atomic_exchange(&c->connecting, 1)) return pcclInvalidUsage;
+    /* After connecting is set: a pcclExtLeave from then on cancels this call, one before it is seen here. */
+    if (atomic_load(&c->stopping)) {
+        atomic_store(&c->connecting, 0);
+        return pcclMasterConnectionFailed;
+    }
     if (p2p_start(c) != 0) {
         if (c->p2p_listen_port)
             PLOG_ERROR(c->log_name, "cannot listen on p2p port %u (PCCL_P2P_PORT): %s", c->p2p_listen_port,
                        strerror(errno));
         else
             PLOG_ERROR(c->log_name, "cannot open the p2p listening socket: %s", strerror(errno));
+        atomic_store(&c->connecting, 0);
         return pcclInternalError;
     }
-    const ccoip_socket_address_t *a = &c->params.master_address;
-    char where[ADDR_STRLEN];
-    addr_str(a, where);
-    c->master_fd = comm_connect_master(c, c->connect_timeout_ms, &c->master_link);
-    if (c->master_fd < 0) {
-        PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s", where,
-                   errno == EACCES ? "the handshake failed (see above)" : strerror(errno));
+    pcclResult_t r = comm_register_first(c);
+    if (r == pcclSuccess && pthread_create(&c->reader, NULL, reader_main, c) != 0) r = pcclInternalError;
+    if (r != pcclSuccess) {
+        pthread_mutex_lock(&c->send_mu);
+        comm_close_master_locked(c);
+        atomic_store(&c->registered, 0);
+        pthread_mutex_unlock(&c->send_mu);
         p2p_stop(c);
-        return pcclMasterConnectionFailed;
+        atomic_store(&c->connecting, 0);
+        return r;
     }
     atomic_store(&c->connected, 1);
-    wire_msg_t hello = {.type = C2M_HELLO};
-    hello.u.hello.magic = WIRE_MAGIC;
-    hello.u.hello.version = WIRE_VERSION;
-    hello.u.hello.peer_group = c->params.peer_group;
-    comm_addr_announce(c, &hello.u.hello.p2p_port, &hello.u.hello.has_adv, &hello.u.hello.adv_ip);
-    hello.u.hello.pool_size = c->pool_size;
-    if (comm_send_signed(c, c->master_fd, c->master_link, &hello) != 0 || pthread_create(&c->reader, NULL, reader_main, c) != 0) {
-        PLOG_ERROR(c->log_name, "handshake with the master at %s failed", where);
-        atomic_store(&c->master_lost, 1);
-        return pcclMasterConnectionFailed;
-    }
     c->reader_started = 1;
     /* The master answers heartbeats, so silence longer than the timeout means it is gone or hung;
      * the send timeout bounds writes to a master that stopped reading. */
     net_set_timeouts(c->master_fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
     if (pthread_create(&c->heartbeat, NULL, heartbeat_main, c) == 0) c->heartbeat_started = 1;
-    uint16_t tw[] = {M2C_WELCOME};
-    wire_msg_t w;
-    int rc = comm_wait(c, 0, tw, 1, c->connect_timeout_ms, &w);
-    if (rc != COMM_OK) {
-        PLOG_ERROR(c->log_name, "the master at %s did not accept the handshake (%s)", where,
-                   rc == -2 ? "timeout" : "connection closed");
-        shutdown(c->master_fd, SHUT_RDWR);
-        return pcclMasterConnectionFailed;
-    }
-    comm_set_uuid(c, w.u.welcome.uuid);
-    wire_msg_free(&w);
-    atomic_store(&c->registered, 1);
+    char where[ADDR_STRLEN];
+    addr_str(&c->params.master_address, where);
     PLOG_INFO(c->log_name, "registered with the master at %s as \"%s\"; waiting to be accepted", where, c->name);
     return await_acceptance(c);
 }
@@ -606,7 +654,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     int rc = comm_begin(c, &ep);
     if (rc == COMM_OK) rc = comm_send(c, ep, &v);
     if (rc == COMM_OK) rc = comm_wait(c, ep, t, 2, -1, &m);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : pcclMasterConnectionFailed;
+    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
     int ok = 1;
     if (m.type == M2C_TOPOLOGY_DONE) {
         ok = m.u.topo_done.ok;
@@ -615,7 +663,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
         rc = run_round(c, ep, &m, &ok);
     }
     wire_msg_free(&m);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : pcclMasterConnectionFailed;
+    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
     return ok ? pcclSuccess : pcclUpdateTopologyFailed;
 }
 
@@ -637,12 +685,12 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
         if (rc == COMM_OK) rc = comm_send(c, ep, &v);
         if (rc == COMM_OK) rc = comm_wait(c, ep, t, 1, -1, &m);
         if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return pcclMasterConnectionFailed;
+        if (rc != COMM_OK) return comm_lost_result(c);
         *pending_out = m.u.flag.value != 0;
         wire_msg_free(&m);
         return pcclSuccess;
     }
-    return pcclMasterConnectionFailed;
+    return comm_lost_result(c);
 }
 
 pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcclArePeersPending(c, out); }
@@ -699,7 +747,7 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         }
         wire_msg_free(&m);
     }
-    return rc == COMM_RESTARTED ? pcclTopologyOptimizationFailed : pcclMasterConnectionFailed;
+    return rc == COMM_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

@@ -79,6 +79,8 @@ typedef struct ss_serving {
     pcclSharedState_t *state;
     int refs;
     atomic_uint_fast64_t tx_bytes;
+    int fds[16]; /* the connections of the servers holding a ref (at most P2P_SERVERS_MAX), -1 free: a leave
+                  * shuts them down so the sync need not wait for a stalled requester */
 } ss_serving_t;
 
 #define FAILED_OPS_MAX 256
@@ -122,7 +124,13 @@ struct pcclComm_t {
      * close as the end, not as an outage to reconnect through), left once it went out; kicked when the
      * master sent KICK. */
     atomic_int leaving, left, kicked;
+    /* Stopping (leave.c): connecting once pcclConnect began (until it fails); stopping once pcclExtLeave
+     * was called, from any thread: every wait of the library ends (connects, the reconnect loop, waits
+     * for a lost master, shared-state transfers), and votes are no longer sent. shut_down: the master
+     * ended the run (SHUTDOWN): calls return pcclExtRunShutDown and nobody reconnects. */
+    atomic_int connecting, stopping, shut_down;
     int reconnect_ms;
+    int connect_retry_ms; /* PCCL_CONNECT_RETRY_MS: how long pcclConnect retries an unreachable master */
     uint64_t down_since_ms;
     uint8_t uuid[16];  /* derived from ident's public key; the master's WELCOME confirms it */
     char log_name[24]; /* "peer:xxxxxxxx" */
@@ -164,6 +172,22 @@ struct pcclComm_t {
     uint32_t nfailed_ops;
 };
 
+/* Whether the communicator's waits must end: pcclExtLeave was called, or it is being destroyed. */
+int comm_cancelled(const pcclComm_t *c);
+/* net_cancel_t callback of comm_cancelled (arg: the communicator). */
+int comm_cancel_fn(void *arg);
+/* SHUTDOWN arrived: the run is over (logged with the master's reason). */
+void comm_note_shutdown(pcclComm_t *c, const char *reason);
+/* What a call returns when the run ended for this peer: pcclExtRunShutDown after SHUTDOWN, else
+ * pcclMasterConnectionFailed. */
+pcclResult_t comm_lost_result(const pcclComm_t *c);
+/* Waits on cv until ms passed or comm_cancelled (caller holds nothing). */
+void comm_pause(pcclComm_t *c, int ms);
+/* The first registration of pcclConnect (connect.c): connects, proves the key, sends HELLO and reads
+ * the WELCOME, retrying an unreachable master for connect_retry_ms. pcclSuccess (master_fd is
+ * registered; no thread reads it yet), or the result pcclConnect returns. */
+pcclResult_t comm_register_first(pcclComm_t *c);
+
 /* Return codes of comm_send / comm_wait / comm_begin. */
 enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
 
@@ -177,6 +201,10 @@ int comm_begin(pcclComm_t *c, unsigned *epoch);
 void comm_cv_wait_50ms(pcclComm_t *c);
 /* The same on another condition variable used with mu (an op's). */
 void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv);
+/* The same on any condition variable and its mutex. */
+void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
+/* Closes the master connection and frees its link (caller holds send_mu). */
+void comm_close_master_locked(pcclComm_t *c);
 /* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*
@@ -206,7 +234,7 @@ int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
  * name) at creation. @return 0, or -1 (logged). */
 int comm_identity_init(pcclComm_t *c);
 /* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
- * @return 0, or -1 (logged; errno EACCES). */
+ * @return 0, or -1 (logged; errno EACCES: refused or not a CHALLENGE; ETIME: nothing came; ECONNRESET: closed). */
 int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms);
 /* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or -1. */
 int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m);

@@ -54,11 +54,21 @@ int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms)
     net_set_timeouts(fd, timeout_ms > 0 ? timeout_ms : 1);
     wire_msg_t m;
     char err[160];
-    int rc = -1;
+    int rc = -1, why = EACCES;
+    errno = 0;
     if (link_recv_msg(link, fd, &m, err, sizeof err) != 0) {
-        PLOG_ERROR(c->log_name, "the master sent no challenge (%s)%s", err,
-                   c->sec.keyed ? "" : ": this run requires a run key (--key-file, PCCL_KEY_FILE), or the master "
-                                       "does not speak protocol version " "6");
+        /* Silence: a keyed master waiting for a handshake this peer cannot start, or another protocol; a
+         * close: a master that is restarting or whose limits on strangers closed it, worth another try. */
+        int silent = errno == EAGAIN || errno == EWOULDBLOCK;
+        why = silent ? ETIME : ECONNRESET;
+        if (silent)
+            PLOG_ERROR(c->log_name, "the master sent no challenge (%s)%s", err,
+                       c->sec.keyed ? "" : ": this run requires a run key (--key-file, PCCL_KEY_FILE), or the master "
+                                           "does not speak protocol version " "6");
+        else
+            PLOG_INFO(c->log_name, "the master closed the connection before its challenge (%s)", err);
+        errno = why;
+        return -1;
     } else if (m.type == M2C_KICK) {
         PLOG_ERROR(c->log_name, "the master refused the connection: %s", m.u.kick.reason);
     } else if (m.type != M2C_CHALLENGE) {
@@ -69,7 +79,7 @@ int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms)
         rc = 0;
     }
     wire_msg_free(&m);
-    if (rc != 0) errno = EACCES;
+    if (rc != 0) errno = why;
     return rc;
 }
 

@@ -11,7 +11,9 @@
  * accepted again at its next pcclUpdateTopology (comm.c). An all-reduce whose
  * ring had finished keeps its result until the RESUME's verdict (protocol.md,
  * "Collectives the lost master left without a verdict"). The p2p listener,
- * ring connections and the caller's state are kept throughout.
+ * ring connections and the caller's state are kept throughout. pcclExtLeave and
+ * pcclDestroyCommunicator end the loop at once (its connect, handshake, wait
+ * for the answer and backoff); a SHUTDOWN in answer ends the run.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,10 +37,7 @@ static void begin_outage(pcclComm_t *c) {
     comm_inbox_clear(c); /* the old master's answers mean nothing to the new one */
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    if (c->master_fd >= 0) close(c->master_fd);
-    c->master_fd = -1;
-    sec_link_free(c->master_link);
-    c->master_link = NULL;
+    comm_close_master_locked(c);
     pthread_mutex_unlock(&c->send_mu);
     allreduce_abort_all(c);
 }
@@ -114,6 +113,10 @@ static int await_answer(pcclComm_t *c, int fd) {
             PLOG_ERROR(c->log_name, "the restarted master refused this peer: %s", m.u.kick.reason);
             rc = -1;
             break;
+        case M2C_SHUTDOWN:
+            comm_note_shutdown(c, m.u.kick.reason);
+            rc = -1;
+            break;
         default:
             PLOG_ERROR(c->log_name, "the restarted master answered %s to the registration", wire_type_name(m.type));
             rc = -1;
@@ -124,28 +127,13 @@ static int await_answer(pcclComm_t *c, int fd) {
     }
 }
 
-/* Sleeps ms, waking early on shutdown. */
-static void backoff(pcclComm_t *c, int ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&c->mu);
-    if (!atomic_load(&c->shutting_down)) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-    pthread_mutex_unlock(&c->mu);
-}
-
 int comm_reconnect(pcclComm_t *c) {
     begin_outage(c);
     uint64_t start = c->down_since_ms, deadline = start + (uint64_t)c->reconnect_ms;
     PLOG_WARN(c->log_name, "lost the master; reconnecting for up to %d ms (operations in flight abort)",
               c->reconnect_ms);
     int delay = 100, tries = 0;
-    while (!atomic_load(&c->shutting_down)) {
+    while (!comm_cancelled(c)) {
         uint64_t now = net_now_ms();
         if (now >= deadline) break;
         int left = (int)(deadline - now);
@@ -153,15 +141,20 @@ int comm_reconnect(pcclComm_t *c) {
         int fd = comm_connect_master(c, left < c->connect_timeout_ms ? left : c->connect_timeout_ms, &link);
         tries++;
         if (fd >= 0) {
-            pthread_mutex_lock(&c->send_mu); /* visible to pcclDestroyCommunicator, which shuts it down */
+            pthread_mutex_lock(&c->send_mu); /* visible to pcclExtLeave and pcclDestroyCommunicator, which shut it down */
             c->master_fd = fd;
             c->master_link = link;
+            if (comm_cancelled(c)) shutdown(fd, SHUT_RDWR); /* a leave that came during the connect */
             pthread_mutex_unlock(&c->send_mu);
             /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
             net_set_timeouts(fd, left);
             int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : 1;
             /* Verdicts came before RESUMED: an op still waiting has none (it rejoins, or is new). */
             if (rc == 0) allreduce_settle_unanswered(c);
+            /* Back only if nobody asked to leave meanwhile: pcclExtLeave decides under send_mu whether
+             * the master is up to hear LEAVE, so the decision and this one cannot cross. */
+            pthread_mutex_lock(&c->send_mu);
+            if (rc == 0 && comm_cancelled(c)) rc = -1;
             if (rc == 0) {
                 net_set_timeouts(fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
                 pthread_mutex_lock(&c->mu);
@@ -170,26 +163,24 @@ int comm_reconnect(pcclComm_t *c) {
                 uint64_t rev = c->last_revision;
                 int has_rev = c->has_revision;
                 pthread_mutex_unlock(&c->mu);
+                pthread_mutex_unlock(&c->send_mu);
                 PLOG_WARN(c->log_name, "master back after %llu ms (%d connection attempts); %s at revision %llu%s",
                           (unsigned long long)(net_now_ms() - start), tries,
                           atomic_load(&c->accepted) ? "resumed" : "registered again", (unsigned long long)rev,
                           has_rev ? "" : " (no sync yet)");
                 return 0;
             }
-            pthread_mutex_lock(&c->send_mu);
-            close(fd);
-            c->master_fd = -1;
-            sec_link_free(c->master_link);
-            c->master_link = NULL;
+            comm_close_master_locked(c);
             pthread_mutex_unlock(&c->send_mu);
             if (rc < 0) return -1;
-        } else if (errno != ECONNREFUSED && errno != EACCES && errno != ETIMEDOUT && errno != EHOSTUNREACH && errno != ENETUNREACH) {
+        } else if (errno != ECONNREFUSED && errno != EACCES && errno != ETIMEDOUT && errno != EHOSTUNREACH &&
+                   errno != ENETUNREACH && errno != ECONNRESET && errno != ECANCELED && errno != ETIME) {
             PLOG_WARN(c->log_name, "reconnecting to the master: %s", strerror(errno));
         }
-        backoff(c, delay);
+        comm_pause(c, delay);
         delay = delay * 2 > 250 ? 250 : delay * 2;
     }
-    if (!atomic_load(&c->shutting_down))
+    if (!comm_cancelled(c))
         PLOG_ERROR(c->log_name, "the master did not come back within %d ms (%d attempts)", c->reconnect_ms, tries);
     return -1;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "comm.h"
 #include "log.h"
@@ -23,21 +24,36 @@ typedef struct ss_range_req {
     uint64_t off, len;
 } ss_range_req_t;
 
-/* Takes a reference on the state being served, or NULL if this peer is not syncing. */
-static ss_serving_t *serving_get(pcclComm_t *c) {
+/* Takes a reference on the state being served for a server on fd, or NULL if this peer is not syncing. */
+static ss_serving_t *serving_get(pcclComm_t *c, int fd) {
     pthread_mutex_lock(&c->mu);
     ss_serving_t *s = c->serving;
-    if (s) s->refs++;
+    if (s) {
+        s->refs++;
+        for (int i = 0; i < 16; i++)
+            if (s->fds[i] < 0) {
+                s->fds[i] = fd;
+                break;
+            }
+    }
     pthread_mutex_unlock(&c->mu);
     return s;
 }
 
-static void serving_put(pcclComm_t *c, ss_serving_t *s) {
+static void serving_put(pcclComm_t *c, ss_serving_t *s, int fd) {
     pthread_mutex_lock(&c->mu);
     s->refs--;
+    for (int i = 0; i < 16; i++)
+        if (s->fds[i] == fd) {
+            s->fds[i] = -1;
+            break;
+        }
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
+
+/* Bytes a server sends between two looks at whether this peer is leaving. */
+#define SERVE_PIECE ((uint64_t)4 << 20)
 
 /* Answers one request: reads its whole list of ranges, then sends each (ss_fetch.c has the format).
  * 0 to wait for the requester's next one; -1 ends the connection: the requester closed it or went
@@ -70,24 +86,26 @@ static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
         req[i].off = wire_get_u64(pos);
         req[i].len = wire_get_u64(pos + 8);
     }
-    ss_serving_t *s = serving_get(c);
+    ss_serving_t *s = serving_get(c, fd);
     ss_staging_t stg = {0};
     int rc = s ? 0 : -1;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0, broken = 0; i < n && !broken; i++) {
         const pcclTensorInfo_t *t = s ? ss_find_tensor(s->state, req[i].key) : NULL;
         uint64_t size = t ? ss_tensor_bytes(t) : 0;
         /* A range outside the tensor is unavailable, never a read past it. */
         int ok = t && req[i].off <= size && req[i].len <= size - req[i].off;
         uint8_t hdr[9] = {ok ? 0 : 1};
         wire_put_u64(hdr + 1, ok ? req[i].len : 0);
-        if (link_send_all(link, fd, hdr, sizeof hdr) != 0 ||
-            (ok && ss_send_range(link, fd, t, req[i].off, req[i].len, &stg, &s->tx_bytes) != 0)) {
-            rc = -1;
-            break;
+        if (link_send_all(link, fd, hdr, sizeof hdr) != 0) broken = 1;
+        /* In pieces, so that a leave stops serving soon: the requester takes the rest from other holders. */
+        for (uint64_t at = 0; ok && !broken && at < req[i].len; at += SERVE_PIECE) {
+            uint64_t k = req[i].len - at < SERVE_PIECE ? req[i].len - at : SERVE_PIECE;
+            if (comm_cancelled(c) || ss_send_range(link, fd, t, req[i].off + at, k, &stg, &s->tx_bytes) != 0) broken = 1;
         }
+        if (broken) rc = -1;
     }
     ss_staging_free(&stg);
-    if (s) serving_put(c, s);
+    if (s) serving_put(c, s, fd);
     free(req);
     return rc;
 }
@@ -146,6 +164,7 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
 
     ss_serving_t serving = {.state = st, .refs = 0};
     atomic_init(&serving.tx_bytes, 0);
+    for (int i = 0; i < 16; i++) serving.fds[i] = -1;
     pthread_mutex_lock(&c->mu);
     c->serving = &serving;
     pthread_mutex_unlock(&c->mu);
@@ -160,7 +179,7 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     if (rc == COMM_OK) rc = comm_wait(c, ep, tp, 1, -1, &plan);
     if (rc != COMM_OK) {
         /* A restarted master knows nothing of this sync: the caller retries it. */
-        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : pcclMasterConnectionFailed;
+        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
         goto out;
     }
     switch (plan.u.ss_plan.status) {
@@ -202,7 +221,7 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     rc = comm_send(c, ep, &done);
     if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
     if (rc != COMM_OK) {
-        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : pcclMasterConnectionFailed;
+        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
         goto out;
     }
     if (!ok || !fin.u.flag.value) {
@@ -220,7 +239,13 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
 out:
     pthread_mutex_lock(&c->mu);
     c->serving = NULL;
-    while (serving.refs > 0) pthread_cond_wait(&c->cv, &c->mu); /* servers have bounded socket timeouts */
+    /* Servers have bounded socket timeouts; a leave does not wait for them: it ends their connections. */
+    while (serving.refs > 0) {
+        if (comm_cancelled(c))
+            for (int i = 0; i < 16; i++)
+                if (serving.fds[i] >= 0) shutdown(serving.fds[i], SHUT_RDWR);
+        comm_cv_wait_50ms(c);
+    }
     pthread_mutex_unlock(&c->mu);
     wire_msg_free(&vote);
     wire_msg_free(&plan);

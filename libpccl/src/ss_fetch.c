@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -30,11 +31,16 @@ typedef struct fetch_ctx {
     uint64_t *size;                /* per fetch entry, bytes */
     uint64_t *at;                  /* per fetch entry, offset in its stage's buffer */
     uint32_t dead;                 /* sources that broke off */
-    int fd[WIRE_MAX_SS_SOURCES];   /* each source's connection, -1 when none; its worker's alone */
+    int fd[WIRE_MAX_SS_SOURCES];   /* each source's connection, -1 when none; its worker's (set under fd_mu) */
     sec_link_t *link[WIRE_MAX_SS_SOURCES];
     job_t *jobs;
     size_t njobs, cap;
     uint32_t next_range;
+    /* A leave ends the fetch at once: the waiting thread shuts every connection down (fd_mu keeps a
+     * worker's fd from closing under it); cancelled makes a connection dialled afterwards end too. */
+    pthread_mutex_t fd_mu;
+    pthread_cond_t done_cv; /* a worker of the round finished */
+    int cancelled, finished;
 } fetch_ctx_t;
 
 typedef struct worker {
@@ -121,11 +127,23 @@ static int exchange(worker_t *w, const uint8_t *req, size_t rl, const char *ip, 
 }
 
 static void close_conn(fetch_ctx_t *f, int s) {
-    if (f->fd[s] < 0) return;
-    sec_link_free(f->link[s]);
-    close(f->fd[s]);
-    f->fd[s] = -1;
-    f->link[s] = NULL;
+    pthread_mutex_lock(&f->fd_mu);
+    if (f->fd[s] >= 0) {
+        sec_link_free(f->link[s]);
+        close(f->fd[s]);
+        f->fd[s] = -1;
+        f->link[s] = NULL;
+    }
+    pthread_mutex_unlock(&f->fd_mu);
+}
+
+/* Ends every transfer of the fetch (a leave or a destroy): blocked receives return at once. */
+static void cancel_fetch(fetch_ctx_t *f) {
+    pthread_mutex_lock(&f->fd_mu);
+    f->cancelled = 1;
+    for (int s = 0; s < WIRE_MAX_SS_SOURCES; s++)
+        if (f->fd[s] >= 0) shutdown(f->fd[s], SHUT_RDWR);
+    pthread_mutex_unlock(&f->fd_mu);
 }
 
 /* Receives one source's jobs of this round over its connection, kept from stage to stage so that a
@@ -146,23 +164,33 @@ static void *worker_main(void *arg) {
         if (!kept) {
             p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
             memcpy(me.uuid, f->c->uuid, 16);
-            f->fd[w->src] = p2p_dial(&src, &f->c->sec, &me, peer->uuid, f->c->connect_timeout_ms,
-                                     NULL, &f->link[w->src], err, sizeof err);
-            if (f->fd[w->src] < 0) {
+            net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = f->c};
+            sec_link_t *link = NULL;
+            int fd = p2p_dial(&src, &f->c->sec, &me, peer->uuid, f->c->connect_timeout_ms, &cancel, &link, err,
+                              sizeof err);
+            if (fd < 0) {
                 PLOG_WARN(f->c->log_name, "cannot reach shared-state source %s: %s", ip, err);
-                f->link[w->src] = NULL;
                 break;
             }
+            pthread_mutex_lock(&f->fd_mu);
+            f->fd[w->src] = fd;
+            f->link[w->src] = link;
+            if (f->cancelled) shutdown(fd, SHUT_RDWR);
+            pthread_mutex_unlock(&f->fd_mu);
             net_set_timeouts(f->fd[w->src], f->c->timeout_ms);
         }
         if (exchange(w, req, rl, ip, &answered) == 0) w->failed = 0;
         else close_conn(f, w->src);
         if (answered || !kept) break; /* a fresh connection's failure, or one mid-answer, is the source's */
     }
-    if (w->failed)
+    if (w->failed && !comm_cancelled(f->c))
         PLOG_WARN(f->c->log_name, "shared-state source %s broke off; its remaining ranges go to the other sources",
                   ip);
     free(req);
+    pthread_mutex_lock(&f->fd_mu);
+    f->finished++;
+    pthread_cond_broadcast(&f->done_cv);
+    pthread_mutex_unlock(&f->fd_mu);
     return NULL;
 }
 
@@ -203,13 +231,14 @@ static int stage_transfer(fetch_ctx_t *f, uint32_t b, uint8_t *buf, uint64_t *rx
     }
     int rc = -1;
     size_t *idx = NULL;
-    for (int round = 0; round <= p->nsrc; round++) {
+    for (int round = 0; round <= p->nsrc && !comm_cancelled(f->c); round++) {
         if (reassign(f) != 0) break;
         free(idx);
         idx = malloc((f->njobs ? f->njobs : 1) * sizeof *idx);
         if (!idx) break;
         worker_t w[WIRE_MAX_SS_SOURCES];
         int nw = 0;
+        f->finished = 0;
         size_t used = 0;
         for (int s = 0; s < p->nsrc; s++) {
             worker_t *x = &w[nw];
@@ -228,6 +257,17 @@ static int stage_transfer(fetch_ctx_t *f, uint32_t b, uint8_t *buf, uint64_t *rx
             rc = 0;
             break;
         }
+        /* Waits in slices so that a leave is noticed while the workers block on their sources. */
+        pthread_mutex_lock(&f->fd_mu);
+        while (f->finished < nw) {
+            if (comm_cancelled(f->c) && !f->cancelled) {
+                pthread_mutex_unlock(&f->fd_mu);
+                cancel_fetch(f);
+                pthread_mutex_lock(&f->fd_mu);
+            }
+            cond_wait_50ms(&f->done_cv, &f->fd_mu);
+        }
+        pthread_mutex_unlock(&f->fd_mu);
         for (int i = 0; i < nw; i++) {
             pthread_join(w[i].th, NULL);
             if (w[i].failed) f->dead |= 1u << w[i].src;
@@ -295,6 +335,8 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
     const __typeof__(plan->u.ss_plan) *p = &plan->u.ss_plan;
     fetch_ctx_t f = {.c = c, .plan = plan};
     for (int i = 0; i < WIRE_MAX_SS_SOURCES; i++) f.fd[i] = -1;
+    pthread_mutex_init(&f.fd_mu, NULL);
+    pthread_cond_init(&f.done_cv, NULL);
     f.tens = calloc(p->n, sizeof *f.tens);
     f.size = calloc(p->n, sizeof *f.size);
     f.at = calloc(p->n, sizeof *f.at);
@@ -355,6 +397,8 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
     rc = failed ? -1 : 0;
 out:
     for (int i = 0; i < WIRE_MAX_SS_SOURCES; i++) close_conn(&f, i);
+    pthread_mutex_destroy(&f.fd_mu);
+    pthread_cond_destroy(&f.done_cv);
     free(buf[0]);
     free(buf[1]);
     free(f.jobs);

@@ -172,6 +172,7 @@ int wire_encode(const wire_msg_t *m, wbuf_t *out) {
         wb_u8(out, u->reject.reason);
         break;
     case M2C_KICK:
+    case M2C_SHUTDOWN:
         wb_str(out, u->kick.reason);
         break;
     case M2C_BENCH_REQUEST:
@@ -494,6 +495,7 @@ int wire_decode(const uint8_t *body, size_t len, wire_msg_t *out, char *err, siz
         u->reject.reason = rd_u8(&r, "reason");
         break;
     case M2C_KICK:
+    case M2C_SHUTDOWN:
         rd_str(&r, u->kick.reason, "reason");
         break;
     case M2C_BENCH_REQUEST:
@@ -632,12 +634,16 @@ const char *wire_type_name(uint16_t type) {
     case C2M_LEAVE: return "LEAVE";
     case M2C_RESUMED: return "RESUMED";
     case M2C_CHALLENGE: return "CHALLENGE";
+    case M2C_SHUTDOWN: return "SHUTDOWN";
     default: return "UNKNOWN";
     }
 }
 
 int wire_type_is_c2m(uint16_t type) { return type >= C2M_HELLO && type < C2M_MAX_; }
-int wire_type_is_m2c(uint16_t type) { return type >= M2C_WELCOME && type < M2C_MAX_; }
+/* By name: the master-to-peer numbers need not be contiguous. */
+int wire_type_is_m2c(uint16_t type) {
+    return type >= M2C_WELCOME && type < M2C_MAX_ && strcmp(wire_type_name(type), "UNKNOWN") != 0;
+}
 
 void wire_p2p_hello_encode(uint8_t out[WIRE_P2P_HELLO_LEN], uint8_t kind, const uint8_t uuid[16], uint32_t slot) {
     wire_put_u32(out, WIRE_MAGIC);

@@ -63,6 +63,7 @@ typedef enum wire_type {
     M2C_BENCH_REQUEST = 114,
     M2C_RESUMED = 115, /* answer to RESUME once the run is rebuilt */
     M2C_CHALLENGE = 116, /* first message of every control connection: the nonce HELLO/RESUME sign */
+    M2C_SHUTDOWN = 117, /* the run is over: the master stops and nobody reconnects */
     M2C_MAX_
 } wire_type_t;
 
@@ -171,7 +172,7 @@ typedef struct wire_msg {
             uint8_t (*ring)[16]; /* uuids of the group in ring order */
         } commence;
         struct { uint64_t tag; uint8_t reason; } reject;
-        struct { char reason[256]; } kick;
+        struct { char reason[256]; } kick; /* KICK and SHUTDOWN */
         struct { uint32_t duration_ms; uint32_t n; wire_peer_t *peers; } bench_req; /* peers to measure toward */
         struct { uint32_t n; wire_bw_t *results; } bench_res;
         struct {

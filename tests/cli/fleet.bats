@@ -83,7 +83,9 @@ print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/
 }
 
 @test "peer.sh retries a failed run (exit 1)" {
-    MASTER=127.0.0.1:1 MAX_BACKOFF=1 "$REPO/scripts/fleet/peer.sh" --workload synthetic > "$TMP/p.out" 2>&1 &
+    # --connect-timeout 0: pccl join would otherwise wait the reconnect window for the master to come up
+    MASTER=127.0.0.1:1 MAX_BACKOFF=1 "$REPO/scripts/fleet/peer.sh" --workload synthetic --connect-timeout 0 \
+        > "$TMP/p.out" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 1 100); do [ "$(grep -c 'rejoining' "$TMP/p.out")" -ge 2 ] && break; sleep 0.1; done
     [ "$(grep -c 'pccl join exited with 1; rejoining' "$TMP/p.out")" -ge 2 ]

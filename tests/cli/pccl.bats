@@ -182,9 +182,22 @@ start_master() {
 }
 
 @test "an unreachable master is an error within a bounded time" {
-    run timeout 20 "$PCCL" join --master 127.0.0.1:1 --workload synthetic
+    start=$(date +%s)
+    run timeout 20 "$PCCL" join --master 127.0.0.1:1 --workload synthetic --connect-timeout 2
     [ "$status" -eq 1 ]
+    [[ "$output" == *"is not reachable (Connection refused); attempt 1, next in"* ]]
+    [[ "$output" == *"gave up after"* ]]
     [[ "$output" == *"cannot join the run"* ]]
+    [ $(( $(date +%s) - start )) -le 6 ]
+    run timeout 20 "$PCCL" join --master 127.0.0.1:1 --workload synthetic --connect-timeout 0
+    [ "$status" -eq 1 ]
+    [[ "$output" != *"not reachable"* ]]
+    [[ "$output" == *"cannot join the run"* ]]
+    PCCL_CONNECT_RETRY_MS=0 run timeout 20 "$PCCL" join --master 127.0.0.1:1 --workload synthetic
+    [ "$status" -eq 1 ]
+    [[ "$output" != *"not reachable"* ]]
+    run "$PCCL" join --master 127.0.0.1:1 --connect-timeout -1
+    [ "$status" -eq 2 ]
 }
 
 @test "a master that never answers the handshake times out (PCCL_CONNECT_TIMEOUT_MS)" {

@@ -138,9 +138,10 @@ static void test_helpers(void) {
         CHECK(wire_type_is_c2m(t) && !wire_type_is_m2c(t));
         CHECK(strcmp(wire_type_name(t), "UNKNOWN") != 0);
     }
+    /* Master-to-peer numbers may have gaps: a number is a message exactly when it has a name. */
     for (uint16_t t = M2C_WELCOME; t < M2C_MAX_; t++) {
-        CHECK(wire_type_is_m2c(t) && !wire_type_is_c2m(t));
-        CHECK(strcmp(wire_type_name(t), "UNKNOWN") != 0);
+        CHECK(wire_type_is_m2c(t) == (strcmp(wire_type_name(t), "UNKNOWN") != 0) && !wire_type_is_c2m(t));
+        CHECK(t > M2C_RESUMED || wire_type_is_m2c(t));
     }
     uint16_t odd[] = {0, C2M_MAX_, 100, M2C_MAX_, 0xFFFF};
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
@@ -272,6 +273,30 @@ static void test_leave(void) {
     char err[128];
     CHECK(wire_decode(body, sizeof body, &o, err, sizeof err) != 0);
     CHECK(wire_decode(body, 2, &o, err, sizeof err) == 0 && o.type == C2M_LEAVE);
+}
+
+/* SHUTDOWN (117): the run is over; a reason as KICK's, strict as every string. */
+static void test_shutdown(void) {
+    CHECK_EQ_U64(M2C_SHUTDOWN, 117);
+    CHECK(wire_type_is_m2c(M2C_SHUTDOWN) && !wire_type_is_c2m(M2C_SHUTDOWN));
+    CHECK(strcmp(wire_type_name(M2C_SHUTDOWN), "SHUTDOWN") == 0);
+    wire_msg_t m = {.type = M2C_SHUTDOWN}, o;
+    snprintf(m.u.kick.reason, sizeof m.u.kick.reason, "shutdown requested on the admin port");
+    roundtrip(&m, 2 + 1 + strlen(m.u.kick.reason), &o);
+    CHECK(strcmp(o.u.kick.reason, m.u.kick.reason) == 0);
+    wire_msg_free(&o);
+    m.u.kick.reason[0] = 0; /* an empty reason is one length byte */
+    roundtrip(&m, 2 + 1, &o);
+    CHECK(o.u.kick.reason[0] == 0);
+    wire_msg_free(&o);
+    uint8_t none[2] = {0, M2C_SHUTDOWN};
+    expect_reject(none, sizeof none, "shutdown without its reason");
+    uint8_t past[2 + 1 + 2] = {0, M2C_SHUTDOWN, 3, 'a', 'b'};
+    expect_reject(past, sizeof past, "shutdown reason past the end");
+    uint8_t nul[2 + 1 + 2] = {0, M2C_SHUTDOWN, 2, 'a', 0};
+    expect_reject(nul, sizeof nul, "shutdown reason with a NUL");
+    uint8_t extra[2 + 1 + 1 + 1] = {0, M2C_SHUTDOWN, 1, 'a', 'b'};
+    expect_reject(extra, sizeof extra, "shutdown with trailing bytes");
 }
 
 static void make_tensors(wire_tensor_t *t, uint32_t n) {
@@ -796,6 +821,7 @@ int main(void) {
     RUN_TEST(test_bad_lengths_and_types);
     RUN_TEST(test_resume);
     RUN_TEST(test_leave);
+    RUN_TEST(test_shutdown);
     RUN_TEST(test_lying_counts);
     RUN_TEST(test_bad_strings);
     RUN_TEST(test_p2p_hello);
