@@ -55,11 +55,14 @@ int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms)
     wire_msg_t m;
     char err[160];
     int rc = -1, why = EACCES;
+    uint64_t t0 = net_now_ms();
     errno = 0;
     if (link_recv_msg(link, fd, &m, err, sizeof err) != 0) {
-        /* Silence: a keyed master waiting for a handshake this peer cannot start, or another protocol; a
-         * close: a master that is restarting or whose limits on strangers closed it, worth another try. */
-        int silent = errno == EAGAIN || errno == EWOULDBLOCK;
+        /* Silence, or a close at a keyed master's handshake deadline: it waits for a handshake this peer
+         * cannot start (or speaks another protocol). An earlier close: a master that is restarting or
+         * whose limits on strangers closed it, worth another try. */
+        int silent = errno == EAGAIN || errno == EWOULDBLOCK ||
+                     (!c->sec.keyed && net_now_ms() - t0 + 500 >= SEC_HS_TIMEOUT_MS);
         why = silent ? ETIME : ECONNRESET;
         if (silent)
             PLOG_ERROR(c->log_name, "the master sent no challenge (%s)%s", err,
