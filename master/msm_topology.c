@@ -60,8 +60,11 @@ static void send_establish(msm_t *m, const msm_op_t *op, msm_peer_t *to) {
 }
 
 /* A registered peer that may join the next accept round: one that still owes the report of an
- * earlier round is left out until it answers, so a newcomer that never wires fails one round only. */
-static int eligible_newcomer(const msm_peer_t *p) { return p->hello && !p->accepted && !p->stale_reports; }
+ * earlier round is left out until it answers, so a newcomer that never wires fails one round only; a
+ * newcomer from a RESUME only once it was heard from (msm_resume.c). */
+static int eligible_newcomer(const msm_peer_t *p) {
+    return p->hello && !p->accepted && !p->stale_reports && !p->resumed && !p->unheard;
+}
 
 /* Runs op's wiring round: the accepted peers, and the registered ones when newcomers are admitted. */
 static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
@@ -140,8 +143,9 @@ static void wiring_progress(msm_t *m, msm_op_t *op) {
 
 static void maybe_start_round(msm_t *m) {
     msm_op_t *opt = msm_op_find(m, MSM_OP_OPTIMIZE, MSM_RUN_WIDE, 0);
-    /* While a restarted master rebuilds the run, its peers are not accepted yet: no bootstrap. */
-    if (m->rebuilding || wiring_op(m) || (opt && opt->phase == MSM_PHASE_RUNNING)) return;
+    /* While a restarted master collects RESUMEs, its peers are not accepted yet: no round. While it wires
+     * their rings, the peers already accepted may take newcomers, but nobody bootstraps a run of its own. */
+    if (m->rebuilding == MSM_RB_COLLECT || wiring_op(m) || (opt && opt->phase == MSM_PHASE_RUNNING)) return;
     msm_op_t *op = msm_op_find(m, MSM_OP_ACCEPT, MSM_RUN_WIDE, 0);
     int newcomers = 0, unwired = 0, accepted = 0;
     for (int i = 0; i < m->npeers; i++) {
@@ -150,7 +154,7 @@ static void maybe_start_round(msm_t *m) {
     }
     /* Bootstrap: with nobody accepted there is nobody to vote, so registered peers go straight in, once
      * the boot grace passed (the peers of a run this master lost re-register first: msm_set_boot_grace). */
-    if (accepted ? !(op && msm_op_all_voted(m, op)) : !newcomers || msm_booting(m)) return;
+    if (accepted ? !(op && msm_op_all_voted(m, op)) : !newcomers || msm_booting(m) || m->rebuilding) return;
     for (int i = 0; i < m->ngroups; i++)
         if (m->groups[i].ring_len && !m->groups[i].wired) unwired = 1;
     if (!newcomers && !unwired) {

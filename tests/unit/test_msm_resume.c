@@ -1,8 +1,11 @@
 /* test_msm_resume.c - a restarted master rebuilding the run from RESUMEs
  * (master/msm_resume.c): agreeing peers, a partial return (deadline), a
  * disagreeing or lying revision, a late RESUME, a newcomer during the rebuild,
- * the verdicts on collectives the lost master left unsettled,
- * and the bad inputs (version, stolen uuid, votes before RESUMED). */
+ * the verdicts on collectives the lost master left unsettled, the bad inputs
+ * (version, stolen uuid, votes before RESUMED); what a stranger cannot do: a
+ * RESUME outside the restart window or beyond the caps is a HELLO, nobody is
+ * accepted before its rebuilt ring is wired, and the rebuilt revision is one a
+ * wired peer holds (a group whose holders are gone forgets it). */
 #include "msm_harness.h"
 
 /* ---------- on top of the shared harness: a clock, the old master's uuids, RESUME ---------- */
@@ -89,6 +92,21 @@ static void sync_hash(uint64_t conn, uint64_t rev, uint64_t hash) {
     msm_on_packet(M, conn, &m);
 }
 
+/* conns report their rebuilt ring wired (ok) or not. */
+static void wired(const uint64_t *conns, int n, int ok) {
+    for (int i = 0; i < n; i++) p2p_ok(conns[i], ok);
+}
+static const uint64_t C12[] = {1, 2}, C123[] = {1, 2, 3};
+
+/* The ring of the last ESTABLISH_P2P to conn is the old master's uuids of conns ring[0..n). */
+static int establish_is(uint64_t conn, const int *ring, int n) {
+    const wire_msg_t *e = last_to(conn, M2C_ESTABLISH_P2P);
+    if (!e || e->u.establish.n != (uint32_t)n) return 0;
+    for (int i = 0; i < n; i++)
+        if (memcmp(e->u.establish.peers[i].uuid, U[ring[i]], 16) != 0) return 0;
+    return 1;
+}
+
 /* ---------- tests ---------- */
 
 static const int RING3[] = {1, 2, 3};
@@ -98,7 +116,12 @@ static void test_agreeing_peers(void) {
     resume(2, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
     CHECK(got(2, M2C_RESUMED) == 0 && strcmp(state_of(2), "resuming") == 0); /* peer 1 not back yet */
+    CHECK(got(2, M2C_ESTABLISH_P2P) == 0 && msm_resume_held(M, 2) > 0);
     resume(1, 5, 111, RING3, 3);
+    /* Every peer is back: the ring is wired before anyone is accepted. */
+    for (uint64_t c = 1; c <= 3; c++) CHECK(establish_is(c, RING3, 3) && got(c, M2C_RESUMED) == 0 && !is_accepted(c));
+    CHECK(msm_resume_held(M, 2) == 0);
+    wired(C123, 3, 1);
     for (uint64_t c = 1; c <= 3; c++) {
         CHECK(got(c, M2C_RESUMED) == 1);
         CHECK(msg_of(c, M2C_RESUMED)->u.resumed.ok == 1 && msg_of(c, M2C_RESUMED)->u.resumed.revision == 5);
@@ -110,9 +133,9 @@ static void test_agreeing_peers(void) {
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK(st.rebuilds == 1 && st.reregistrations == 3 && st.accepted == 3);
-    /* The ring is as the peers had it: an update vote needs no rewiring. */
+    /* The ring is wired as the peers had it: an update vote needs no rewiring. */
     for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_UPDATE_TOPOLOGY);
-    for (uint64_t c = 1; c <= 3; c++) CHECK(got(c, M2C_ESTABLISH_P2P) == 0 && got(c, M2C_TOPOLOGY_DONE) == 1);
+    for (uint64_t c = 1; c <= 3; c++) CHECK(got(c, M2C_ESTABLISH_P2P) == 1 && got(c, M2C_TOPOLOGY_DONE) == 1);
     /* The group's revision is the peers': revision 6 is next. */
     for (uint64_t c = 1; c <= 3; c++) sync_hash(c, 6, 222);
     for (uint64_t c = 1; c <= 3; c++)
@@ -128,14 +151,18 @@ static void test_partial_return_waits_for_deadline(void) {
     tick(MSM_REBUILD_MS - 1);
     CHECK(got(1, M2C_RESUMED) == 0);
     tick(1);
+    /* Peer 2 is gone, so the ring is not what anyone had: the rebuild wires the two that came back. */
+    const int ring13[] = {1, 3};
+    CHECK(establish_is(1, ring13, 2) && establish_is(3, ring13, 2) && got(1, M2C_RESUMED) == 0);
+    const uint64_t c13[] = {1, 3};
+    wired(c13, 2, 1);
     CHECK(got(1, M2C_RESUMED) == 1 && got(3, M2C_RESUMED) == 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.world.group_world_size == 2);
     uint64_t ring[4];
     CHECK(msm_group_ring(M, 0, ring, 4) == 2 && ring[0] == 1 && ring[1] == 3);
-    /* Peer 2 is gone, so the ring is not what anyone had: the next accept vote rewires it. */
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(3, C2M_UPDATE_TOPOLOGY);
-    CHECK(got(1, M2C_ESTABLISH_P2P) == 1 && got(3, M2C_ESTABLISH_P2P) == 1);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 1 && got(1, M2C_TOPOLOGY_DONE) == 1);
     teardown();
 }
 
@@ -147,6 +174,9 @@ static void test_waiting_peers_are_not_timed_out(void) {
     tick(MSM_REBUILD_MS - 1); /* silent while they wait: no kick */
     CHECK(!closed_(1) && !closed_(2));
     tick(1);
+    tick(999); /* wiring: still silent, still no kick */
+    CHECK(!closed_(1) && !closed_(2));
+    wired(C12, 2, 1);
     CHECK(got(1, M2C_RESUMED) == 1 && !closed_(1));
     tick(999); /* the peer timeout counts from RESUMED */
     CHECK(!closed_(1));
@@ -160,6 +190,7 @@ static void test_majority_revision_wins(void) {
     resume(1, 7, 111, RING3, 3);
     resume(2, 7, 111, RING3, 3);
     resume(3, 9, 999, RING3, 3); /* claims to be ahead, with other content */
+    wired(C123, 3, 1);
     CHECK(msg_of(3, M2C_RESUMED)->u.resumed.revision == 7);
     /* Next sync: 1 and 2 offer 8; 3 offers 10. 3 is not refused: it is outdated and receives. */
     sync_hash(1, 8, 222);
@@ -177,6 +208,7 @@ static void test_tie_goes_forward(void) {
     const int ring2[] = {1, 2};
     resume(1, 4, 111, ring2, 2);
     resume(2, 5, 111, ring2, 2); /* one sync finished here only: the run never goes back */
+    wired(C12, 2, 1);            /* both wired: peer 2 can serve revision 5 */
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 5 && msg_of(2, M2C_RESUMED)->u.resumed.revision == 5);
     teardown();
 }
@@ -186,9 +218,11 @@ static void test_late_resume_is_a_new_peer(void) {
     const int ring2[] = {1, 2};
     resume(1, 3, 111, ring2, 2);
     resume(2, 3, 111, ring2, 2);
+    wired(C12, 2, 1);
     resume(3, 3, 111, RING3, 3); /* after the rebuild */
     CHECK(got(3, M2C_RESUMED) == 1 && msg_of(3, M2C_RESUMED)->u.resumed.ok == 0);
     CHECK(strcmp(state_of(3), "registered") == 0);
+    pkt(3, C2M_HEARTBEAT); /* a newcomer from a RESUME joins a round once it was heard from */
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
     CHECK(got(3, M2C_ESTABLISH_P2P) == 1 && msg_of(3, M2C_ESTABLISH_P2P)->u.establish.n == 3);
@@ -202,6 +236,7 @@ static void test_newcomer_waits_for_rebuild(void) {
     join(4);
     CHECK(got(4, M2C_WELCOME) == 1 && got(4, M2C_ESTABLISH_P2P) == 0); /* not bootstrapped alone */
     resume(2, 3, 111, ring2, 2);
+    wired(C12, 2, 1);
     CHECK(got(1, M2C_RESUMED) == 1 && got(4, M2C_ESTABLISH_P2P) == 0); /* waits for the members' vote */
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
@@ -220,11 +255,13 @@ static void test_newcomer_first_after_restart(void) {
     CHECK(strcmp(state_of(4), "idle") == 0);
     resume(1, 6, 111, ring2, 2);
     resume(2, 6, 111, ring2, 2);
+    CHECK(establish_is(1, ring2, 2)); /* the resumed peers are wired among themselves first */
+    wired(C12, 2, 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.ok == 1 && msg_of(2, M2C_RESUMED)->u.resumed.ok == 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 6 && msg_of(1, M2C_RESUMED)->u.resumed.world.group_world_size == 3);
     /* The newcomer was never wired to them: the members' next vote rewires the ring of three. */
     for (uint64_t c = 1; c <= 4; c += c == 2 ? 2 : 1) pkt(c, C2M_UPDATE_TOPOLOGY);
-    CHECK(got(1, M2C_ESTABLISH_P2P) == 1 && msg_of(1, M2C_ESTABLISH_P2P)->u.establish.n == 3);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 2 && msg_of(1, M2C_ESTABLISH_P2P)->u.establish.n == 3);
     teardown();
 }
 
@@ -246,6 +283,7 @@ static void test_boot_grace(void) {
     tick(300);
     resume(1, 8, 111, ring2, 2);
     resume(2, 8, 111, ring2, 2);
+    wired(C12, 2, 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 8 && msg_of(1, M2C_RESUMED)->u.resumed.ok == 1);
     tick(1000);
     CHECK(got(4, M2C_ESTABLISH_P2P) == 0); /* no run of its own: it waits for the members' vote */
@@ -267,6 +305,7 @@ static void test_verdicts_on_unsettled_ops(void) {
     resume_ops(1, RING3, 3, a, 2);
     resume_ops(2, RING3, 3, b, 2);
     resume_ops(3, RING3, 3, c, 1); /* got COMPLETE for tag 7 already: lists only what it did not finish */
+    wired(C123, 3, 1);
     CHECK(got(1, M2C_COLL_COMPLETE) == 1 && got(2, M2C_COLL_COMPLETE) == 1 && got(3, M2C_COLL_COMPLETE) == 0);
     CHECK(msg_of(1, M2C_COLL_COMPLETE)->u.coll.tag == 7 && msg_of(1, M2C_COLL_COMPLETE)->u.coll.op_seq == 40 &&
           msg_of(1, M2C_COLL_COMPLETE)->u.coll.ok == 1);
@@ -285,6 +324,7 @@ static void test_verdicts_on_unsettled_ops(void) {
     resume(1, 5, 111, RING3, 3);
     resume(2, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
+    wired(C123, 3, 1);
     for (uint64_t k = 1; k <= 3; k++) sync_hash(k, 6, 222);
     resume_ops(4, RING3, 3, a, 2);
     CHECK(got(4, M2C_RESUMED) == 1 && msg_of(4, M2C_RESUMED)->u.resumed.ok == 0);
