@@ -283,6 +283,8 @@ static void test_boot_grace(void) {
     tick(300);
     resume(1, 8, 111, ring2, 2);
     resume(2, 8, 111, ring2, 2);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 0); /* all back, but the collection ends with the grace */
+    tick(700);
     wired(C12, 2, 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 8 && msg_of(1, M2C_RESUMED)->u.resumed.ok == 1);
     tick(1000);
@@ -359,6 +361,193 @@ static void test_bad_resumes(void) {
     teardown();
 }
 
+
+/* ---------- what strangers cannot do ---------- */
+
+/* conn sends a RESUME naming itself uuid u (group, ring of nr uuids, nops unfinished collectives). */
+static void resume_raw(uint64_t conn, const uint8_t u[16], uint32_t group, uint8_t (*ring)[16], uint32_t nr,
+                       uint32_t nops) {
+    connect_(conn);
+    wire_op_outcome_t *ops = calloc(nops ? nops : 1, sizeof *ops);
+    for (uint32_t i = 0; i < nops; i++) ops[i] = (wire_op_outcome_t){.tag = i, .op_seq = i, .finished = 0};
+    wire_msg_t m = {.type = C2M_RESUME};
+    m.u.resume.magic = WIRE_MAGIC;
+    m.u.resume.version = WIRE_VERSION;
+    m.u.resume.peer_group = group;
+    m.u.resume.p2p_port = 4000;
+    memcpy(m.u.resume.uuid, u, 16);
+    m.u.resume.has_revision = 1;
+    m.u.resume.revision = 1ull << 60;
+    m.u.resume.nring = nr;
+    m.u.resume.ring = ring;
+    m.u.resume.nops = nops;
+    m.u.resume.ops = ops;
+    msm_on_packet(M, conn, &m);
+    free(ops);
+}
+
+/* A RESUME past the restart window is a HELLO: no rebuild, nothing kept; the peer is a newcomer that joins
+ * an accept round only once it was heard from, so a flood of RESUMEs never holds up the run's rounds. */
+static void test_resume_outside_window_is_a_hello(void) {
+    start();
+    make_group_ex(10, 2, 0, 1); /* a run going on */
+    tick(MSM_RESUME_WINDOW_MS);
+    uint8_t ring[2][16];
+    for (uint64_t c = 20; c < 30; c++) {
+        memset(ring[0], (int)c, 16);
+        memset(ring[1], (int)c + 100, 16);
+        resume_raw(c, ring[0], (uint32_t)c, ring, 2, MSM_RESUME_MAX_OPS);
+        CHECK(got(c, M2C_RESUMED) == 1 && msg_of(c, M2C_RESUMED)->u.resumed.ok == 0);
+        CHECK(strcmp(state_of(c), "registered") == 0 && msm_resume_held(M, c) == 0);
+    }
+    CHECK(!msm_resume_collecting(M));
+    /* The run's accept vote is answered at once: the strangers never wired, never voted. */
+    pkt(10, C2M_UPDATE_TOPOLOGY);
+    pkt(11, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(10, M2C_TOPOLOGY_DONE) == 1 && msg_of(10, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
+    CHECK(got(20, M2C_ESTABLISH_P2P) == 0);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.rebuilds == 0 && st.accepted == 2 && st.registered == 10);
+    /* One that is alive (heartbeats) goes through the next accept round like any newcomer. */
+    pkt(20, C2M_HEARTBEAT);
+    pkt(10, C2M_UPDATE_TOPOLOGY);
+    pkt(11, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(20, M2C_ESTABLISH_P2P) == 1 && !is_accepted(20));
+    p2p_ok(10, 1);
+    p2p_ok(11, 1);
+    p2p_ok(20, 1);
+    CHECK(is_accepted(20));
+    teardown();
+}
+
+/* Caps: collectives per RESUME, ring length, resuming peers; within them the state is held (counted by the
+ * server against the strangers' budget) until the collection ends. */
+static void test_caps(void) {
+    start();
+    uint8_t u[16], (*ring)[16] = calloc(MSM_RESUME_MAX_PEERS + 1, 16);
+    for (int i = 0; i <= MSM_RESUME_MAX_PEERS; i++) memset(ring[i], 0xee, 16), ring[i][0] = (uint8_t)i,
+                                                    ring[i][1] = (uint8_t)(i >> 8);
+    memset(u, 0xa1, 16);
+    resume_raw(100, u, 3, ring, 1, MSM_RESUME_MAX_OPS + 1);
+    CHECK(msg_of(100, M2C_RESUMED)->u.resumed.ok == 0 && msm_resume_held(M, 100) == 0);
+    memset(u, 0xa2, 16);
+    resume_raw(101, u, 3, ring, MSM_RESUME_MAX_PEERS + 1, 0);
+    CHECK(msg_of(101, M2C_RESUMED)->u.resumed.ok == 0);
+    /* Within the caps: held, and the named peer ee.. never comes back, so the collection waits. */
+    uint64_t first = 200;
+    for (int i = 0; i < MSM_RESUME_MAX_PEERS; i++) {
+        memset(u, 0xb0, 16);
+        u[0] = (uint8_t)i;
+        u[1] = (uint8_t)(i >> 8);
+        resume_raw(first + (uint64_t)i, u, 4, ring, (uint32_t)(i == 0 ? MSM_RESUME_MAX_PEERS : 1), 0);
+    }
+    CHECK(got(first, M2C_RESUMED) == 0 && msm_resume_held(M, first) >= (size_t)MSM_RESUME_MAX_PEERS * 16);
+    CHECK(msm_resume_held(M, first + 1) > 0 && msm_resume_collecting(M));
+    memset(u, 0xc0, 16);
+    resume_raw(900, u, 4, ring, 1, 0); /* one more: a newcomer */
+    CHECK(msg_of(900, M2C_RESUMED)->u.resumed.ok == 0 && msm_resume_held(M, 900) == 0);
+    tick(MSM_REBUILD_MS); /* the collection ends: nothing is held, everyone wires */
+    CHECK(!msm_resume_collecting(M) && msm_resume_held(M, first) == 0);
+    CHECK(got(first, M2C_ESTABLISH_P2P) == 1 && msg_of(first, M2C_ESTABLISH_P2P)->u.establish.n == MSM_RESUME_MAX_PEERS);
+    free(ring);
+    teardown();
+}
+
+/* Nobody is accepted before its rebuilt ring is wired: a silent peer is kicked at the deadline and the
+ * others are wired again without it; a failed edge makes both ends newcomers; a group that cannot wire
+ * does not hold up the others. */
+static void test_wiring_before_accept(void) {
+    start();
+    resume(1, 5, 111, RING3, 3);
+    resume(2, 5, 111, RING3, 3);
+    resume(3, 5, 111, RING3, 3);
+    p2p_ok(1, 1);
+    p2p_ok(2, 1); /* 3 never answers */
+    CHECK(!is_accepted(1) && got(1, M2C_RESUMED) == 0);
+    tick(MSM_REBUILD_WIRING_MS);
+    CHECK(kicked(3) && strstr(kick_reason(3), "ring wiring") != NULL);
+    const int ring12[] = {1, 2};
+    CHECK(establish_is(1, ring12, 2) && establish_is(2, ring12, 2) && !is_accepted(1));
+    wired(C12, 2, 1);
+    CHECK(is_accepted(1) && is_accepted(2) && msg_of(1, M2C_RESUMED)->u.resumed.ok == 1);
+    CHECK(msg_of(1, M2C_RESUMED)->u.resumed.world.group_world_size == 2);
+    teardown();
+
+    start();
+    msm_set_peer_timeout(M, 0); /* the ticks below jump past the deadlines in one step */
+    msm_set_boot_grace(M, 1000);
+    const int ring4[] = {1, 2, 3, 4};
+    /* A stranger in a group of its own that never wires; its ring names only itself, but that does not
+     * end the collection before the boot grace: the run's peers get back in time. */
+    uint8_t fake[1][16];
+    memset(fake[0], 0x77, 16);
+    resume_raw(7, fake[0], 9, fake, 1, 0);
+    CHECK(got(7, M2C_ESTABLISH_P2P) == 0);
+    tick(500);
+    for (uint64_t c = 1; c <= 4; c++) resume(c, 5, 111, ring4, 4);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 0);
+    tick(500);
+    CHECK(got(7, M2C_ESTABLISH_P2P) == 1 && got(1, M2C_ESTABLISH_P2P) == 1);
+    p2p_ok(1, 1);
+    p2p_ok(2, 0); /* 2 could not reach 3: one of them is at fault, both become newcomers */
+    p2p_ok(3, 1);
+    p2p_ok(4, 1);
+    CHECK(msg_of(2, M2C_RESUMED)->u.resumed.ok == 0 && msg_of(3, M2C_RESUMED)->u.resumed.ok == 0);
+    CHECK(strcmp(state_of(2), "registered") == 0 && !closed_(2) && !closed_(3));
+    const int ring14[] = {1, 4};
+    CHECK(establish_is(1, ring14, 2) && establish_is(4, ring14, 2));
+    p2p_ok(1, 1);
+    p2p_ok(4, 1);
+    /* Group 0 is accepted at once; the silent stranger of group 9 waits out its deadline alone. */
+    CHECK(is_accepted(1) && is_accepted(4) && got(1, M2C_RESUMED) == 1 && !is_accepted(7));
+    tick(MSM_REBUILD_WIRING_MS);
+    CHECK(kicked(7));
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.rebuilds == 1 && st.accepted == 2 && st.registered == 2);
+    /* The demoted peers join the next accept round like newcomers. */
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    pkt(4, C2M_UPDATE_TOPOLOGY);
+    CHECK(got(2, M2C_ESTABLISH_P2P) == 2 && msg_of(2, M2C_ESTABLISH_P2P)->u.establish.n == 4);
+    teardown();
+}
+
+/* The 2-against-2 poisoning of a restart: two strangers claim revision 2^60. Silent, they are kicked and
+ * their claim never counts; wired, their claim wins the tie, but once they are gone no member holds it and
+ * the group takes what its members hold instead of refusing every sync as a rollback. */
+static void test_revision_needs_a_source(void) {
+    for (int fakes_wire = 0; fakes_wire <= 1; fakes_wire++) {
+        start();
+        const int ring12[] = {1, 2}, order[] = {3, 4, 1, 2};
+        resume(3, 1ull << 60, 999, order, 4); /* the strangers come first and name the honest peers */
+        resume(4, 1ull << 60, 999, order, 4);
+        resume(1, 5, 111, ring12, 2);
+        resume(2, 5, 111, ring12, 2);
+        CHECK(establish_is(1, order, 4));
+        p2p_ok(1, 1);
+        if (fakes_wire) {
+            p2p_ok(2, 1);
+            p2p_ok(3, 1);
+            p2p_ok(4, 1);
+            CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 1ull << 60);
+            disconnect(3);
+            disconnect(4);
+        } else {
+            p2p_ok(2, 0); /* it cannot reach 3, which never answers */
+            tick(MSM_REBUILD_WIRING_MS);
+            CHECK(kicked(3) && kicked(4) && got(2, M2C_RESUMED) == 0);
+            wired(C12, 2, 1); /* the second round: the two honest peers */
+            CHECK(msg_of(1, M2C_RESUMED)->u.resumed.ok == 1 && msg_of(1, M2C_RESUMED)->u.resumed.revision == 5);
+        }
+        sync_hash(1, 6, 222);
+        sync_hash(2, 6, 222);
+        for (uint64_t c = 1; c <= 2; c++)
+            CHECK(msg_of(c, M2C_SS_PLAN)->u.ss_plan.status == SS_OK && msg_of(c, M2C_SS_PLAN)->u.ss_plan.revision == 6);
+        teardown();
+    }
+}
+
 int main(void) {
     RUN_TEST(test_agreeing_peers);
     RUN_TEST(test_partial_return_waits_for_deadline);
@@ -371,5 +560,9 @@ int main(void) {
     RUN_TEST(test_boot_grace);
     RUN_TEST(test_verdicts_on_unsettled_ops);
     RUN_TEST(test_bad_resumes);
+    RUN_TEST(test_resume_outside_window_is_a_hello);
+    RUN_TEST(test_caps);
+    RUN_TEST(test_wiring_before_accept);
+    RUN_TEST(test_revision_needs_a_source);
     TEST_MAIN_END();
 }
