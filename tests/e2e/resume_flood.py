@@ -4,10 +4,11 @@ test_master_restart_poison.sh. Each mode prints one JSON line. Every connect, se
 everything is closed at the end.
 
   resume_flood.py flood PORT N OPS      N connections (from 127.0.0.2-11) that each send a RESUME with OPS
-                                        collectives and OPS ring entries into a group of its own, then stay
-                                        silent; meanwhile a probe sends a HELLO with p2p port 0 every 100 ms
-                                        (the master answers KICK from its loop) and the largest time to that
-                                        answer is reported, from before the flood to 3 s after it
+                                        collectives and OPS ring entries into an unused group (4242), then
+                                        stay silent; meanwhile a probe sends a HELLO with p2p port 0 every
+                                        100 ms (the master answers KICK from its loop) and the largest time
+                                        to that answer (5 s: none) is reported, from 1 s before the flood to
+                                        6 s after it
   resume_flood.py amplify PORT PID N T  N connections (from 127.0.0.2-11) that each send a RESUME with T
                                         tensor entries, naming a peer that never comes (the rebuild waits),
                                         held for 5 s while the master's resident memory is sampled
@@ -109,14 +110,14 @@ def flood(port, n, ops):
         s = dial(port, '127.0.0.%d' % (2 + i % 10))
         if not s:
             continue
-        msg = resume(1000 + i, os.urandom(16), 1 << 60, ring, 0, ops)
+        msg = resume(4242, os.urandom(16), 1 << 60, ring, 0, ops)
         try:
             s.sendall(msg)
             sent += len(msg)
             socks.append(s)
         except OSError:
             s.close()
-    time.sleep(3)
+    time.sleep(6)  # a rebuild collecting them would end 3 s after the first
     stop.set()
     th.join()
     for s in socks:

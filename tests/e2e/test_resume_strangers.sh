@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Strangers sending RESUME (docs/protocol.md, "Master restart" and section 3), played by
 # tests/e2e/resume_flood.py:
-#  A: an open run's master past its restart window gets 60 RESUMEs of 4096 collectives and 4096 ring
-#     entries each, into groups of their own. Each is taken as a HELLO: the master answers a probe within
+#  A: an open run's master past its restart window gets 25 RESUMEs of 4096 collectives and 4096 ring
+#     entries each, into an unused group. Each is taken as a HELLO: the master answers a probe within
 #     1 s throughout, the run's peers keep taking steps and never lose the master, and no stranger is
 #     accepted into the run;
 #  B: a master within its restart window gets 20 RESUMEs of 65536 tensor entries each (25 MB), held open
@@ -22,14 +22,14 @@ wait_events "$WORK/p1.log" step 3 60
 left=$(( 6000 - ($(date +%s%N) - t0) / 1000000 )); [ "$left" -gt 0 ] && sleep "$(echo "$left / 1000" | bc -l)"
 
 s=$(steps_of p1)
-A=$(timeout 90 python3 "$FLOOD" flood "$PORT" 60 4096) || fail "A: resume_flood.py failed"
+A=$(timeout 90 python3 "$FLOOD" flood "$PORT" 25 4096) || fail "A: resume_flood.py failed"
 echo "A: $A"
-[ "$(field "$A" connected)" -ge 50 ] || fail "A: the flood did not get through: $A"
+[ "$(field "$A" connected)" -ge 20 ] || fail "A: the flood did not get through: $A"
 [ "$(field "$A" probes)" -ge 10 ] || fail "A: too few probes answered: $A"
 [ "$(field "$A" max_probe_ms)" -le 1000 ] || fail "A: the master took more than 1 s to answer: $A"
 [ "$(steps_of p1)" -ge $((s + 10)) ] || fail "A: p1 took $(( $(steps_of p1) - s )) steps during the flood"
-[ "$(grep -c 'joins as a new peer' "$WORK/master.log")" -ge 50 ] || fail "A: the RESUMEs were not taken as HELLOs"
-grep -q 'accepted into group 1[0-9][0-9][0-9]' "$WORK/master.log" && fail "A: a stranger was accepted into the run"
+grep -q 'accepted into group 4242\|group 4242 rebuilt' "$WORK/master.log" && fail "A: a stranger was accepted into the run"
+[ "$(grep -c 'joins as a new peer' "$WORK/master.log")" -ge 20 ] || fail "A: the RESUMEs were not taken as HELLOs"
 grep -q 'lost the master' "$WORK/p1.err" "$WORK/p2.err" && fail "A: a peer lost the master during the flood"
 for p in "$P1" "$P2"; do kill -TERM "$p"; done
 for p in "$P1" "$P2"; do wait_pid "$p" 60 || fail "a peer exited with $?"; done
