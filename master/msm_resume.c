@@ -158,7 +158,9 @@ static void accept_ring(msm_t *m, msm_rewire_t *rw) {
         if ((ps[n] = msm_find(m, rw->conns[i]))) n++;
     int had = g ? g->ring_len : 0, in = 0;
     while (g && ps && in < n && msm_ring_append(g, ps[in]->conn) == 0) in++;
-    for (int i = ps ? in : 0; i < rw->n; i++) demote(m, ps ? ps[i]->conn : rw->conns[i], "(master out of memory)");
+    if (!ps)
+        for (int i = 0; i < rw->n; i++) demote(m, rw->conns[i], "(master out of memory)");
+    for (int i = in; ps && i < n; i++) demote(m, ps[i]->conn, "(master out of memory)");
     if (!in) {
         free(ps);
         return;

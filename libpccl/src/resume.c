@@ -6,7 +6,8 @@
  * retryable failure), then connects again every 100 ms, then every 250 ms,
  * until the window passes. An accepted peer re-registers with RESUME (uuid,
  * group, ring, last synced revision and hashes) and waits for the master's
- * rebuild (wiring its rebuilt ring when asked, then RESUMED); a peer that was only registered sends HELLO again. One
+ * rebuild (RESUMED; before it, it wires the rebuilt ring: ESTABLISH_P2P); a
+ * peer that was only registered sends HELLO again. One
  * that comes back after the rebuild is a newcomer to the new master: it is
  * accepted again at its next pcclUpdateTopology (comm.c). An all-reduce whose
  * ring had finished keeps its result until the RESUME's verdict (protocol.md,
