@@ -152,6 +152,8 @@ void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 void msm_resume_on_established(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 /* p is being removed: forgets it in the rebuild. */
 void msm_resume_on_departure(msm_t *m, msm_peer_t *p);
+/* Whether the resumed peers of group are being wired into its rebuilt ring. */
+int msm_resume_wiring(const msm_t *m, uint32_t group);
 /* Frees the rebuild's state (msm_destroy). */
 void msm_resume_free(msm_t *m);
 /* Whether the boot grace still holds back the first accept round. */

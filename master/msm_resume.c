@@ -89,6 +89,12 @@ size_t msm_resume_held(const msm_t *m, uint64_t conn) {
 
 int msm_resume_collecting(const msm_t *m) { return m->rebuilding == MSM_RB_COLLECT; }
 
+int msm_resume_wiring(const msm_t *m, uint32_t group) {
+    for (int k = 0; k < m->nrewire; k++)
+        if (m->rewire[k].group == group) return 1;
+    return 0;
+}
+
 /* ---------- 2: verdicts ---------- */
 
 /* The verdicts on the ops p's ring finished (protocol.md, "Collectives the lost master left without a

@@ -548,6 +548,30 @@ static void test_revision_needs_a_source(void) {
     }
 }
 
+/* A flood of RESUMEs in a fresh master's window, into a group of their own, whose senders never wire: the
+ * newcomers of another group do not wait for the strangers' wiring deadline to found the run. */
+static void test_newcomers_go_on_while_strangers_wire(void) {
+    start();
+    uint8_t fake[2][16];
+    memset(fake[0], 0x71, 16);
+    memset(fake[1], 0x72, 16);
+    resume_raw(7, fake[0], 4242, fake, 2, MSM_RESUME_MAX_OPS);
+    resume_raw(8, fake[1], 4242, fake, 2, MSM_RESUME_MAX_OPS);
+    CHECK(got(7, M2C_ESTABLISH_P2P) == 1); /* both back: the strangers' ring is wired */
+    join(1);
+    CHECK(got(1, M2C_ESTABLISH_P2P) == 1); /* bootstraps alone, the strangers' wiring notwithstanding */
+    p2p_ok(1, 1);
+    join(2);
+    pkt(1, C2M_UPDATE_TOPOLOGY);
+    p2p_ok(1, 1);
+    p2p_ok(2, 1);
+    CHECK(is_accepted(1) && is_accepted(2) && !is_accepted(7));
+    msm_set_peer_timeout(M, 0);
+    tick(MSM_REBUILD_WIRING_MS);
+    CHECK(kicked(7) && kicked(8));
+    teardown();
+}
+
 int main(void) {
     RUN_TEST(test_agreeing_peers);
     RUN_TEST(test_partial_return_waits_for_deadline);
@@ -564,5 +588,6 @@ int main(void) {
     RUN_TEST(test_caps);
     RUN_TEST(test_wiring_before_accept);
     RUN_TEST(test_revision_needs_a_source);
+    RUN_TEST(test_newcomers_go_on_while_strangers_wire);
     TEST_MAIN_END();
 }
