@@ -234,7 +234,6 @@ static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .
                                                  .bytes_total = 64u << 20, .deadline_ms = 10000};
 #define MASTER_HELLO_MAX 4096
 
-
 /* Once a stranger's first frame header arrived: only RESUME may be larger than MASTER_HELLO_MAX,
  * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
 static int stranger_grow(mconn_t *c) {
