@@ -175,6 +175,8 @@ static void accept_ring(msm_t *m, msm_rewire_t *rw) {
     if (best >= 0) {
         g->has_revision = 1;
         g->last_revision = ps[best]->resume_rev;
+        for (int i = 0; i < m->npeers; i++) /* newcomers accepted meanwhile hold another revision */
+            if (m->peers[i].group == rw->group) m->peers[i].holds_rev = 0;
     } else if (!had) {
         g->has_revision = 0;
     }
