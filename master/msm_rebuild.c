@@ -65,8 +65,7 @@ int msm_rb_all_named_back(const msm_t *m) {
 
 /* p's ring restricted to the peers back (each once), as indexes into m->peers; stamp[] marks who is in it
  * with the value mark. @return its length. */
-static int filtered_ring(const msm_t *m, const msm_rb_index_t *ix, const msm_peer_t *p, int *out, int *stamp,
-                         int mark) {
+static int filtered_ring(const msm_rb_index_t *ix, const msm_peer_t *p, int *out, int *stamp, int mark) {
     int n = 0;
     for (uint32_t k = 0; k < p->resume_nring; k++) {
         int q = msm_rb_lookup(ix, p->group, p->resume_ring[k]);
@@ -74,7 +73,6 @@ static int filtered_ring(const msm_t *m, const msm_rb_index_t *ix, const msm_pee
         stamp[q] = mark;
         out[n++] = q;
     }
-    (void)m;
     return n;
 }
 
@@ -100,7 +98,7 @@ int msm_rb_ring_order(const msm_t *m, const msm_rb_index_t *ix, const int *mem, 
     for (size_t i = 0; i < np; i++) stamp[i] = -1;
     /* Each member's filtered ring reduced to a digest: equal digests are equal rings. */
     for (int a = 0; a < n; a++) {
-        int len = filtered_ring(m, ix, &m->peers[mem[a]], ring, stamp, a);
+        int len = filtered_ring(ix, &m->peers[mem[a]], ring, stamp, a);
         crypto_generichash(votes[a].digest, 16, (const unsigned char *)ring, (size_t)len * sizeof *ring, NULL, 0);
         votes[a].at = a;
     }
@@ -118,7 +116,7 @@ int msm_rb_ring_order(const msm_t *m, const msm_rb_index_t *ix, const int *mem, 
     }
     int norder = 0;
     for (size_t i = 0; i < np; i++) stamp[i] = -1;
-    if (best_at >= 0) norder = filtered_ring(m, ix, &m->peers[mem[best_at]], order, stamp, 0);
+    if (best_at >= 0) norder = filtered_ring(ix, &m->peers[mem[best_at]], order, stamp, 0);
     for (int a = 0; a < n; a++)
         if (stamp[mem[a]] != 0) order[norder++] = mem[a];
     free(stamp), free(ring), free(votes);
