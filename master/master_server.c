@@ -689,6 +689,7 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     msm_set_stripe(m->sm, stripe_min > 0 ? (uint64_t)stripe_min : MSM_STRIPE_MIN_BYTES, sl && atoi(sl) > 0);
     /* Peers of a run this master replaces retry every 250 ms at most (libpccl/src/resume.c). */
     msm_set_boot_grace(m->sm, 1000);
+    msm_set_rebuild_floor(m->sm, 500);
     uv_timer_start(&m->tick, on_tick, 250, 250);
     *out = m;
     return pcclSuccess;

@@ -143,6 +143,7 @@ void msm_set_time(msm_t *m, uint64_t now_ms) {
 }
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
 void msm_set_boot_grace(msm_t *m, uint64_t grace_ms) { m->boot_grace = grace_ms; }
+void msm_set_rebuild_floor(msm_t *m, uint64_t floor_ms) { m->rebuild_floor = floor_ms; }
 void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms) { m->vote_timeout = timeout_ms; }
 void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local) {
     m->stripe_min_bytes = min_bytes ? min_bytes : 1;

@@ -62,6 +62,11 @@ void msm_destroy(msm_t *m);
 #define MSM_REBUILD_WIRING_MS 15000
 #define MSM_REBUILD_WIRING_ROUNDS 3
 
+/* A rebuild whose named peers are all back still collects RESUMEs until floor_ms after its first one, so
+ * that a RESUME naming only itself cannot end it before the run's peers (retrying every 250 ms or faster)
+ * are back. Default 0. */
+void msm_set_rebuild_floor(msm_t *m, uint64_t floor_ms);
+
 /* Current time in ms (monotonic), set by the caller before each event: the state machine reads no clock. */
 void msm_set_time(msm_t *m, uint64_t now_ms);
 /* A peer silent for longer than this (no packet, heartbeats included) is kicked; 0 disables. */

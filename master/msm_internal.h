@@ -104,6 +104,7 @@ struct msm {
     uint64_t boot_grace, born; /* msm_set_boot_grace; time of the first connection (0: none yet) */
     int booting;               /* the grace has not passed yet */
     uint64_t rebuild_started; /* time of the first RESUME */
+    uint64_t rebuild_floor;   /* msm_set_rebuild_floor */
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);

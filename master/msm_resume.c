@@ -15,8 +15,8 @@
  *
  * 1. Collect: the master holds the resuming peers (no votes possible: they wait
  *    for RESUMED) until every peer named in a reported ring is back (not before
- *    the boot grace passed), or MSM_REBUILD_MS after the first RESUME. Only the
- *    tensor entries' digest is kept, not the entries.
+ *    the floor, msm_set_rebuild_floor), or MSM_REBUILD_MS after the first
+ *    RESUME. Only the tensor entries' digest is kept, not the entries.
  * 2. Per group: the ring is the order reported by the most peers (restricted to
  *    those back), then any peer not in it; each peer waiting for a verdict on a
  *    collective of the lost master gets it (COMPLETE unless some resuming peer of
@@ -393,10 +393,11 @@ void msm_rebuild_check(msm_t *m, int from_tick) {
     if (m->in_rebuild) return;
     m->in_rebuild = 1;
     if (m->rebuilding == MSM_RB_COLLECT) {
-        /* Not before the boot grace passed: a RESUME naming only itself must not end the collection before
-         * the run's peers, retrying since the master went away, are back. */
+        /* Not before the floor: a RESUME naming only itself must not end the collection before the run's
+         * peers, retrying since the master went away, are back. */
         int done = m->now >= m->rebuild_started + MSM_REBUILD_MS;
-        if (!done && !msm_booting(m) && (from_tick || m->resume_ring_total <= MSM_RESUME_CHECK_RING))
+        if (!done && m->now >= m->rebuild_started + m->rebuild_floor &&
+            (from_tick || m->resume_ring_total <= MSM_RESUME_CHECK_RING))
             done = msm_rb_all_named_back(m) == 1;
         if (done) end_collection(m);
     }

@@ -283,8 +283,6 @@ static void test_boot_grace(void) {
     tick(300);
     resume(1, 8, 111, ring2, 2);
     resume(2, 8, 111, ring2, 2);
-    CHECK(got(1, M2C_ESTABLISH_P2P) == 0); /* all back, but the collection ends with the grace */
-    tick(700);
     wired(C12, 2, 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 8 && msg_of(1, M2C_RESUMED)->u.resumed.ok == 1);
     tick(1000);
@@ -476,18 +474,18 @@ static void test_wiring_before_accept(void) {
 
     start();
     msm_set_peer_timeout(M, 0); /* the ticks below jump past the deadlines in one step */
-    msm_set_boot_grace(M, 1000);
+    msm_set_rebuild_floor(M, 500);
     const int ring4[] = {1, 2, 3, 4};
     /* A stranger in a group of its own that never wires; its ring names only itself, but that does not
-     * end the collection before the boot grace: the run's peers get back in time. */
+     * end the collection before the floor: the run's peers get back in time. */
     uint8_t fake[1][16];
     memset(fake[0], 0x77, 16);
     resume_raw(7, fake[0], 9, fake, 1, 0);
     CHECK(got(7, M2C_ESTABLISH_P2P) == 0);
-    tick(500);
+    tick(250);
     for (uint64_t c = 1; c <= 4; c++) resume(c, 5, 111, ring4, 4);
     CHECK(got(1, M2C_ESTABLISH_P2P) == 0);
-    tick(500);
+    tick(250);
     CHECK(got(7, M2C_ESTABLISH_P2P) == 1 && got(1, M2C_ESTABLISH_P2P) == 1);
     p2p_ok(1, 1);
     p2p_ok(2, 0); /* 2 could not reach 3: one of them is at fault, both become newcomers */
