@@ -424,8 +424,11 @@ static void test_resume_outside_window_is_a_hello(void) {
 static void test_caps(void) {
     start();
     uint8_t u[16], (*ring)[16] = calloc(MSM_RESUME_MAX_PEERS + 1, 16);
-    for (int i = 0; i <= MSM_RESUME_MAX_PEERS; i++) memset(ring[i], 0xee, 16), ring[i][0] = (uint8_t)i,
-                                                    ring[i][1] = (uint8_t)(i >> 8);
+    for (int i = 0; i <= MSM_RESUME_MAX_PEERS; i++) {
+        memset(ring[i], 0xee, 16);
+        ring[i][0] = (uint8_t)i;
+        ring[i][1] = (uint8_t)(i >> 8);
+    }
     memset(u, 0xa1, 16);
     resume_raw(100, u, 3, ring, 1, MSM_RESUME_MAX_OPS + 1);
     CHECK(msg_of(100, M2C_RESUMED)->u.resumed.ok == 0 && msm_resume_held(M, 100) == 0);
@@ -447,7 +450,8 @@ static void test_caps(void) {
     CHECK(msg_of(900, M2C_RESUMED)->u.resumed.ok == 0 && msm_resume_held(M, 900) == 0);
     tick(MSM_REBUILD_MS); /* the collection ends: nothing is held, everyone wires */
     CHECK(!msm_resume_collecting(M) && msm_resume_held(M, first) == 0);
-    CHECK(got(first, M2C_ESTABLISH_P2P) == 1 && msg_of(first, M2C_ESTABLISH_P2P)->u.establish.n == MSM_RESUME_MAX_PEERS);
+    CHECK(got(first, M2C_ESTABLISH_P2P) == 1);
+    CHECK(msg_of(first, M2C_ESTABLISH_P2P)->u.establish.n == MSM_RESUME_MAX_PEERS);
     free(ring);
     teardown();
 }
