@@ -53,6 +53,7 @@ struct pcclMasterInstanceState_t {
     struct pccl_master_admin *admin;
     gate_t gate;             /* strangers: connections before their first message (libpccl/src/gate.h) */
     uint64_t gate_logged[3];  /* the gate's refused, evicted, expired counts last logged */
+    int resume_held;          /* some stranger is held for the RESUME state the state machine keeps */
     sec_cfg_t sec; /* run key and encryption (PCCL_KEY_FILE, PCCL_ENCRYPT, or pccl__master_set_security) */
     void (*tick_hook)(void *ctx, uint64_t now_ms); /* pccl__master_set_tick_hook */
     void *tick_hook_ctx;

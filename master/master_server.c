@@ -35,6 +35,7 @@ typedef struct mconn {
     int closing;
     int known;          /* the state machine knows it (after the handshake of a keyed run) */
     int stranger;       /* in the gate: no first message yet (gate.h) */
+    size_t held;        /* a stranger still: what the state machine keeps of its RESUME until the rebuild */
     ccoip_inet_address_t ip, local; /* what the state machine is told on connect: the peer's and our end */
     uint8_t nonce[32]; /* its CHALLENGE */
     msec_t sec;         /* keyed runs: the handshake, then the session */
@@ -155,6 +156,10 @@ static void sm_close(void *ctx, uint64_t conn, const char *reason) {
     close_after_writes(c);
 }
 
+static void release_held(pcclMasterInstance_t *m);
+
+#define STRANGER_BUF 4096 /* what a stranger's buffer starts with: a handshake message or a HELLO */
+
 /* Drops a connection for a transport-level reason and tells the state machine. */
 static void drop_conn(mconn_t *c, const char *reason) {
     if (c->closing) return;
@@ -165,6 +170,7 @@ static void drop_conn(mconn_t *c, const char *reason) {
     if (!c->known) return;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
     msm_on_disconnect(c->master->sm, id);
+    release_held(c->master);
 }
 
 /* drop_conn for a frame that breaks the protocol (length, decoding, direction): counted as a refusal. */
@@ -189,20 +195,51 @@ static void close_strangers(pcclMasterInstance_t *m, const uint64_t *ids, size_t
 
 /* The connection delivered its first message (or finished its handshake): no stranger any more. */
 static void unstrange(mconn_t *c) {
+    c->held = 0;
     if (!c->stranger) return;
     c->stranger = 0;
     gate_remove(&c->master->gate, c->id);
 }
 
+/* Once the rebuild stopped collecting RESUMEs, the state machine keeps nothing of them: the connections
+ * held for that state are strangers no more. */
+static void release_held(pcclMasterInstance_t *m) {
+    if (!m->resume_held || msm_resume_collecting(m->sm)) return;
+    m->resume_held = 0;
+    for (mconn_t *c = m->conns; c; c = c->next)
+        if (c->held) unstrange(c);
+}
+
+/* A RESUME's state counts against the strangers' budget until the rebuild, with the connection's buffer
+ * shrunk back to a stranger's; past the budget the connection is closed (the state machine forgets it).
+ * @return 0, or -1 (closed). */
+static int hold_stranger(mconn_t *c) {
+    pcclMasterInstance_t *m = c->master;
+    if (c->len <= STRANGER_BUF && c->cap > STRANGER_BUF) {
+        uint8_t *b = realloc(c->buf, STRANGER_BUF);
+        if (b) {
+            c->buf = b;
+            c->cap = STRANGER_BUF;
+        }
+    }
+    uint64_t evict[GATE_EVICT_MAX];
+    size_t nevict;
+    int rc = gate_hold(&m->gate, c->id, c->cap + c->held, evict, &nevict);
+    close_strangers(m, evict, nevict);
+    if (rc == 0) return 0;
+    c->stranger = 0; /* the gate removed it */
+    drop_conn(c, "the master buffers no more for unregistered connections");
+    return -1;
+}
+
 /* The master's limits on strangers: 64 per address and 512 in all; RESUME may legitimately be
  * megabytes (rings, hashes of many tensors), so bytes are a budget shared by every unregistered
  * connection (32 MiB per address, 64 MiB in all) rather than a small limit per frame, and every
- * other first message must fit MASTER_HELLO_MAX. 10 s from accept to the first message. */
+ * other first message must fit MASTER_HELLO_MAX. 10 s from accept to the first message. What the
+ * state machine keeps of a RESUME until its rebuild counts against the same budget (hold_stranger). */
 static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .bytes_per_addr = 32u << 20,
                                                  .bytes_total = 64u << 20, .deadline_ms = 10000};
 #define MASTER_HELLO_MAX 4096
-
-#define STRANGER_BUF 4096 /* what a stranger's buffer starts with: a handshake message or a HELLO */
 
 /* Once a stranger's first frame header arrived: only RESUME may be larger than MASTER_HELLO_MAX,
  * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
@@ -222,7 +259,7 @@ static int stranger_grow(mconn_t *c) {
     if (need <= c->cap) return 0;
     uint64_t evict[GATE_EVICT_MAX];
     size_t nevict;
-    int rc = gate_reserve(&m->gate, c->id, need, evict, &nevict);
+    int rc = gate_reserve(&m->gate, c->id, need + c->held, evict, &nevict);
     close_strangers(m, evict, nevict);
     uint8_t *b = rc == 0 ? realloc(c->buf, need) : NULL;
     if (!b) {
@@ -290,9 +327,16 @@ static void process_frames(mconn_t *c) {
             return;
         }
         msm_set_time(m->sm, uv_now(&m->loop));
+        uint16_t type = msg.type;
         msm_on_packet(m->sm, c->id, &msg);
         wire_msg_free(&msg);
-        if (!c->closing) unstrange(c); /* the state machine took HELLO or RESUME (else it kicked) */
+        /* The state machine took HELLO or RESUME (else it kicked); it may keep a RESUME until the rebuild. */
+        if (!c->closing && c->stranger && !c->held) {
+            c->held = type == C2M_RESUME ? msm_resume_held(m->sm, c->id) : 0;
+            if (c->held) m->resume_held = 1;
+            else unstrange(c);
+        }
+        release_held(m);
     }
     if (c->closing) return;
     memmove(c->buf, c->buf + off, c->len - off);
@@ -305,6 +349,7 @@ static void process_frames(mconn_t *c) {
             c->cap = 131072;
         }
     }
+    if (c->held) hold_stranger(c);
 }
 
 static void connect_to_sm(mconn_t *c) {
@@ -523,6 +568,7 @@ static void on_tick(uv_timer_t *t) {
         }
     msm_set_time(m->sm, uv_now(&m->loop));
     msm_on_tick(m->sm);
+    release_held(m);
     if (!m->moon_running && msm_take_moonshot(m->sm, &m->moon_req)) {
         atomic_store(&m->moon_cancel, false);
         m->moon_ok = 0;
@@ -648,6 +694,8 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     m->loop.data = m;
     msm_io_t io = {.ctx = m, .send = sm_send, .close = sm_close};
     m->sm = msm_create(io);
+    /* The state machine's clock starts now: a RESUME joins a rebuild only within its restart window. */
+    if (m->sm) msm_set_time(m->sm, uv_now(&m->loop));
     uv_tcp_init(&m->loop, &m->server);
     m->server.data = m;
     int rc = bind_listen(m, &listen_address);
@@ -685,6 +733,7 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
     msm_set_stripe(m->sm, stripe_min > 0 ? (uint64_t)stripe_min : MSM_STRIPE_MIN_BYTES, sl && atoi(sl) > 0);
     /* Peers of a run this master replaces retry every 250 ms at most (libpccl/src/resume.c). */
     msm_set_boot_grace(m->sm, 1000);
+    msm_set_rebuild_floor(m->sm, 500);
     uv_timer_start(&m->tick, on_tick, 250, 250);
     *out = m;
     return pcclSuccess;

@@ -148,9 +148,16 @@ msm_t *msm_create(msm_io_t io) {
     return m;
 }
 
-void msm_set_time(msm_t *m, uint64_t now_ms) { m->now = now_ms; }
+void msm_set_time(msm_t *m, uint64_t now_ms) {
+    m->now = now_ms;
+    if (!m->started_set) {
+        m->started_set = 1;
+        m->started = now_ms;
+    }
+}
 void msm_set_peer_timeout(msm_t *m, uint64_t timeout_ms) { m->peer_timeout = timeout_ms; }
 void msm_set_boot_grace(msm_t *m, uint64_t grace_ms) { m->boot_grace = grace_ms; }
+void msm_set_rebuild_floor(msm_t *m, uint64_t floor_ms) { m->rebuild_floor = floor_ms; }
 void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms) { m->vote_timeout = timeout_ms; }
 void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local) {
     m->stripe_min_bytes = min_bytes ? min_bytes : 1;
@@ -169,7 +176,7 @@ void msm_on_tick(msm_t *m) {
         /* Kicking removes the peer, so rescan from the start each time (bounded by npeers). */
         msm_kick(m, late, "no packet or heartbeat for %llu ms", (unsigned long long)(m->now - late->last_seen));
     }
-    msm_rebuild_check(m);
+    msm_rebuild_check(m, 1);
     if (m->booting && !msm_booting(m)) {
         m->booting = 0;
         msm_topo_on_registered(m); /* the peers that registered during the grace */
@@ -182,6 +189,7 @@ void msm_on_tick(msm_t *m) {
 void msm_destroy(msm_t *m) {
     if (!m) return;
     for (int i = 0; i < m->npeers; i++) msm_resume_forget(&m->peers[i]);
+    msm_resume_free(m);
     for (int i = 0; i < m->ngroups; i++) {
         free(m->groups[i].ring);
         free(m->groups[i].moon_conns);
@@ -350,10 +358,15 @@ static void on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     case C2M_HEARTBEAT: {
         wire_msg_t ack = {.type = M2C_HEARTBEAT};
         msm_send(m, conn, &ack);
+        if (p->unheard) {
+            p->unheard = 0;
+            msm_topo_on_registered(m); /* a newcomer from a RESUME may join accept rounds now */
+        }
         return;
     }
     case C2M_P2P_ESTABLISHED:
-        msm_ops_on_packet(m, p, msg);
+        if (p->resumed) msm_resume_on_established(m, p, msg);
+        else msm_ops_on_packet(m, p, msg);
         return;
     case C2M_LEAVE:
         on_leave(m, p);
@@ -386,6 +399,7 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     int was_accepted = p->accepted;
     msm_ops_on_departure(m, conn); /* it leaves every operation at once; a running one may fail */
     msm_reports_forget_conn(m, conn);
+    msm_resume_on_departure(m, p);
     msm_resume_forget(p);
     msm_opt_forget_conn(m, conn);
     /* Order-preserving removal: newcomers are appended to rings in table order. */
@@ -396,8 +410,17 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
         msm_group_t *g = msm_group(m, group, 0);
         if (g) {
             ring_remove(g, conn);
-            /* A group that emptied forgets its revision: the next sync may resume from any checkpoint. */
-            if (g->ring_len == 0) g->has_revision = 0;
+            /* A group none of whose members holds its revision any more (it emptied, or the peers that
+             * held it are gone) forgets it: the next sync resumes from what the members hold, any
+             * revision, instead of refusing every offer as a rollback. */
+            int holder = 0;
+            for (int i = 0; i < m->npeers && !holder; i++)
+                holder = m->peers[i].accepted && m->peers[i].group == group && m->peers[i].holds_rev;
+            if (g->has_revision && !holder) {
+                PLOG_WARN("master", "group %u: no member holds revision %llu any more; its next sync takes what "
+                          "the members hold", group, (unsigned long long)g->last_revision);
+                g->has_revision = 0;
+            }
         }
     }
     /* Re-evaluate every consensus the departed peer could have been holding up. */
@@ -418,6 +441,7 @@ void msm_on_disconnect(msm_t *m, uint64_t conn) {
     char name[MSM_NAME_MAX];
     PLOG_INFO("master", "%s disconnected", msm_peer_name(p, name));
     remove_peer_record(m, conn);
+    msm_rebuild_check(m, 0);
     msm_finish_leaves(m);
 }
 

@@ -22,6 +22,7 @@
 #ifndef PCCL_MASTER_SM_H
 #define PCCL_MASTER_SM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "wire.h"
@@ -46,6 +47,25 @@ void msm_destroy(msm_t *m);
 /* How long (ms) a restarted master waits for the peers named in re-registered rings before it rebuilds
  * the run from those that came back (msm_resume.c). Peers retry every 250 ms or faster. */
 #define MSM_REBUILD_MS 3000
+
+/* A RESUME joins a rebuild only this long (ms) after the master started (its first msm_set_time), or while
+ * a rebuild collects RESUMEs: peers of a run the master lost retry every 250 ms or faster, so they are back
+ * within it. Any other RESUME is taken as a HELLO (RESUMED with ok 0: a newcomer). */
+#define MSM_RESUME_WINDOW_MS 5000
+/* Caps of a rebuild: resuming peers, the ring a RESUME may report (as many), the collectives without a
+ * verdict it may list. A RESUME beyond them is taken as a HELLO. */
+#define MSM_RESUME_MAX_PEERS 512
+#define MSM_RESUME_MAX_OPS 256
+/* Resuming peers are accepted only once their rebuilt ring is wired: each reports within this (ms; the
+ * peers' default connect timeout is 10 s) or is kicked; a round that failed is tried again without the
+ * peers that failed, at most this many rounds in all. */
+#define MSM_REBUILD_WIRING_MS 15000
+#define MSM_REBUILD_WIRING_ROUNDS 3
+
+/* A rebuild whose named peers are all back still collects RESUMEs until floor_ms after its first one, so
+ * that a RESUME naming only itself cannot end it before the run's peers (retrying every 250 ms or faster)
+ * are back. Default 0. */
+void msm_set_rebuild_floor(msm_t *m, uint64_t floor_ms);
 
 /* Current time in ms (monotonic), set by the caller before each event: the state machine reads no clock. */
 void msm_set_time(msm_t *m, uint64_t now_ms);
@@ -123,6 +143,12 @@ void msm_on_moonshot_result(msm_t *m, uint32_t group, uint64_t epoch, const uint
  * first 8 hex digits, its name when it has one, and its address, ip:p2p_port) once registered; "peer conn=N (10.0.0.5)" before its HELLO or RESUME;
  * "conn=N" when the state machine has no record of conn. Returns buf (MSM_NAME_MAX bytes). */
 const char *msm_conn_name(const msm_t *m, uint64_t conn, char buf[MSM_NAME_MAX]);
+
+/* Bytes the state machine holds for conn's RESUME while the rebuild collects (0: none): the server counts
+ * them against its budget for unregistered connections until then. */
+size_t msm_resume_held(const msm_t *m, uint64_t conn);
+/* Whether a rebuild collects RESUMEs (msm_resume_held may be non-zero for some connection). */
+int msm_resume_collecting(const msm_t *m);
 
 /* Read-only views for the admin port and tests. */
 typedef struct msm_peer_view {

@@ -34,17 +34,21 @@ typedef struct msm_peer {
     int wiring_owed;       /* it owes a P2P_ESTABLISHED report (this round's or a stale one) ... */
     uint64_t wiring_since; /* ... since its last ESTABLISH_P2P (msm_deadline.c) */
     uint64_t ss_revision; /* the revision of its last shared-state sync (views) */
-    /* re-registered with a restarted master, waiting for the rebuild (msm_resume.c) */
+    /* re-registered with a restarted master (msm_resume.c): MSM_RS_COLLECT while the rebuild waits for the
+     * others, MSM_RS_WIRING while its rebuilt ring is proven; 0 otherwise */
     int resumed;
     int resume_has_rev;
     uint64_t resume_rev;
+    uint8_t resume_digest[16]; /* of its last sync's entries (keys, dtypes, counts, hashes) */
     uint32_t resume_nring;
     uint8_t (*resume_ring)[16];
-    uint32_t resume_n;
-    wire_tensor_t *resume_tensors;
     uint32_t resume_nops;
     wire_op_outcome_t *resume_ops; /* its collectives of the lost master without a verdict */
     int resume_ops_lost;           /* out of memory storing them: every waiting op of its group aborts */
+    int unheard; /* taken as a newcomer from a RESUME, no HEARTBEAT since: not in accept rounds yet */
+    /* holds its group's revision (a completed sync, or the rebuilt one): a group whose last holder
+     * is gone forgets its revision (msm_shared_state.c) */
+    int holds_rev;
     /* its revision or hashes disagreed with the rebuilt group's: its next sync receives */
     int outdated;
     /* sent LEAVE while a member of a running operation: it departs when that operation ends */
@@ -92,12 +96,21 @@ struct msm {
     msm_moonshot_t moon_req; /* pending request for a background search (moon_req.n == 0: none) */
     struct { uint64_t reporter, target; } *reports; /* "could not reach" reports between ring neighbours */
     int nreports, cap_reports;
-    int rebuilding;           /* peers are re-registering with this (restarted) master */
+    int rebuilding;           /* MSM_RB_COLLECT: peers re-register with this (restarted) master; MSM_RB_WIRING */
+    uint64_t started;         /* the first msm_set_time: the master's start (the restart window opens) */
+    int started_set;
+    int nresuming;            /* peers in MSM_RS_COLLECT */
+    uint64_t resume_ring_total; /* ring entries they reported */
+    struct msm_rewire *rewire; /* rebuilt rings being proven, one per group (msm_resume.c) */
+    int nrewire;
+    int in_rebuild;
+    int rebuilt_peers;        /* accepted by the rebuild so far */
     uint64_t boot_grace, born; /* msm_set_boot_grace; time of the first connection (0: none yet) */
     int booting;               /* the grace has not passed yet */
     uint64_t rebuild_started; /* time of the first RESUME */
     int allow_on;             /* msm_set_allowed_keys: only these public keys may register */
     ident_keys_t allow;
+    uint64_t rebuild_floor;   /* msm_set_rebuild_floor */
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
@@ -147,11 +160,22 @@ void msm_check_stuck(msm_t *m);
 /* Kicks the peers an operation waits on past the vote or wiring deadline (msm_deadline.c). */
 void msm_check_deadlines(msm_t *m);
 
+enum { MSM_RS_COLLECT = 1, MSM_RS_WIRING = 2 };
+enum { MSM_RB_COLLECT = 1, MSM_RB_WIRING = 2 };
 void msm_on_resume(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+/* A resumed peer reported its rebuilt ring's wiring. */
+void msm_resume_on_established(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+/* p is being removed: forgets it in the rebuild. */
+void msm_resume_on_departure(msm_t *m, msm_peer_t *p);
+/* Whether the resumed peers of group are being wired into its rebuilt ring. */
+int msm_resume_wiring(const msm_t *m, uint32_t group);
+/* Frees the rebuild's state (msm_destroy). */
+void msm_resume_free(msm_t *m);
 /* Whether the boot grace still holds back the first accept round. */
 int msm_booting(const msm_t *m);
-/* Ends the rebuild once every named peer is back or MSM_REBUILD_MS passed. */
-void msm_rebuild_check(msm_t *m);
+/* Moves the rebuild along: ends the collection once every named peer is back (checked on every call when the
+ * reported rings are small, else only from_tick) or MSM_REBUILD_MS passed; ends wiring rounds. */
+void msm_rebuild_check(msm_t *m, int from_tick);
 void msm_resume_forget(msm_peer_t *p);
 
 #endif

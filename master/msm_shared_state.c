@@ -294,6 +294,13 @@ static void maybe_finish(msm_t *m, msm_group_t *g, msm_op_t *op) {
         completed += mb->ok;
     }
     if (completed) {
+        /* The members that completed it hold the group's new revision; nobody else does. */
+        for (int i = 0; i < m->npeers; i++)
+            if (m->peers[i].group == g->id) m->peers[i].holds_rev = 0;
+        for (int k = 0; k < op->nmembers; k++) {
+            msm_peer_t *p = op->members[k].ok ? msm_find(m, op->members[k].conn) : NULL;
+            if (p) p->holds_rev = 1;
+        }
         g->has_revision = 1;
         g->last_revision = op->target;
         m->stats.syncs_completed++;

@@ -60,8 +60,13 @@ static void send_establish(msm_t *m, const msm_op_t *op, msm_peer_t *to) {
 }
 
 /* A registered peer that may join the next accept round: one that still owes the report of an
- * earlier round is left out until it answers, so a newcomer that never wires fails one round only. */
-static int eligible_newcomer(const msm_peer_t *p) { return p->hello && !p->accepted && !p->stale_reports; }
+ * earlier round is left out until it answers, so a newcomer that never wires fails one round only; a
+ * newcomer from a RESUME only once it was heard from, and none while the resumed peers of its group
+ * are being wired (msm_resume.c). */
+static int eligible_newcomer(const msm_t *m, const msm_peer_t *p) {
+    return p->hello && !p->accepted && !p->stale_reports && !p->resumed && !p->unheard &&
+           !msm_resume_wiring(m, p->group);
+}
 
 /* Runs op's wiring round: the accepted peers, and the registered ones when newcomers are admitted. */
 static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
@@ -70,7 +75,7 @@ static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
     op->failed = 0;
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
-        if (!p->accepted && !(newcomers && eligible_newcomer(p))) continue;
+        if (!p->accepted && !(newcomers && eligible_newcomer(m, p))) continue;
         msm_member_t *mb = msm_op_add(op, p->conn);
         if (!mb) {
             op->failed = 1;
@@ -140,13 +145,14 @@ static void wiring_progress(msm_t *m, msm_op_t *op) {
 
 static void maybe_start_round(msm_t *m) {
     msm_op_t *opt = msm_op_find(m, MSM_OP_OPTIMIZE, MSM_RUN_WIDE, 0);
-    /* While a restarted master rebuilds the run, its peers are not accepted yet: no bootstrap. */
-    if (m->rebuilding || wiring_op(m) || (opt && opt->phase == MSM_PHASE_RUNNING)) return;
+    /* While a restarted master collects RESUMEs, its peers are not accepted yet: no round. While it wires
+     * their rings, newcomers of the other groups may be accepted (eligible_newcomer). */
+    if (m->rebuilding == MSM_RB_COLLECT || wiring_op(m) || (opt && opt->phase == MSM_PHASE_RUNNING)) return;
     msm_op_t *op = msm_op_find(m, MSM_OP_ACCEPT, MSM_RUN_WIDE, 0);
     int newcomers = 0, unwired = 0, accepted = 0;
     for (int i = 0; i < m->npeers; i++) {
         if (m->peers[i].accepted) accepted++;
-        else if (eligible_newcomer(&m->peers[i])) newcomers++;
+        else if (eligible_newcomer(m, &m->peers[i])) newcomers++;
     }
     /* Bootstrap: with nobody accepted there is nobody to vote, so registered peers go straight in, once
      * the boot grace passed (the peers of a run this master lost re-register first: msm_set_boot_grace). */
@@ -217,7 +223,7 @@ void msm_pending_progress(msm_t *m) {
     if (!op || !msm_op_all_voted(m, op)) return;
     int pending = 0;
     for (int i = 0; i < m->npeers; i++)
-        if (eligible_newcomer(&m->peers[i])) pending = 1;
+        if (eligible_newcomer(m, &m->peers[i])) pending = 1;
     answer_pending(m, op, pending);
     msm_op_complete(m, op);
 }

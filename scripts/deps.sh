@@ -4,7 +4,7 @@
 # compares against (OpenMPI) and measures the loopback with (iperf3).
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config libuv1-dev libcjson-dev libsodium-dev libssl-dev zlib1g-dev libomp-dev libmicrohttpd-dev
-      scdoc bats zsh fish python3 curl dataset-fashion-mnist iproute2 iptables procps systemd python3-yaml prometheus chromium
+      scdoc bats zsh fish python3 curl dataset-fashion-mnist iproute2 iptables procps systemd python3-yaml python3-cryptography prometheus chromium
       python3-cffi python3-numpy python3-torch python3-pytest python3-setuptools python3-pip python3-venv
       libgloo-dev)
 [ "${1:-}" = --bench ] && PKGS+=(openmpi-bin libopenmpi-dev iperf3 jq)

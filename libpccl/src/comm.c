@@ -455,7 +455,21 @@ static int round_over(void *arg) {
     return over;
 }
 
+static int shutting_down(void *arg) { return atomic_load(&((pcclComm_t *)arg)->shutting_down); }
+
+static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *cancel);
+
 int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
+    net_cancel_t cancel = {.fn = round_over, .arg = c};
+    return establish(c, e, &cancel);
+}
+
+int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *e) {
+    net_cancel_t cancel = {.fn = shutting_down, .arg = c};
+    return establish(c, e, &cancel);
+}
+
+static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *cancel) {
     const wire_peer_t *peers = e->u.establish.peers;
     uint32_t n = e->u.establish.n;
     p2p_set_peers(c, peers, n);
@@ -472,9 +486,8 @@ int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
     }
     if (n < 2) return 0;
     const uint8_t *next = peers[(me + 1) % n].uuid;
-    net_cancel_t cancel = {.fn = round_over, .arg = c};
     for (uint32_t slot = 0; slot < c->pool_size; slot++) {
-        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, &cancel);
+        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, cancel);
         if (!k) return -1;
         p2p_release(c, k, 0);
     }

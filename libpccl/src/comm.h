@@ -249,7 +249,10 @@ int comm_env_int(const char *name, int def, int min, int max);
 int comm_addr_from_env(pcclComm_t *c);
 /* What HELLO and RESUME announce: the port other peers dial, and the address when one is advertised. */
 void comm_addr_announce(const pcclComm_t *c, uint16_t *port, uint8_t *has_adv, ccoip_inet_address_t *adv_ip);
-/* Establishes ring connections for a new peer list (ESTABLISH_P2P); 0 on success. */
+/* Establishes ring connections for a new peer list (ESTABLISH_P2P); 0 on success. Gives up when the
+ * round's verdict arrived or the master is lost. */
 int comm_establish(pcclComm_t *c, const wire_msg_t *establish);
+/* The same while the master is down (the rebuild of a restarted master, resume.c): gives up only on shutdown. */
+int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *establish);
 
 #endif

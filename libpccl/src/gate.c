@@ -126,6 +126,17 @@ refuse:
     return -1;
 }
 
+int gate_hold(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict) {
+    *nevict = 0;
+    gate_ent_t *e = find(g, id);
+    if (!e) return 0;
+    e->held = 1;
+    if (bytes >= e->bytes) return gate_reserve(g, id, bytes, evict, nevict);
+    g->bytes -= e->bytes - bytes;
+    e->bytes = bytes;
+    return 0;
+}
+
 int gate_evict_one(gate_t *g, uint64_t *id) {
     long v = pick_victim(g, 0, 0);
     if (v < 0) return -1;
@@ -144,11 +155,16 @@ void gate_remove(gate_t *g, uint64_t id) {
 }
 
 size_t gate_expire(gate_t *g, uint64_t now_ms, uint64_t *out, size_t max) {
-    size_t k = 0;
-    /* Oldest first: stop at the first one still within its deadline. */
-    while (k < max && g->n && now_ms - g->v[0].since_ms > g->lim.deadline_ms) {
-        out[k++] = g->v[0].id;
-        remove_at(g, 0);
+    size_t k = 0, i = 0;
+    /* Oldest first: stop at the first one (not held) still within its deadline. */
+    while (k < max && i < g->n) {
+        if (g->v[i].held) {
+            i++;
+            continue;
+        }
+        if (now_ms - g->v[i].since_ms <= g->lim.deadline_ms) break;
+        out[k++] = g->v[i].id;
+        remove_at(g, i);
         g->expired++;
     }
     return k;

@@ -33,6 +33,7 @@ typedef struct gate_ent {
     uint32_t addr;
     size_t bytes;
     uint64_t since_ms;
+    int held; /* its deadline no longer applies (gate_hold) */
 } gate_ent_t;
 
 typedef struct gate {
@@ -59,12 +60,18 @@ int gate_admit(gate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t 
  * granted.
  */
 int gate_reserve(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict);
+/*
+ * Stranger id delivered its first message, but what it made this process keep still counts: it holds
+ * bytes in all from now on (fewer or more than before; more is reserved as by gate_reserve), and its
+ * deadline no longer applies (the caller bounds the wait). @return as gate_reserve.
+ */
+int gate_hold(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict);
 /* Removes the oldest stranger of the address holding the most into *id (to free what it holds:
  * its descriptor when the process ran out of them). @return 0, or -1 when there is none. */
 int gate_evict_one(gate_t *g, uint64_t *id);
 /* id is no stranger any more (registered, authenticated or closed); unknown ids are ignored. */
 void gate_remove(gate_t *g, uint64_t id);
-/* Removes strangers older than the deadline into out (at most max). @return how many. */
+/* Removes strangers older than the deadline (not held ones) into out (at most max). @return how many. */
 size_t gate_expire(gate_t *g, uint64_t now_ms, uint64_t *out, size_t max);
 int gate_is_stranger(const gate_t *g, uint64_t id);
 

@@ -6,7 +6,8 @@
  * retryable failure), then connects again every 100 ms, then every 250 ms,
  * until the window passes. An accepted peer re-registers with RESUME (uuid,
  * group, ring, last synced revision and hashes) and waits for the master's
- * rebuild (RESUMED); a peer that was only registered sends HELLO again. One
+ * rebuild (RESUMED; before it, it wires the rebuilt ring: ESTABLISH_P2P); a
+ * peer that was only registered sends HELLO again. One
  * that comes back after the rebuild is a newcomer to the new master: it is
  * accepted again at its next pcclUpdateTopology (comm.c). An all-reduce whose
  * ring had finished keeps its result until the RESUME's verdict (protocol.md,
@@ -91,6 +92,13 @@ static int await_answer(pcclComm_t *c, int fd) {
         case M2C_COLL_ABORT: /* the verdict on an op this RESUME listed as finished */
             if (!allreduce_route(c, &m)) wire_msg_free(&m);
             continue;
+        case M2C_ESTABLISH_P2P: { /* the rebuilt ring is wired before RESUMED */
+            wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
+            r.u.flag.value = comm_establish_resuming(c, &m) == 0;
+            wire_msg_free(&m);
+            if (link_send_msg(c->master_link, fd, &r) != 0) return 1;
+            continue;
+        }
         case M2C_WELCOME: /* registered again as a newcomer (its uuid is its key's: the same) */
             comm_set_uuid(c, m.u.welcome.uuid);
             rc = 0;

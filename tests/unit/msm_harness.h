@@ -195,6 +195,8 @@ static inline const ident_t *key_of(uint64_t who) {
     if (who >= 512 || !made[who]) {
         uint8_t seed[32];
         for (int i = 0; i < 32; i++) seed[i] = (uint8_t)(who * 29 + (uint64_t)i * 5 + 3);
+        seed[31] ^= (uint8_t)(who >> 8); /* peers 256 apart differ too */
+        seed[30] ^= (uint8_t)(who >> 16);
         ident_from_seed(id, seed);
         if (who < 512) made[who] = 1;
     }

@@ -1,5 +1,6 @@
 /* test_gate.c - the limits on strangers (gate.c): caps per address and in
- * total, whom they evict, the byte budget a RESUME draws on, and the deadline. */
+ * total, whom they evict, the byte budget a RESUME draws on, the deadline, and
+ * strangers held past their first message. */
 #include "gate.h"
 #include "tinytest.h"
 
@@ -90,11 +91,36 @@ static void test_deadline(void) {
     gate_free(&g);
 }
 
+/* A held stranger (a RESUME the master keeps until its rebuild) keeps counting its bytes, fewer or more,
+ * and outlives the deadline; the others behind it still expire. */
+static void test_hold(void) {
+    gate_t g;
+    gate_init(&g, &LIM);
+    uint64_t one, ev[GATE_EVICT_MAX], out[4];
+    size_t n;
+    CHECK(gate_admit(&g, 1, 7, 0, &one) == 0);
+    CHECK(gate_admit(&g, 2, 8, 10, &one) == 0);
+    CHECK(gate_reserve(&g, 1, 900, ev, &n) == 0);
+    CHECK(gate_hold(&g, 1, 300, ev, &n) == 0 && n == 0);
+    CHECK_EQ_U64(g.bytes, 300);
+    CHECK(gate_hold(&g, 1, 1200, ev, &n) == -1); /* more than address 7 may hold: refused, removed */
+    CHECK(!gate_is_stranger(&g, 1) && g.bytes == 0);
+    CHECK(gate_admit(&g, 3, 7, 20, &one) == 0);
+    CHECK(gate_hold(&g, 3, 400, ev, &n) == 0 && g.bytes == 400);
+    CHECK(gate_expire(&g, 1000, out, 4) == 1 && out[0] == 2); /* 3 is held: only 2 expires */
+    CHECK(gate_is_stranger(&g, 3));
+    CHECK(gate_hold(&g, 99, 5000, ev, &n) == 0); /* not a stranger */
+    gate_remove(&g, 3);
+    CHECK_EQ_U64(g.bytes, 0);
+    gate_free(&g);
+}
+
 int main(void) {
     RUN_TEST(test_per_address_cap_refuses_the_newcomer);
     RUN_TEST(test_total_cap_evicts_the_oldest_of_the_busiest_address);
     RUN_TEST(test_evict_one);
     RUN_TEST(test_byte_budget);
     RUN_TEST(test_deadline);
+    RUN_TEST(test_hold);
     TEST_MAIN_END();
 }

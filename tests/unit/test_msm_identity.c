@@ -157,6 +157,7 @@ static void test_takeover_at_restart(void) {
         wire_msg_t m = resume_of(c, ring, RING2, 2);
         deliver_signed(c, &m);
     }
+    for (uint64_t c = 1; c <= 2; c++) p2p_ok(c, 1); /* the rebuilt ring is wired before RESUMED */
     for (uint64_t c = 1; c <= 2; c++) {
         const wire_msg_t *r = last_to(c, M2C_RESUMED);
         CHECK(r && r->u.resumed.ok == 1 && r->u.resumed.revision == 5);
