@@ -87,8 +87,13 @@ static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen)
     sec_link_t *link = NULL;
     int fd = comm_connect_master(c, timeout_ms, &link);
     if (fd < 0) {
-        int e = errno;
-        snprintf(why, whylen, "%s", e == EACCES ? "the handshake failed (see above)" : strerror(e));
+        int e = errno; /* comm_connect_master: ECONNRESET closed before its CHALLENGE, ETIME silent */
+        if (e == EACCES) snprintf(why, whylen, "the handshake failed (see above)");
+        else if (e == ECONNRESET) snprintf(why, whylen, "it closed the connection before welcoming this peer");
+        else if (e == ETIME)
+            snprintf(why, whylen, "it accepted the connection but did not answer within %d ms (PCCL_CONNECT_TIMEOUT_MS)",
+                     timeout_ms);
+        else snprintf(why, whylen, "%s", strerror(e));
         return retryable(e) && !comm_cancelled(c) ? TRY_AGAIN : TRY_FAILED;
     }
     /* Published under send_mu so that pcclExtLeave and pcclDestroyCommunicator can end the wait below. */

@@ -117,7 +117,7 @@ print(urllib.request.urlopen(r, timeout=5).status)' "http://127.0.0.1:$APORT/v1/
 }
 
 @test "peer.sh backs off: doubling up to MAX_BACKOFF, plus a jitter below half of it" {
-    MASTER=127.0.0.1:1 MAX_BACKOFF=2 "$REPO/scripts/fleet/peer.sh" --workload synthetic > "$TMP/p.out" 2>&1 &
+    MASTER=127.0.0.1:1 MAX_BACKOFF=2 "$REPO/scripts/fleet/peer.sh" --workload synthetic --connect-timeout 0 > "$TMP/p.out" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 1 200); do [ "$(grep -c 'rejoining' "$TMP/p.out")" -ge 3 ] && break; sleep 0.1; done
     run python3 - "$TMP/p.out" <<'PY'

@@ -15,7 +15,7 @@ load admin_helpers
     [[ "$output" == '202 {"shutdown":true,"run":"kept"}' ]]
     run timeout 10 tail --pid="$MPID" -f /dev/null
     wait "$MPID"
-    grep -q 'shutdown requested on the admin port (the peers keep the run)' "$TMP/master.err"
+    grep -q 'shutdown requested on the admin port by 127\.0\.0\.1:[0-9]* (the peers keep the run)' "$TMP/master.err"
     start_master --admin-token-file "$TMP/token"
     run http POST '/v1/shutdown?keep_run=0' "$TOKEN"
     [[ "$output" == '202 {"shutdown":true,"run":"ended"}' ]]

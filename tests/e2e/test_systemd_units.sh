@@ -28,6 +28,14 @@ for unit in "$UNITS/pccl-master.service" "$UNITS/pccl-peer@.service"; do
     done
 done
 grep -qx 'RestartPreventExitStatus=2 4' "$UNITS/pccl-peer@.service" || fail "the peer unit restarts after exit 2 or 4"
+# Every flag the units pass is one their command knows (a unit with a stale flag would exit 2 at every start).
+for pair in master:pccl-master.service join:pccl-peer@.service; do
+    cmd=${pair%%:*}; unit=${pair#*:}
+    help=$("$BIN/pccl" "$cmd" --help)
+    for flag in $(sed -n 's/^ExecStart=//p' "$UNITS/$unit" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        grep -q -- "^  $flag\b" <<< "$help" || fail "$unit passes $flag, which pccl $cmd does not know"
+    done
+done
 
 # A drop-in's settings come after the unit's: the same as appending it to the unit file.
 mkdir -p "$WORK/gpu"
