@@ -13,6 +13,11 @@ from pccl._errors import PCCLError
 from pccl._native import ffi, lib
 from pccl._shared_state import SharedState
 
+# Looked up now, not in __del__: cffi resolves a function on its first use under the lock its parser holds,
+# and a collection that runs a finalizer in the middle of a parse (ffi.sizeof, ffi.new of a new type) would
+# wait on that lock forever.
+_destroy_communicator = lib.pcclDestroyCommunicator
+
 log = logging.getLogger("pccl")
 _CONNECT_RETRY_S = 1.0
 
@@ -69,7 +74,7 @@ class Communicator:
     def __del__(self):
         comm, self._comm = getattr(self, "_comm", None), None
         if comm is not None:
-            lib.pcclDestroyCommunicator(comm)  # awaits outstanding ops before _pending is released
+            _destroy_communicator(comm)  # awaits outstanding ops before _pending is released
 
     def get_attribute(self, attribute: Attribute) -> int:
         """The attribute's value (world sizes as of this peer's last topology update)."""

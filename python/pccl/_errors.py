@@ -19,6 +19,9 @@ class Result(Enum):
     PENDING_ASYNC_OPS = lib.pcclPendingAsyncOps
     UPDATE_TOPOLOGY_FAILED = lib.pcclUpdateTopologyFailed
     TOPOLOGY_OPTIMIZATION_FAILED = lib.pcclTopologyOptimizationFailed
+    # Extension (pccl_leave.h, pcclExtRunShutDown): the master ended the run (`pccl shutdown`); every later call
+    # of the communicator fails with it and the peer never reconnects.
+    RUN_SHUT_DOWN = 15
 
 
 def result_string(code):

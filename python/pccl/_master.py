@@ -3,6 +3,10 @@ from pccl._address import socket_address
 from pccl._errors import PCCLError
 from pccl._native import ffi, lib
 
+# Looked up now, not in __del__ (see _comm.py: a finalizer must not make cffi take its parser's lock).
+_await_termination = lib.pcclMasterAwaitTermination
+_destroy_master = lib.pcclDestroyMaster
+
 
 class MasterNode:
     """A master bound to listen_address ('IP:PORT', '[IPv6]:PORT' or 'HOST:PORT'; port 0 picks a free one) at construction.
@@ -38,5 +42,5 @@ class MasterNode:
         master, self._master = getattr(self, "_master", None), None
         if master is not None:
             if self._running:
-                lib.pcclMasterAwaitTermination(master)
-            lib.pcclDestroyMaster(master)
+                _await_termination(master)
+            _destroy_master(master)

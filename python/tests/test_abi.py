@@ -68,6 +68,20 @@ ENUMS = [
     (pccl.QuantizationAlgorithm.ZERO_POINT_SCALE, "pcclQuantZeroPointScale", 2),
 ]
 
+# Extension values beyond PCCL 1.0's enums: (Python member, extension header, C name); none may reuse a
+# PCCL 1.0 value.
+EXTENSIONS = [(R.RUN_SHUT_DOWN, "pccl_leave.h", "pcclExtRunShutDown")]
+
+
+def test_extension_values_match_their_headers():
+    import re
+    pccl1 = {v for m, _, v in ENUMS if isinstance(m, type(R.SUCCESS))}
+    for member, hdr, name in EXTENSIONS:
+        text = (INCLUDE / hdr).read_text()
+        m = re.search(r"#define\s+%s\s+\(\(pcclResult_t\)(\d+)\)" % name, text)
+        assert m, f"{name} not in {hdr}"
+        assert member.value == int(m.group(1)) and member.value not in pccl1
+
 
 @pytest.fixture(scope="module")
 def header(tmp_path_factory):
@@ -115,6 +129,6 @@ def test_every_enum_member_is_checked():
     c_names = {c for _, c, _ in ENUMS}
     for t in ENUM_TYPES:
         assert set(ffi.typeof(t).relements) <= c_names, f"{t} has values the table above lacks"
-    checked = {m for m, _, _ in ENUMS if m is not None}
+    checked = {m for m, _, _ in ENUMS if m is not None} | {m for m, _, _ in EXTENSIONS}
     for cls in (R, D, S, A, pccl.DeviceType, pccl.ReduceOp, pccl.DistributionHint, pccl.QuantizationAlgorithm):
         assert set(cls) <= checked, f"{cls.__name__} has members the table above lacks"

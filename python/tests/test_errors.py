@@ -57,3 +57,10 @@ def test_master_on_a_taken_port():
         pccl.MasterNode(f"127.0.0.1:{port}")
     assert e.value.func_name == "pcclCreateMaster" and e.value.result is Result.INTERNAL_ERROR
     del first
+
+
+def test_run_shut_down_is_its_own_result():
+    e = PCCLError(15, "pcclAllReduce")
+    assert e.result is Result.RUN_SHUT_DOWN and e.code == 15
+    assert "shut down" in str(e)
+
