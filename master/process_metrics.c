@@ -22,7 +22,7 @@ static int read_stat(unsigned long long *utime, unsigned long long *stime, unsig
     /* The command name (field 2) may hold spaces and parentheses: fields resume after its last ')'. */
     const char *p = strrchr(buf, ')');
     if (!p) return -1;
-    /* Fields 3..: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+    /* Fields 3..: state ppid pgrp sid tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
      * priority nice threads itrealvalue starttime vsize rss */
     int got = sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %llu %lld",
                      utime, stime, vsize, rss);
