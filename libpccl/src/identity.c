@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sec_key.h"
 #include "wire.h"
 
 /* Separates these signatures from any other use of the key. */
@@ -67,14 +68,13 @@ int ident_load_file(const char *path, ident_t *id, char *err, size_t errlen) {
         return -1;
     }
     struct stat st = {0};
-    const char *why = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) why = "is not a regular file";
-    else if (st.st_uid != geteuid()) why = "belongs to another user";
-    else if (st.st_mode & (S_IRWXG | S_IRWXO)) why = "is accessible by group or others";
-    else if (st.st_size > IDENT_FILE_MAX) why = "is too large";
-    if (why) {
-        snprintf(err, errlen, "identity file '%s' %s (mode %04o); it must be a private file of this user (chmod 600 "
-                 "'%s')", path, why, (unsigned)(st.st_mode & 07777), path);
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot stat identity file '%s': %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    /* The run key's rules: a regular file, private, owned by this user or root. */
+    if (sec_file_check(&st, geteuid(), "identity file", path, err, errlen) != 0) {
         close(fd);
         return -1;
     }
