@@ -1,7 +1,8 @@
 /*
  * run_end_peer.c - a library peer of test_shutdown_run.sh: connects (PCCL_CONNECT_RETRY_MS lets it
  * start before its master), prints "accepted", then votes pcclUpdateTopology every 50 ms until a call
- * fails, and checks what a run the master ended looks like to the library: the call returned
+ * returns pcclExtRunShutDown (a vote the master's departure interrupts fails, and an application retries
+ * it, so other failures are logged and retried), and checks what a run the master ended looks like to the library: the call returned
  * pcclExtRunShutDown, pcclExtGetDeparture says pcclExtShutDown, the next call returns it again, and
  * pcclResultString names it. It is the only peer of group 1, so the run's other peers (group 0) never
  * wait for its syncs or collectives. Usage: run_end_peer PORT. Prints "shut down" and exits 0, or names the
@@ -38,8 +39,10 @@ int main(int argc, char **argv) {
     printf("accepted\n");
     fflush(stdout);
     pcclResult_t r = pcclSuccess;
-    for (int i = 0; i < 6000 && r == pcclSuccess; i++) { /* at most 5 minutes */
+    for (int i = 0; i < 6000 && r != pcclExtRunShutDown; i++) { /* at most 5 minutes */
         r = pcclUpdateTopology(comm);
+        if (r != pcclSuccess && r != pcclExtRunShutDown)
+            fprintf(stderr, "run_end_peer: pcclUpdateTopology: %s; retrying\n", pcclResultString(r));
         usleep(50000);
     }
     pcclExtDeparture_t how = pcclExtInRun;

@@ -38,7 +38,7 @@ out=$("$PCCL" shutdown --admin 127.0.0.1:"$APORT" --admin-token-file "$WORK/toke
 [[ "$out" == *"shut down (the peers keep the run)"* ]] || fail "pccl shutdown --keep-run said: $out"
 wait_pid "$MASTER_PID" 10 || fail "the master exited with $? after pccl shutdown --keep-run"
 sleep 1.5
-for p in "$A" "$B" "$L"; do kill -0 "$p" 2>/dev/null || fail "a peer exited although the run was kept"; done
+for p in "$A" "$B" "$L"; do kill -0 "$p" 2>/dev/null || fail "peer $p exited although the run was kept (a $A, b $B, library $L: $(tail -n 3 "$WORK/lib.err"))"; done
 grep -q 'lost the master; reconnecting' "$WORK/a.err" || fail "a did not wait for the next master"
 rev=$(json_field "$WORK/a.log" step revision)
 start_master --admin-token-file "$WORK/token"
@@ -47,7 +47,7 @@ wait_events "$WORK/a.log" step $(( $(count_events "$WORK/a.log" step) + 5 )) 60
 kill -TERM "$MASTER_PID"
 wait_pid "$MASTER_PID" 10 || fail "the master exited with $? on SIGTERM"
 sleep 1.5
-for p in "$A" "$B" "$L"; do kill -0 "$p" 2>/dev/null || fail "a peer exited after a SIGTERM that keeps the run"; done
+for p in "$A" "$B" "$L"; do kill -0 "$p" 2>/dev/null || fail "peer $p exited after a SIGTERM that keeps the run (a $A, b $B, library $L: $(tail -n 3 "$WORK/lib.err"))"; done
 
 # End the run: a master that ends it on a signal, then pccl shutdown on the next one.
 start_master --admin-token-file "$WORK/token" --on-signal end-run
