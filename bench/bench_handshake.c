@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net.h"
-#include "p2p_hello.h"
-#include "sec_key.h"
-#include "sec_link.h"
+#include "base/net.h"
+#include "p2p/p2p_hello.h"
+#include "sec/sec_key.h"
+#include "sec/sec_link.h"
 
 typedef struct server {
     int ls, n;

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "identity.h"
-#include "log.h"
-#include "master_sm.h"
-#include "wire.h"
+#include "sec/identity.h"
+#include "base/log.h"
+#include "sm/master_sm.h"
+#include "base/wire.h"
 
 static int resumed, nest;
 static uint64_t *est; /* conns that got ESTABLISH_P2P and owe their report */

@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "master_internal.h"
+#include "server/master_internal.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sec_key.h"
+#include "sec/sec.h"
 
 const cli_flag_t admin_client_flags[] = {ADMIN_CLIENT_FLAGS, {0}};
 

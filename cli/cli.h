@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "log.h"
+#include "base/base.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1

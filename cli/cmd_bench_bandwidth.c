@@ -1,7 +1,7 @@
 /*
  * cmd_bench_bandwidth.c - `pccl bench-bandwidth` (also `pccl bench p2p`):
  * measures one link in each direction with the same probe the master uses for
- * topology optimization (libpccl/src/bandwidth.c). A server side
+ * topology optimization (libpccl/src/p2p/bandwidth.c). A server side
  * (`--server`) answers probes; a client (`--connect`) measures upload
  * (client -> server) then download (server -> client). A pccl peer's p2p port
  * answers only its group's members, and only the upload direction. With a run
@@ -23,12 +23,10 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 
-#include "bandwidth.h"
+#include "p2p/p2p.h"
 #include "cli.h"
-#include "net.h"
-#include "p2p_hello.h"
+#include "base/base.h"
 #include "pccl.h"
-#include "wire.h"
 
 static const cli_flag_t flags[] = {
     {"server", no_argument, NULL, "answer probes until SIGINT/SIGTERM"},

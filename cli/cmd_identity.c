@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "identity.h"
+#include "sec/sec.h"
 
 static const cli_flag_t flags[] = {{0}};
 

@@ -9,15 +9,13 @@
 #include "cli.h"
 #include "join.h"
 #include "join_notify.h"
-#include "addr.h"
-#include "log.h"
+#include "base/base.h"
 #include "pccl.h"
-#include "identity.h"
+#include "sec/sec.h"
 #include "pccl_ext.h"
 #include "pccl_kernels.h"
 #include "pccl_leave.h"
 #include "pccl_quant.h"
-#include "sec_key.h"
 
 static const cli_flag_t flags[] = {
     {"master", required_argument, "HOST:PORT", "master control address (required)"},

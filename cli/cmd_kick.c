@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "admin_client.h"
-#include "identity.h"
+#include "sec/sec.h"
 
 #define KICK_MIN_PREFIX 4
 

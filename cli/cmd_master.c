@@ -5,13 +5,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "addr.h"
-#include "admin_host.h"
-#include "log.h"
-#include "master_internal.h"
+#include "base/base.h"
+#include "server/server.h"
 #include "pccl.h"
 #include "sd_notify.h"
-#include "sec_key.h"
+#include "sec/sec.h"
 
 static const cli_flag_t flags[] = {
     {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},

@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "topo_matrix.h"
-#include "topology_solver.h"
+#include "server/server.h"
 
 static const cli_flag_t flags[] = {
     {"matrix", required_argument, "FILE", "bandwidth matrix in Mbit/s, CSV or JSON (row i = from peer i; - = stdin, e.g. bench-bandwidth --json)"},

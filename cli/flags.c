@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/base.h"
 
 /* getopt_long options from flags, plus --help as 'h'; out holds 64 entries. */
 static void longopts(const cli_flag_t *flags, struct option *out) {

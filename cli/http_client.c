@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "addr.h"
+#include "base/base.h"
 #include "cli.h"
 #include "pccl.h"
 

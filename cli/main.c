@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/base.h"
 #include "pccl.h"
 
 static const cli_command_t *const commands[] = {

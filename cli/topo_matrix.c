@@ -11,7 +11,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "topology_solver.h"
+#include "server/server.h"
 
 static int topo_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int topo_fail(char *err, size_t errlen, const char *fmt, ...) {

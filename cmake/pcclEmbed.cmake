@@ -1,5 +1,5 @@
 # pcclEmbed.cmake - writes every file of DIR into OUT (a C source) as a byte array, with the table that
-# master/dashboard.h declares: run as `cmake -DDIR=... -DOUT=... -P pcclEmbed.cmake`. Files are named by their
+# master/admin/dashboard.h declares: run as `cmake -DDIR=... -DOUT=... -P pcclEmbed.cmake`. Files are named by their
 # path under DIR with a leading "/", as the admin port serves them.
 if(NOT DIR OR NOT OUT)
   message(FATAL_ERROR "pcclEmbed.cmake: DIR and OUT are required")
@@ -28,7 +28,7 @@ endforeach()
 if(i EQUAL 0)
   message(FATAL_ERROR "pcclEmbed.cmake: no files in ${DIR}")
 endif()
-set(text "/* Written by cmake/pcclEmbed.cmake from the files of ${DIR}. */\n#include \"dashboard.h\"\n\n")
+set(text "/* Written by cmake/pcclEmbed.cmake from the files of ${DIR}. */\n#include \"admin/dashboard.h\"\n\n")
 string(APPEND text "${arrays}\nconst dashboard_file_t dashboard_files[] = {\n${table}};\n")
 string(APPEND text "const size_t dashboard_nfiles = sizeof dashboard_files / sizeof dashboard_files[0];\n")
 # Rewritten only when it changes, so that a rerun does not recompile it.

@@ -10,7 +10,7 @@
 
 extern "C" {
 #include "pccl_kernels.h"
-#include "log.h"
+#include "base/log.h"
 }
 
 #define CC_INTERNAL __attribute__((visibility("hidden")))

@@ -18,7 +18,7 @@
 
 extern "C" {
 #include "pccl_kernels.h"
-#include "log.h"
+#include "base/log.h"
 }
 #include "simplehash_def.h"
 

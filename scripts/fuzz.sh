@@ -30,10 +30,10 @@ CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Wer
 mkdir -p "$dir"
 srcs_for() {
     case $1 in
-        fuzz_master_sm) echo libpccl/src/wire.c libpccl/src/log.c master/master_sm.c master/msm_*.c master/topology_*.c ;;
-        fuzz_quant_block) echo libpccl/src/wire.c libpccl/src/log.c kernels/quantize.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
-        fuzz_sec_handshake) echo libpccl/src/wire.c libpccl/src/log.c libpccl/src/sec_hs.c libpccl/src/sec_frame.c libpccl/src/sec_key.c -lsodium -lcrypto ;;
-        *) echo libpccl/src/wire.c libpccl/src/log.c ;;
+        fuzz_master_sm) echo libpccl/src/base/wire.c libpccl/src/base/log.c master/sm/master_sm.c master/sm/msm_*.c master/topology/topology_*.c ;;
+        fuzz_quant_block) echo libpccl/src/base/wire.c libpccl/src/base/log.c kernels/quantize.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
+        fuzz_sec_handshake) echo libpccl/src/base/wire.c libpccl/src/base/log.c libpccl/src/sec/sec_hs.c libpccl/src/sec/sec_frame.c libpccl/src/sec/sec_key.c -lsodium -lcrypto ;;
+        *) echo libpccl/src/base/wire.c libpccl/src/base/log.c ;;
     esac
 }
 for h in "${harnesses[@]}"; do

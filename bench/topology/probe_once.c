@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bandwidth.h"
+#include "p2p/bandwidth.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) return 2;

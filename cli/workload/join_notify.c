@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "base/base.h"
 #include "pccl_leave.h"
 #include "sd_notify.h"
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "log.h"
-#include "sec_key.h"
+#include "p2p/bandwidth.h"
+#include "base/log.h"
+#include "sec/sec_key.h"
 
 int main(int argc, char **argv) {
     if (argc != 5 || strlen(argv[4]) != 32) {

@@ -13,8 +13,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The control protocol's version (libpccl/src/wire.h), for tests that speak it raw.
-WIRE_VERSION=$(sed -n 's/^#define WIRE_VERSION \([0-9]*\).*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../../libpccl/src/wire.h")
+# The control protocol's version (libpccl/src/base/wire.h), for tests that speak it raw.
+WIRE_VERSION=$(sed -n 's/^#define WIRE_VERSION \([0-9]*\).*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../../libpccl/src/base/wire.h")
 
 fail() {
     echo "FAIL: $*" >&2

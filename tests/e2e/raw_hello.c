@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "identity.h"
-#include "log.h"
-#include "net.h"
-#include "sec_link.h"
-#include "wire.h"
+#include "sec/identity.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "sec/sec_link.h"
+#include "base/wire.h"
 
 int main(int argc, char **argv) {
     if (argc != 4) {

@@ -17,16 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "identity.h"
-#include "log.h"
-#include "master_sm.h"
-#include "msm_admin.h"
+#include "sec/identity.h"
+#include "base/log.h"
+#include "sm/master_sm.h"
+#include "sm/msm_admin.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
-#include "sec_frame.h"
-#include "sec_hs.h"
-#include "sec_key.h"
-#include "wire.h"
+#include "sec/sec_frame.h"
+#include "sec/sec_hs.h"
+#include "sec/sec_key.h"
+#include "base/wire.h"
 
 #define FUZZ_CHECK(cond)                                                                      \
     do {                                                                                      \

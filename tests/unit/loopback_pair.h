@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net.h"
+#include "base/net.h"
 
 /* Fills the listening, connecting and accepted sockets; returns 0, or -1 with all of them closed. */
 static inline int loopback_pair(int *ls, int *cfd, int *afd) {

@@ -10,13 +10,13 @@
 #ifndef PCCL_TEST_MSM_HARNESS_H
 #define PCCL_TEST_MSM_HARNESS_H
 
-#include "identity.h"
-#include "log.h"
-#include "master_sm.h"
-#include "msm_admin.h"
+#include "sec/identity.h"
+#include "base/log.h"
+#include "sm/master_sm.h"
+#include "sm/msm_admin.h"
 #include "pccl.h"
 #include "tinytest.h"
-#include "wire.h"
+#include "base/wire.h"
 
 #include <stdint.h>
 #include <stdio.h>

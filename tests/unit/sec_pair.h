@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-#include "sec_hs.h"
-#include "sec_key.h"
+#include "sec/sec_hs.h"
+#include "sec/sec_key.h"
 
 static inline sec_cfg_t test_key(const char *text) {
     sec_cfg_t cfg = {0};

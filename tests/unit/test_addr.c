@@ -1,4 +1,4 @@
-/* test_addr.c - the one parser of HOST:PORT (libpccl/src/addr.c): every spelling, the errors that are usage errors
+/* test_addr.c - the one parser of HOST:PORT (libpccl/src/base/addr.c): every spelling, the errors that are usage errors
  * and the ones that are resolution failures, IPv4-mapped addresses, and listening dual-stack. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "net.h"
+#include "base/addr.h"
+#include "base/net.h"
 #include "tinytest.h"
 
 static int parse(const char *s, uint16_t def, ccoip_socket_address_t *a) {

@@ -3,7 +3,7 @@
  * whatever its case or port, so a DNS-rebinding page cannot read the admin port. */
 #include <string.h>
 
-#include "admin_host.h"
+#include "admin/admin_host.h"
 #include "tinytest.h"
 
 static admin_host_rules_t rules_v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bufpool.h"
+#include "base/bufpool.h"
 #include "tinytest.h"
 
 static void test_reuse_and_fit(void) {

@@ -1,7 +1,7 @@
 /* test_gate.c - the limits on strangers (gate.c): caps per address and in
  * total, whom they evict, the byte budget a RESUME draws on, the deadline, and
  * strangers held past their first message. */
-#include "gate.h"
+#include "base/gate.h"
 #include "tinytest.h"
 
 static const gate_limits_t LIM = {.per_addr = 3, .total = 5, .bytes_per_addr = 1000, .bytes_total = 1500,

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "identity.h"
-#include "log.h"
+#include "comm/comm.h"
+#include "sec/identity.h"
+#include "base/log.h"
 #include "pccl.h"
 #include "pccl_ext.h"
 #include "tinytest.h"

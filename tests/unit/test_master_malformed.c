@@ -7,12 +7,12 @@
  * and keep serving an accepted peer that was connected all along; strangers (connections before
  * their first message) are held to their limits. Every read
  * has a timeout, so the test cannot hang. */
-#include "identity.h"
-#include "log.h"
-#include "master_internal.h"
+#include "sec/identity.h"
+#include "base/log.h"
+#include "server/master_internal.h"
 #include "pccl.h"
 #include "tinytest.h"
-#include "wire.h"
+#include "base/wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * transitions of every kind: a vote while in a conflicting operation, a vote
  * before the peer is accepted, and each kind's report out of state. */
 #include "msm_harness.h"
-#include "msm_internal.h"
+#include "sm/msm_internal.h"
 
 #include <ctype.h>
 

@@ -1,4 +1,4 @@
-/* test_msm_identity.c - who a peer is (master/msm_identity.c, docs/protocol.md "Identity"): every connection
+/* test_msm_identity.c - who a peer is (master/sm/msm_identity.c, docs/protocol.md "Identity"): every connection
  * gets a CHALLENGE; a HELLO or RESUME must sign it with the key its uuid is derived from. A forged signature,
  * a HELLO replayed from another connection, a body changed after signing and a RESUME claiming another key's
  * uuid are refused; a proven peer replaces its own stale connection; an attacker cannot take a member's uuid

@@ -1,7 +1,7 @@
 /* test_msm_optimize.c - the master's pure state machine, operation kind by kind:
  * optimize topology: bandwidth probes, the solve, the re-wiring round and the background (moonshot) search. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
-#include "topology_solver.h"
+#include "topology/topology_solver.h"
 
 static void test_optimize(void) {
     /* two peers: one ring exists, nothing to measure */

@@ -1,5 +1,5 @@
 /* test_msm_resume.c - a restarted master rebuilding the run from RESUMEs
- * (master/msm_resume.c): agreeing peers, a partial return (deadline), a
+ * (master/sm/msm_resume.c): agreeing peers, a partial return (deadline), a
  * disagreeing or lying revision, a late RESUME, a newcomer during the rebuild,
  * the verdicts on collectives the lost master left unsettled, the bad inputs
  * (version, a uuid claimed with another key, votes before RESUMED); what a

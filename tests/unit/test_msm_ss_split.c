@@ -1,7 +1,7 @@
 /* test_msm_ss_split.c - how the master spreads an outdated peer's fetch over every source: the pure split
  * (msm_ss_split.c) and the plan the state machine sends (sources, holders, ranges, bandwidth weights). */
 #include "msm_harness.h"
-#include "msm_ss_split.h"
+#include "sm/msm_ss_split.h"
 
 #define MIB ((uint64_t)1 << 20)
 

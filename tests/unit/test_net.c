@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "loopback_pair.h"
-#include "net.h"
+#include "base/net.h"
 #include "tinytest.h"
 
 static ccoip_inet_address_t addr(const char *ip) {

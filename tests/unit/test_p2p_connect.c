@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "net.h"
-#include "p2p.h"
+#include "comm/comm.h"
+#include "base/net.h"
+#include "p2p/p2p.h"
 #include "tinytest.h"
 
 static pcclComm_t *comm_stub(void) {

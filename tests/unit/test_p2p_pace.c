@@ -13,10 +13,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 #include "loopback_pair.h"
-#include "net.h"
-#include "p2p.h"
+#include "base/net.h"
+#include "p2p/p2p.h"
 #include "tinytest.h"
 
 static wire_peer_t peer(uint8_t id, uint8_t a, uint8_t b, uint8_t c, uint8_t d) {

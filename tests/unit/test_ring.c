@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ring.h"
+#include "ring/ring.h"
 #include "tinytest.h"
-#include "wire.h"
+#include "base/wire.h"
 
 #define RING_MAGIC 0x52494E47u
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "pccl_quant.h"
-#include "ring.h"
-#include "sec_link.h"
+#include "ring/ring.h"
+#include "sec/sec_link.h"
 #include "sec_pair.h"
 #include "tinytest.h"
 

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net.h"
+#include "base/net.h"
 #include "pccl_quant.h"
-#include "ring.h"
+#include "ring/ring.h"
 #include "tinytest.h"
 
 enum { N = 3, MAXK = 8 };

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "master_internal.h"
+#include "server/master_internal.h"
 #include "pccl.h"
 #include "pccl_ext.h"
 #include "tinytest.h"

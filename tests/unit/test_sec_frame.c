@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "loopback_pair.h"
-#include "net.h"
-#include "sec_frame.h"
-#include "sec_link.h"
+#include "base/net.h"
+#include "sec/sec_frame.h"
+#include "sec/sec_link.h"
 #include "sec_pair.h"
 #include "tinytest.h"
 

@@ -4,8 +4,8 @@
  * the bulk cipher; truncated input waits; the feed never takes more than its own message. */
 #include <string.h>
 
-#include "sec_frame.h"
-#include "sec_hs.h"
+#include "sec/sec_frame.h"
+#include "sec/sec_hs.h"
 #include "sec_pair.h"
 #include "tinytest.h"
 

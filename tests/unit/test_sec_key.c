@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "pccl.h"
-#include "sec_key.h"
+#include "sec/sec_key.h"
 #include "tinytest.h"
 
 static char g_dir[] = "/tmp/pccl-keytest.XXXXXX";

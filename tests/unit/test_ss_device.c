@@ -1,4 +1,4 @@
-/* test_ss_device.c - streaming of shared-state tensors (libpccl/src/ss_device.c)
+/* test_ss_device.c - streaming of shared-state tensors (libpccl/src/ss/ss_device.c)
  * over a local socket pair: exact round trip of an odd-sized tensor in chunks,
  * a silent reader or writer ends the transfer within the socket timeout
  * (tx counts only what went out), device checks, and the hash. */
@@ -9,10 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "net.h"
+#include "base/log.h"
+#include "base/net.h"
 #include "pccl_kernels.h"
-#include "ss_device.h"
+#include "ss/ss_device.h"
 #include "tinytest.h"
 
 static double now_s(void) {

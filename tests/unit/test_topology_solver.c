@@ -1,7 +1,7 @@
 /* test_topology_solver.c - ring-order solver: exact vs brute force, heuristic
  * quality and budget, cancel flag, bad input. */
 #include "tinytest.h"
-#include "topology_solver.h"
+#include "topology/topology_solver.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -5,8 +5,8 @@
  * must return -1 with a non-empty reason and leave nothing to free. Also the
  * 27-byte p2p handshake. */
 #include "tinytest.h"
-#include "addr.h"
-#include "wire.h"
+#include "base/addr.h"
+#include "base/wire.h"
 
 #include <stdint.h>
 #include <stdlib.h>

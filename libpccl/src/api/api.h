@@ -1,0 +1,23 @@
+/*
+ * api/ - the top of the library: the communicator's lifecycle (create, connect, destroy), the reader
+ * thread that routes the master's messages to operations and to the inbox, the heartbeat thread, ring
+ * wiring, the reconnect to a restarted master (resume.c), leaving, and the run-key extensions.
+ *
+ * Owns the communicator's threads (reader, heartbeat); destroy joins them after the p2p layer and the
+ * operations are stopped. Everything below (comm/, p2p/, op/, ss/) is reached from here, never the other way.
+ */
+#ifndef PCCL_API_H
+#define PCCL_API_H
+
+#include "comm/comm.h"
+
+/* Re-establishes a lost master connection (resume.c); 0 when back, -1 when the run is over for
+ * this peer (window passed, refused, shutting down). Called by the reader thread only. */
+int comm_reconnect(pcclComm_t *c);
+/* Establishes ring connections for a new peer list (ESTABLISH_P2P); 0 on success. Gives up when the
+ * round's verdict arrived or the master is lost. */
+int comm_establish(pcclComm_t *c, const wire_msg_t *establish);
+/* The same while the master is down (the rebuild of a restarted master, resume.c): gives up only on shutdown. */
+int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *establish);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * leave.c - pcclExtLeave and pcclExtGetDeparture (pccl_leave.h). A leave may
+ * come from any thread while another is inside a call (a signal-handling
+ * thread of `pccl join`): it first marks the communicator stopping, which ends
+ * every wait that could last (connects, the reconnect loop, waits for a lost
+ * master, shared-state transfers), then, when the master connection is up,
+ * sends LEAVE. The master removes the peer between operations and closes the
+ * control connection; the reader takes that close as the end of the run (no
+ * reconnect, because `leaving` is set before LEAVE goes out) and every wait
+ * on the master ends with it. Votes are no longer sent once `leaving` is set
+ * (comm_send), so the master never sees a vote after LEAVE.
+ */
+#include <sys/socket.h>
+
+#include "op/op.h"
+#include "api/api.h"
+#include "base/base.h"
+#include "pccl_leave.h"
+
+/* Waits until the reader saw the master connection end, at most until deadline (net_now_ms). */
+static int await_close(pcclComm_t *c, uint64_t deadline) {
+    pthread_mutex_lock(&c->mu);
+    while (!atomic_load(&c->master_lost) && net_now_ms() < deadline) comm_cv_wait_50ms(c);
+    int closed = atomic_load(&c->master_lost);
+    pthread_mutex_unlock(&c->mu);
+    return closed;
+}
+
+/* Ends this peer's side of the master connection (the reader then stops: leaving or stopping is set). */
+static void close_master(pcclComm_t *c) {
+    pthread_mutex_lock(&c->send_mu);
+    if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
+    pthread_mutex_unlock(&c->send_mu);
+}
+
+pcclResult_t pcclExtLeave(pcclComm_t *c) {
+    if (!pccl__initialized()) return pcclNotInitialized;
+    if (!c) return pcclInvalidArgument;
+    /* Decided under send_mu: the reader re-registers with a restarted master, and pcclConnect
+     * publishes its connection, under it too, so LEAVE goes out exactly when the master knows us. */
+    pthread_mutex_lock(&c->send_mu);
+    if ((!atomic_load(&c->connecting) && !atomic_load(&c->registered)) || atomic_load(&c->stopping)) {
+        pthread_mutex_unlock(&c->send_mu);
+        return pcclInvalidUsage;
+    }
+    if (atomic_load(&c->master_lost)) {
+        pthread_mutex_unlock(&c->send_mu);
+        return comm_lost_result(c);
+    }
+    atomic_store(&c->stopping, 1);
+    int up = atomic_load(&c->registered) && !atomic_load(&c->master_down) && c->master_fd >= 0;
+    int sent = 0;
+    if (up) {
+        atomic_store(&c->leaving, 1);
+        wire_msg_t m = {.type = C2M_LEAVE};
+        sent = link_send_msg(c->master_link, c->master_fd, &m) == 0;
+    }
+    /* A connect, a registration in progress or a failed send: nothing more will come on it. */
+    if (!sent && c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
+    pthread_mutex_unlock(&c->send_mu);
+    atomic_store(&c->left, 1);
+    pthread_mutex_lock(&c->mu);
+    pthread_cond_broadcast(&c->cv); /* waits for the master, the reconnect and connect backoffs */
+    pthread_mutex_unlock(&c->mu);
+    if (!atomic_load(&c->registered)) return pcclSuccess; /* pcclConnect ends on its own (it was cancelled) */
+    if (!sent) {
+        /* Between masters: the reconnect loop ends at once, and a restarted master rebuilds without this peer. */
+        PLOG_INFO(c->log_name, "left the run while the master was unreachable");
+        await_close(c, net_now_ms() + (uint64_t)c->connect_timeout_ms);
+        return pcclSuccess;
+    }
+    if (!await_close(c, net_now_ms() + PCCL_EXT_LEAVE_GRACE_MS)) {
+        /* The master keeps a member of a running operation until it ends: what still runs here past the
+         * grace is aborted, and closing the connection makes this peer a departure. */
+        PLOG_WARN(c->log_name, "the master did not remove this peer within %d ms; departing without it",
+                  PCCL_EXT_LEAVE_GRACE_MS);
+        allreduce_abort_all(c);
+        close_master(c);
+        await_close(c, net_now_ms() + (uint64_t)c->connect_timeout_ms);
+    }
+    return pcclSuccess;
+}
+
+pcclResult_t pcclExtGetDeparture(const pcclComm_t *c, pcclExtDeparture_t *out) {
+    if (!c || !out) return pcclInvalidArgument;
+    *out = atomic_load(&c->left)             ? pcclExtLeft
+           : atomic_load(&c->kicked)         ? pcclExtKicked
+           : atomic_load(&c->shut_down)      ? pcclExtShutDown
+           : atomic_load(&c->master_lost)    ? pcclExtMasterLost
+                                              : pcclExtInRun;
+    return pcclSuccess;
+}

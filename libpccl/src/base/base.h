@@ -1,0 +1,20 @@
+/*
+ * base/ - what every other layer of the library and the master stand on: logging (log.h), sockets with
+ * deadlines and cancellation (net.h), address parsing and formatting (addr.h), the buffer pool (bufpool.h),
+ * the stranger gate (gate.h) and the wire codec of the control protocol (wire.h).
+ *
+ * Owns no threads and no global state beyond the log sink. Every function here is safe to call from any
+ * thread on distinct objects; a gate or a buffer pool is guarded by its owner. Nothing here includes a header
+ * from another folder of the library (only libpccl/include and kernels/).
+ */
+#ifndef PCCL_BASE_H
+#define PCCL_BASE_H
+
+#include "base/addr.h"
+#include "base/bufpool.h"
+#include "base/gate.h"
+#include "base/log.h"
+#include "base/net.h"
+#include "base/wire.h"
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * comm.c - the communicator's state and its control connection to the master: sending, the inbox
+ * that waits match against, the master epoch, cancellation, connecting and the key handshake.
+ */
+#include "comm/comm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "pccl_leave.h"
+
+
+static atomic_int g_initialized;
+
+pcclResult_t pcclInit(void) {
+    atomic_store(&g_initialized, 1);
+    return pcclSuccess;
+}
+
+int pccl__initialized(void) { return atomic_load(&g_initialized); }
+
+const char *pcclResultString(pcclResult_t r) {
+    if (r == pcclExtRunShutDown) return "the master ended the run (shut down)";
+    switch (r) {
+#define PCCL_RESULT_STR_(name, value, text) case name: return text;
+        PCCL_RESULT_MAP(PCCL_RESULT_STR_)
+#undef PCCL_RESULT_STR_
+    }
+    return "unknown result code";
+}
+
+pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info) {
+    if (!info) return pcclInvalidArgument;
+#ifdef PCCL_HAS_CUDA
+    info->has_cuda_support = true;
+#else
+    info->has_cuda_support = false;
+#endif
+    return pcclSuccess;
+}
+
+int comm_env_int(const char *name, int def, int min, int max) {
+    const char *s = getenv(name);
+    if (!s || !*s) return def;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < min || v > max) {
+        PLOG_WARN("pccl", "ignoring %s=%s (expected an integer in [%d, %d])", name, s, min, max);
+        return def;
+    }
+    return (int)v;
+}
+
+void comm_inbox_clear(pcclComm_t *c) {
+    while (c->inbox_head) {
+        inbox_item_t *it = c->inbox_head;
+        c->inbox_head = it->next;
+        wire_msg_free(&it->msg);
+        free(it);
+    }
+    c->inbox_tail = NULL;
+}
+
+/* ---------- control connection ---------- */
+
+void comm_cv_wait_50ms(pcclComm_t *c) { comm_cond_wait_50ms(c, &c->cv); }
+
+void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) { cond_wait_50ms(cv, &c->mu); }
+
+void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void comm_close_master_locked(pcclComm_t *c) {
+    if (c->master_fd >= 0) close(c->master_fd);
+    c->master_fd = -1;
+    sec_link_free(c->master_link);
+    c->master_link = NULL;
+}
+
+int comm_cancelled(const pcclComm_t *c) { return atomic_load(&c->stopping) || atomic_load(&c->shutting_down); }
+
+int comm_cancel_fn(void *arg) { return comm_cancelled(arg); }
+
+void comm_note_shutdown(pcclComm_t *c, const char *reason) {
+    atomic_store(&c->shut_down, 1);
+    PLOG_WARN(c->log_name, "the run was shut down by the master: %s", reason[0] ? reason : "no reason given");
+}
+
+pcclResult_t comm_lost_result(const pcclComm_t *c) {
+    return atomic_load(&c->shut_down) ? pcclExtRunShutDown : pcclMasterConnectionFailed;
+}
+
+void comm_pause(pcclComm_t *c, int ms) {
+    uint64_t until = net_now_ms() + (uint64_t)(ms > 0 ? ms : 0);
+    pthread_mutex_lock(&c->mu);
+    while (!comm_cancelled(c) && net_now_ms() < until) comm_cv_wait_50ms(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int comm_begin(pcclComm_t *c, unsigned *epoch) {
+    /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader.
+     * A peer that is leaving starts nothing new (its votes would not be sent). */
+    uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
+    pthread_mutex_lock(&c->mu);
+    while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !comm_cancelled(c) &&
+           net_now_ms() < deadline)
+        comm_cv_wait_50ms(c);
+    int rc = atomic_load(&c->master_lost) || comm_cancelled(c) || atomic_load(&c->master_down) ? COMM_LOST : COMM_OK;
+    *epoch = atomic_load(&c->master_epoch);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+/* The votes of the operation kinds: after LEAVE the master kicks a peer for any of them. */
+static int is_vote(uint16_t type) {
+    return type == C2M_UPDATE_TOPOLOGY || type == C2M_PEERS_PENDING || type == C2M_SYNC_SHARED_STATE ||
+           type == C2M_COLL_INIT || type == C2M_OPTIMIZE_TOPOLOGY;
+}
+
+int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
+    if (atomic_load(&c->master_lost)) return COMM_LOST;
+    pthread_mutex_lock(&c->send_mu);
+    /* leaving is set under send_mu before LEAVE goes out, so no vote follows it on the wire. */
+    if (atomic_load(&c->leaving) && is_vote(m->type)) {
+        pthread_mutex_unlock(&c->send_mu);
+        return COMM_LOST;
+    }
+    int rc = COMM_RESTARTED;
+    /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
+     * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
+    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
+                   m->type == C2M_LEAVE;
+    if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
+        rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
+        /* A master that stopped reading: make the reader notice now rather than at its next read. */
+        if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&c->send_mu);
+    if (rc != COMM_OK && rc != COMM_RESTARTED)
+        PLOG_WARN(c->log_name, "sending %s to the master failed", wire_type_name(m->type));
+    return rc;
+}
+
+void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]) {
+    /* under mu: the p2p acceptor's threads read the uuid (comm_uuid) while the master's welcome sets it */
+    pthread_mutex_lock(&c->mu);
+    memcpy(c->uuid, uuid, 16);
+    pthread_mutex_unlock(&c->mu);
+    snprintf(c->log_name, sizeof c->log_name, "peer:%02x%02x%02x%02x", uuid[0], uuid[1], uuid[2], uuid[3]);
+}
+
+void comm_uuid(pcclComm_t *c, uint8_t out[16]) {
+    pthread_mutex_lock(&c->mu);
+    memcpy(out, c->uuid, 16);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n) {
+    uint8_t(*copy)[16] = n ? malloc((size_t)n * 16) : NULL;
+    if (n && !copy) return;
+    if (n) memcpy(copy, ring, (size_t)n * 16);
+    pthread_mutex_lock(&c->mu);
+    free(c->last_ring);
+    c->last_ring = copy;
+    c->last_nring = n;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, uint32_t n) {
+    wire_tensor_t *copy = n ? malloc((size_t)n * sizeof *copy) : NULL;
+    if (n && !copy) return;
+    if (n) memcpy(copy, t, (size_t)n * sizeof *copy);
+    pthread_mutex_lock(&c->mu);
+    free(c->last_tensors);
+    c->last_tensors = copy;
+    c->last_ntensors = n;
+    c->has_revision = 1;
+    c->last_revision = revision;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
+    pthread_mutex_lock(&c->mu);
+    c->world = *w;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
+    uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        /* The inbox was emptied when the epoch moved: nothing in it answers this wait any more. */
+        if (atomic_load(&c->master_epoch) != epoch && !atomic_load(&c->master_lost)) {
+            pthread_mutex_unlock(&c->mu);
+            return COMM_RESTARTED;
+        }
+        inbox_item_t *prev = NULL;
+        for (inbox_item_t *it = c->inbox_head; it; prev = it, it = it->next) {
+            int match = 0;
+            for (int i = 0; i < ntypes; i++) match |= it->msg.type == types[i];
+            if (!match) continue;
+            if (prev) prev->next = it->next;
+            else c->inbox_head = it->next;
+            if (c->inbox_tail == it) c->inbox_tail = prev;
+            *msg = it->msg;
+            free(it);
+            pthread_mutex_unlock(&c->mu);
+            return 0;
+        }
+        if (atomic_load(&c->master_lost)) {
+            pthread_mutex_unlock(&c->mu);
+            return COMM_LOST;
+        }
+        if (timeout_ms >= 0) {
+            uint64_t now = net_now_ms();
+            if (now >= deadline) {
+                pthread_mutex_unlock(&c->mu);
+                return COMM_TIMEOUT;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t left = deadline - now;
+            ts.tv_sec += (time_t)(left / 1000);
+            ts.tv_nsec += (long)(left % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        } else {
+            pthread_cond_wait(&c->cv, &c->mu);
+        }
+    }
+}
+
+pcclResult_t comm_check_ready(const pcclComm_t *c) {
+    if (!pccl__initialized()) return pcclNotInitialized;
+    if (!c) return pcclInvalidArgument;
+    if (atomic_load(&c->leaving)) return pcclInvalidUsage;
+    /* A peer waiting to be accepted again after a master restart is in no ring yet. */
+    if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
+    if (atomic_load(&c->master_lost)) return comm_lost_result(c);
+    return pcclSuccess;
+}
+
+/* Connects within timeout_ms. "No route" errors are retried until then: a link that is coming up
+ * (ARP not yet resolved, interface just restored) answers them for a moment. A refused connection
+ * means nobody listens there and fails at once. */
+static int connect_retrying(pcclComm_t *c, int timeout_ms) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        uint64_t now = net_now_ms();
+        net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+        int fd = net_connect_cancellable(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1,
+                                         &cancel);
+        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
+        int e = errno;
+        if (net_now_ms() + 100 >= deadline) {
+            errno = e;
+            return -1;
+        }
+        comm_pause(c, 100);
+        if (comm_cancelled(c)) {
+            errno = ECANCELED;
+            return -1;
+        }
+    }
+}
+
+/* The master's proof of the key, and whether it encrypts: a peer learns that here and uses it for
+ * its p2p connections, so a restarted master must announce the same. On failure errno tells
+ * whether another try may work: EACCES (a refused proof, a changed encryption) never does;
+ * ECONNRESET (the master closed the handshake: restarting, or its gate), ETIME (no answer) or ECANCELED. */
+static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
+    sec_hs_t hs;
+    sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
+    char err[160] = "handshake: cannot start";
+    int first = !atomic_load(&c->registered), why = EACCES;
+    net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+    int started = sec_hs_start(&hs, &c->sec, &p) == 0;
+    int rc = started && sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err) == 0
+                 ? 0 : -1;
+    if (rc != 0 && started && !hs.err[0]) {
+        /* The master did not finish it: no proof was refused. */
+        why = comm_cancelled(c) ? ECANCELED : strstr(err, "no answer") ? ETIME : ECONNRESET;
+        PLOG_INFO(c->log_name, "master %s", err);
+    } else if (rc != 0) {
+        PLOG_ERROR(c->log_name, "master %s", err);
+    } else if (!first && hs.session.encrypt != c->sec.encrypt) {
+        PLOG_ERROR(c->log_name, "the restarted master %s encryption; this peer's run cannot go on",
+                   hs.session.encrypt ? "turned on" : "turned off");
+        rc = -1;
+    } else {
+        c->sec.encrypt = hs.session.encrypt;
+        if (hs.session.encrypt && !(*link = sec_link_new(&hs.session))) rc = -1;
+    }
+    if (started) sec_hs_wipe(&hs);
+    if (rc != 0) errno = why;
+    return rc;
+}
+
+int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link) {
+    *link = NULL;
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    int fd = connect_retrying(c, timeout_ms);
+    if (fd < 0) return fd;
+    if (c->sec.keyed && handshake_master(c, fd, link) != 0) {
+        close(fd);
+        return -1;
+    }
+    uint64_t now = net_now_ms();
+    /* The master's first message: the nonce HELLO or RESUME signs (comm_identity.c). */
+    if (comm_read_challenge(c, fd, *link, now < deadline ? (int)(deadline - now) : 1) != 0) {
+        int e = errno; /* EACCES refused, ETIME silent, ECONNRESET closed (comm_read_challenge) */
+        sec_link_free(*link);
+        *link = NULL;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}

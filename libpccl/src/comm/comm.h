@@ -1,0 +1,249 @@
+/*
+ * comm.h - the communicator (struct pcclComm_t) and what its parts share.
+ *
+ * Threads of one communicator:
+ *  - the user's threads: phase calls one at a time, collectives and
+ *    attribute reads from any thread (the rules are in pccl.h);
+ *  - the control reader (comm.c): reads master packets, routes collective
+ *    messages to their operation by tag, everything else to the inbox;
+ *  - the heartbeat thread (comm.c): a HEARTBEAT to the master every
+ *    PCCL_HEARTBEAT_MS so a hung peer is told apart from a busy one;
+ *  - the p2p acceptor (p2p.c): accepts ring connections and shared-state requests;
+ *  - all-reduce workers (allreduce.c): a pool created lazily, one thread per
+ *    concurrently running async all-reduce, parked between operations and
+ *    joined on destroy; the blocking pcclAllReduce runs on the caller's thread;
+ *  - one short-lived server thread per shared-state request (shared_state.c).
+ * Locking: mu guards the inbox, ops list, work queue, world and flags; p2p.mu
+ * guards the connection table. Never hold mu while doing network I/O.
+ * Wake-ups: cv is for inbox waiters and the heartbeat only; each all-reduce has
+ * its own condition variable (signalled by the reader for that op's messages)
+ * and the worker pool has work_cv, so a collective message wakes one thread.
+ */
+#ifndef PCCL_COMM_H
+#define PCCL_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "sec/sec.h"
+#include "pccl.h"
+
+typedef struct inbox_item {
+    wire_msg_t msg;
+    struct inbox_item *next;
+} inbox_item_t;
+
+/* A p2p connection; refcounted because ops hold it while the table may replace it. */
+typedef struct p2p_conn {
+    int fd;
+    sec_link_t *link; /* AEAD stream when the run encrypts, else NULL */
+    int refs;
+    int dead;
+    int dir; /* P2P_TX (we connected to uuid) or P2P_RX (uuid connected to us) */
+    uint8_t uuid[16];
+    uint32_t slot;
+    int pipe[2];  /* TX: the ring's splice pipe (p2p_tx_pipe), valid when has_pipe */
+    int has_pipe; /* 0 not tried, 1 open, -1 unavailable */
+    int same_host;   /* TX: the successor runs on this host */
+    int notsent_cap; /* TX: TCP_NOTSENT_LOWAT now set on fd in bytes; 0: the kernel's default */
+    int rcv_bound;   /* RX: 1 SO_RCVBUF bounded for good (p2p_bound_rx), -1 the peer is remote */
+    struct p2p_conn *next;
+} p2p_conn_t;
+
+enum { P2P_TX = 0, P2P_RX = 1 };
+
+typedef struct p2p_state {
+    int listen_fd;
+    uint16_t port;
+    pthread_t acceptor;
+    int acceptor_started;
+    int wake_pipe[2]; /* wakes the acceptor for shutdown */
+    /* Serves a shared-state request on an accepted connection (ss/, set at creation: the layer above
+     * p2p/ that owns the state); takes fd and link (the AEAD stream when the run encrypts, else NULL). */
+    void (*serve_ss)(pcclComm_t *c, sec_link_t *link, int fd);
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* signalled when an RX connection arrives */
+    p2p_conn_t *conns;
+    wire_peer_t *peers; /* own group's peers in ring order (addresses) */
+    uint32_t npeers;
+    uint32_t local_peers; /* peers of the group on this host, this one included */
+    atomic_int handlers; /* live shared-state and probe server threads (at most P2P_SERVERS_MAX) */
+} p2p_state_t;
+
+struct pccl_op;
+
+/* Shared state being served while this peer is inside pcclSynchronizeSharedState. */
+typedef struct ss_serving {
+    pcclSharedState_t *state;
+    int refs;
+    atomic_uint_fast64_t tx_bytes;
+    int fds[16]; /* the connections of the servers holding a ref (at most P2P_SERVERS_MAX), -1 free: a leave
+                  * shuts them down so the sync need not wait for a stalled requester */
+} ss_serving_t;
+
+#define FAILED_OPS_MAX 256
+
+struct pcclComm_t {
+    pcclCommCreateParams_t params;
+    uint32_t pool_size;
+    int timeout_ms;         /* silent-peer timeout for p2p I/O */
+    int connect_timeout_ms; /* master connect + handshake */
+    /* Where other peers reach this one (comm_addr.c): the p2p listening port (PCCL_P2P_PORT; 0: an ephemeral
+     * one) and the advertised address (PCCL_ADVERTISE_ADDRESS; adv.port 0: the listening port). */
+    uint16_t p2p_listen_port;
+    int has_adv;
+    ccoip_socket_address_t adv;
+
+    int master_fd;
+    sec_link_t *master_link; /* AEAD stream of master_fd when the run encrypts, else NULL */
+    pthread_mutex_t send_mu; /* one writer at a time on master_fd */
+    pthread_t reader;
+    int reader_started;
+    pthread_t heartbeat;
+    int heartbeat_started;
+    int heartbeat_ms;
+    int local_notsent_bytes; /* unsent-bytes cap of same-host ring sends (p2p_pace_tx); 0: none */
+    int ncpus;               /* CPUs this process may run on */
+    int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
+    int zerocopy_every_edge; /* 0: same-host edges follow the host's CPUs per local peer (p2p_splice_min) */
+    /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
+     * pcclConnect and read-only afterwards. */
+    sec_cfg_t sec;
+    atomic_int connected, accepted, master_lost, shutting_down;
+    /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
+     * epoch is never sent, and a wait that began in one ends when it moves. master_down is set
+     * while reconnecting, for at most reconnect_ms (PCCL_MASTER_RECONNECT_MS; 0: a lost master ends
+     * the run). registered: the master welcomed this peer, so it may re-register. rejoining: the
+     * restarted master rebuilt the run without this peer; it waits, as a newcomer, to be accepted
+     * again at the next pcclUpdateTopology. */
+    atomic_uint master_epoch;
+    atomic_int master_down, registered, rejoining;
+    /* Departure (leave.c): leaving once LEAVE is about to go out (the reader then takes the master's
+     * close as the end, not as an outage to reconnect through), left once it went out; kicked when the
+     * master sent KICK. */
+    atomic_int leaving, left, kicked;
+    /* Stopping (leave.c): connecting once pcclConnect began (until it fails); stopping once pcclExtLeave
+     * was called, from any thread: every wait of the library ends (connects, the reconnect loop, waits
+     * for a lost master, shared-state transfers), and votes are no longer sent. shut_down: the master
+     * ended the run (SHUTDOWN): calls return pcclExtRunShutDown and nobody reconnects. */
+    atomic_int connecting, stopping, shut_down;
+    int reconnect_ms;
+    int connect_retry_ms; /* PCCL_CONNECT_RETRY_MS: how long pcclConnect retries an unreachable master */
+    uint64_t down_since_ms;
+    uint8_t uuid[16];  /* derived from ident's public key; the master's WELCOME confirms it */
+    char log_name[24]; /* "peer:xxxxxxxx" */
+    /* Who this peer is (comm_identity.c): its key pair (PCCL_IDENTITY_FILE, pcclExtCommSetIdentityFile, or made
+     * at creation) and name (PCCL_NAME, pcclExtCommSetName, or the host name); set before pcclConnect. */
+    ident_t ident;
+    char name[IDENT_NAME_MAX + 1];
+    uint8_t master_nonce[IDENT_NONCE_BYTES]; /* the CHALLENGE of the current control connection */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    inbox_item_t *inbox_head, *inbox_tail;
+    struct pccl_op *ops;
+    /* all-reduce worker pool (allreduce.c), guarded by mu */
+    pthread_cond_t work_cv;               /* queued work or stop */
+    struct pccl_op *work_head, *work_tail; /* launched async ops not yet picked up */
+    uint32_t work_queued, workers_idle, nworkers, workers_cap;
+    pthread_t *workers;
+    int workers_stop;
+    struct pccl_op *op_free; /* recycled op records (keep their eventfd and condvar) */
+    uint32_t nop_free;
+    wire_world_t world;
+    ss_serving_t *serving;
+
+    p2p_state_t p2p;
+    bufpool_t buffers; /* staging and backup buffers of all-reduces */
+
+    /* What this peer tells a restarted master (guarded by mu): its group's ring as last seen,
+     * the revision and entries of its last completed sync. */
+    uint8_t (*last_ring)[16];
+    uint32_t last_nring;
+    int has_revision;
+    uint64_t last_revision;
+    wire_tensor_t *last_tensors;
+    uint32_t last_ntensors;
+    /* Commenced all-reduces that failed here, newest last (a ring of FAILED_OPS_MAX, guarded by mu):
+     * a RESUME lists those of the lost master as unfinished, since it may not have read their failure. */
+    struct { uint64_t tag, op_seq; unsigned epoch; } failed_ops[FAILED_OPS_MAX];
+    uint32_t nfailed_ops;
+};
+
+/* Whether the communicator's waits must end: pcclExtLeave was called, or it is being destroyed. */
+int comm_cancelled(const pcclComm_t *c);
+/* net_cancel_t callback of comm_cancelled (arg: the communicator). */
+int comm_cancel_fn(void *arg);
+/* SHUTDOWN arrived: the run is over (logged with the master's reason). */
+void comm_note_shutdown(pcclComm_t *c, const char *reason);
+/* What a call returns when the run ended for this peer: pcclExtRunShutDown after SHUTDOWN, else
+ * pcclMasterConnectionFailed. */
+pcclResult_t comm_lost_result(const pcclComm_t *c);
+/* Waits on cv until ms passed or comm_cancelled (caller holds nothing). */
+void comm_pause(pcclComm_t *c, int ms);
+/* The first registration of pcclConnect (connect.c): connects, proves the key, sends HELLO and reads
+ * the WELCOME, retrying an unreachable master for connect_retry_ms. pcclSuccess (master_fd is
+ * registered; no thread reads it yet), or the result pcclConnect returns. */
+pcclResult_t comm_register_first(pcclComm_t *c);
+
+/* Return codes of comm_send / comm_wait / comm_begin. */
+enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
+
+/*
+ * Waits until the master connection is up (while it is re-established, at most the reconnect
+ * window) and gives its epoch: an operation sends and waits within one epoch.
+ * @return COMM_OK, or COMM_LOST (the master is gone for good or the peer is shutting down).
+ */
+int comm_begin(pcclComm_t *c, unsigned *epoch);
+/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
+void comm_cv_wait_50ms(pcclComm_t *c);
+/* The same on another condition variable used with mu (an op's). */
+void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv);
+/* The same on any condition variable and its mutex. */
+void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
+/* Closes the master connection and frees its link (caller holds send_mu). */
+void comm_close_master_locked(pcclComm_t *c);
+/* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
+int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
+/*
+ * Waits for the next inbox message whose type is one of types[0..ntypes).
+ * timeout_ms < 0 waits until the master connection is lost.
+ * @return COMM_OK (msg filled, caller frees), COMM_LOST, COMM_TIMEOUT, or COMM_RESTARTED when the
+ *         master connection of epoch was lost (a restarted master knows nothing of the request).
+ */
+int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
+/* Drops every queued master message (caller holds mu). */
+void comm_inbox_clear(pcclComm_t *c);
+/* Sets this peer's identity (and the log name derived from it). */
+void comm_set_uuid(pcclComm_t *c, const uint8_t uuid[16]);
+/* A copy of this peer's uuid, for threads other than the caller's and the reader (the acceptor's). */
+void comm_uuid(pcclComm_t *c, uint8_t out[16]);
+/* Records the group's ring (uuids in order) for a later RESUME. */
+void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n);
+/* Records a completed sync (revision and the entries voted) for a later RESUME. */
+void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, uint32_t n);
+/* Connects to the master within timeout_ms and, in a keyed run, runs the handshake; the fd (and
+ * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
+int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
+/* Sets c's identity from PCCL_IDENTITY_FILE (or a fresh key pair) and its name from PCCL_NAME (or the host
+ * name) at creation. @return 0, or -1 (logged). */
+int comm_identity_init(pcclComm_t *c);
+/* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
+ * @return 0, or -1 (logged; errno EACCES: refused or not a CHALLENGE; ETIME: nothing came; ECONNRESET: closed). */
+int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms);
+/* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or -1. */
+int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m);
+void comm_set_world(pcclComm_t *c, const wire_world_t *w);
+/* pcclInit was called. */
+int pccl__initialized(void);
+/* Checks common preconditions of main-thread API calls. */
+pcclResult_t comm_check_ready(const pcclComm_t *c);
+int comm_env_int(const char *name, int def, int min, int max);
+/* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -1 (logged) when one is malformed or does not resolve. */
+int comm_addr_from_env(pcclComm_t *c);
+/* What HELLO and RESUME announce: the port other peers dial, and the address when one is advertised. */
+void comm_addr_announce(const pcclComm_t *c, uint16_t *port, uint8_t *has_adv, ccoip_inet_address_t *adv_ip);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * connect.c - a peer's first registration with its master (pcclConnect): connect,
+ * prove the run key, CHALLENGE, the signed HELLO, WELCOME. A master that is not there yet (refused,
+ * reset, closed during the handshake or before its WELCOME, no route, no answer
+ * to the connect) is tried again with exponential backoff and jitter for
+ * PCCL_CONNECT_RETRY_MS, each wait logged, so that peers started with their
+ * master (or before it) join instead of failing. A master that refuses this
+ * peer (KICK: another version, no key; a proof of the key that fails), ends the
+ * run (SHUTDOWN) or accepts a connection and never answers, fails at once.
+ * pcclExtLeave and pcclDestroyCommunicator end the waits, the connect and the
+ * handshake at once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "base/base.h"
+#include "pccl_leave.h"
+
+/* Backoff between attempts: doubling from the first to the last, each wait drawn from [d/2, d]. */
+#define CONNECT_BACKOFF_FIRST_MS 250
+#define CONNECT_BACKOFF_MAX_MS 5000
+
+enum { TRY_OK = 0, TRY_AGAIN = 1, TRY_FAILED = -1 };
+
+/* Whether a failed connect (errno) may succeed later: nobody listens yet, the master restarts, the
+ * route comes up (ETIMEDOUT: no answer to the connect). A refused proof of the key (EACCES) or a
+ * master that accepted but never answers (ETIME) is a configuration to fix, not a wait. */
+static int retryable(int e) {
+    return e == ECONNREFUSED || e == ECONNRESET || e == ECONNABORTED || e == EPIPE || e == EHOSTUNREACH ||
+           e == ENETUNREACH || e == ETIMEDOUT;
+}
+
+static void drop_fd(pcclComm_t *c) {
+    pthread_mutex_lock(&c->send_mu);
+    comm_close_master_locked(c);
+    pthread_mutex_unlock(&c->send_mu);
+}
+
+/* Reads the master's answer to HELLO. TRY_OK registered; TRY_AGAIN the connection closed first;
+ * TRY_FAILED refused, the run is over, silence past the timeout, or a protocol error. */
+static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
+    wire_msg_t m;
+    char err[160];
+    uint64_t t0 = net_now_ms();
+    if (link_recv_msg(c->master_link, c->master_fd, &m, err, sizeof err) != 0) {
+        /* The receive timeout is the connect timeout: a master that accepts and never answers is no wait. */
+        int silent = net_now_ms() - t0 + 50 >= (uint64_t)c->connect_timeout_ms;
+        if (silent)
+            snprintf(why, whylen, "it accepted the connection but did not answer within %d ms (PCCL_CONNECT_TIMEOUT_MS)",
+                     c->connect_timeout_ms);
+        else
+            snprintf(why, whylen, "it closed the connection before welcoming this peer (%s)", err);
+        return silent || comm_cancelled(c) ? TRY_FAILED : TRY_AGAIN;
+    }
+    int rc = TRY_FAILED;
+    switch (m.type) {
+    case M2C_WELCOME:
+        comm_set_uuid(c, m.u.welcome.uuid);
+        pthread_mutex_lock(&c->send_mu); /* pcclExtLeave decides under send_mu whether LEAVE can go out */
+        atomic_store(&c->registered, 1);
+        pthread_mutex_unlock(&c->send_mu);
+        rc = TRY_OK;
+        break;
+    case M2C_KICK:
+        atomic_store(&c->kicked, 1);
+        snprintf(why, whylen, "it refused this peer: %s", m.u.kick.reason);
+        break;
+    case M2C_SHUTDOWN:
+        comm_note_shutdown(c, m.u.kick.reason);
+        snprintf(why, whylen, "the run was shut down");
+        break;
+    default:
+        snprintf(why, whylen, "it answered HELLO with %s", wire_type_name(m.type));
+        break;
+    }
+    wire_msg_free(&m);
+    return rc;
+}
+
+/* One attempt within timeout_ms: TRY_OK, TRY_AGAIN or TRY_FAILED, with the reason in why. */
+static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen) {
+    sec_link_t *link = NULL;
+    int fd = comm_connect_master(c, timeout_ms, &link);
+    if (fd < 0) {
+        int e = errno; /* comm_connect_master: ECONNRESET closed before its CHALLENGE, ETIME silent */
+        if (e == EACCES) snprintf(why, whylen, "the handshake failed (see above)");
+        else if (e == ECONNRESET) snprintf(why, whylen, "it closed the connection before welcoming this peer");
+        else if (e == ETIME)
+            snprintf(why, whylen, "it accepted the connection but did not answer within %d ms (PCCL_CONNECT_TIMEOUT_MS)",
+                     timeout_ms);
+        else snprintf(why, whylen, "%s", strerror(e));
+        return retryable(e) && !comm_cancelled(c) ? TRY_AGAIN : TRY_FAILED;
+    }
+    /* Published under send_mu so that pcclExtLeave and pcclDestroyCommunicator can end the wait below. */
+    pthread_mutex_lock(&c->send_mu);
+    c->master_fd = fd;
+    c->master_link = link;
+    int cancelled = comm_cancelled(c);
+    pthread_mutex_unlock(&c->send_mu);
+    if (cancelled) {
+        snprintf(why, whylen, "cancelled");
+        return TRY_FAILED;
+    }
+    net_set_timeouts(fd, c->connect_timeout_ms);
+    wire_msg_t hello = {.type = C2M_HELLO};
+    hello.u.hello.magic = WIRE_MAGIC;
+    hello.u.hello.version = WIRE_VERSION;
+    hello.u.hello.peer_group = c->params.peer_group;
+    comm_addr_announce(c, &hello.u.hello.p2p_port, &hello.u.hello.has_adv, &hello.u.hello.adv_ip);
+    hello.u.hello.pool_size = c->pool_size;
+    if (comm_send_signed(c, fd, c->master_link, &hello) != 0) {
+        snprintf(why, whylen, "sending HELLO failed: %s", strerror(errno));
+        return comm_cancelled(c) ? TRY_FAILED : TRY_AGAIN;
+    }
+    return await_welcome(c, why, whylen);
+}
+
+/* A wait of about d ms: uniform in [d/2, d], so peers started together spread their attempts. */
+static int jitter(int d) {
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (uint32_t)net_now_ms() * 2654435761u;
+    return d / 2 + (int)(r % (uint32_t)(d / 2 + 1));
+}
+
+pcclResult_t comm_register_first(pcclComm_t *c) {
+    char where[ADDR_STRLEN], why[400] = "";
+    addr_str(&c->params.master_address, where);
+    uint64_t start = net_now_ms(), deadline = start + (uint64_t)c->connect_retry_ms;
+    int delay = CONNECT_BACKOFF_FIRST_MS;
+    for (int attempt = 1;; attempt++) {
+        uint64_t now = net_now_ms();
+        /* The first attempt gets the whole connect timeout; later ones what is left of the window. */
+        int timeout = c->connect_timeout_ms;
+        if (attempt > 1 && deadline - now < (uint64_t)timeout) timeout = (int)(deadline - now) > 100 ? (int)(deadline - now) : 100;
+        int rc = try_register(c, timeout, why, sizeof why);
+        if (rc == TRY_OK) return pcclSuccess;
+        drop_fd(c);
+        if (comm_cancelled(c)) {
+            PLOG_INFO(c->log_name, "connecting to the master at %s: cancelled", where);
+            return pcclMasterConnectionFailed;
+        }
+        now = net_now_ms();
+        if (rc == TRY_FAILED || now >= deadline) {
+            if (atomic_load(&c->shut_down)) return pcclExtRunShutDown;
+            if (rc == TRY_AGAIN && attempt > 1)
+                PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s (gave up after %d attempts in %.1f s, "
+                           "PCCL_CONNECT_RETRY_MS)", where, why, attempt, (double)(now - start) / 1000.0);
+            else
+                PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s", where, why);
+            return pcclMasterConnectionFailed;
+        }
+        int wait = jitter(delay);
+        if ((uint64_t)wait > deadline - now) wait = (int)(deadline - now);
+        PLOG_WARN(c->log_name, "the master at %s is not reachable (%s); attempt %d, next in %.1f s, giving up in %.0f s",
+                  where, why, attempt, wait / 1000.0, (double)(deadline - now) / 1000.0);
+        comm_pause(c, wait);
+        delay = delay * 2 > CONNECT_BACKOFF_MAX_MS ? CONNECT_BACKOFF_MAX_MS : delay * 2;
+    }
+}

@@ -1,0 +1,33 @@
+/*
+ * allreduce.h - all-reduce operations of a communicator (internal).
+ *
+ * An operation runs on the caller's thread (pcclAllReduce) or on a worker of
+ * the communicator's pool (pcclAllReduceAsync, whose launch only queues it):
+ * it votes COLL_INIT, waits for COMMENCE (which names the ring and the
+ * connection slot), runs the ring, reports COLL_DONE and keeps a backup of the
+ * caller's receive buffer until the master confirms COMPLETE for everyone; on
+ * ABORT (any peer failed) the buffer is restored, so a retry starts from the
+ * same input.
+ */
+#ifndef PCCL_ALLREDUCE_H
+#define PCCL_ALLREDUCE_H
+
+#include "comm/comm.h"
+
+/* Called by the control reader: takes msg if it belongs to an operation (returns 1). */
+int allreduce_route(pcclComm_t *c, wire_msg_t *msg);
+/* Signals every operation to stop (master lost / destroy). */
+void allreduce_abort_all(pcclComm_t *c);
+/* For a RESUME (caller holds mu): the all-reduces of the lost master (the epoch before the current
+ * one) that have no verdict: finished 1 for those whose ring finished (they wait for the verdict),
+ * 0 for those that commenced and did not finish. *out is malloc'd (NULL when none).
+ * @return the count, or -1 when out of memory. */
+int allreduce_unsettled_locked(pcclComm_t *c, wire_op_outcome_t **out);
+/* The registration was answered and no verdict came for an op still waiting: it restores. */
+void allreduce_settle_unanswered(pcclComm_t *c);
+/* Operations launched and not yet awaited (no shared-state sync or topology change while there are any). */
+int comm_ops_outstanding(pcclComm_t *c);
+/* Awaits every async operation, then stops and joins the worker pool (destroy). */
+void allreduce_join_all(pcclComm_t *c);
+
+#endif

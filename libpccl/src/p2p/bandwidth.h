@@ -1,0 +1,45 @@
+/*
+ * bandwidth.h - point-to-point bandwidth measurement (internal).
+ *
+ * Sub-protocol on a p2p connection after the hello of kind P2P_KIND_BENCH:
+ *   client -> server: u8 direction (BW_CLIENT_SENDS or BW_SERVER_SENDS), u32 duration in ms
+ *   the sender streams bytes as fast as it can for that long, then half-closes;
+ *   the receiver counts bytes from the first to the last one; if the server was
+ *   the receiver it answers u64 bytes, u64 nanoseconds.
+ * Measuring at the receiver excludes the time the sender spends filling socket
+ * buffers. The result is in Mbit/s (10^6 bits per second).
+ */
+#ifndef PCCL_BANDWIDTH_H
+#define PCCL_BANDWIDTH_H
+
+#include <stdint.h>
+
+#include "sec/sec.h"
+
+enum { BW_CLIENT_SENDS = 1, BW_SERVER_SENDS = 2 };
+#define BW_MAX_DURATION_MS 60000
+
+typedef struct bw_result {
+    uint64_t bytes;
+    uint64_t ns;
+    double mbps;
+} bw_result_t;
+
+/*
+ * Measures one direction over `streams` parallel connections to `to`
+ * (a pccl peer's p2p port or a `pccl bench-bandwidth --server`).
+ * uuid identifies the caller in the hello. In a keyed run (sec, which may be NULL) the
+ * connections prove the key and must reach peer_uuid. Bounded by duration_ms + timeout_ms.
+ * @return 0 and *out (summed over streams), or -1.
+ */
+int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
+               const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
+               bw_result_t *out);
+
+/* Serves one BENCH connection whose introduction was already read (blocking, bounded by
+ * timeout_ms); link: the AEAD stream when the run encrypts, else NULL. A request for longer than
+ * max_ms, or for this side to send when may_send is 0, is refused; a client that keeps sending
+ * past its duration plus timeout_ms is cut off, so a probe is bounded in time and bytes. */
+void bw_serve_connection(sec_link_t *link, int fd, int timeout_ms, int max_ms, int may_send);
+
+#endif

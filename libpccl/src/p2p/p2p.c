@@ -1,0 +1,325 @@
+/* p2p.c - see p2p.h. */
+#include "p2p/p2p.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "p2p/p2p_hello.h"
+
+#define HANDSHAKE_TIMEOUT_MS SEC_HS_TIMEOUT_MS
+
+static void pipe_close(p2p_conn_t *k) {
+    if (k->has_pipe == 1) {
+        close(k->pipe[0]);
+        close(k->pipe[1]);
+    }
+}
+
+static void conn_free(p2p_conn_t *k) {
+    if (k->fd >= 0) close(k->fd);
+    sec_link_free(k->link);
+    pipe_close(k);
+    free(k);
+}
+
+/* Unlinks k from the table (caller holds mu) and drops the table's reference; the socket is
+ * shut down so any user wakes up. */
+static void unlink_only(pcclComm_t *c, p2p_conn_t *k) {
+    for (p2p_conn_t **pp = &c->p2p.conns; *pp; pp = &(*pp)->next)
+        if (*pp == k) {
+            *pp = k->next;
+            break;
+        }
+    k->next = NULL;
+    k->dead = 1;
+    shutdown(k->fd, SHUT_RDWR);
+}
+
+static void unlink_locked(pcclComm_t *c, p2p_conn_t *k) {
+    unlink_only(c, k);
+    if (--k->refs == 0) conn_free(k);
+}
+
+/* A pipe carries up to its capacity per vmsplice + splice pair: 1 MiB (the default unprivileged
+ * maximum) keeps the calls few; the default 64 KiB still pays. A user past pipe-user-pages-soft
+ * gets 2-page pipes, too small to beat send(): then no pipe (has_pipe -1, not retried). */
+#define TX_PIPE_BYTES (1 << 20)
+#define TX_PIPE_MIN_BYTES (64 << 10)
+const int *p2p_tx_pipe(p2p_conn_t *k) {
+    if (k->has_pipe == 0) {
+        k->has_pipe = pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) == 0 ? 1 : -1;
+        if (k->has_pipe == 1) {
+            (void)fcntl(k->pipe[1], F_SETPIPE_SZ, TX_PIPE_BYTES);
+            if (fcntl(k->pipe[1], F_GETPIPE_SZ) < TX_PIPE_MIN_BYTES) {
+                pipe_close(k);
+                k->has_pipe = -1;
+            }
+        }
+    }
+    return k->has_pipe == 1 ? k->pipe : NULL;
+}
+
+static p2p_conn_t *find_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, uint32_t slot) {
+    for (p2p_conn_t *k = c->p2p.conns; k; k = k->next)
+        if (k->dir == dir && k->slot == slot && memcmp(k->uuid, uuid, 16) == 0) return k;
+    return NULL;
+}
+
+void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot) {
+    p2p_conn_t *k = calloc(1, sizeof *k);
+    if (!k) {
+        close(fd);
+        sec_link_free(link);
+        return;
+    }
+    k->fd = fd;
+    k->link = link;
+    k->refs = 1; /* the table's reference */
+    k->dir = dir;
+    k->slot = slot;
+    k->same_host = dir == P2P_TX && net_fd_same_host(fd);
+    memcpy(k->uuid, uuid, 16);
+    pthread_mutex_lock(&c->p2p.mu);
+    p2p_conn_t *old = find_locked(c, uuid, dir, slot);
+    if (old) unlink_locked(c, old); /* the other side reconnected: its old stream is dead */
+    k->next = c->p2p.conns;
+    c->p2p.conns = k;
+    pthread_cond_broadcast(&c->p2p.cv);
+    pthread_mutex_unlock(&c->p2p.mu);
+}
+
+/* Waits on p2p.cv for at most ms (a short slice: callers re-check their condition). */
+static void timedwait_ms(pcclComm_t *c, uint64_t ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)(ms * 1000000);
+    while (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+}
+
+int p2p_start(pcclComm_t *c) {
+    c->p2p.listen_fd = net_listen_any(c->p2p_listen_port, &c->p2p.port);
+    if (c->p2p.listen_fd < 0) return -1;
+    if (pipe2(c->p2p.wake_pipe, O_CLOEXEC) != 0) {
+        close(c->p2p.listen_fd);
+        c->p2p.listen_fd = -1;
+        return -1;
+    }
+    if (p2p_acceptor_start(c) != 0) {
+        close(c->p2p.listen_fd);
+        close(c->p2p.wake_pipe[0]);
+        close(c->p2p.wake_pipe[1]);
+        c->p2p.listen_fd = -1;
+        return -1;
+    }
+    c->p2p.acceptor_started = 1;
+    return 0;
+}
+
+void p2p_stop(pcclComm_t *c) {
+    if (c->p2p.acceptor_started) {
+        ssize_t w = write(c->p2p.wake_pipe[1], "x", 1);
+        (void)w;
+        pthread_join(c->p2p.acceptor, NULL);
+        c->p2p.acceptor_started = 0;
+        close(c->p2p.wake_pipe[0]);
+        close(c->p2p.wake_pipe[1]);
+    }
+    if (c->p2p.listen_fd >= 0) close(c->p2p.listen_fd);
+    c->p2p.listen_fd = -1;
+    /* Handlers hold bounded socket timeouts; wait for them to leave. */
+    uint64_t deadline = net_now_ms() + (uint64_t)c->timeout_ms + HANDSHAKE_TIMEOUT_MS;
+    while (atomic_load(&c->p2p.handlers) > 0 && net_now_ms() < deadline) usleep(1000);
+    pthread_mutex_lock(&c->p2p.mu);
+    while (c->p2p.conns) unlink_locked(c, c->p2p.conns);
+    free(c->p2p.peers);
+    c->p2p.peers = NULL;
+    c->p2p.npeers = 0;
+    pthread_mutex_unlock(&c->p2p.mu);
+}
+
+/* Peers of the group sharing this peer's address (any two 127/8 addresses are one host), this
+ * one included; 0 when this peer is not in the group. */
+static uint32_t count_local(const pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
+    const ccoip_inet_address_t *mine = NULL;
+    for (uint32_t i = 0; i < n && !mine; i++)
+        if (memcmp(peers[i].uuid, c->uuid, 16) == 0) mine = &peers[i].ip;
+    uint32_t local = 0;
+    for (uint32_t j = 0; mine && j < n; j++)
+        local += addr_ip_equal(&peers[j].ip, mine) || (addr_ip_is_loopback(&peers[j].ip) && addr_ip_is_loopback(mine));
+    return local;
+}
+
+void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
+    wire_peer_t *copy = n ? malloc(n * sizeof *copy) : NULL;
+    if (n && !copy) return;
+    if (n) memcpy(copy, peers, n * sizeof *copy);
+    uint32_t local = count_local(c, peers, n);
+    pthread_mutex_lock(&c->p2p.mu);
+    free(c->p2p.peers);
+    c->p2p.peers = copy;
+    c->p2p.npeers = n;
+    c->p2p.local_peers = local;
+    for (p2p_conn_t *k = c->p2p.conns, *next; k; k = next) {
+        next = k->next;
+        int known = 0;
+        for (uint32_t i = 0; i < n && !known; i++) known = memcmp(peers[i].uuid, k->uuid, 16) == 0;
+        if (!known) unlink_locked(c, k);
+    }
+    pthread_cond_broadcast(&c->p2p.cv); /* acceptors waiting for a newcomer to become a member */
+    pthread_mutex_unlock(&c->p2p.mu);
+}
+
+int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
+    int rc = -1;
+    pthread_mutex_lock(&c->p2p.mu);
+    for (uint32_t i = 0; i < c->p2p.npeers; i++)
+        if (memcmp(c->p2p.peers[i].uuid, uuid, 16) == 0) {
+            *out = c->p2p.peers[i];
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&c->p2p.mu);
+    return rc;
+}
+
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms,
+                       const net_cancel_t *cancel) {
+    pthread_mutex_lock(&c->p2p.mu);
+    p2p_conn_t *k = find_locked(c, uuid, P2P_TX, slot);
+    if (k) k->refs++;
+    pthread_mutex_unlock(&c->p2p.mu);
+    if (k) return k;
+
+    wire_peer_t peer;
+    if (p2p_lookup(c, uuid, &peer) != 0) return NULL;
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    p2p_intro_t me = {.kind = P2P_KIND_RING, .slot = slot};
+    memcpy(me.uuid, c->uuid, 16);
+    sec_link_t *link = NULL;
+    char err[160];
+    ccoip_socket_address_t to = wire_peer_addr(&peer);
+    int fd = p2p_dial(&to, &c->sec, &me, uuid, timeout_ms, cancel, &link, err, sizeof err);
+    if (fd < 0) {
+        char where[ADDR_STRLEN];
+        addr_str(&to, where);
+        PLOG_WARN(c->log_name, "p2p connection to %s failed: %s", where, err);
+        return NULL;
+    }
+    uint8_t ack = 0;
+    net_set_timeouts(fd, timeout_ms);
+    /* A stopped successor's kernel still completes the connect; only the ack tells, so its wait
+     * must end when the caller gives up (the round it serves has ended), not only at the deadline. */
+    if (net_wait_until(fd, POLLIN, deadline, cancel) != 1 || link_recv_all(link, fd, &ack, 1) != 0 ||
+        (ack != 1 && (errno = EPROTO))) {
+        PLOG_WARN(c->log_name, "p2p handshake with successor failed: %s",
+                  errno == ECANCELED ? "cancelled" : errno == ETIMEDOUT ? "no answer in time"
+                  : errno == EPROTO ? "bad answer" : "connection lost");
+        sec_link_free(link);
+        close(fd);
+        return NULL;
+    }
+    net_set_timeouts(fd, 0);
+    net_set_nonblock(fd, 1);
+    p2p_insert(c, fd, link, uuid, P2P_TX, slot);
+    pthread_mutex_lock(&c->p2p.mu);
+    k = find_locked(c, uuid, P2P_TX, slot);
+    if (k) k->refs++;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return k;
+}
+
+p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd) {
+    uint64_t deadline = net_now_ms() + (uint64_t)timeout_ms;
+    pthread_mutex_lock(&c->p2p.mu);
+    p2p_conn_t *k;
+    while (!(k = find_locked(c, uuid, P2P_RX, slot))) {
+        uint64_t now = net_now_ms();
+        if (now >= deadline || atomic_load(&c->shutting_down)) break;
+        if (abort_fd >= 0) {
+            struct pollfd p = {.fd = abort_fd, .events = POLLIN};
+            if (poll(&p, 1, 0) > 0) break;
+        }
+        /* Short waits so an abort is noticed promptly without a second wake-up channel. */
+        timedwait_ms(c, deadline - now < 20 ? deadline - now : 20);
+    }
+    if (k) k->refs++;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return k;
+}
+
+static uint64_t local_peer_count(pcclComm_t *c) {
+    pthread_mutex_lock(&c->p2p.mu);
+    uint64_t local = c->p2p.local_peers;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return local;
+}
+
+int p2p_local_peers_fit(pcclComm_t *c) {
+    return local_peer_count(c) <= (uint64_t)c->ncpus;
+}
+
+long p2p_splice_min(pcclComm_t *c, int same_host) {
+    if (c->zerocopy_min_bytes < 0) return -1;
+    if (c->zerocopy_every_edge || !same_host) return c->zerocopy_min_bytes;
+    uint64_t local = local_peer_count(c);
+    if (local > (uint64_t)c->ncpus) return -1;
+    if ((uint64_t)c->ncpus >= 2 * local && c->zerocopy_min_bytes > P2P_SPLICE_SPARE_MIN_BYTES)
+        return P2P_SPLICE_SPARE_MIN_BYTES;
+    return c->zerocopy_min_bytes;
+}
+
+int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
+    if (tx->link) return 0;
+    long min = p2p_splice_min(c, tx->same_host);
+    return min >= 0 && bytes >= (size_t)min;
+}
+
+/* A spliced send leaves the sender's pages in the receiver's queue, and an autotuned window lets
+ * megabytes of them wait there and go cold, so spliced same-host streams get a bounded window.
+ * Copied sends ran faster autotuned, and where the local peers
+ * outnumber the CPUs a receiver waits for a core while its sender goes on, so a small window would
+ * stall the sender (bench/analysis.md, "Same-host connections"). Only same-host streams are bounded
+ * (net_bound_local_rcvbuf), so the same-host threshold applies. */
+void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes) {
+    if (rx->rcv_bound || rx->link || !p2p_local_peers_fit(c)) return;
+    long min = p2p_splice_min(c, 1);
+    if (min < 0 || bytes < (size_t)min) return;
+    rx->rcv_bound = net_bound_local_rcvbuf(rx->fd) ? 1 : -1;
+}
+
+/* A sender that may queue megabytes ahead of its receiver copies them into socket buffers that
+ * have left the cache by the time a receiver on the same host reads them; capping unsent bytes
+ * makes each copy happen just before its transfer, with more local peers than CPUs too
+ * (bench/analysis.md, "Same-host connections"). */
+void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *k) {
+    int want = k->same_host && c->local_notsent_bytes > 0 ? c->local_notsent_bytes : 0;
+    if (want != k->notsent_cap && setsockopt(k->fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &want, sizeof want) == 0)
+        k->notsent_cap = want;
+}
+
+void p2p_release(pcclComm_t *c, p2p_conn_t *k, int kill) {
+    if (!k) return;
+    pthread_mutex_lock(&c->p2p.mu);
+    int drop = 1;
+    if (kill && !k->dead) {
+        unlink_only(c, k);
+        drop = 2; /* ours and the table's */
+    }
+    k->refs -= drop;
+    if (k->refs == 0) conn_free(k);
+    pthread_mutex_unlock(&c->p2p.mu);
+}

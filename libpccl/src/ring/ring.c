@@ -1,0 +1,400 @@
+/* ring.c - see ring.h. */
+#include "ring/ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "base/base.h"
+#include "pccl_kernels.h"
+
+#define RING_MAGIC 0x52494E47u /* "RING" */
+#define MAX_IO (4u << 20)
+
+typedef struct chunking {
+    size_t base, rem, esz;
+    uint32_t n;
+    uint32_t stripe, nstripes; /* this ring's slice of every chunk */
+} chunking_t;
+
+/* Chunk i's elements: where they start and how many. */
+static size_t whole_off(const chunking_t *c, uint32_t i) { return c->base * i + (i < c->rem ? i : c->rem); }
+static size_t whole_len(const chunking_t *c, uint32_t i) { return c->base + (i < c->rem ? 1 : 0); }
+/* Byte offset and length of this ring's slice of chunk i (the whole chunk unstriped). */
+static size_t chunk_off(const chunking_t *c, uint32_t i) {
+    size_t n = whole_len(c, i), b = n / c->nstripes, r = n % c->nstripes, s = c->stripe;
+    return (whole_off(c, i) + b * s + (s < r ? s : r)) * c->esz;
+}
+static size_t chunk_len(const chunking_t *c, uint32_t i) {
+    size_t n = whole_len(c, i);
+    return (n / c->nstripes + (c->stripe < n % c->nstripes ? 1 : 0)) * c->esz;
+}
+
+int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
+    uint64_t now = net_now_ms();
+    if (now - last_progress >= (uint64_t)io->timeout_ms) {
+        snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
+        return RING_TIMEOUT;
+    }
+    int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
+    if (n < 0) {
+        if (errno == EINTR) return 1;
+        snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
+        return RING_IO_ERROR;
+    }
+    if (p[2].revents) {
+        snprintf(io->err, sizeof io->err, "aborted");
+        return RING_ABORTED;
+    }
+    if (n == 0) return 1;
+    if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
+        snprintf(io->err, sizeof io->err, "socket error");
+        return RING_IO_ERROR;
+    }
+    return 0;
+}
+
+int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world, uint64_t op_seq) {
+    if (wire_get_u32(hdr) == magic && wire_get_u32(hdr + 4) == world && wire_get_u64(hdr + 8) == op_seq) return 0;
+    snprintf(io->err, sizeof io->err, "predecessor is on another operation (magic %08x, seq %llu; want %08x, %llu)",
+             wire_get_u32(hdr), (unsigned long long)wire_get_u64(hdr + 8), magic, (unsigned long long)op_seq);
+    return -1;
+}
+
+/* Copies with stores that bypass the cache: the backup is written once and read only after a
+ * failure, so it must not evict the data the ring works on (and needs no read-for-ownership). */
+static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(dst, src, head);
+    dst += head, src += head, n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16)),
+                c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    _mm_sfence();
+#endif
+    memcpy(dst, src, n);
+}
+
+/* dst = own (+) rx. Out of place in one pass (own is never written). In place, with a backup, dst
+ * is first saved with cache-bypassing stores in cache-sized pieces, so the reduce reads dst from
+ * the cache the copy just filled. */
+#define PIECE ((size_t)64 << 10)
+#define OWN_STEP ((size_t)256 << 10)
+static void reduce_chunk(uint8_t *backup, uint8_t *dst, const uint8_t *own, const uint8_t *rx, size_t len,
+                         size_t esz, pcclDataType_t dt, pcclRedOp_t op) {
+    if (own != dst) {
+        pccl_reduce_to(dst, own, rx, len / esz, dt, op);
+        return;
+    }
+    if (!backup) {
+        pccl_reduce_into(dst, rx, len / esz, dt, op);
+        return;
+    }
+    for (size_t off = 0; off < len; off += PIECE) {
+        size_t n = len - off < PIECE ? len - off : PIECE; /* a multiple of esz (a power of 2) */
+        copy_nt(backup + off, dst + off, n);
+        pccl_reduce_into(dst + off, rx + off, n / esz, dt, op);
+    }
+}
+
+void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world, uint64_t op_seq) {
+    wire_put_u32(t->hdr, magic);
+    wire_put_u32(t->hdr + 4, world);
+    wire_put_u64(t->hdr + 8, op_seq);
+    t->hdr_done = 0;
+    t->k = 0;
+    t->off = 0;
+    t->pipe = NULL;
+    t->piped = 0;
+    t->splice_failed = 0;
+}
+
+/* Moves element bytes into the pipe by reference (vmsplice: the pipe holds the caller's pages, no
+ * copy) and from the pipe into the socket (splice: the socket buffer keeps the page references,
+ * and the receiver copies straight out of them). This saves the copy send() makes, but the bytes
+ * are read when the successor receives them, not now: the caller must not change a range it sent
+ * until the successor has consumed it (ring_allreduce's causal argument). */
+static ssize_t send_spliced(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
+    ssize_t moved = 0;
+    if (!t->piped && ready > t->off) {
+        size_t n = ready - t->off;
+        if (n > MAX_IO) n = MAX_IO;
+        struct iovec v = {(void *)(uintptr_t)(elem + t->off), n};
+        ssize_t m = vmsplice(t->pipe[1], &v, 1, SPLICE_F_NONBLOCK);
+        if (m < 0) {
+            if (errno == EAGAIN || errno == EINTR) return 0;
+            t->splice_failed = 1; /* memory vmsplice cannot take: plain sends from here on */
+            t->pipe = NULL;
+            return 0;
+        }
+        t->piped = (size_t)m;
+        t->off += (size_t)m;
+        if (t->off == elem_len) {
+            t->k++;
+            t->off = 0;
+        }
+        moved = m;
+    }
+    if (!t->piped) return moved;
+    ssize_t w = splice(t->pipe[0], NULL, io->tx_fd, NULL, t->piped, SPLICE_F_NONBLOCK);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR) return moved;
+        snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
+        return RING_IO_ERROR;
+    }
+    t->piped -= (size_t)w;
+    io->tx_bytes += (uint64_t)w;
+    return moved + w;
+}
+
+int ring_tx_flushed(const ring_io_t *io) { return sec_link_pending(io->tx_link) == 0; }
+
+ssize_t ring_recv(ring_io_t *io, void *buf, size_t len) {
+    return io->rx_link ? sec_link_recv(io->rx_link, io->rx_fd, buf, len) : recv(io->rx_fd, buf, len, MSG_DONTWAIT);
+}
+
+ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
+    if (t->pipe && t->hdr_done == RING_HDR) return send_spliced(io, t, elem, ready, elem_len);
+    const uint8_t *src = t->hdr_done < RING_HDR ? t->hdr + t->hdr_done : elem + t->off;
+    size_t len = t->hdr_done < RING_HDR ? RING_HDR - t->hdr_done : ready - t->off;
+    if (len > MAX_IO) len = MAX_IO;
+    /* With a link, len 0 (everything ready is sealed) still flushes what waits. */
+    ssize_t w = io->tx_link ? sec_link_send(io->tx_link, io->tx_fd, src, len)
+                            : send(io->tx_fd, src, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+        if (errno == EAGAIN || errno == EINTR) return 0;
+        snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
+        return RING_IO_ERROR;
+    }
+    if (w == 0) return 0; /* a flush of sealed bytes only */
+    if (t->hdr_done < RING_HDR) {
+        t->hdr_done += (size_t)w;
+    } else {
+        io->tx_bytes += (uint64_t)w;
+        t->off += (size_t)w;
+        if (t->off == elem_len) {
+            t->k++;
+            t->off = 0;
+        }
+    }
+    return w;
+}
+
+static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                    uint32_t rank, uint32_t world, uint64_t op_seq) {
+    uint8_t *buf = vbuf;
+    const uint8_t *src = vsrc ? vsrc : vbuf;
+    uint8_t *backup = src == buf ? io->backup : NULL; /* out of place nothing the caller owns needs restoring */
+    const size_t esz = pccl_dtype_size(dt);
+    const uint32_t N = world;
+    chunking_t ck = {count / N, count % N, esz, N, io->stripe, io->nstripes ? io->nstripes : 1};
+    const uint32_t total = 2 * (N - 1); /* stream elements per direction */
+
+    ring_tx_t tx;
+    ring_tx_init(&tx, RING_MAGIC, N, op_seq);
+    uint8_t rhdr[RING_HDR];
+    size_t rhdr_done = 0;
+    uint32_t rk = 0;    /* current receive element */
+    size_t rdone = 0;   /* bytes processed of the current receive element */
+    size_t sfill = 0;             /* partial element bytes waiting in staging */
+    uint64_t last_progress = net_now_ms();
+    int try_io = 1; /* the last round moved bytes: try again before sleeping */
+    io->tx_bytes = io->rx_bytes = 0;
+    io->err[0] = 0;
+
+    int rc = RING_OK;
+    size_t own_bk = 0; /* bytes of the own chunk (first modified in the all-gather) in backup */
+#define FAIL(code)                                                                                                    \
+    do {                                                                                                              \
+        rc = (code);                                                                                                  \
+        goto out;                                                                                                     \
+    } while (0)
+#define CHUNK_OF_SEND(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N + 2 * N) % N))
+#define CHUNK_OF_RECV(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N - 1 + 2 * N) % N))
+
+    for (;;) {
+        /* Skip empty chunks (count < world size). */
+        while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
+        while (tx.k < total && chunk_len(&ck, CHUNK_OF_SEND(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
+        /* All elements handed over; the stream ends once the pipe and an encrypted link are empty. */
+        int all_given = tx.hdr_done == RING_HDR && tx.k >= total;
+        int send_done = all_given && !tx.piped && ring_tx_flushed(io);
+        int recv_done = rhdr_done == RING_HDR && rk >= total;
+        if (send_done && recv_done) break;
+
+        /* How many bytes of the current send element are ready. */
+        size_t ready = 0, slen = 0;
+        if (tx.k < total && tx.hdr_done == RING_HDR) {
+            slen = chunk_len(&ck, CHUNK_OF_SEND(tx.k));
+            if (tx.k == 0 || rk > tx.k - 1) ready = slen;
+            else if (rk == tx.k - 1) ready = rdone;
+        }
+        int want_send =
+            tx.hdr_done < RING_HDR || tx.piped || (!all_given && ready > tx.off) || !ring_tx_flushed(io);
+        /* Pages may go by reference while nothing changes them before the successor has consumed
+         * them. Within the op a sent range is changed only by a later receive of the same chunk,
+         * which causally follows the successor's receive of it (the chunk's final value includes
+         * what was sent, or is the value sent). pcclAvg is the exception: the final division
+         * rewrites the all-gather's chunks while the successor may still be reading them. */
+        if (!tx.piped)
+            tx.pipe = io->tx_pipe && !tx.splice_failed && (op != pcclAvg || tx.k < N - 1) ? io->tx_pipe : NULL;
+
+        /* Try the sockets first and sleep in poll only when the last round moved nothing:
+         * a ring hop that keeps flowing costs no wake-ups. The abort flag is checked on every
+         * round without I/O; the eventfd wakes the poll. */
+        struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
+                              {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
+                              {.fd = io->abort_fd, .events = POLLIN}};
+        if (io->abort_flag && atomic_load(io->abort_flag)) {
+            snprintf(io->err, sizeof io->err, "aborted");
+            FAIL(RING_ABORTED);
+        }
+        if (!try_io) {
+            int waited = ring_wait(io, p, last_progress);
+            if (waited == 1) continue;
+            if (waited != 0) FAIL(waited);
+        } else {
+            p[0].revents = want_send ? POLLOUT : 0;
+            p[1].revents = recv_done ? 0 : POLLIN;
+        }
+        try_io = 0;
+
+        if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
+            /* Element 0 is this peer's own input; every later one was reduced or received into buf. */
+            const uint8_t *from = tx.k == 0 ? src : buf;
+            ssize_t w = ring_send_step(io, &tx, from + chunk_off(&ck, CHUNK_OF_SEND(tx.k)), ready, slen);
+            if (w < 0) FAIL((int)w);
+            if (w > 0) {
+                try_io = 1;
+                last_progress = net_now_ms();
+            }
+        }
+
+        if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
+            ssize_t r;
+            if (rhdr_done < RING_HDR) {
+                r = ring_recv(io, rhdr + rhdr_done, RING_HDR - rhdr_done);
+                if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
+                    ring_check_header(io, rhdr, RING_MAGIC, N, op_seq) != 0)
+                    FAIL(RING_PROTOCOL);
+            } else {
+                uint32_t c = CHUNK_OF_RECV(rk);
+                size_t clen = chunk_len(&ck, c);
+                uint8_t *dst = buf + chunk_off(&ck, c);
+                int reduce = rk < N - 1;
+                if (reduce) {
+                    size_t want = clen - rdone - sfill;
+                    if (want > io->staging_size - sfill) want = io->staging_size - sfill;
+                    r = ring_recv(io, io->staging + sfill, want);
+                    if (r > 0) {
+                        size_t have = sfill + (size_t)r, whole = have / esz * esz;
+                        size_t at = chunk_off(&ck, c) + rdone;
+                        reduce_chunk(backup ? backup + at : NULL, buf + at, src + at, io->staging, whole,
+                                     esz, dt, op);
+                        rdone += whole;
+                        sfill = have - whole;
+                        if (sfill) memmove(io->staging, io->staging + whole, sfill);
+                    }
+                } else {
+                    size_t want = clen - rdone;
+                    if (want > MAX_IO) want = MAX_IO;
+                    if (backup && c == rank) {
+                        /* Every other chunk was backed up when the reduce-scatter reduced it. The own
+                         * chunk is saved just ahead of each receive, in cache-sized steps, so the
+                         * receive writes lines the copy has just read. */
+                        if (want > OWN_STEP) want = OWN_STEP;
+                        if (rdone + want > own_bk) {
+                            copy_nt(backup + chunk_off(&ck, c) + own_bk, dst + own_bk, rdone + want - own_bk);
+                            own_bk = rdone + want;
+                        }
+                    }
+                    r = ring_recv(io, dst + rdone, want);
+                    if (r > 0) rdone += (size_t)r;
+                }
+                if (r > 0) {
+                    io->rx_bytes += (uint64_t)r;
+                    if (rdone == clen) {
+                        rk++;
+                        rdone = 0;
+                    }
+                }
+            }
+            if (r == 0) {
+                snprintf(io->err, sizeof io->err, "predecessor closed the connection");
+                FAIL(RING_IO_ERROR);
+            }
+            if (r > 0) {
+                try_io = 1;
+                last_progress = net_now_ms();
+            }
+            else if (errno != EAGAIN && errno != EINTR) {
+                snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
+                FAIL(RING_IO_ERROR);
+            }
+        }
+    }
+    if (op == pcclAvg) /* this ring's slices only: the other stripes divide theirs */
+        for (uint32_t c = 0; c < N; c++)
+            pccl_reduce_finalize_avg(buf + chunk_off(&ck, c), chunk_len(&ck, c) / esz, dt, world);
+    return RING_OK;
+out:
+    if (backup) {
+        /* Put back exactly what was modified: the chunks reduced so far (the current one up to
+         * rdone; elements before rk are whole) and the saved part of the own chunk (all the
+         * all-gather has written into it). */
+        for (uint32_t k = 0; k < N - 1 && k <= rk; k++) {
+            uint32_t c = CHUNK_OF_RECV(k);
+            size_t len = k < rk ? chunk_len(&ck, c) : rdone;
+            memcpy(buf + chunk_off(&ck, c), backup + chunk_off(&ck, c), len);
+        }
+        if (own_bk) memcpy(buf + chunk_off(&ck, rank), backup + chunk_off(&ck, rank), own_bk);
+    }
+    return rc;
+#undef FAIL
+}
+
+void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world) {
+    chunking_t ck = {count / world, count % world, esz, world, io->stripe, io->nstripes ? io->nstripes : 1};
+    for (uint32_t c = 0; c < world; c++)
+        memcpy((uint8_t *)buf + chunk_off(&ck, c), io->backup + chunk_off(&ck, c), chunk_len(&ck, c));
+}
+
+/* splice() has no MSG_NOSIGNAL: into a socket whose peer is gone it raises SIGPIPE, which would
+ * kill the process. A library must not change the process's handler, so SIGPIPE is blocked in this
+ * thread for the ring and one raised here (not one that was pending before) is consumed. */
+int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                   uint32_t rank, uint32_t world, uint64_t op_seq) {
+    if (!io->tx_pipe) return ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    int rc = ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        const struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}

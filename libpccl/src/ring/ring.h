@@ -1,0 +1,132 @@
+/*
+ * ring.h - the pipelined ring all-reduce over one pair of sockets (internal).
+ *
+ * Algorithm: reduce-scatter then all-gather over world_size chunks
+ * (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+ * workstations", JPDC 2009; PCCL technical report section 4.1). Both phases
+ * are one continuous stream per direction: the k-th chunk sent is
+ * (rank - k) mod N and the k-th received is (rank - k - 1) mod N; bytes of a
+ * received chunk are forwarded as soon as they are reduced (reduce-scatter)
+ * or stored (all-gather), so sending, receiving and reducing overlap with no
+ * step barrier. A single poll loop drives both sockets and the abort fd, so
+ * an abort costs no extra I/O on the data path.
+ *
+ * Determinism: each chunk is reduced in a fixed order along the ring and its
+ * final bytes are copied unchanged to everyone, so all peers end bit-identical.
+ */
+#ifndef PCCL_RING_H
+#define PCCL_RING_H
+
+#include <stddef.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pccl.h"
+#include "sec/sec.h"
+
+enum { RING_OK = 0, RING_IO_ERROR = -1, RING_ABORTED = -2, RING_TIMEOUT = -3, RING_PROTOCOL = -4 };
+
+typedef struct ring_io {
+    int tx_fd, rx_fd; /* non-blocking sockets to the successor / from the predecessor */
+    int abort_fd;     /* readable = abort now (wakes a sleeping poll) */
+    atomic_int *abort_flag; /* nonzero = abort now (checked without a syscall); may be NULL */
+    int timeout_ms;   /* fail when no byte moves for this long */
+    uint8_t *staging; /* receive buffer for reduce-scatter */
+    size_t staging_size;
+    /* Optional, as large as buf: the ring copies each byte range of buf here just before it first
+     * modifies it (so no separate pass over the whole buffer is needed before the ring starts, and
+     * the copy is cache-hot for the reduce that follows). On RING_OK it holds all of buf's input; on
+     * any failure the ring has already restored buf from it. NULL: buf is left partial on failure. */
+    uint8_t *backup;
+    /* Optional pipe {read end, write end} of the TX connection: the plain ring then sends the
+     * caller's pages without copying them (vmsplice + splice), so the successor reads them when it
+     * receives, not when they are sent. The ring itself only rewrites a sent range after the
+     * successor has read it; the caller must not write src or buf before the successor has received
+     * everything (allreduce.c waits for the group's COMPLETE), and must drop the connection (and
+     * pipe) after a failure. NULL: send() copies. */
+    const int *tx_pipe;
+    /* Optional AEAD streams of an encrypted run (NULL: the sockets carry the bytes as they are);
+     * tx_pipe must then be NULL: sealing reads every byte anyway, so there is nothing to splice. */
+    sec_link_t *tx_link, *rx_link;
+    /* Striping (ring_stripe.c): this ring moves only stripe `stripe` of `nstripes` contiguous
+     * slices of every chunk (0 and 0 or 1: the whole chunks), so the chunks, their owners and the
+     * order in which each element is reduced are those of the unstriped ring. */
+    uint32_t stripe, nstripes;
+    uint64_t tx_bytes, rx_bytes; /* out: payload bytes moved */
+    char err[128];               /* out: reason on failure */
+} ring_io_t;
+
+/*
+ * All-reduces count elements of dt into buf. In place (src NULL or == buf) buf
+ * holds this peer's contribution on entry; on failure it holds partial data
+ * (the caller restores it) unless io->backup is set (then it is restored). Out
+ * of place src (count elements, not overlapping buf) is read and never
+ * written, buf needs no initial content and is undefined on failure, and
+ * io->backup is ignored: with the input intact a retry needs nothing restored,
+ * which saves both the input copy and the backup. buf holds the result on
+ * RING_OK. pcclAvg divides by world_size at the end. op_seq is exchanged first
+ * so a stale stream is detected.
+ */
+int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                   uint32_t rank, uint32_t world_size, uint64_t op_seq);
+
+/*
+ * Quantized all-reduce (ring_quant.c): as ring_allreduce, but chunks travel as
+ * blocks of pccl_quant.h encoded with (algo, qdt); reduce-scatter reduces in
+ * dt, each chunk's owner encodes the final values once and every peer (the
+ * owner included) keeps the decoded values, so all end bit-identical. wire
+ * must hold ring_quant_wire_bytes(count, qdt, world_size) bytes. pcclAvg is
+ * divided by world_size at the owner. (dt, algo, qdt) must pass pccl_quant_check.
+ */
+int ring_allreduce_quant(ring_io_t *io, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                         pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt, uint8_t *wire, uint32_t rank,
+                         uint32_t world_size, uint64_t op_seq);
+size_t ring_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world_size);
+/* Copies io's stripe of every chunk of buf back from io->backup (a plain in-place stripe that
+ * finished while a sibling failed). */
+void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world_size);
+
+/*
+ * One all-reduce over nstripes rings at once (ring_stripe.c): ios[s] drives the connection pair of
+ * stripe s and moves slice s of every chunk (its stripe fields are set here); stripe 0 runs on the
+ * calling thread, the others on threads of their own. A failing stripe shuts its siblings'
+ * sockets down so they (and the neighbours' stripes) fail at once. With io->backup (in place,
+ * plain ring) buf is restored on any failure, as with one ring. wire: as ring_allreduce_quant,
+ * NULL for the plain ring. Returns the first failure's RING_* code (its reason in ios[0].err)
+ * or RING_OK; tx_bytes/rx_bytes of ios[0] are the sums.
+ */
+int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t count,
+                           pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
+                           uint8_t *wire, uint32_t rank, uint32_t world_size, uint64_t op_seq);
+
+/* Shared by both rings. The send side of a ring stream: the 16-byte header, then element k
+ * (chunk payloads in stream order) from byte off. */
+#define RING_HDR 16
+typedef struct ring_tx {
+    uint8_t hdr[RING_HDR];
+    size_t hdr_done;
+    uint32_t k;
+    size_t off;
+    const int *pipe; /* non-NULL: element bytes go through this pipe by reference (see ring_tx_splice) */
+    size_t piped;    /* bytes in the pipe not yet in the socket */
+    int splice_failed;
+} ring_tx_t;
+void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world_size, uint64_t op_seq);
+/* Sends what it can of the header, then of element k's bytes [off, ready) starting at elem
+ * (elem_len bytes in all; k advances when they are sent). Returns the bytes sent (0 when the
+ * socket is full) or RING_IO_ERROR with io->err set. With tx_link, "sent" means sealed: the
+ * stream is over only when ring_tx_flushed says so too. */
+ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len);
+/* 1 when nothing sealed still waits for the TX socket. */
+int ring_tx_flushed(const ring_io_t *io);
+/* A non-blocking receive from the predecessor (through rx_link when set), as recv(2). */
+ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
+/* Sleeps in poll until a socket or the abort fd is ready:
+ * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = RING_* error. */
+int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);
+/* 0 if the predecessor's stream header matches; else -1 with io->err set. */
+int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world_size, uint64_t op_seq);
+
+#endif

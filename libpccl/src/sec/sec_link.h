@@ -1,0 +1,62 @@
+/*
+ * sec_link.h - one end of a connection of a keyed run (internal): the blocking
+ * handshake driver, and the AEAD stream over a socket once the run encrypts.
+ * A link buffers what the socket delivered beyond the frame in use and the
+ * sealed bytes the socket has not taken yet; its send and receive halves are
+ * independent, so one thread may send while another receives. Every call that
+ * takes `sec_link_t *` also accepts NULL: the socket is then used as it is
+ * (an open run, or a keyed run that does not encrypt).
+ */
+#ifndef PCCL_SEC_LINK_H
+#define PCCL_SEC_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/base.h"
+#include "sec/sec_frame.h"
+#include "sec/sec_hs.h"
+
+typedef struct sec_link {
+    sec_aead_t a;
+    /* receive: raw bytes [rstart, rend) not yet opened; plaintext [poff, poff + plen) to hand out */
+    uint8_t *rbuf;
+    size_t rcap, rstart, rend, poff, plen;
+    /* send: sealed bytes [woff, wlen) the socket has not taken */
+    uint8_t *wbuf;
+    size_t woff, wlen;
+} sec_link_t;
+
+/* A link for an established encrypted session, or NULL (out of memory, or a cipher OpenSSL lacks).
+ * Buffers are allocated on first use. */
+sec_link_t *sec_link_new(const sec_session_t *s);
+void sec_link_free(sec_link_t *l);
+
+/*
+ * Runs a handshake on a connected socket until done, deadline_ms (net_now_ms clock) or cancel
+ * (may be NULL). Reads exactly the handshake's bytes. @return 0 with hs->session and
+ * hs->peer_ctx valid, or -1 with a reason in err (the caller closes the socket).
+ */
+int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cancel_t *cancel, char *err,
+                     size_t errlen);
+
+/* As recv(2) on fd's blocking mode: > 0 plaintext bytes, 0 at end of stream, -1 with errno
+ * (EAGAIN: nothing ready; EBADMSG: a frame that does not open; EPROTO: the stream ended mid-frame).
+ * Returns EAGAIN only when no whole frame is buffered, so poll(2) on fd tells when to call again. */
+ssize_t sec_link_recv(sec_link_t *l, int fd, void *buf, size_t len);
+/* As send(2): seals up to one frame of buf and returns the plaintext bytes taken (which the link
+ * will deliver), or -1 with errno (EAGAIN: earlier bytes still wait for the socket). len 0 only
+ * flushes. */
+ssize_t sec_link_send(sec_link_t *l, int fd, const void *buf, size_t len);
+/* Sealed bytes the socket has not taken yet (0 for NULL). */
+size_t sec_link_pending(const sec_link_t *l);
+
+/* Blocking (SO_RCVTIMEO/SO_SNDTIMEO bound them) whole transfers; -1 on error, timeout or EOF. */
+int link_send_all(sec_link_t *l, int fd, const void *buf, size_t len);
+int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len);
+/* One framed control message (net_send_msg / net_recv_msg through the link). */
+int link_send_msg(sec_link_t *l, int fd, const wire_msg_t *m);
+int link_recv_msg(sec_link_t *l, int fd, wire_msg_t *out, char *err, size_t errlen);
+
+#endif

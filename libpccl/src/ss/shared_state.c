@@ -1,0 +1,257 @@
+/*
+ * shared_state.c - pcclSynchronizeSharedState and the p2p server that hands
+ * tensors to outdated peers.
+ *
+ * A requester asks for byte ranges of tensors (the format is in ss_fetch.c,
+ * which fetches them from every source of the plan at once and lands each
+ * tensor only after its hash matched the one the master announced).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "comm/comm.h"
+#include "base/base.h"
+#include "p2p/p2p.h"
+#include "pccl_kernels.h"
+#include "ss/ss.h"
+#include "op/op.h"
+
+/* One range a requester asked for. */
+typedef struct ss_range_req {
+    char key[WIRE_MAX_KEY + 1];
+    uint64_t off, len;
+} ss_range_req_t;
+
+/* Takes a reference on the state being served for a server on fd, or NULL if this peer is not syncing. */
+static ss_serving_t *serving_get(pcclComm_t *c, int fd) {
+    pthread_mutex_lock(&c->mu);
+    ss_serving_t *s = c->serving;
+    if (s) {
+        s->refs++;
+        for (int i = 0; i < 16; i++)
+            if (s->fds[i] < 0) {
+                s->fds[i] = fd;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+static void serving_put(pcclComm_t *c, ss_serving_t *s, int fd) {
+    pthread_mutex_lock(&c->mu);
+    s->refs--;
+    for (int i = 0; i < 16; i++)
+        if (s->fds[i] == fd) {
+            s->fds[i] = -1;
+            break;
+        }
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Bytes a server sends between two looks at whether this peer is leaving. */
+#define SERVE_PIECE ((uint64_t)4 << 20)
+
+/* Answers one request: reads its whole list of ranges, then sends each (ss_fetch.c has the format).
+ * 0 to wait for the requester's next one; -1 ends the connection: the requester closed it or went
+ * silent past the socket timeout, or this peer is not serving a sync any more. */
+static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
+    uint8_t b4[4];
+    if (link_recv_all(link, fd, b4, 4) != 0) return -1;
+    uint32_t n = wire_get_u32(b4);
+    if (n > WIRE_MAX_SS_RANGES) return -1;
+    /* Read the whole request before answering: a requester that writes a long list
+     * before reading must not block on a full socket while we block writing to it. */
+    ss_range_req_t *req = NULL;
+    for (uint32_t i = 0, cap = 0; i < n; i++) {
+        uint8_t kl, pos[16];
+        if (i == cap) { /* grown as entries arrive: memory follows what the requester really sent */
+            cap = cap ? cap * 2 : 64;
+            ss_range_req_t *g = realloc(req, (size_t)cap * sizeof *req);
+            if (!g) {
+                free(req);
+                return -1;
+            }
+            req = g;
+        }
+        if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, req[i].key, kl) != 0 ||
+            link_recv_all(link, fd, pos, 16) != 0) {
+            free(req);
+            return -1;
+        }
+        req[i].key[kl] = 0;
+        req[i].off = wire_get_u64(pos);
+        req[i].len = wire_get_u64(pos + 8);
+    }
+    ss_serving_t *s = serving_get(c, fd);
+    ss_staging_t stg = {0};
+    int rc = s ? 0 : -1;
+    for (uint32_t i = 0, broken = 0; i < n && !broken; i++) {
+        const pcclTensorInfo_t *t = s ? ss_find_tensor(s->state, req[i].key) : NULL;
+        uint64_t size = t ? ss_tensor_bytes(t) : 0;
+        /* A range outside the tensor is unavailable, never a read past it. */
+        int ok = t && req[i].off <= size && req[i].len <= size - req[i].off;
+        uint8_t hdr[9] = {ok ? 0 : 1};
+        wire_put_u64(hdr + 1, ok ? req[i].len : 0);
+        if (link_send_all(link, fd, hdr, sizeof hdr) != 0) broken = 1;
+        /* In pieces, so that a leave stops serving soon: the requester takes the rest from other holders. */
+        for (uint64_t at = 0; ok && !broken && at < req[i].len; at += SERVE_PIECE) {
+            uint64_t k = req[i].len - at < SERVE_PIECE ? req[i].len - at : SERVE_PIECE;
+            if (comm_cancelled(c) || ss_send_range(link, fd, t, req[i].off + at, k, &stg, &s->tx_bytes) != 0) broken = 1;
+        }
+        if (broken) rc = -1;
+    }
+    ss_staging_free(&stg);
+    if (s) serving_put(c, s, fd);
+    free(req);
+    return rc;
+}
+
+/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. */
+void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
+    for (;;)
+        if (serve_request(c, link, fd) != 0) return;
+}
+
+static pcclResult_t validate(const pcclSharedState_t *s) {
+    if (!s || (s->count && !s->infos) || s->count > WIRE_MAX_TENSORS) return pcclInvalidArgument;
+    for (size_t i = 0; i < s->count; i++) {
+        const pcclTensorInfo_t *t = &s->infos[i];
+        if (!t->name || !t->name[0] || strlen(t->name) > WIRE_MAX_KEY || (!t->data && t->count) ||
+            pccl_dtype_size(t->datatype) == 0)
+            return pcclInvalidArgument;
+        if (ss_device_check(t) != 0) return pcclInvalidArgument;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->infos[j].name, t->name) == 0) {
+                PLOG_ERROR("pccl", "shared-state key '%s' appears twice", t->name);
+                return pcclInvalidArgument;
+            }
+    }
+    return pcclSuccess;
+}
+
+pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t *st,
+                                        pcclSharedStateSyncStrategy_t strategy, pcclSharedStateSyncInfo_t *info) {
+    pcclComm_t *c = (pcclComm_t *)cc;
+    pcclResult_t r = comm_check_ready(c);
+    if (r != pcclSuccess) return r;
+    if ((r = validate(st)) != pcclSuccess) return r;
+    if ((unsigned)strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return pcclInvalidArgument;
+    if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
+
+    wire_msg_t vote = {.type = C2M_SYNC_SHARED_STATE};
+    vote.u.sync.revision = st->revision;
+    vote.u.sync.strategy = (uint8_t)strategy;
+    vote.u.sync.n = (uint32_t)st->count;
+    vote.u.sync.tensors = calloc(st->count ? st->count : 1, sizeof(wire_tensor_t));
+    if (!vote.u.sync.tensors) return pcclInternalError;
+    for (size_t i = 0; i < st->count; i++) {
+        const pcclTensorInfo_t *t = &st->infos[i];
+        wire_tensor_t *w = &vote.u.sync.tensors[i];
+        snprintf(w->key, sizeof w->key, "%s", t->name);
+        w->dtype = (uint8_t)t->datatype;
+        w->count = t->count;
+        w->allow_inequality = t->allow_content_inequality;
+        if (ss_hash(t, &w->hash) != 0) {
+            PLOG_ERROR(c->log_name, "cannot hash shared-state tensor '%s'", t->name);
+            wire_msg_free(&vote);
+            return pcclInternalError;
+        }
+    }
+
+    ss_serving_t serving = {.state = st, .refs = 0};
+    atomic_init(&serving.tx_bytes, 0);
+    for (int i = 0; i < 16; i++) serving.fds[i] = -1;
+    pthread_mutex_lock(&c->mu);
+    c->serving = &serving;
+    pthread_mutex_unlock(&c->mu);
+
+    uint64_t rx = 0;
+    pcclResult_t result = pcclSuccess;
+    wire_msg_t plan = {0};
+    uint16_t tp[] = {M2C_SS_PLAN};
+    unsigned ep;
+    int rc = comm_begin(c, &ep);
+    if (rc == COMM_OK) rc = comm_send(c, ep, &vote);
+    if (rc == COMM_OK) rc = comm_wait(c, ep, tp, 1, -1, &plan);
+    if (rc != COMM_OK) {
+        /* A restarted master knows nothing of this sync: the caller retries it. */
+        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
+        goto out;
+    }
+    switch (plan.u.ss_plan.status) {
+    case SS_OK: break;
+    case SS_REVISION_REFUSED:
+        PLOG_ERROR(c->log_name, "shared-state revision %llu refused: the group expects revision %llu",
+                   (unsigned long long)st->revision, (unsigned long long)plan.u.ss_plan.revision);
+        result = pcclInvalidUsage;
+        goto out;
+    case SS_LAYOUT_MISMATCH:
+        PLOG_ERROR(c->log_name, "shared-state keys, dtypes or counts differ from the group's popular state");
+        result = pcclInvalidUsage;
+        goto out;
+    case SS_CONFLICT:
+        PLOG_ERROR(c->log_name,
+                   "SEND_ONLY shared state refused: another SEND_ONLY peer holds different content (the master "
+                   "kicks both), or this peer is behind revision %llu and would have to receive",
+                   (unsigned long long)plan.u.ss_plan.revision);
+        result = pcclInvalidUsage;
+        goto out;
+    case SS_ABORTED:
+        PLOG_ERROR(c->log_name, "shared-state sync aborted: other peers are in a different operation "
+                   "(the run's peers are out of lockstep)");
+        result = pcclInvalidUsage;
+        goto out;
+    default:
+        PLOG_ERROR(c->log_name, "no peer of the group can provide shared state revision %llu",
+                   (unsigned long long)plan.u.ss_plan.revision);
+        result = pcclNoSharedStateAvailable;
+        goto out;
+    }
+    int ok = plan.u.ss_plan.n == 0 || ss_fetch(c, st, &plan, &rx) == 0;
+    wire_msg_t done = {.type = C2M_SS_DIST_DONE};
+    done.u.flag.value = (uint8_t)ok;
+    wire_msg_t fin = {0};
+    uint16_t tf[] = {M2C_SS_DONE};
+    /* Keep serving until the master says every peer is done. SS_DONE carries this peer's own
+     * outcome: a failed fetch fails only this call (the revision stays; the caller retries). */
+    rc = comm_send(c, ep, &done);
+    if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
+    if (rc != COMM_OK) {
+        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
+        goto out;
+    }
+    if (!ok || !fin.u.flag.value) {
+        result = pcclRankConnectionLost;
+    } else {
+        st->revision = plan.u.ss_plan.revision;
+        /* What this peer holds now: its own hashes, but the fetched tensors' are the source's. */
+        for (uint32_t f = 0; f < plan.u.ss_plan.n; f++)
+            for (uint32_t i = 0; i < vote.u.sync.n; i++)
+                if (strcmp(vote.u.sync.tensors[i].key, plan.u.ss_plan.fetch[f].key) == 0)
+                    vote.u.sync.tensors[i].hash = plan.u.ss_plan.fetch[f].hash;
+        comm_note_sync(c, st->revision, vote.u.sync.tensors, vote.u.sync.n);
+    }
+    wire_msg_free(&fin);
+out:
+    pthread_mutex_lock(&c->mu);
+    c->serving = NULL;
+    /* Servers have bounded socket timeouts; a leave does not wait for them: it ends their connections. */
+    while (serving.refs > 0) {
+        if (comm_cancelled(c))
+            for (int i = 0; i < 16; i++)
+                if (serving.fds[i] >= 0) shutdown(serving.fds[i], SHUT_RDWR);
+        comm_cv_wait_50ms(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+    wire_msg_free(&vote);
+    wire_msg_free(&plan);
+    if (info) {
+        info->tx_bytes = atomic_load(&serving.tx_bytes);
+        info->rx_bytes = rx;
+    }
+    return result;
+}

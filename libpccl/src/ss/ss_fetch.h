@@ -1,0 +1,33 @@
+/*
+ * ss_fetch.h - the receiving side of a shared-state sync: fetches the ranges of
+ * a plan from all its sources at once, verifies each tensor, then lands it.
+ *
+ * The fetch runs in stages of consecutive tensors that fit one staging buffer
+ * (a sixteenth of the fetch within [SS_STAGE_MIN, SS_STAGE_MAX], or the
+ * largest fetched tensor if that is larger). Within a stage one thread per
+ * source receives that source's ranges into the buffer, over a connection
+ * kept for the whole fetch; two buffers alternate when every tensor fits a
+ * stage, so a stage is hashed and landed while the next one arrives. A tensor
+ * lands only once the staged bytes hash to the value the master announced. A source that breaks off hands its unreceived bytes to the other
+ * holders of the same tensors (the plan lists them), split evenly; what it had
+ * delivered stays and is not fetched again, so rx counts every byte once.
+ */
+#ifndef PCCL_SS_FETCH_H
+#define PCCL_SS_FETCH_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "base/base.h"
+
+/* Largest stage (unless one tensor is larger): bounds the staging memory of a large state. Tensors
+ * that share a stage are fetched at once, so sources holding different small tensors work together. */
+#define SS_STAGE_MAX ((uint64_t)64 << 20)
+/* Smallest stage: a fetch below it is one stage, one connection per source. */
+#define SS_STAGE_MIN ((uint64_t)16 << 20)
+
+/* Fetches plan's tensors into st; *rx counts the payload bytes received. 0 on success; -1 leaves every
+ * tensor not yet verified exactly as it was (the verified ones hold the elected content). */
+int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * msm_collective.c - per-tag collective consensus of one peer group.
+ *
+ * VOTE_INITIATE: every accepted member sends COLL_INIT(tag, parameters). When
+ * all did, the parameters are cross-checked (a mismatch rejects the call on
+ * every peer instead of corrupting data), a free connection-pool slot is
+ * assigned (ops beyond the pool wait for a slot), and COMMENCE carries the ring.
+ * An op may get several free slots, one stripe each (ring_stripe.c; stripes_for).
+ * PERFORM: members run the ring and report COLL_DONE. All ok -> COMPLETE;
+ * any failure or departure -> ABORT to all members at once (their buffers are
+ * restored and they may retry).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "sm/msm_internal.h"
+#include "pccl_kernels.h"
+
+uint64_t msm_coll_tag_of(const wire_msg_t *vote) { return vote->u.coll_init.tag; }
+
+static uint32_t group_pool(msm_t *m, msm_group_t *g) {
+    uint32_t pool = 64;
+    for (int i = 0; i < g->ring_len; i++) {
+        msm_peer_t *p = msm_find(m, g->ring[i]);
+        if (p && p->pool < pool) pool = p->pool;
+    }
+    return pool ? pool : 1;
+}
+
+/* The slots of the pool (bit i = slot i) that no running collective of the group holds. */
+static uint64_t free_slots(msm_t *m, msm_group_t *g) {
+    uint32_t pool = group_pool(m, g);
+    uint64_t all = pool >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << pool) - 1, used = 0;
+    for (msm_op_t *op = m->ops; op; op = op->next)
+        if (op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_RUNNING) used |= op->slots;
+    return all & ~used;
+}
+
+/* Whether every peer of g's ring is on one host (one address, or loopback). */
+static int ring_local(msm_t *m, msm_group_t *g) {
+    const ccoip_inet_address_t *first = NULL;
+    for (int i = 0; i < g->ring_len; i++) {
+        msm_peer_t *p = msm_find(m, g->ring[i]);
+        if (!p || addr_ip_is_loopback(&p->ip)) continue;
+        if (first && !addr_ip_equal(first, &p->ip)) return 0;
+        first = &p->ip;
+    }
+    return 1;
+}
+
+/* How many stripes c gets out of `nfree` free slots: all of them for an op alone, an equal share
+ * when other collectives of the group are voting (they will want slots too), at most one per
+ * stripe_min_bytes of the buffer, and one on a ring within one host unless stripe_local. */
+static uint32_t stripes_for(msm_t *m, msm_group_t *g, const msm_op_t *c, uint32_t nfree) {
+    uint32_t others = 0;
+    for (msm_op_t *op = m->ops; op; op = op->next)
+        if (op != c && op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_VOTING) others++;
+    uint64_t k = nfree / (others + 1);
+    uint64_t by_size = c->count * pccl_dtype_size((pcclDataType_t)c->dtype) / m->stripe_min_bytes;
+    if (k > by_size) k = by_size;
+    if (!m->stripe_local && ring_local(m, g)) k = 1;
+    return k ? (uint32_t)k : 1;
+}
+
+static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_op_t *c, int ok) {
+    wire_msg_t w = {.type = type};
+    w.u.coll.tag = c->tag;
+    w.u.coll.op_seq = c->op_seq;
+    w.u.coll.ok = (uint8_t)ok;
+    msm_send(m, conn, &w);
+}
+
+static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
+    uint64_t avail = free_slots(m, g), slots = 0;
+    if (!avail) return 0; /* all connections busy: wait for one */
+    uint32_t want = stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
+    for (uint32_t i = 0; i < 64 && k < want; i++)
+        if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
+    uint8_t(*ring)[16] = calloc((size_t)g->ring_len + 1, 16);
+    if (!ring) return 0;
+    int n = 0;
+    for (int i = 0; i < g->ring_len; i++) {
+        msm_peer_t *p = msm_find(m, g->ring[i]);
+        msm_member_t *mb = msm_op_member(c, g->ring[i]);
+        if (!p || !mb) continue;
+        memcpy(ring[n++], p->uuid, 16);
+        mb->owes = 1;
+    }
+    c->phase = MSM_PHASE_RUNNING;
+    c->slots = slots;
+    c->op_seq = ++m->next_op_seq;
+    wire_msg_t w = {.type = M2C_COLL_COMMENCE};
+    w.u.commence.tag = c->tag;
+    w.u.commence.op_seq = c->op_seq;
+    w.u.commence.slots = slots;
+    msm_world(m, g->id, &w.u.commence.world);
+    w.u.commence.n = (uint32_t)n;
+    w.u.commence.ring = ring;
+    for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
+    PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slots %#llx, %d peers", g->id,
+               (unsigned long long)c->tag, (unsigned long long)c->op_seq, (unsigned long long)slots, n);
+    free(ring);
+    return 1;
+}
+
+/* Decides every voting collective of g whose vote is complete, in launch order. */
+static void evaluate(msm_t *m, msm_group_t *g) {
+    int progress = 1;
+    while (progress) {
+        progress = 0;
+        for (msm_op_t *c = m->ops; c; c = c->next) {
+            if (c->kind != MSM_OP_COLLECTIVE || c->group != g->id || c->phase != MSM_PHASE_VOTING) continue;
+            if (!msm_op_all_voted(m, c)) continue;
+            if (c->mismatch[0]) {
+                PLOG_WARN("master", "group %u tag %llu rejected: %s", g->id, (unsigned long long)c->tag, c->mismatch);
+                msm_op_fail(m, c, MSM_FAIL_MISMATCH);
+            } else if (g->ring_len < 2) {
+                msm_op_fail(m, c, MSM_FAIL_TOO_FEW);
+            } else if (!commence(m, g, c)) {
+                continue;
+            }
+            progress = 1;
+            break;
+        }
+    }
+}
+
+void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, const wire_msg_t *vote) {
+    (void)mb;
+    const __typeof__(vote->u.coll_init) *ci = &vote->u.coll_init;
+    if (c->nmembers == 1) {
+        c->count = ci->count;
+        c->dtype = ci->dtype;
+        c->rop = ci->op;
+        c->quant_algo = ci->quant_algo;
+        c->quant_dtype = ci->quant_dtype;
+    } else if (!c->mismatch[0] && (c->count != ci->count || c->dtype != ci->dtype || c->rop != ci->op ||
+                                   c->quant_algo != ci->quant_algo || c->quant_dtype != ci->quant_dtype)) {
+        snprintf(c->mismatch, sizeof c->mismatch,
+                 "peers disagree on (count, dtype, op, quantization): (%llu,%u,%u,%u/%u) vs (%llu,%u,%u,%u/%u)",
+                 (unsigned long long)c->count, c->dtype, c->rop, c->quant_algo, c->quant_dtype,
+                 (unsigned long long)ci->count, ci->dtype, ci->op, ci->quant_algo, ci->quant_dtype);
+    }
+    evaluate(m, msm_group(m, p->group, 0));
+}
+
+static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
+    for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_COMPLETE, c, 1);
+    PLOG_DEBUG("master", "group %u tag %llu completed: op %llu", g->id, (unsigned long long)c->tag,
+               (unsigned long long)c->op_seq);
+    m->stats.collectives_completed++;
+    g->collectives_completed++;
+    g->reduced_bytes += c->count * pccl_dtype_size((pcclDataType_t)c->dtype);
+    msm_reports_forget_group(m, g->id); /* the ring worked: old unreachability reports are stale */
+    msm_op_complete(m, c);
+}
+
+void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
+    msm_group_t *g = msm_group(m, p->group, 0);
+    msm_op_t *c = g ? msm_op_find(m, MSM_OP_COLLECTIVE, g->id, msg->u.coll.tag) : NULL;
+    /* A DONE for an operation that was already aborted is a normal race: ignore it. */
+    if (!c || c->phase != MSM_PHASE_RUNNING || c->op_seq != msg->u.coll.op_seq) return;
+    msm_member_t *mb = msm_op_member(c, p->conn);
+    if (!mb) {
+        msm_kick(m, p, "COLL_DONE for tag %llu from a non-member", (unsigned long long)c->tag);
+        return;
+    }
+    if (!msg->u.coll.ok) {
+        char name[MSM_NAME_MAX];
+        PLOG_INFO("master", "group %u tag %llu failed on %s: aborting", g->id, (unsigned long long)c->tag,
+                  msm_peer_name(p, name));
+        msm_op_fail(m, c, MSM_FAIL_LOST);
+    } else {
+        mb->owes = 0;
+        if (msm_op_owed(c)) return;
+        complete(m, g, c);
+    }
+    evaluate(m, g); /* a slot became free */
+}
+
+/* After departures: a running collective that lost a member aborts; votes may now be complete. */
+void msm_coll_progress(msm_t *m) {
+    for (;;) {
+        msm_op_t *c = m->ops;
+        while (c && !(c->kind == MSM_OP_COLLECTIVE && c->phase == MSM_PHASE_RUNNING && (c->failed || !c->nmembers)))
+            c = c->next;
+        if (!c) break;
+        PLOG_INFO("master", "group %u tag %llu: a member left mid-operation, aborting", c->group,
+                  (unsigned long long)c->tag);
+        msm_op_fail(m, c, MSM_FAIL_LOST);
+    }
+    for (int i = 0; i < m->ngroups; i++) evaluate(m, &m->groups[i]);
+}
+
+/* Voting: REJECT with the reason; running: ABORT to every (remaining) member at once. */
+void msm_coll_fail(msm_t *m, msm_op_t *c, msm_fail_t why) {
+    if (c->phase == MSM_PHASE_RUNNING) {
+        for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_ABORT, c, 0);
+        m->stats.collectives_aborted++;
+        return;
+    }
+    uint8_t reason = why == MSM_FAIL_MISMATCH ? REJECT_PARAM_MISMATCH
+                     : why == MSM_FAIL_TOO_FEW ? REJECT_TOO_FEW_PEERS
+                                               : REJECT_CONFLICT;
+    for (int i = 0; i < c->nmembers; i++) {
+        wire_msg_t w = {.type = M2C_COLL_REJECT};
+        w.u.reject.tag = c->tag;
+        w.u.reject.reason = reason;
+        msm_send(m, c->members[i].conn, &w);
+    }
+}

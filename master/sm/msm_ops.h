@@ -1,0 +1,147 @@
+/*
+ * msm_ops.h - consensus operations as records, and the table of their kinds.
+ *
+ * Every consensus the master runs (an accept round, a peers-pending vote, an
+ * optimize, a group's shared-state sync, the collective of one tag) is one
+ * msm_op_t on m->ops: kind, scope (group, tag), op sequence, phase, members
+ * (each with its vote, an owed report and that report's outcome) and start
+ * time (msm clock). The kinds table (msm_kinds.c) says per kind which message
+ * votes for it and which report in it, which kinds a voter may not be in at
+ * the same time (the one-major-operation-per-peer rule, enforced only in
+ * msm_ops.c), whether a vote waits or is refused while the scope's operation
+ * runs, whether losing a member fails it, and its handlers. An operation ends
+ * by msm_op_complete (its kind already answered) or msm_op_fail (the kind
+ * tells the members, by cause); both free the record. Loop thread only.
+ */
+#ifndef PCCL_MSM_OPS_H
+#define PCCL_MSM_OPS_H
+
+#include <stdint.h>
+
+#include "sm/msm_admin.h"
+#include "base/base.h"
+
+typedef enum msm_op_kind {
+    MSM_OP_ACCEPT,
+    MSM_OP_PENDING,
+    MSM_OP_OPTIMIZE,
+    MSM_OP_SYNC,
+    MSM_OP_COLLECTIVE,
+    MSM_OP_NKINDS
+} msm_op_kind_t;
+#define MSM_BIT(k) (1u << (k))
+
+typedef enum msm_phase { MSM_PHASE_VOTING, MSM_PHASE_RUNNING } msm_phase_t;
+
+typedef enum msm_fail {
+    MSM_FAIL_CONFLICT, /* peers called different operations (msm_stuck.c) */
+    MSM_FAIL_MISMATCH, /* collective: the voters' parameters differ */
+    MSM_FAIL_TOO_FEW,  /* collective: fewer than 2 members */
+    MSM_FAIL_LOST,     /* a member left or reported failure */
+    MSM_FAIL_SHUTDOWN, /* the master is going away: nothing is sent */
+} msm_fail_t;
+
+typedef struct msm_member {
+    uint64_t conn;
+    uint8_t voted; /* its vote arrived (the newcomers of an accept round never vote) */
+    uint8_t owes;  /* running: a report is still owed */
+    uint8_t ok;    /* the outcome it reported */
+    /* shared-state sync: the offer */
+    uint8_t strategy;
+    uint64_t revision;
+    uint32_t ntensors;
+    wire_tensor_t *tensors;
+} msm_member_t;
+
+typedef struct msm_op {
+    msm_op_kind_t kind;
+    uint32_t group; /* MSM_RUN_WIDE for the run-wide kinds */
+    uint64_t tag;   /* collective; 0 otherwise */
+    uint64_t op_seq; /* collective: assigned when it commences */
+    msm_phase_t phase;
+    int wiring; /* accept / optimize: the running phase is a wiring round (ESTABLISH_P2P sent) */
+    int failed; /* a member left or a report failed: it ends failed */
+    uint64_t started; /* msm clock */
+    uint64_t first_report; /* running: when the tick first saw a member report while others owe (msm_deadline.c) */
+    msm_member_t *members;
+    int nmembers, cap_members;
+    /* collective */
+    uint64_t count;
+    uint8_t dtype, rop, quant_algo, quant_dtype;
+    uint64_t slots; /* running: its connection-pool slots (bit i = slot i), one stripe each */
+    char mismatch[160]; /* non-empty once two voters' parameters differ */
+    /* shared-state sync */
+    uint64_t target;
+    struct msm_op *next;
+} msm_op_t;
+
+
+struct msm_peer;
+
+typedef struct msm_kind {
+    const char *name; /* in views and in docs/protocol.md section 3 */
+    int run_wide;     /* scope: every accepted peer (else the accepted members of one group) */
+    uint16_t vote;    /* the message that votes for it */
+    uint16_t reports[2]; /* messages that report in its running phase (0: none) */
+    unsigned conflicts;  /* kinds whose operation a voter may not be a member of (its own kind: same tag) */
+    int refused_while_running; /* a vote while the scope's operation runs is a kick (else it waits) */
+    int departure_fails;       /* losing a member in the running phase fails it */
+    const char *state_voting, *state_running; /* a member's state in the peer view */
+    uint64_t (*tag_of)(const wire_msg_t *vote);                 /* NULL: tag 0 */
+    int (*check)(msm_t *m, struct msm_peer *p, const wire_msg_t *vote); /* -1: it kicked p */
+    void (*on_vote)(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
+    void (*on_report)(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
+    void (*progress)(msm_t *m); /* re-evaluates its operations after a departure */
+    void (*fail)(msm_t *m, msm_op_t *op, msm_fail_t why); /* tells the members */
+} msm_kind_t;
+
+extern const msm_kind_t msm_kinds[MSM_OP_NKINDS];
+
+/* The oldest operation of this kind and scope, or the one still voting; NULL if none. */
+msm_op_t *msm_op_find(msm_t *m, msm_op_kind_t kind, uint32_t group, uint64_t tag);
+msm_op_t *msm_op_voting(msm_t *m, msm_op_kind_t kind, uint32_t group, uint64_t tag);
+msm_op_t *msm_op_open(msm_t *m, msm_op_kind_t kind, uint32_t group, uint64_t tag);
+msm_member_t *msm_op_member(const msm_op_t *op, uint64_t conn);
+msm_member_t *msm_op_add(msm_op_t *op, uint64_t conn); /* NULL: out of memory */
+void msm_op_remove(msm_op_t *op, uint64_t conn);
+int msm_op_owed(const msm_op_t *op); /* reports still owed */
+/* Every peer of the scope (accepted peers, or group ring) voted; 0 for an empty scope. */
+int msm_op_all_voted(msm_t *m, const msm_op_t *op);
+void msm_op_complete(msm_t *m, msm_op_t *op);
+void msm_op_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+/* The first operation conn is a member of among the kinds in mask, or NULL. */
+msm_op_t *msm_op_of_peer(msm_t *m, uint64_t conn, unsigned mask);
+
+/* Votes and reports of every kind; kicks the peer on anything else. */
+void msm_ops_on_packet(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
+/* conn left: it leaves every operation at once (running ones of kinds that need it are marked failed). */
+void msm_ops_on_departure(msm_t *m, uint64_t conn);
+/* Re-evaluates every kind's operations (after departures). */
+void msm_ops_progress(msm_t *m);
+/* The peer's state for its view, from the operations it is in. */
+const char *msm_ops_peer_state(const msm_t *m, uint64_t conn);
+
+/* Handlers of the kinds (msm_topology.c, msm_optimize.c, msm_shared_state.c, msm_collective.c). */
+void msm_topo_on_vote(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
+void msm_topo_on_established(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
+void msm_topo_progress(msm_t *m);
+void msm_topo_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+void msm_pending_on_vote(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
+void msm_pending_progress(msm_t *m);
+void msm_pending_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+void msm_opt_on_vote(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
+void msm_opt_on_result(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
+void msm_opt_progress(msm_t *m);
+void msm_opt_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+int msm_ss_check(msm_t *m, struct msm_peer *p, const wire_msg_t *vote);
+void msm_ss_on_vote(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
+void msm_ss_on_dist_done(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
+void msm_ss_progress(msm_t *m);
+void msm_ss_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+uint64_t msm_coll_tag_of(const wire_msg_t *vote);
+void msm_coll_on_init(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
+void msm_coll_on_done(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
+void msm_coll_progress(msm_t *m);
+void msm_coll_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+
+#endif /* PCCL_MSM_OPS_H */
