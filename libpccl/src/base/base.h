@@ -1,7 +1,8 @@
 /*
  * base/ - what every other layer of the library and the master stand on: logging (log.h), sockets with
  * deadlines and cancellation (net.h), address parsing and formatting (addr.h), the buffer pool (bufpool.h),
- * the stranger gate (gate.h) and the wire codec of the control protocol (wire.h).
+ * the stranger gate (gate.h), the wire codec of the control protocol (wire.h), and the one internal error
+ * convention (err.h: 0 or -PERR_<NAME>, mapped to pcclResult_t at the API edge).
  *
  * Owns no threads and no global state beyond the log sink. Every function here is safe to call from any
  * thread on distinct objects; a gate or a buffer pool is guarded by its owner. Nothing here includes a header
@@ -12,6 +13,7 @@
 
 #include "base/addr.h"
 #include "base/bufpool.h"
+#include "base/err.h"
 #include "base/gate.h"
 #include "base/log.h"
 #include "base/net.h"
