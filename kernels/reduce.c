@@ -172,8 +172,8 @@ PCCL_DEF_UNOP(avg_bf16, uint16_t, u16, pccl_f32_to_bf16(pccl_bf16_to_f32(a) / (f
 
 /*
  * float16 sum/prod/avg with F16C: x86-64-v2 has no half conversions, and the
- * portable bit-twiddling costs ~25 instructions per element (under 1 GB/s),
- * which would make float16 the bottleneck of an all-reduce. F16C converts 8
+ * portable bit-twiddling costs tens of instructions per element, which would
+ * make float16 the bottleneck of an all-reduce. F16C converts 8
  * elements in one instruction. The results are bit-identical to the
  * portable kernels (both exact widening, one IEEE op, round-to-nearest-even;
  * only the payload of a NaN may differ), so peers with and without F16C
