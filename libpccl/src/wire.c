@@ -204,10 +204,15 @@ static void rd_str(rd_t *r, const wire_field_t *f, char *dst, const char *ctx) {
     uint8_t n = (uint8_t)rd_uint(r, 1, ctx, f->name);
     const uint8_t *p = rd_take(r, n, ctx, f->name);
     if (!p) return;
-    if (f->kind == WF_NAME && n > WIRE_NAME_MAX) return rd_fail(r, NULL, "name longer than 63 bytes");
-    for (uint8_t i = 0; f->kind == WF_NAME && i < n; i++)
-        if (p[i] < 0x20 || p[i] > 0x7e) return rd_fail(r, NULL, "name with a non-printable byte");
-    if (memchr(p, 0, n)) return rd_fail(r, NULL, "NUL inside string");
+    const char *bad = NULL;
+    if (f->kind == WF_NAME && n > WIRE_NAME_MAX) bad = "name longer than 63 bytes";
+    for (uint8_t i = 0; !bad && f->kind == WF_NAME && i < n; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e) bad = "name with a non-printable byte";
+    if (!bad && memchr(p, 0, n)) bad = "NUL inside string";
+    if (bad) {
+        rd_fail(r, NULL, bad);
+        return;
+    }
     memcpy(dst, p, n);
     dst[n] = 0;
 }
@@ -227,25 +232,10 @@ static void rd_ip(rd_t *r, uint8_t *present, ccoip_inet_address_t *ip, const cha
         ip->protocol = inetIPv6;
         memcpy(ip->ipv6.data, raw, 16);
     } else {
-        return rd_fail(r, NULL, "bad address family or padding");
+        rd_fail(r, NULL, "bad address family or padding");
+        return;
     }
     if (present && fam) *present = 1;
-}
-
-/* The smallest wire size of an element: what each array entry needs at least. */
-static size_t elem_min(const wire_layout_t *e) {
-    size_t n = 0;
-    for (uint32_t i = 0; i < e->nfields; i++) {
-        const wire_field_t *f = &e->fields[i];
-        switch ((wire_kind_t)f->kind) {
-        case WF_STR: case WF_NAME: n += 1; break;
-        case WF_IP: case WF_IP_OPT: n += WIRE_IP_LEN; break;
-        case WF_STRUCT: n += elem_min(&wire_elems[f->elem]); break;
-        case WF_ARRAY: case WF_INLINE: break;
-        default: n += f->size; break;
-        }
-    }
-    return n;
 }
 
 /* A count is refused over its limit, or over what the bytes left can hold of the arrays that follow it and
@@ -256,9 +246,9 @@ static void rd_count(rd_t *r, const wire_layout_t *l, uint32_t at, uint8_t *base
     size_t min = 0;
     for (uint32_t i = at + 1; i < l->nfields; i++)
         if ((l->fields[i].kind == WF_ARRAY || l->fields[i].kind == WF_INLINE) && l->fields[i].aux == f->off)
-            min += elem_min(&wire_elems[l->fields[i].elem]);
+            min += wire_layout_min(&wire_elems[l->fields[i].elem], NULL);
     if (r->err) return;
-    if (n > f->max || n * min > r->left) return rd_fail(r, NULL, f->bad);
+    if (n > f->max || n * min > r->left) { rd_fail(r, NULL, f->bad); return; }
     st_uint(base + f->off, f->size, n);
 }
 
@@ -272,7 +262,7 @@ static void rd_array(rd_t *r, const wire_field_t *f, uint8_t *base) {
     uint8_t *a = base + f->off;
     if (f->kind == WF_ARRAY) {
         a = calloc(n, e->size);
-        if (!a) return rd_fail(r, NULL, "out of memory");
+        if (!a) { rd_fail(r, NULL, "out of memory"); return; }
         memcpy(base + f->off, &a, sizeof a);
     }
     /* An element of one field is that field: its errors name the array. */

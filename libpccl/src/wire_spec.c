@@ -108,3 +108,23 @@ const size_t wire_nmsgs = sizeof wire_msgs / sizeof wire_msgs[0];
 const wire_msg_spec_t *wire_msg_spec(uint16_t t) {
     return t < wire_nmsgs && wire_msgs[t].payload.name ? &wire_msgs[t] : NULL;
 }
+
+size_t wire_layout_min(const wire_layout_t *l, int *fixed) {
+    size_t n = 0;
+    for (uint32_t i = 0; i < l->nfields; i++) {
+        const wire_field_t *f = &l->fields[i];
+        switch ((wire_kind_t)f->kind) {
+        case WF_STR: case WF_NAME:
+            n += 1;
+            if (fixed) *fixed = 0;
+            break;
+        case WF_IP: case WF_IP_OPT: n += WIRE_IP_LEN; break;
+        case WF_STRUCT: n += wire_layout_min(&wire_elems[f->elem], fixed); break;
+        case WF_ARRAY: case WF_INLINE:
+            if (fixed) *fixed = 0;
+            break;
+        default: n += f->size; break;
+        }
+    }
+    return n;
+}

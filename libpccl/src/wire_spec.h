@@ -77,4 +77,8 @@ extern const size_t wire_nmsgs;
 /** The spec of message type t, or NULL for a number that is no message. */
 const wire_msg_spec_t *wire_msg_spec(uint16_t t);
 
+/** The smallest wire size of a payload or element (an array counts 0, a string its length byte); *fixed
+ * (when not NULL) is set to 0 when its size can be larger. */
+size_t wire_layout_min(const wire_layout_t *l, int *fixed);
+
 #endif /* PCCL_WIRE_SPEC_H */

@@ -58,22 +58,6 @@ static void render_in(const wire_field_t *f, const wire_layout_t *l, char *out, 
 }
 static void render_field(const wire_field_t *f, char *out, size_t cap) { render_in(f, NULL, out, cap); }
 
-/* The smallest wire size, and whether it is the only one. */
-static size_t wire_size(const wire_layout_t *l, int *fixed) {
-    size_t n = 0;
-    for (uint32_t i = 0; i < l->nfields; i++) {
-        const wire_field_t *f = &l->fields[i];
-        switch ((wire_kind_t)f->kind) {
-        case WF_STR: case WF_NAME: n += 1; *fixed = 0; break;
-        case WF_IP: case WF_IP_OPT: n += WIRE_IP_LEN; break;
-        case WF_STRUCT: n += wire_size(&wire_elems[f->elem], fixed); break;
-        case WF_ARRAY: case WF_INLINE: *fixed = 0; break;
-        default: n += f->size; break;
-        }
-    }
-    return n;
-}
-
 /* The fields joined by ", "; "—" for none; a fixed payload of several fields ends with its size. */
 static void render_layout(const wire_layout_t *l, int with_size, char *out, size_t cap) {
     out[0] = 0;
@@ -84,7 +68,7 @@ static void render_layout(const wire_layout_t *l, int with_size, char *out, size
         snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? ", " : "", f);
     }
     int fixed = 1;
-    size_t n = wire_size(l, &fixed);
+    size_t n = wire_layout_min(l, &fixed);
     if (with_size && fixed && l->nfields > 1) snprintf(out + strlen(out), cap - strlen(out), " (%zu)", n);
 }
 
@@ -156,7 +140,7 @@ static void test_doc_elements(void) {
         char want[2][256];
         render_layout(l, 0, want[0], sizeof want[0]);
         int fixed = 1;
-        size_t n = wire_size(l, &fixed);
+        size_t n = wire_layout_min(l, &fixed);
         if (fixed) snprintf(want[1], sizeof want[1], "%zu", n);
         else snprintf(want[1], sizeof want[1], "%zu + len", n);
         int found = 0;
