@@ -57,7 +57,7 @@ static void make_identity(wire_identity_t *id) {
 /* One populated instance of message type t (pointing into the arrays above). */
 static wire_msg_t make(uint16_t t) {
     wire_msg_t m = {.type = t};
-    __typeof__(m.u) *u = &m.u;
+    union wire_payload *u = &m.u;
     switch (t) {
     case C2M_HELLO:
         u->hello.magic = WIRE_MAGIC;
