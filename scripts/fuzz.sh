@@ -30,16 +30,16 @@ CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Wer
 mkdir -p "$dir"
 srcs_for() {
     case $1 in
-        fuzz_master_sm) echo libpccl/src/base/wire.c libpccl/src/base/log.c master/sm/master_sm.c master/sm/msm_*.c master/topology/topology_*.c ;;
-        fuzz_quant_block) echo libpccl/src/base/wire.c libpccl/src/base/log.c kernels/quantize.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
-        fuzz_sec_handshake) echo libpccl/src/base/wire.c libpccl/src/base/log.c libpccl/src/sec/sec_hs.c libpccl/src/sec/sec_frame.c libpccl/src/sec/sec_key.c -lsodium -lcrypto ;;
-        *) echo libpccl/src/base/wire.c libpccl/src/base/log.c ;;
+        fuzz_master_sm) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c master/sm/master_sm.c master/sm/msm_*.c master/topology/topology_*.c libpccl/src/sec/identity.c libpccl/src/base/addr.c libpccl/src/sec/sec_key.c kernels/dtype.c -lcrypto ;;
+        fuzz_quant_block) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c kernels/quantize.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
+        fuzz_sec_handshake) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c libpccl/src/sec/sec_hs.c libpccl/src/sec/sec_frame.c libpccl/src/sec/sec_key.c -lsodium -lcrypto ;;
+        *) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c ;;
     esac
 }
 for h in "${harnesses[@]}"; do
     [ -f "tests/fuzz/$h.c" ] || { echo "fuzz.sh: no harness tests/fuzz/$h.c" >&2; exit 2; }
     # shellcheck disable=SC2046
-    $CC "${CFLAGS[@]}" -o "$dir/$h" "tests/fuzz/$h.c" $(srcs_for "$h") -lcjson -lm -lpthread
+    $CC "${CFLAGS[@]}" -o "$dir/$h" "tests/fuzz/$h.c" $(srcs_for "$h") -lsodium -lcjson -lm -lpthread
 done
 echo "fuzz.sh: built ${harnesses[*]} in $dir/"
 

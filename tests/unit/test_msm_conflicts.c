@@ -3,46 +3,11 @@
  * compared row by row, so document and code cannot drift), and the illegal
  * transitions of every kind: a vote while in a conflicting operation, a vote
  * before the peer is accepted, and each kind's report out of state. */
+#include "doc_table.h"
 #include "msm_harness.h"
 #include "sm/msm_internal.h"
 
-#include <ctype.h>
-
 #define DOC PCCL_TEST_DATA_DIR "/../../docs/protocol.md"
-
-static char *read_doc(void) {
-    FILE *f = fopen(DOC, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
-/* Splits a markdown table row into trimmed cells (backticks dropped); returns the count. */
-static int cells(const char *line, char out[][256], int max) {
-    int n = 0;
-    const char *p = strchr(line, '|');
-    while (p && n < max) {
-        const char *q = strchr(p + 1, '|');
-        const char *nl = strchr(p + 1, '\n');
-        if (!q || (nl && nl < q)) break;
-        int k = 0;
-        for (const char *c = p + 1; c < q && k < 255; c++)
-            if (*c != '`') out[n][k++] = *c;
-        out[n][k] = 0;
-        char *s = out[n];
-        while (isspace((unsigned char)*s)) memmove(s, s + 1, strlen(s));
-        for (size_t l = strlen(s); l && isspace((unsigned char)s[l - 1]); l--) s[l - 1] = 0;
-        n++;
-        p = q;
-    }
-    return n;
-}
 
 /* The name section 2 gives peer->master message type t. */
 static const char *doc_msg_name(const char *doc, uint16_t t, char *buf) {
@@ -51,7 +16,7 @@ static const char *doc_msg_name(const char *doc, uint16_t t, char *buf) {
     const char *p = strstr(doc, key);
     if (!p) return "?";
     char c[4][256];
-    if (cells(p + 1, c, 4) < 2) return "?";
+    if (doc_cells(p + 1, c, 4) < 2) return "?";
     snprintf(buf, 256, "%s", c[1]);
     return buf;
 }
@@ -73,7 +38,7 @@ static void expected_row(const char *doc, int k, char row[7][256]) {
 }
 
 static void test_doc_matches_table(void) {
-    char *doc = read_doc();
+    char *doc = doc_read(DOC);
     CHECK(doc != NULL);
     if (!doc) return;
     const char *t = strstr(doc, "| operation | vote | reports |");
@@ -81,7 +46,7 @@ static void test_doc_matches_table(void) {
     int seen[MSM_OP_NKINDS] = {0}, rows = 0;
     for (const char *line = t ? strchr(t, '\n') : NULL; line && line[1] == '|'; line = strchr(line + 1, '\n')) {
         char c[8][256];
-        int n = cells(line + 1, c, 8);
+        int n = doc_cells(line + 1, c, 8);
         if (n >= 1 && strncmp(c[0], "---", 3) == 0) continue;
         rows++;
         CHECK_EQ_U64(n, 7);

@@ -482,6 +482,10 @@ static void test_master_msgs(void) {
     pb = encode_body(&p, &plen);
     expect_reject(pb, plen, "range of no fetch entry");
     free(pb);
+    rg[2] = (wire_ss_range_t){1, 33, 0, 7}; /* a source past the 32 a plan can list (bit 33 % 32 is a holder) */
+    pb = encode_body(&p, &plen);
+    expect_reject(pb, plen, "range from source 33");
+    free(pb);
     rg[2] = (wire_ss_range_t){1, 1, 0, 7};
     holders[1] = 4 | 2; /* a holder bit beyond the sources */
     pb = encode_body(&p, &plen);

@@ -7,6 +7,9 @@
  * Owns no threads and no global state beyond the log sink. Every function here is safe to call from any
  * thread on distinct objects; a gate or a buffer pool is guarded by its owner. Nothing here includes a header
  * from another folder of the library (only libpccl/include and kernels/).
+ *
+ * Cycle: wire <-> wire_spec: wire_msgs.def is read twice, by wire.h for the message structs and by wire_spec.c
+ * for the field tables built on those structs, and wire.c's codec walks the tables; the spec is the codec's.
  */
 #ifndef PCCL_BASE_H
 #define PCCL_BASE_H

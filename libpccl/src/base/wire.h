@@ -1,6 +1,7 @@
 /*
  * wire.h - the control protocol between peers and the master, and the p2p
- * handshake (internal). Spec: docs/protocol.md.
+ * handshake (internal). Spec: docs/protocol.md. The messages and their fields are listed once, in
+ * wire_msgs.def; the codec (wire.c) works from the tables made of that list (wire_spec.h).
  *
  * Framing: u32 body length (big-endian), then the body: u16 message type, then
  * the payload. Bodies are at most WIRE_MAX_BODY bytes. The first message on a
@@ -29,43 +30,25 @@
 #define WIRE_MAX_SS_SOURCES 32
 #define WIRE_MAX_SS_RANGES (1u << 20)
 
+/* The message types, from wire_msgs.def: C2M_ peer -> master, M2C_ master -> peer. */
+#define WIRE_ELEM(elem, ctype, fields)
+#define WIRE_MSG(dir, symbol, type, name, fields) WIRE_TYPE_##dir(symbol, type)
 typedef enum wire_type {
-    /* peer -> master */
-    C2M_HELLO = 1,
-    C2M_UPDATE_TOPOLOGY = 2,
-    C2M_P2P_ESTABLISHED = 3,
-    C2M_PEERS_PENDING = 4,
-    C2M_SYNC_SHARED_STATE = 5,
-    C2M_SS_DIST_DONE = 6,
-    C2M_COLL_INIT = 7,
-    C2M_COLL_DONE = 8,
-    C2M_OPTIMIZE_TOPOLOGY = 9,
-    C2M_HEARTBEAT = 10,
-    C2M_BENCH_RESULT = 11,
-    C2M_PEER_UNREACHABLE = 12,
-    C2M_RESUME = 13, /* re-registration with a restarted master (instead of HELLO) */
-    C2M_LEAVE = 14,  /* a clean departure between operations */
-    C2M_MAX_,
-    /* master -> peer */
-    M2C_WELCOME = 101,
-    M2C_ESTABLISH_P2P = 102,
-    M2C_TOPOLOGY_DONE = 103,
-    M2C_PEERS_PENDING = 104,
-    M2C_SS_PLAN = 105,
-    M2C_SS_DONE = 106,
-    M2C_COLL_COMMENCE = 107,
-    M2C_COLL_ABORT = 108,
-    M2C_COLL_COMPLETE = 109,
-    M2C_COLL_REJECT = 110,
-    M2C_KICK = 111,
-    M2C_OPTIMIZE_DONE = 112,
-    M2C_HEARTBEAT = 113,
-    M2C_BENCH_REQUEST = 114,
-    M2C_RESUMED = 115, /* answer to RESUME once the run is rebuilt */
-    M2C_CHALLENGE = 116, /* first message of every control connection: the nonce HELLO/RESUME sign */
-    M2C_SHUTDOWN = 117, /* the run is over: the master stops and nobody reconnects */
-    M2C_MAX_
+#define WIRE_TYPE_C2M(symbol, type) symbol = type,
+#define WIRE_TYPE_M2C(symbol, type)
+#include "base/wire_msgs.def"
+    C2M_MAX_, /* one past the last peer -> master type */
+#undef WIRE_TYPE_C2M
+#undef WIRE_TYPE_M2C
+#define WIRE_TYPE_C2M(symbol, type)
+#define WIRE_TYPE_M2C(symbol, type) symbol = type,
+#include "base/wire_msgs.def"
+    M2C_MAX_ /* one past the last master -> peer type */
+#undef WIRE_TYPE_C2M
+#undef WIRE_TYPE_M2C
 } wire_type_t;
+#undef WIRE_ELEM
+#undef WIRE_MSG
 
 /* SS plan status. */
 enum { SS_OK = 0, SS_REVISION_REFUSED = 1, SS_LAYOUT_MISMATCH = 2, SS_NO_STATE = 3, SS_CONFLICT = 4, SS_ABORTED = 5 };
@@ -135,9 +118,10 @@ typedef struct wire_identity {
     uint8_t digest[32];
 } wire_identity_t;
 
+/* A message: its type and the payload of that type (the fields wire_msgs.def lists for it). */
 typedef struct wire_msg {
     uint16_t type;
-    union {
+    union wire_payload {
         struct {
             uint32_t magic; uint16_t version; uint32_t peer_group;
             uint16_t p2p_port;         /* the port other peers dial (the advertised one when set) */
