@@ -12,29 +12,10 @@
 #include "pccl.h"
 #include "sd_notify.h"
 #include "sec_key.h"
+#include "opts/shared.h"
 
 static const cli_flag_t flags[] = {
-    {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},
-    {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48152; port 0 = any)"},
-    {"no-admin", no_argument, NULL, "do not serve the admin port"},
-    {"admin-token-file", required_argument, "FILE",
-     "bearer token for kick/shutdown: a private file of 16+ bytes (env PCCL_ADMIN_TOKEN_FILE; without: refused)"},
-    {"admin-host", required_argument, "NAME",
-     "a host name the admin port answers besides loopback and its address (repeatable; others get 421)"},
-    {"vote-timeout", required_argument, "MS",
-     "kick peers that have not voted (or reported) this long after a vote opened (default 600000; 0 = never; "
-     "env PCCL_VOTE_TIMEOUT_MS)"},
-    {"on-signal", required_argument, "WHAT",
-     "what SIGTERM and SIGINT do to the run: keep-run (default: the peers wait for a master restarted on this "
-     "address) or end-run (every peer is told the run is over and exits)"},
-    {"key-file", required_argument, "FILE", "run key (32+ secret bytes, mode 0600): only peers holding it may join "
-                                            "(env PCCL_KEY_FILE; without: an open run)"},
-    {"allow-keys", required_argument, "FILE",
-     "admit only peers whose public key is listed (one per line, as `pccl identity` prints; # comments); "
-     "read again on SIGHUP, when peers whose key was removed are kicked"},
-    {"encrypt", no_argument, NULL, "encrypt every connection of the run (needs a run key; env PCCL_ENCRYPT=1)"},
-    {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
-    {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
+#include "opts/master.def"
     {0},
 };
 
@@ -48,7 +29,6 @@ const cli_command_t cli_cmd_master = {
              "[--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
-    .repeatable = (const char *const[]){"admin-host", NULL},
     .help_footer = "\nStopping: `pccl shutdown` ends the run (every peer exits 0); `pccl shutdown --keep-run` and a signal\n"
                    "(unless --on-signal end-run) keep it: the peers wait PCCL_MASTER_RECONNECT_MS for a master on this\n"
                    "address, so a supervisor's restart loses nothing.\n",
@@ -101,9 +81,13 @@ static int on_flag(void *ctx, const char *name, const char *value) {
             return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, 86400000])", value);
         a->vote_timeout_ms = (long long)v;
     } else if (strcmp(name, "on-signal") == 0) {
-        if (strcmp(value, "keep-run") && strcmp(value, "end-run"))
-            return cli_usage_error(&cli_cmd_master, "bad --on-signal '%s' (keep-run or end-run)", value);
-        a->signal_ends_run = !strcmp(value, "end-run");
+        const cli_flag_t *f = cli_flag_find(&cli_cmd_master, name);
+        int i = cli_choice_index(f, value);
+        char choices[64];
+        if (i < 0)
+            return cli_usage_error(&cli_cmd_master, "bad --on-signal '%s' (%s)", value,
+                                   cli_choices_text(f, " or ", choices, sizeof choices));
+        a->signal_ends_run = !strcmp(f->choices[i].name, "end-run");
     } else if (strcmp(name, "key-file") == 0) {
         a->key_file = value;
     } else if (strcmp(name, "allow-keys") == 0) {

@@ -4,6 +4,7 @@
  * master would choose or to try the solver on synthetic matrices.
  */
 #include "cli.h"
+#include "opts/shared.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,7 @@
 #include "topology_solver.h"
 
 static const cli_flag_t flags[] = {
-    {"matrix", required_argument, "FILE", "bandwidth matrix in Mbit/s, CSV or JSON (row i = from peer i; - = stdin, e.g. bench-bandwidth --json)"},
-    {"json", no_argument, NULL, "print the result as one JSON object"},
-    {"time-limit", required_argument, "MS", "heuristic budget in ms (default 1000; 0 = no deadline, deterministic descents only)"},
+#include "opts/solve_topology.def"
     {0},
 };
 

@@ -11,7 +11,9 @@ static void longopts(const cli_flag_t *flags, struct option *out) {
     int n = 0;
     for (; flags && flags[n].name && n < 62; n++) {
         out[n].name = flags[n].name;
-        out[n].has_arg = flags[n].has_arg;
+        out[n].has_arg = flags[n].arg == CLI_SWITCH   ? no_argument
+                         : flags[n].optional_value ? optional_argument
+                                                   : required_argument;
         out[n].flag = NULL;
         out[n].val = 0;
     }
@@ -64,10 +66,27 @@ static int unknown_option(const cli_command_t *cmd, const struct option *opts, c
     return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
-static int repeatable(const cli_command_t *cmd, const char *name) {
-    for (const char *const *r = cmd->repeatable; r && *r; r++)
-        if (strcmp(*r, name) == 0) return 1;
-    return 0;
+const cli_flag_t *cli_flag_find(const cli_command_t *cmd, const char *name) {
+    for (const cli_flag_t *f = cmd->flags; f && f->name; f++)
+        if (strcmp(f->name, name) == 0) return f;
+    return NULL;
+}
+
+int cli_choice_index(const cli_flag_t *f, const char *value) {
+    for (int i = 0; f && f->choices && f->choices[i].name; i++)
+        if (strcmp(f->choices[i].name, value) == 0) return i;
+    return -1;
+}
+
+const char *cli_choices_text(const cli_flag_t *f, const char *sep, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; f && f->choices && f->choices[i].name && len < cap; i++) {
+        int n = snprintf(out + len, cap - len, "%s%s", i ? sep : "", f->choices[i].name);
+        if (n < 0) break;
+        len += (size_t)n;
+    }
+    return out;
 }
 
 int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
@@ -89,7 +108,7 @@ int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag
         const char *name = opts[idx].name, *value = optarg;
         /* A second value of a single-value flag would silently replace the first: refused, so that a
          * command line means one thing. */
-        if (opts[idx].has_arg != no_argument && seen[idx]++ && !repeatable(cmd, name))
+        if (opts[idx].has_arg != no_argument && seen[idx]++ && !cmd->flags[idx].repeatable)
             return cli_usage_error(cmd, "--%s given twice (it takes one value)", name);
         /* "--watch 5" as well as "--watch=5": an optional value may be the next word when that is a number. */
         if (!value && opts[idx].has_arg == optional_argument && optind < argc && argv[optind][0] >= '0' &&

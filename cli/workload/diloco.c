@@ -41,7 +41,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
     const size_t np = MLP_NPARAMS;
     float *outer = malloc(np * sizeof *outer), *momentum = calloc(np, sizeof *momentum);
     float *inner = malloc(np * sizeof *inner), *grad = malloc(np * sizeof *grad), *delta = malloc(np * sizeof *delta);
-    uint32_t batch = o->batch ? o->batch : 128;
+    uint32_t batch = o->batch ? o->batch : JOIN_DEFAULT_BATCH;
     uint32_t *idx = malloc(batch * sizeof *idx);
     mlp_scratch_t *scratch = mlp_scratch_new(batch > 1000 ? batch : 1000);
     adamw_state_t adam = {0};
@@ -55,13 +55,13 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
     }
     /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
     mlp_init(outer, 42);
-    adamw_config_t cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : 3e-3f);
+    adamw_config_t cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : (float)JOIN_DEFAULT_INNER_LR);
     pcclTensorInfo_t infos[2] = {
         {.name = "mlp.params", .data = outer, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
         {.name = "outer.momentum", .data = momentum, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
     };
     pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
-    uint32_t H = o->inner_steps ? o->inner_steps : 25;
+    uint32_t H = o->inner_steps ? o->inner_steps : JOIN_DEFAULT_INNER_STEPS;
     uint64_t retries = 0, tx_total = 0, rx_total = 0;
     uint32_t rejected = 0; /* rejected all-reduces in a row */
 
@@ -120,8 +120,8 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
             rc = JOIN_EXIT_FAILED;
             break;
         }
-        outer_nesterov_step(outer, delta, momentum, np, o->outer_lr > 0 ? o->outer_lr : 0.7f,
-                            o->outer_momentum >= 0 ? o->outer_momentum : 0.9f);
+        outer_nesterov_step(outer, delta, momentum, np, o->outer_lr > 0 ? o->outer_lr : (float)JOIN_DEFAULT_OUTER_LR,
+                            o->outer_momentum >= 0 ? o->outer_momentum : (float)JOIN_DEFAULT_OUTER_MOMENTUM);
         ss.revision++;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "event", "step");

@@ -23,8 +23,23 @@ enum {
     JOIN_EXIT_WRONG = 5,   /* synthetic: an all-reduce result was wrong */
 };
 
+/* The workloads and the defaults of `pccl join`'s flags: cli/opts/join.def states them from here. */
+#define JOIN_WORKLOAD_FASHION_MNIST "fashion-mnist"
+#define JOIN_WORKLOAD_SYNTHETIC "synthetic"
+#define JOIN_DEFAULT_STEPS 50
+#define JOIN_DEFAULT_PEER_GROUP 0
+#define JOIN_DEFAULT_SIZE 409600
+#define JOIN_DEFAULT_TENSORS 1
+#define JOIN_DEFAULT_INNER_STEPS 25
+#define JOIN_DEFAULT_BATCH 128
+#define JOIN_DEFAULT_INNER_LR 0.003
+#define JOIN_DEFAULT_OUTER_LR 0.7
+#define JOIN_DEFAULT_OUTER_MOMENTUM 0.9
+#define JOIN_DEFAULT_MIN_WORLD 2
+#define JOIN_DEFAULT_MAX_REJECTIONS 10
+
 typedef struct join_opts {
-    const char *workload; /* "fashion-mnist" or "synthetic" */
+    const char *workload; /* JOIN_WORKLOAD_FASHION_MNIST or JOIN_WORKLOAD_SYNTHETIC */
     uint64_t steps;       /* stop when the shared-state revision reaches this */
     uint32_t peer_group;
     const char *data_dir;
@@ -37,7 +52,7 @@ typedef struct join_opts {
     uint32_t batch;
     float inner_lr, outer_lr, outer_momentum;
     uint32_t step_delay_ms; /* synthetic: pause per step (lets tests kill peers mid-run) */
-    uint32_t min_world;     /* wait for this many peers before the first step (default 2) */
+    uint32_t min_world;     /* wait for this many peers before the first step (0: JOIN_DEFAULT_MIN_WORLD) */
     int optimize;           /* run pcclOptimizeTopology whenever the world changed */
     pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
     int out_of_place;       /* synthetic: reduce into a second buffer (--out-of-place) */

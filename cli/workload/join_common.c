@@ -91,7 +91,7 @@ int join_run_over(pcclResult_t r) { return r == pcclMasterConnectionFailed || r 
 
 int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
-    if (!strcmp(o->workload, "synthetic")) {
+    if (!strcmp(o->workload, JOIN_WORKLOAD_SYNTHETIC)) {
         /* Each of the --tensors concurrent all-reduces needs one float of --size at least. */
         if (o->size_bytes / sizeof(float) < o->tensors) {
             snprintf(err, errlen, "--tensors %u needs %u float elements, --size %llu holds %llu", o->tensors,
@@ -226,7 +226,7 @@ int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row
 
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si) {
-    if (join_await_world(comm, o, 2, first) != 0 || join_stop_requested()) return -1;
+    if (join_await_world(comm, o, JOIN_DEFAULT_MIN_WORLD, first) != 0 || join_stop_requested()) return -1;
     memset(si, 0, sizeof *si);
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
     if (join_run_over(r) || join_stop_requested()) return -1;
