@@ -98,6 +98,52 @@ static int on_flag(void *ctx, const char *name, const char *value) {
     return 0;
 }
 
+/* The admin token (--admin-token-file, else PCCL_ADMIN_TOKEN_FILE) into token, and the run key into sec: the flags
+ * replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. CLI_EXIT_OK or the exit code
+ * after the message. */
+static int read_secrets(master_args_t *a, char *token, size_t cap, sec_cfg_t *sec) {
+    const char *env_token = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
+    if (!a->token_file && env_token && *env_token) a->token_file = env_token;
+    int rc;
+    if (a->token_file && (rc = cli_read_token(&cli_cmd_master, a->token_file, token, cap)) != CLI_EXIT_OK) return rc;
+    char err[320];
+    int keyed = a->key_file ? sec_key_from_file(a->key_file, sec, err, sizeof err) : 0;
+    if (!a->key_file && a->encrypt) keyed = sec_key_from_env(sec, err, sizeof err);
+    if (keyed < 0) {
+        cli_err("pccl master: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (a->encrypt && !sec->keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
+    sec->encrypt = a->encrypt;
+    return CLI_EXIT_OK;
+}
+
+/* Waits for SIGINT or SIGTERM (ending the run first with --on-signal end-run), or for a shutdown requested on the
+ * admin port (checked every 200 ms); SIGHUP reads the allow-keys file again. */
+static void wait_for_end(pcclMasterInstance_t *m, const sigset_t *set, const master_args_t *a) {
+    const struct timespec poll_every = {0, 200 * 1000 * 1000};
+    for (;;) {
+        int sig = sigtimedwait(set, NULL, &poll_every);
+        if (sig == SIGHUP) {
+            if (a->allow_keys) pccl_log(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
+            pccl__master_reload_allow_keys(m);
+            continue;
+        }
+        if (sig > 0) {
+            const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
+                     a->signal_ends_run ? "ending the run" : "the peers keep the run");
+            if (a->signal_ends_run) {
+                char why[64];
+                snprintf(why, sizeof why, "the master received %s", name);
+                pccl__master_end_run(m, why);
+            }
+            return;
+        }
+        if (pccl__master_interrupted(m)) return;
+    }
+}
+
 static int run(int argc, char **argv) {
     master_args_t a = {
         .admin = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = CLI_ADMIN_DEFAULT_PORT},
@@ -108,22 +154,9 @@ static int run(int argc, char **argv) {
     if (!getenv("PCCL_LOG_LEVEL")) pccl_log_set_level(PCCL_LOG_INFO);
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
-    char token[512] = "";
-    const char *env_token = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
-    if (!a.token_file && env_token && *env_token) a.token_file = env_token;
-    if (a.token_file && (rc = cli_read_token(&cli_cmd_master, a.token_file, token, sizeof token)) != CLI_EXIT_OK)
-        return rc;
-    /* The flags replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. */
+    char token[512] = "", err[320];
     sec_cfg_t sec = {0};
-    char err[320];
-    int keyed = a.key_file ? sec_key_from_file(a.key_file, &sec, err, sizeof err) : 0;
-    if (!a.key_file && a.encrypt) keyed = sec_key_from_env(&sec, err, sizeof err);
-    if (keyed < 0) {
-        cli_err("pccl master: %s\n", err);
-        return CLI_EXIT_FAIL;
-    }
-    if (a.encrypt && !sec.keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
-    sec.encrypt = a.encrypt;
+    if ((rc = read_secrets(&a, token, sizeof token, &sec)) != CLI_EXIT_OK) return rc;
 
     /* Block the signals before any thread starts so that only sigwait below receives them. */
     sigset_t set;
@@ -191,28 +224,7 @@ static int run(int argc, char **argv) {
     /* Both ports are bound and the loop runs: a supervisor may start what depends on the master now. */
     sd_notify_sendf("READY=1\nSTATUS=listening on %s%s%s", where, a.admin_on ? ", admin on " : "",
                     a.admin_on ? awhere : "");
-    /* Wait for a signal, or for a shutdown requested on the admin port (checked every 200 ms). */
-    const struct timespec poll_every = {0, 200 * 1000 * 1000};
-    for (;;) {
-        int sig = sigtimedwait(&set, NULL, &poll_every);
-        if (sig == SIGHUP) {
-            if (a.allow_keys) pccl_log(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
-            pccl__master_reload_allow_keys(m);
-            continue;
-        }
-        if (sig > 0) {
-            const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
-                     a.signal_ends_run ? "ending the run" : "the peers keep the run");
-            if (a.signal_ends_run) {
-                char why[64];
-                snprintf(why, sizeof why, "the master received %s", name);
-                pccl__master_end_run(m, why);
-            }
-            break;
-        }
-        if (pccl__master_interrupted(m)) break;
-    }
+    wait_for_end(m, &set, &a);
     sd_notify_send("STOPPING=1\nSTATUS=shutting down");
     pcclInterruptMaster(m);
     pcclMasterAwaitTermination(m);
