@@ -52,6 +52,8 @@ typedef struct cli_flag {
     const char *env;              /* environment variable used when the flag is absent, or NULL */
     const cli_choice_t *choices;  /* CLI_CHOICE: the allowed values, terminated by {0} */
     const char *man;              /* scdoc text of the man page's entry (lines without indent); NULL: help */
+    double min, max;              /* CLI_NUMBER with max > 0: the allowed values, min to max (cli_flag_u64,
+                                   * cli_flag_double check them; --help and the man page state them) */
     int optional_value;           /* the value may be left out (--watch) */
     int repeatable;               /* may be given several times; any other flag with a value given twice is a
                                    * usage error, so that a command line means one thing */
@@ -109,6 +111,12 @@ int cli_parse_positive(const char *s, double max, double *out);
 void cli_print_help(const cli_command_t *cmd);
 /* The flag called name in cmd's table, or NULL. */
 const cli_flag_t *cli_flag_find(const cli_command_t *cmd, const char *name);
+/* The value of cmd's CLI_NUMBER flag name as a decimal integer, or a number, within the flag's min and max: 0, or
+ * -1 with *out untouched. */
+int cli_flag_u64(const cli_command_t *cmd, const char *name, const char *value, uint64_t *out);
+int cli_flag_double(const cli_command_t *cmd, const char *name, const char *value, double *out);
+/* "MIN to MAX" of a flag with a range, into out; returns out ("" without one). */
+const char *cli_flag_range(const cli_flag_t *f, char *out, size_t cap);
 /* Index of value among f's choices, or -1. */
 int cli_choice_index(const cli_flag_t *f, const char *value);
 /* f's choices joined by sep ("a, b"), into out (cap bytes); returns out. */

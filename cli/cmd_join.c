@@ -87,9 +87,9 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
             return cli_usage_error(cmd, "bad --name '%s' (at most 63 printable ASCII characters)", arg);
         *a->name = arg;
     } else if (!strcmp(n, "connect-timeout")) {
-        bad = cli_parse_double(arg, 0, 86400, a->connect_timeout_s);
+        bad = cli_flag_double(cmd, n, arg, a->connect_timeout_s);
     } else if (!strcmp(n, "p2p-port")) {
-        bad = cli_parse_u64(arg, 65535, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         *a->p2p_port = arg;
     } else if (!strcmp(n, "advertise")) {
         ccoip_socket_address_t adv;
@@ -106,25 +106,25 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
             return cli_usage_error(cmd, "unknown workload '%s' (%s)", arg, cli_choices_text(f, ", ", names, sizeof names));
         o->workload = arg;
     } else if (!strcmp(n, "steps")) {
-        bad = cli_parse_u64(arg, 1u << 30, &o->steps);
+        bad = cli_flag_u64(cmd, n, arg, &o->steps);
     } else if (!strcmp(n, "peer-group")) {
-        bad = cli_parse_u64(arg, UINT32_MAX, &v);
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->peer_group = (uint32_t)v;
     } else if (!strcmp(n, "data")) {
         o->data_dir = arg;
     } else if (!strcmp(n, "size")) {
-        bad = cli_parse_u64(arg, 1ull << 36, &o->size_bytes) || o->size_bytes < 4;
+        bad = cli_flag_u64(cmd, n, arg, &o->size_bytes);
     } else if (!strcmp(n, "tensors")) {
-        bad = cli_parse_u64(arg, 64, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->tensors = (uint32_t)v;
     } else if (!strcmp(n, "pool")) {
-        bad = cli_parse_u64(arg, 64, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->pool = (uint32_t)v;
     } else if (!strcmp(n, "inner-steps")) {
-        bad = cli_parse_u64(arg, 100000, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->inner_steps = (uint32_t)v;
     } else if (!strcmp(n, "batch")) {
-        bad = cli_parse_u64(arg, 4096, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->batch = (uint32_t)v;
     } else if (!strcmp(n, "inner-lr")) {
         bad = cli_parse_float(arg, &o->inner_lr) || o->inner_lr <= 0;
@@ -135,13 +135,13 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     } else if (!strcmp(n, "seed")) {
         bad = cli_parse_u64(arg, UINT64_MAX, &o->seed);
     } else if (!strcmp(n, "step-delay")) {
-        bad = cli_parse_u64(arg, 60000, &v);
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->step_delay_ms = (uint32_t)v;
     } else if (!strcmp(n, "min-world")) {
-        bad = cli_parse_u64(arg, 4096, &v) || v < 2;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->min_world = (uint32_t)v;
     } else if (!strcmp(n, "max-rejections")) {
-        bad = cli_parse_u64(arg, 1000000, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->max_rejections = (uint32_t)v;
     } else if (!strcmp(n, "quantize")) {
         if (parse_quantize(arg, &o->quant) != 0)
@@ -162,7 +162,7 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
 static int check_env_addresses(void) {
     const char *port = getenv("PCCL_P2P_PORT"), *adv = getenv("PCCL_ADVERTISE_ADDRESS");
     uint64_t v;
-    if (port && *port && (cli_parse_u64(port, 65535, &v) != 0 || v == 0)) {
+    if (port && *port && cli_flag_u64(&cli_cmd_join, "p2p-port", port, &v) != 0) {
         cli_err("pccl join: PCCL_P2P_PORT=%s is not a port (1..65535)\n", port);
         return JOIN_EXIT_CONFIG;
     }

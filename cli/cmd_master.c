@@ -77,8 +77,9 @@ static int on_flag(void *ctx, const char *name, const char *value) {
                                    ADMIN_HOSTS_MAX);
     } else if (strcmp(name, "vote-timeout") == 0) {
         uint64_t v;
-        if (cli_parse_u64(value, 86400000ULL, &v) != 0)
-            return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, 86400000])", value);
+        if (cli_flag_u64(&cli_cmd_master, name, value, &v) != 0)
+            return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, %.15g])", value,
+                                   cli_flag_find(&cli_cmd_master, name)->max);
         a->vote_timeout_ms = (long long)v;
     } else if (strcmp(name, "on-signal") == 0) {
         const cli_flag_t *f = cli_flag_find(&cli_cmd_master, name);

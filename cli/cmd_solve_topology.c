@@ -93,7 +93,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
     } else if (strcmp(name, "json") == 0) {
         a->json = 1;
     } else if (strcmp(name, "time-limit") == 0) {
-        if (cli_parse_double(value, 0, 86400e3, &a->limit_ms) != 0)
+        if (cli_flag_double(&cli_cmd_solve_topology, name, value, &a->limit_ms) != 0)
             return cli_usage_error(&cli_cmd_solve_topology,
                                    "--time-limit wants milliseconds between 0 and 86400000, got '%s'", value);
     }

@@ -22,10 +22,12 @@ static void flag_help_line(const cli_flag_t *f) {
     char choices[256] = "";
     if (f->choices && f->metavar) cli_choices_text(f, ", ", choices, sizeof choices);
     printf("%s%s%s", f->help, choices[0] ? ": " : "", choices);
-    if (f->def || f->env)
-        printf(" (%s%s%s%s%s)", f->def ? "default " : "", f->def ? f->def : "", f->def && f->env ? "; " : "",
-               f->env ? "env " : "", f->env ? f->env : "");
-    printf("\n");
+    char range[96];
+    const char *parts[3] = {cli_flag_range(f, range, sizeof range), f->def, f->env};
+    static const char *const label[3] = {"", "default ", "env "};
+    for (int i = 0, n = 0; i < 3; i++)
+        if (parts[i] && parts[i][0]) printf("%s%s%s", n++ ? "; " : " (", label[i], parts[i]);
+    printf(f->max > 0 || f->def || f->env ? ")\n" : "\n");
 }
 
 void cli_print_help(const cli_command_t *cmd) {
@@ -69,8 +71,10 @@ void cli_print_man_options(const cli_command_t *cmd) {
         for (int i = 0; f->choices && f->choices[i].name; i++)
             printf(f->choices[i].doc ? "%s*%s*: %s%s" : "%s*%s*%s%s", i ? "" : "\t", f->choices[i].name,
                    f->choices[i].doc ? f->choices[i].doc : "", f->choices[i + 1].name ? "; " : ".\n");
-        if (f->def || f->env) {
+        char range[96];
+        if (f->max > 0 || f->def || f->env) {
             printf("\t");
+            if (f->max > 0) printf("Values: %s.%s", cli_flag_range(f, range, sizeof range), f->def || f->env ? " " : "");
             if (f->def) printf("Default: %s.%s", f->def, f->env ? " " : "");
             if (f->env) printf("Environment: *%s*.", f->env);
             printf("\n");

@@ -72,6 +72,26 @@ const cli_flag_t *cli_flag_find(const cli_command_t *cmd, const char *name) {
     return NULL;
 }
 
+int cli_flag_u64(const cli_command_t *cmd, const char *name, const char *value, uint64_t *out) {
+    const cli_flag_t *f = cli_flag_find(cmd, name);
+    uint64_t v;
+    if (!f || cli_parse_u64(value, f->max > 0 ? (uint64_t)f->max : UINT64_MAX, &v) != 0 || (double)v < f->min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_flag_double(const cli_command_t *cmd, const char *name, const char *value, double *out) {
+    const cli_flag_t *f = cli_flag_find(cmd, name);
+    return f && f->max > 0 ? cli_parse_double(value, f->min, f->max, out) : -1;
+}
+
+const char *cli_flag_range(const cli_flag_t *f, char *out, size_t cap) {
+    if (f->max > 0) snprintf(out, cap, "%.15g to %.15g", f->min, f->max);
+    else if (cap) out[0] = 0;
+    return out;
+}
+
 int cli_choice_index(const cli_flag_t *f, const char *value) {
     for (int i = 0; f && f->choices && f->choices[i].name; i++)
         if (strcmp(f->choices[i].name, value) == 0) return i;

@@ -27,8 +27,8 @@ setup() {
     done
 }
 
-@test "a flag's default and environment variable read the same in --help and in the man page" {
-    n=0
+@test "a flag's range, default and environment variable read the same in --help and in the man page" {
+    n=0 r=0
     for cmd in $("$PCCL" __complete); do
         [ "$cmd" = help ] && continue
         man=$("$PCCL" help --man "$cmd")
@@ -38,16 +38,29 @@ setup() {
                 grep -qF "Default: ${BASH_REMATCH[1]}." <<< "$entry" || { echo "$cmd $flag: man lacks default ${BASH_REMATCH[1]}"; false; }
                 n=$((n + 1))
             fi
+            if [[ "$rest" =~ \(([0-9]+)\ to\ ([0-9]+)[\;\)] ]]; then
+                lo=${BASH_REMATCH[1]} hi=${BASH_REMATCH[2]}
+                grep -qF "Values: $lo to $hi." <<< "$entry" || { echo "$cmd $flag: man lacks $lo to $hi"; false; }
+                # and the parser holds the flag to them
+                for bad in $((hi + 1)) $((lo - 1)); do
+                    [ "$bad" -ge 0 ] || continue
+                    run "$PCCL" "$cmd" "$flag" "$bad"
+                    [ "$status" -eq 2 ] && [[ "$output" == *"$flag"*"$bad"* || "$output" == *"$bad"*"$flag"* || "$output" == *"$flag must be $lo..$hi"* ]] ||
+                        { echo "$cmd $flag $bad: $status $output"; false; }
+                done
+                r=$((r + 1))
+            fi
             if [[ "$rest" =~ env\ (PCCL_[A-Z_]*)\) ]]; then
                 grep -qF "Environment: *${BASH_REMATCH[1]}*." <<< "$entry" || { echo "$cmd $flag: man lacks ${BASH_REMATCH[1]}"; false; }
             fi
         done < <("$PCCL" "$cmd" --help | grep -o -- '^  --[a-z0-9-]* .*')
     done
     [ "$n" -ge 25 ]
+    [ "$r" -ge 15 ]
     # the master's vote timeout is the state machine's default (master/master_sm.h), stated by both
     want=$(sed -n 's/^#define MSM_VOTE_TIMEOUT_MS \([0-9]*\)$/\1/p' "$REPO/master/master_sm.h")
     [ -n "$want" ]
-    [[ "$("$PCCL" master --help)" == *"--vote-timeout MS"*"(default $want;"* ]]
+    [[ "$("$PCCL" master --help)" == *"--vote-timeout MS"*"; default $want;"* ]]
     grep -qF "Default: $want. Environment: *PCCL_VOTE_TIMEOUT_MS*." "$BUILD/man/pccl-master.1.scd"
 }
 
