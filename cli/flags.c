@@ -23,15 +23,20 @@ static void longopts(const cli_flag_t *flags, struct option *out) {
 
 /* --log-level / --log-format; 0 if applied, CLI_EXIT_USAGE on a bad value, -1 if not a log flag. */
 static int apply_log_flag(const cli_command_t *cmd, const char *name, const char *value) {
+    const cli_flag_t *f = cli_flag_find(cmd, name);
+    char choices[64];
     if (strcmp(name, "log-level") == 0) {
         int l = pccl_log_parse_level(value);
-        if (l < 0) return cli_usage_error(cmd, "unknown log level '%s' (error, warn, info, debug)", value);
+        if (l < 0)
+            return cli_usage_error(cmd, "unknown log level '%s' (%s)", value,
+                                   cli_choices_text(f, ", ", choices, sizeof choices));
         pccl_log_set_level((pccl_log_level_t)l);
         return 0;
     }
     if (strcmp(name, "log-format") == 0) {
-        if (strcmp(value, "json") && strcmp(value, "text"))
-            return cli_usage_error(cmd, "unknown log format '%s' (text, json)", value);
+        if (cli_choice_index(f, value) < 0)
+            return cli_usage_error(cmd, "unknown log format '%s' (%s)", value,
+                                   cli_choices_text(f, ", ", choices, sizeof choices));
         pccl_log_set_json(strcmp(value, "json") == 0);
         return 0;
     }
