@@ -7,7 +7,7 @@
 
 #include "sec/sec.h"
 
-const cli_flag_t admin_client_flags[] = {ADMIN_CLIENT_FLAGS, {0}};
+const cli_flag_t admin_client_flags[] = {CLI_FLAGS_ADMIN_CLIENT, {0}};
 
 #define RENAMED_MASTER \
     {"master", "use --admin HOST:PORT (the master's admin port; --master names its control port in `pccl join`)"}
@@ -29,13 +29,13 @@ int cli_read_token(const cli_command_t *cmd, const char *path, char *out, size_t
 
 const char *cli_admin_default(void) {
     const char *env = getenv(CLI_ENV_ADMIN_ADDR);
-    return env && *env ? env : "127.0.0.1:48152";
+    return env && *env ? env : CLI_ADMIN_DEFAULT_ADDR;
 }
 
 void admin_client_init(admin_client_t *a, const cli_command_t *cmd) {
     memset(a, 0, sizeof *a);
     a->cmd = cmd;
-    a->timeout_ms = 3000;
+    a->timeout_ms = ADMIN_CLIENT_TIMEOUT_MS;
     const char *tf = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
     a->token_file = tf && *tf ? tf : NULL;
 }

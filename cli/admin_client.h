@@ -7,6 +7,7 @@
 #define PCCL_CLI_ADMIN_CLIENT_H
 
 #include "cli.h"
+#include "opts/shared.h"
 #include "pccl.h"
 
 /* Flag values of an admin command, filled by admin_client_on_flag (ctx). */
@@ -18,17 +19,14 @@ typedef struct admin_client {
     double timeout_ms;
 } admin_client_t;
 
-/* The flags every admin command takes, for a command's own table; admin_client_flags holds just these. */
-#define ADMIN_CLIENT_FLAGS                                                                                    \
-    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152; env PCCL_ADMIN_ADDR)"}, \
-        {"admin-token-file", required_argument, "FILE",                                                      \
-         "private file whose first line is the master's --admin-token-file token (env PCCL_ADMIN_TOKEN_FILE)"}, \
-        {"timeout", required_argument, "MS", "connect and read timeout of each request (default 3000)"}
+/* Default of --timeout (cli/opts/shared.h). */
+#define ADMIN_CLIENT_TIMEOUT_MS 3000
+/* A command's table of just the admin flags (CLI_FLAGS_ADMIN_CLIENT). */
 extern const cli_flag_t admin_client_flags[];
 /* --master and --token-file: usage errors that name --admin and --admin-token-file. */
 extern const cli_renamed_t admin_client_renamed[];
 
-/* Defaults: PCCL_ADMIN_TOKEN_FILE, 3000 ms; the address after the flags (admin_client_addr). */
+/* Defaults: PCCL_ADMIN_TOKEN_FILE, ADMIN_CLIENT_TIMEOUT_MS; the address after the flags (admin_client_addr). */
 void admin_client_init(admin_client_t *a, const cli_command_t *cmd);
 /* After the flags: without --admin, the default address (PCCL_ADMIN_ADDR or 127.0.0.1:48152). CLI_FLAGS_GO_ON,
  * or the exit code after a bad PCCL_ADMIN_ADDR was reported. */

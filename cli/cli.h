@@ -22,12 +22,46 @@
  * this when the master cannot be reached (connection refused, timeout, a host name that does not resolve). */
 #define CLI_EXIT_UNREACHABLE 3
 
+/* What a flag's value is: how it is completed and documented. */
+typedef enum cli_arg {
+    CLI_SWITCH, /* no value */
+    CLI_TEXT,   /* any word */
+    CLI_NUMBER,
+    CLI_FILE,   /* a path: shells complete file names */
+    CLI_DIR,    /* a directory */
+    CLI_HOST,   /* an address: shells complete host names */
+    CLI_CHOICE, /* one of .choices */
+} cli_arg_t;
+
+/* One allowed value of a CLI_CHOICE flag. */
+typedef struct cli_choice {
+    const char *name;
+    const char *doc; /* scdoc phrase for the man page, or NULL */
+} cli_choice_t;
+
+/*
+ * One flag, described once (cli/opts/CMD.def): the parser, --help, `pccl help --man CMD` (the man page's OPTIONS)
+ * and `pccl help --completions SHELL` all read it.
+ */
 typedef struct cli_flag {
-    const char *name;    /* long name without dashes */
-    int has_arg;         /* no_argument / required_argument / optional_argument */
-    const char *metavar; /* e.g. "HOST:PORT"; NULL for switches */
-    const char *help;
+    const char *name; /* long name without dashes */
+    cli_arg_t arg;
+    const char *metavar;          /* e.g. "HOST:PORT"; NULL for switches and for choices shown as a|b */
+    const char *help;             /* one line for --help, without default or environment */
+    const char *def;              /* the default, as --help and the man page state it, or NULL */
+    const char *env;              /* environment variable used when the flag is absent, or NULL */
+    const cli_choice_t *choices;  /* CLI_CHOICE: the allowed values, terminated by {0} */
+    const char *man;              /* scdoc text of the man page's entry (lines without indent); NULL: help */
+    double min, max;              /* CLI_NUMBER with max > 0: the allowed values, min to max (cli_flag_u64,
+                                   * cli_flag_double check them; --help and the man page state them) */
+    int optional_value;           /* the value may be left out (--watch) */
+    int repeatable;               /* may be given several times; any other flag with a value given twice is a
+                                   * usage error, so that a command line means one thing */
 } cli_flag_t;
+
+/* Stringify a macro's value, for defaults that a lower layer owns: CLI_STR(MSM_VOTE_TIMEOUT_MS). */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
 
 /* A flag spelled differently before: naming it is a usage error that says what to write instead. */
 typedef struct cli_renamed {
@@ -44,9 +78,6 @@ typedef struct cli_command {
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
     const cli_renamed_t *renamed; /* terminated by {0}, or NULL */
-    /* Flags with a value that may be given several times (NULL-terminated, or NULL): any other flag with a value
-     * given twice is a usage error, so that a command line means one thing. */
-    const char *const *repeatable;
 } cli_command_t;
 
 /* on_flag's answer for a value it refuses: cli_parse_flags says "bad value 'V' for --NAME". */
@@ -78,6 +109,25 @@ int cli_parse_double(const char *s, double min, double max, double *out);
 int cli_parse_positive(const char *s, double max, double *out);
 /* Prints the command's help to stdout. */
 void cli_print_help(const cli_command_t *cmd);
+/* The flag called name in cmd's table, or NULL. */
+const cli_flag_t *cli_flag_find(const cli_command_t *cmd, const char *name);
+/* The value of cmd's CLI_NUMBER flag name as a decimal integer, or a number, within the flag's min and max: 0, or
+ * -1 with *out untouched. */
+int cli_flag_u64(const cli_command_t *cmd, const char *name, const char *value, uint64_t *out);
+int cli_flag_double(const cli_command_t *cmd, const char *name, const char *value, double *out);
+/* "MIN to MAX" of a flag with a range, into out; returns out ("" without one). */
+const char *cli_flag_range(const cli_flag_t *f, char *out, size_t cap);
+/* Index of value among f's choices, or -1. */
+int cli_choice_index(const cli_flag_t *f, const char *value);
+/* f's choices joined by sep ("a, b"), into out (cap bytes); returns out. */
+const char *cli_choices_text(const cli_flag_t *f, const char *sep, char *out, size_t cap);
+/* The command table (main.c), for the generated documentation. */
+extern const cli_command_t *const cli_commands[];
+extern const size_t cli_num_commands;
+/* `pccl help --man CMD`: the man page's OPTIONS entries of cmd, in scdoc. */
+void cli_print_man_options(const cli_command_t *cmd);
+/* `pccl help --completions SHELL` (bash, zsh, fish): the completion script; -1 for an unknown shell. */
+int cli_print_completions(const char *shell);
 /*
  * The candidate closest to word[0..len) by edit distance (a transposition counts as one edit), or NULL when none
  * is within a third of the word's length (at least one edit): the "did you mean" of usage errors.

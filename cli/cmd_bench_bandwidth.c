@@ -26,18 +26,16 @@
 #include "p2p/p2p.h"
 #include "cli.h"
 #include "base/base.h"
+#include "opts/shared.h"
 #include "pccl.h"
 
+/* Defaults of the flags. */
+#define BENCH_PORT 48150
+#define BENCH_SECONDS 3
+#define BENCH_STREAMS 1
+
 static const cli_flag_t flags[] = {
-    {"server", no_argument, NULL, "answer probes until SIGINT/SIGTERM"},
-    {"listen", required_argument, "HOST:PORT", "server address (default 0.0.0.0:48150; port 0 = any)"},
-    {"connect", required_argument, "HOST:PORT", "measure the link to a server"},
-    {"seconds", required_argument, "S", "seconds per direction (default 3, at most 60)"},
-    {"streams", required_argument, "N", "parallel TCP connections (default 1, at most 64)"},
-    {"admin", required_argument, "HOST:PORT", "print the run's measured bandwidth matrix (master admin port)"},
-    {"key-file", required_argument, "FILE", "run key: every probe connection proves it (mode 0600; env PCCL_KEY_FILE)"},
-    {"encrypt", no_argument, NULL, "encrypt the probe, as in an encrypted run (needs a run key; both sides)"},
-    {"json", no_argument, NULL, "print the result as JSON"},
+#include "opts/bench_bandwidth.def"
     {0},
 };
 
@@ -283,26 +281,25 @@ static int on_flag(void *ctx, const char *n, const char *value) {
     else if (!strcmp(n, "encrypt")) a->encrypt = 1;
     else if (!strcmp(n, "key-file")) a->key_file = value;
     else if (!strcmp(n, "listen")) {
-        return cli_parse_addr(cmd, n, value, 48150, &a->listen_addr, CLI_EXIT_FAIL);
+        return cli_parse_addr(cmd, n, value, BENCH_PORT, &a->listen_addr, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "connect")) {
         a->have_target = 1;
-        return cli_parse_addr(cmd, n, value, 48150, &a->target, CLI_EXIT_FAIL);
+        return cli_parse_addr(cmd, n, value, BENCH_PORT, &a->target, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "admin")) {
         a->have_admin = 1;
         return cli_parse_addr(cmd, n, value, CLI_ADMIN_DEFAULT_PORT, &a->admin, CLI_EXIT_UNREACHABLE);
-    } else if (!strcmp(n, "seconds")) {
-        if (cli_parse_u64(value, 60, &a->seconds) != 0 || a->seconds < 1)
-            return cli_usage_error(cmd, "--seconds must be 1..60");
-    } else if (!strcmp(n, "streams")) {
-        if (cli_parse_u64(value, 64, &a->streams) != 0 || a->streams < 1)
-            return cli_usage_error(cmd, "--streams must be 1..64");
+    } else if (!strcmp(n, "seconds") || !strcmp(n, "streams")) {
+        const cli_flag_t *f = cli_flag_find(cmd, n);
+        if (cli_flag_u64(cmd, n, value, !strcmp(n, "seconds") ? &a->seconds : &a->streams) != 0)
+            return cli_usage_error(cmd, "--%s must be %.15g..%.15g", n, f->min, f->max);
     }
     return 0;
 }
 
 static int run(int argc, char **argv) {
     const cli_command_t *cmd = &cli_cmd_bench_bandwidth;
-    bench_args_t a = {.listen_addr = {.inet.protocol = inetIPv4, .port = 48150}, .seconds = 3, .streams = 1};
+    bench_args_t a = {.listen_addr = {.inet.protocol = inetIPv4, .port = BENCH_PORT}, .seconds = BENCH_SECONDS,
+                      .streams = BENCH_STREAMS};
     int rc = cli_parse_flags(cmd, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (a.server + a.have_target + a.have_admin != 1)

@@ -4,6 +4,7 @@
  * against the hashes a run logs without starting a run.
  */
 #include "cli.h"
+#include "opts/shared.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,13 +17,7 @@
 #include "tensor_file.h"
 
 static const cli_flag_t flags[] = {
-    {"format", required_argument, "raw|npy|safetensors",
-     "file format (default: npy by magic, safetensors by extension, else raw)"},
-    {"dtype", required_argument, "T", "element type (required for raw; for npy/safetensors it must match)"},
-    {"offset", required_argument, "B", "raw: first byte of the range (default 0)"},
-    {"count", required_argument, "N", "raw: number of elements (default: up to the end of the file)"},
-    {"device", required_argument, "cpu|cuda", "hash on the CPU (default) or copy to the GPU and hash there"},
-    {"json", no_argument, NULL, "print one JSON object"},
+#include "opts/hash_tensor.def"
     {0},
 };
 

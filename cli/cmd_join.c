@@ -16,50 +16,11 @@
 #include "pccl_kernels.h"
 #include "pccl_leave.h"
 #include "pccl_quant.h"
+#include "mnist.h"
+#include "opts/shared.h"
 
 static const cli_flag_t flags[] = {
-    {"master", required_argument, "HOST:PORT", "master control address (required)"},
-    {"key-file", required_argument, "FILE", "run key of a keyed run (mode 0600; env PCCL_KEY_FILE)"},
-    {"identity-file", required_argument, "FILE",
-     "this peer's identity key (mode 0600; created if missing): a restarted peer keeps its uuid "
-     "(env PCCL_IDENTITY_FILE; default: a new identity per process)"},
-    {"name", required_argument, "NAME",
-     "this peer's name in the master's status, logs and pccl kick (printable, at most 63 bytes; env PCCL_NAME; "
-     "default: the host name)"},
-    {"connect-timeout", required_argument, "SECONDS",
-     "keep trying a master that is not reachable yet for this long, with backoff (default: the reconnect window, "
-     "PCCL_MASTER_RECONNECT_MS, 60 s; 0: fail at once; env PCCL_CONNECT_RETRY_MS in ms)"},
-    {"p2p-port", required_argument, "PORT", "listen for other peers on PORT, not an ephemeral one (env PCCL_P2P_PORT)"},
-    {"advertise", required_argument, "HOST[:PORT]",
-     "the address other peers dial, behind NAT or port forwarding (default: the address the master sees and the "
-     "p2p port; env PCCL_ADVERTISE_ADDRESS)"},
-    {"workload", required_argument, "NAME", "fashion-mnist (DiLoCo training) or synthetic (checked all-reduces)"},
-    {"steps", required_argument, "N", "stop when the shared-state revision reaches N (default 50)"},
-    {"peer-group", required_argument, "G", "peer group (default 0)"},
-    {"data", required_argument, "DIR", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)"},
-    {"size", required_argument, "BYTES", "synthetic: bytes all-reduced per step (default 409600)"},
-    {"tensors", required_argument, "N", "synthetic: concurrent all-reduces per step (default 1)"},
-    {"pool", required_argument, "N", "p2p connections per neighbour (default: --tensors)"},
-    {"inner-steps", required_argument, "H", "fashion-mnist: inner AdamW steps per outer step (default 25)"},
-    {"batch", required_argument, "B", "fashion-mnist: mini-batch size (default 128)"},
-    {"inner-lr", required_argument, "LR", "fashion-mnist: inner AdamW learning rate (default 0.003)"},
-    {"outer-lr", required_argument, "LR", "fashion-mnist: outer Nesterov learning rate (default 0.7)"},
-    {"outer-momentum", required_argument, "MU", "fashion-mnist: outer Nesterov momentum (default 0.9)"},
-    {"seed", required_argument, "S", "data-order seed of this peer (default: from the pid)"},
-    {"step-delay", required_argument, "MS", "synthetic: pause after each step"},
-    {"min-world", required_argument, "N", "wait for N peers in the group before the first step (default 2)"},
-    {"max-rejections", required_argument, "N",
-     "give up after N all-reduces in a row that the master rejected (peers disagree on the parameters); "
-     "until then each is a failed step, retried (default 10)"},
-    {"quantize", required_argument, "ALGO:TYPE",
-     "quantize all-reduces on the wire: minmax or zero-point-scale, to uint8, int8, uint16 (or float16 with "
-     "zero-point-scale); none (default) sends full precision"},
-    {"out-of-place", no_argument, NULL,
-     "synthetic: all-reduce into a separate output buffer (the input is only read: no backup, no copy)"},
-    {"optimize", no_argument, NULL, "re-order the ring by measured bandwidth whenever the membership changed"},
-    {"json", no_argument, NULL, "print one JSON object per event"},
-    {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
-    {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
+#include "opts/join.def"
     {0},
 };
 
@@ -68,7 +29,7 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_join = {
     .name = "join",
     .summary = "join a run as a peer and run a workload (the canonical PCCL training loop)",
-    .usage = "--master HOST:PORT [--workload fashion-mnist|synthetic] [--steps N] [--peer-group G] [--json] ...",
+    .usage = "--master HOST:PORT [--workload " JOIN_WORKLOAD_FASHION_MNIST "|" JOIN_WORKLOAD_SYNTHETIC "] [--steps N] [--peer-group G] [--json] ...",
     .flags = flags,
     .run = run,
     .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly and exits 0 within about a second in every state (connecting,\n"
@@ -124,9 +85,9 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
             return cli_usage_error(cmd, "bad --name '%s' (at most 63 printable ASCII characters)", arg);
         *a->name = arg;
     } else if (!strcmp(n, "connect-timeout")) {
-        bad = cli_parse_double(arg, 0, 86400, a->connect_timeout_s);
+        bad = cli_flag_double(cmd, n, arg, a->connect_timeout_s);
     } else if (!strcmp(n, "p2p-port")) {
-        bad = cli_parse_u64(arg, 65535, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         *a->p2p_port = arg;
     } else if (!strcmp(n, "advertise")) {
         ccoip_socket_address_t adv;
@@ -137,29 +98,31 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         if (rc != ADDR_OK) cli_err("pccl join: --advertise: %s\n", err);
         return rc == ADDR_OK ? 0 : JOIN_EXIT_FAILED;
     } else if (!strcmp(n, "workload")) {
-        if (strcmp(arg, "fashion-mnist") && strcmp(arg, "synthetic"))
-            return cli_usage_error(cmd, "unknown workload '%s' (fashion-mnist, synthetic)", arg);
+        const cli_flag_t *f = cli_flag_find(cmd, n);
+        char names[128];
+        if (cli_choice_index(f, arg) < 0)
+            return cli_usage_error(cmd, "unknown workload '%s' (%s)", arg, cli_choices_text(f, ", ", names, sizeof names));
         o->workload = arg;
     } else if (!strcmp(n, "steps")) {
-        bad = cli_parse_u64(arg, 1u << 30, &o->steps);
+        bad = cli_flag_u64(cmd, n, arg, &o->steps);
     } else if (!strcmp(n, "peer-group")) {
-        bad = cli_parse_u64(arg, UINT32_MAX, &v);
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->peer_group = (uint32_t)v;
     } else if (!strcmp(n, "data")) {
         o->data_dir = arg;
     } else if (!strcmp(n, "size")) {
-        bad = cli_parse_u64(arg, 1ull << 36, &o->size_bytes) || o->size_bytes < 4;
+        bad = cli_flag_u64(cmd, n, arg, &o->size_bytes);
     } else if (!strcmp(n, "tensors")) {
-        bad = cli_parse_u64(arg, 64, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->tensors = (uint32_t)v;
     } else if (!strcmp(n, "pool")) {
-        bad = cli_parse_u64(arg, 64, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->pool = (uint32_t)v;
     } else if (!strcmp(n, "inner-steps")) {
-        bad = cli_parse_u64(arg, 100000, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->inner_steps = (uint32_t)v;
     } else if (!strcmp(n, "batch")) {
-        bad = cli_parse_u64(arg, 4096, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->batch = (uint32_t)v;
     } else if (!strcmp(n, "inner-lr")) {
         bad = cli_parse_float(arg, &o->inner_lr) || o->inner_lr <= 0;
@@ -170,13 +133,13 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     } else if (!strcmp(n, "seed")) {
         bad = cli_parse_u64(arg, UINT64_MAX, &o->seed);
     } else if (!strcmp(n, "step-delay")) {
-        bad = cli_parse_u64(arg, 60000, &v);
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->step_delay_ms = (uint32_t)v;
     } else if (!strcmp(n, "min-world")) {
-        bad = cli_parse_u64(arg, 4096, &v) || v < 2;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->min_world = (uint32_t)v;
     } else if (!strcmp(n, "max-rejections")) {
-        bad = cli_parse_u64(arg, 1000000, &v) || v == 0;
+        bad = cli_flag_u64(cmd, n, arg, &v);
         o->max_rejections = (uint32_t)v;
     } else if (!strcmp(n, "quantize")) {
         if (parse_quantize(arg, &o->quant) != 0)
@@ -197,7 +160,7 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
 static int check_env_addresses(void) {
     const char *port = getenv("PCCL_P2P_PORT"), *adv = getenv("PCCL_ADVERTISE_ADDRESS");
     uint64_t v;
-    if (port && *port && (cli_parse_u64(port, 65535, &v) != 0 || v == 0)) {
+    if (port && *port && cli_flag_u64(&cli_cmd_join, "p2p-port", port, &v) != 0) {
         cli_err("pccl join: PCCL_P2P_PORT=%s is not a port (1..65535)\n", port);
         return JOIN_EXIT_CONFIG;
     }
@@ -266,8 +229,10 @@ static void log_identity(pcclComm_t *comm, const char *identity_file) {
 }
 
 static int run(int argc, char **argv) {
-    join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}, .workload = "fashion-mnist", .steps = 50, .size_bytes = 409600, .tensors = 1,
-                     .outer_momentum = -1, .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = 10};
+    join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone},
+                     .workload = JOIN_WORKLOAD_FASHION_MNIST, .steps = JOIN_DEFAULT_STEPS, .peer_group = JOIN_DEFAULT_PEER_GROUP,
+                     .size_bytes = JOIN_DEFAULT_SIZE, .tensors = JOIN_DEFAULT_TENSORS, .outer_momentum = -1,
+                     .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = JOIN_DEFAULT_MAX_REJECTIONS};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
     const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL, *identity_file = NULL, *name = NULL;
@@ -346,7 +311,7 @@ static int run(int argc, char **argv) {
         if (r != pcclExtRunShutDown) cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
         rc = exit_code(comm, &o, JOIN_EXIT_FAILED);
     } else {
-        rc = !strcmp(o.workload, "synthetic") ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o, &data);
+        rc = !strcmp(o.workload, JOIN_WORKLOAD_SYNTHETIC) ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o, &data);
         if (join_stop_requested() && rc != JOIN_EXIT_WRONG) rc = left(comm, &o);
         else rc = exit_code(comm, &o, rc);
         if (rc == JOIN_EXIT_FAILED) cli_err("pccl join: the run ended abnormally (master gone or fatal error)\n");

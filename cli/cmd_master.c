@@ -10,29 +10,10 @@
 #include "pccl.h"
 #include "sd_notify.h"
 #include "sec/sec.h"
+#include "opts/shared.h"
 
 static const cli_flag_t flags[] = {
-    {"listen", required_argument, "HOST:PORT", "address of the control port (default 0.0.0.0:48148; port 0 = any)"},
-    {"admin", required_argument, "HOST:PORT", "HTTP admin port (default 127.0.0.1:48152; port 0 = any)"},
-    {"no-admin", no_argument, NULL, "do not serve the admin port"},
-    {"admin-token-file", required_argument, "FILE",
-     "bearer token for kick/shutdown: a private file of 16+ bytes (env PCCL_ADMIN_TOKEN_FILE; without: refused)"},
-    {"admin-host", required_argument, "NAME",
-     "a host name the admin port answers besides loopback and its address (repeatable; others get 421)"},
-    {"vote-timeout", required_argument, "MS",
-     "kick peers that have not voted (or reported) this long after a vote opened (default 600000; 0 = never; "
-     "env PCCL_VOTE_TIMEOUT_MS)"},
-    {"on-signal", required_argument, "WHAT",
-     "what SIGTERM and SIGINT do to the run: keep-run (default: the peers wait for a master restarted on this "
-     "address) or end-run (every peer is told the run is over and exits)"},
-    {"key-file", required_argument, "FILE", "run key (32+ secret bytes, mode 0600): only peers holding it may join "
-                                            "(env PCCL_KEY_FILE; without: an open run)"},
-    {"allow-keys", required_argument, "FILE",
-     "admit only peers whose public key is listed (one per line, as `pccl identity` prints; # comments); "
-     "read again on SIGHUP, when peers whose key was removed are kicked"},
-    {"encrypt", no_argument, NULL, "encrypt every connection of the run (needs a run key; env PCCL_ENCRYPT=1)"},
-    {"log-level", required_argument, "LEVEL", "error, warn, info or debug (default info; env PCCL_LOG_LEVEL)"},
-    {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
+#include "opts/master.def"
     {0},
 };
 
@@ -46,7 +27,6 @@ const cli_command_t cli_cmd_master = {
              "[--log-level LEVEL] [--log-format FORMAT]",
     .flags = flags,
     .run = run,
-    .repeatable = (const char *const[]){"admin-host", NULL},
     .help_footer = "\nStopping: `pccl shutdown` ends the run (every peer exits 0); `pccl shutdown --keep-run` and a signal\n"
                    "(unless --on-signal end-run) keep it: the peers wait PCCL_MASTER_RECONNECT_MS for a master on this\n"
                    "address, so a supervisor's restart loses nothing.\n",
@@ -95,13 +75,18 @@ static int on_flag(void *ctx, const char *name, const char *value) {
                                    ADMIN_HOSTS_MAX);
     } else if (strcmp(name, "vote-timeout") == 0) {
         uint64_t v;
-        if (cli_parse_u64(value, 86400000ULL, &v) != 0)
-            return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, 86400000])", value);
+        if (cli_flag_u64(&cli_cmd_master, name, value, &v) != 0)
+            return cli_usage_error(&cli_cmd_master, "bad --vote-timeout '%s' (want ms in [0, %.15g])", value,
+                                   cli_flag_find(&cli_cmd_master, name)->max);
         a->vote_timeout_ms = (long long)v;
     } else if (strcmp(name, "on-signal") == 0) {
-        if (strcmp(value, "keep-run") && strcmp(value, "end-run"))
-            return cli_usage_error(&cli_cmd_master, "bad --on-signal '%s' (keep-run or end-run)", value);
-        a->signal_ends_run = !strcmp(value, "end-run");
+        const cli_flag_t *f = cli_flag_find(&cli_cmd_master, name);
+        int i = cli_choice_index(f, value);
+        char choices[64];
+        if (i < 0)
+            return cli_usage_error(&cli_cmd_master, "bad --on-signal '%s' (%s)", value,
+                                   cli_choices_text(f, " or ", choices, sizeof choices));
+        a->signal_ends_run = !strcmp(f->choices[i].name, "end-run");
     } else if (strcmp(name, "key-file") == 0) {
         a->key_file = value;
     } else if (strcmp(name, "allow-keys") == 0) {
@@ -110,6 +95,52 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         a->encrypt = 1;
     }
     return 0;
+}
+
+/* The admin token (--admin-token-file, else PCCL_ADMIN_TOKEN_FILE) into token, and the run key into sec: the flags
+ * replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. CLI_EXIT_OK or the exit code
+ * after the message. */
+static int read_secrets(master_args_t *a, char *token, size_t cap, sec_cfg_t *sec) {
+    const char *env_token = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
+    if (!a->token_file && env_token && *env_token) a->token_file = env_token;
+    int rc;
+    if (a->token_file && (rc = cli_read_token(&cli_cmd_master, a->token_file, token, cap)) != CLI_EXIT_OK) return rc;
+    char err[320];
+    int keyed = a->key_file ? sec_key_from_file(a->key_file, sec, err, sizeof err) : 0;
+    if (!a->key_file && a->encrypt) keyed = sec_key_from_env(sec, err, sizeof err);
+    if (keyed < 0) {
+        cli_err("pccl master: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (a->encrypt && !sec->keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
+    sec->encrypt = a->encrypt;
+    return CLI_EXIT_OK;
+}
+
+/* Waits for SIGINT or SIGTERM (ending the run first with --on-signal end-run), or for a shutdown requested on the
+ * admin port (checked every 200 ms); SIGHUP reads the allow-keys file again. */
+static void wait_for_end(pcclMasterInstance_t *m, const sigset_t *set, const master_args_t *a) {
+    const struct timespec poll_every = {0, 200 * 1000 * 1000};
+    for (;;) {
+        int sig = sigtimedwait(set, NULL, &poll_every);
+        if (sig == SIGHUP) {
+            if (a->allow_keys) pccl_log(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
+            pccl__master_reload_allow_keys(m);
+            continue;
+        }
+        if (sig > 0) {
+            const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
+                     a->signal_ends_run ? "ending the run" : "the peers keep the run");
+            if (a->signal_ends_run) {
+                char why[64];
+                snprintf(why, sizeof why, "the master received %s", name);
+                pccl__master_end_run(m, why);
+            }
+            return;
+        }
+        if (pccl__master_interrupted(m)) return;
+    }
 }
 
 static int run(int argc, char **argv) {
@@ -122,22 +153,9 @@ static int run(int argc, char **argv) {
     if (!getenv("PCCL_LOG_LEVEL")) pccl_log_set_level(PCCL_LOG_INFO);
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
-    char token[512] = "";
-    const char *env_token = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
-    if (!a.token_file && env_token && *env_token) a.token_file = env_token;
-    if (a.token_file && (rc = cli_read_token(&cli_cmd_master, a.token_file, token, sizeof token)) != CLI_EXIT_OK)
-        return rc;
-    /* The flags replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. */
+    char token[512] = "", err[320];
     sec_cfg_t sec = {0};
-    char err[320];
-    int keyed = a.key_file ? sec_key_from_file(a.key_file, &sec, err, sizeof err) : 0;
-    if (!a.key_file && a.encrypt) keyed = sec_key_from_env(&sec, err, sizeof err);
-    if (keyed < 0) {
-        cli_err("pccl master: %s\n", err);
-        return CLI_EXIT_FAIL;
-    }
-    if (a.encrypt && !sec.keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
-    sec.encrypt = a.encrypt;
+    if ((rc = read_secrets(&a, token, sizeof token, &sec)) != CLI_EXIT_OK) return rc;
 
     /* Block the signals before any thread starts so that only sigwait below receives them. */
     sigset_t set;
@@ -205,28 +223,7 @@ static int run(int argc, char **argv) {
     /* Both ports are bound and the loop runs: a supervisor may start what depends on the master now. */
     sd_notify_sendf("READY=1\nSTATUS=listening on %s%s%s", where, a.admin_on ? ", admin on " : "",
                     a.admin_on ? awhere : "");
-    /* Wait for a signal, or for a shutdown requested on the admin port (checked every 200 ms). */
-    const struct timespec poll_every = {0, 200 * 1000 * 1000};
-    for (;;) {
-        int sig = sigtimedwait(&set, NULL, &poll_every);
-        if (sig == SIGHUP) {
-            if (a.allow_keys) pccl_log(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
-            pccl__master_reload_allow_keys(m);
-            continue;
-        }
-        if (sig > 0) {
-            const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
-                     a.signal_ends_run ? "ending the run" : "the peers keep the run");
-            if (a.signal_ends_run) {
-                char why[64];
-                snprintf(why, sizeof why, "the master received %s", name);
-                pccl__master_end_run(m, why);
-            }
-            break;
-        }
-        if (pccl__master_interrupted(m)) break;
-    }
+    wait_for_end(m, &set, &a);
     sd_notify_send("STOPPING=1\nSTATUS=shutting down");
     pcclInterruptMaster(m);
     pcclMasterAwaitTermination(m);

@@ -15,10 +15,7 @@
 static int run(int argc, char **argv);
 
 static const cli_flag_t flags[] = {
-    ADMIN_CLIENT_FLAGS,
-    {"keep-run", no_argument, NULL,
-     "stop only the master: the peers keep the run and wait for a master restarted on its address "
-     "(default: the run ends, every peer exits 0)"},
+#include "opts/shutdown.def"
     {0},
 };
 

@@ -4,6 +4,7 @@
  * master would choose or to try the solver on synthetic matrices.
  */
 #include "cli.h"
+#include "opts/shared.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,7 @@
 #include "server/server.h"
 
 static const cli_flag_t flags[] = {
-    {"matrix", required_argument, "FILE", "bandwidth matrix in Mbit/s, CSV or JSON (row i = from peer i; - = stdin, e.g. bench-bandwidth --json)"},
-    {"json", no_argument, NULL, "print the result as one JSON object"},
-    {"time-limit", required_argument, "MS", "heuristic budget in ms (default 1000; 0 = no deadline, deterministic descents only)"},
+#include "opts/solve_topology.def"
     {0},
 };
 
@@ -94,7 +93,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
     } else if (strcmp(name, "json") == 0) {
         a->json = 1;
     } else if (strcmp(name, "time-limit") == 0) {
-        if (cli_parse_double(value, 0, 86400e3, &a->limit_ms) != 0)
+        if (cli_flag_double(&cli_cmd_solve_topology, name, value, &a->limit_ms) != 0)
             return cli_usage_error(&cli_cmd_solve_topology,
                                    "--time-limit wants milliseconds between 0 and 86400000, got '%s'", value);
     }

@@ -26,21 +26,19 @@
 
 #include "admin_client.h"
 #include "cli.h"
+#include "opts/shared.h"
 #include "pccl.h"
 
 #define STATUS_EXIT_STALLED 4
 #define STATUS_EXIT_NO_PROGRESS 5
 #define STATUS_EXIT_NO_PEERS 6
 
+/* Defaults of --watch and --stall-after, in seconds. */
+#define STATUS_WATCH_S 2
+#define STATUS_STALL_AFTER_S 60
+
 static const cli_flag_t flags[] = {
-    {"admin", required_argument, "HOST:PORT", "admin port of the master (default 127.0.0.1:48152; env PCCL_ADMIN_ADDR)"},
-    {"json", no_argument, NULL, "print the raw /v1/status JSON"},
-    {"watch", optional_argument, "[SECONDS]", "refresh every SECONDS (default 2) until interrupted"},
-    {"stall-after", required_argument, "SECONDS",
-     "an operation in flight, or a revision unchanged, this long is a stall or no progress (default 60)"},
-    {"timeout", required_argument, "MS", "connect and read timeout (default 3000)"},
-    {"log-level", required_argument, "LEVEL", "error, warn, info or debug (env PCCL_LOG_LEVEL)"},
-    {"log-format", required_argument, "FORMAT", "text or json (env PCCL_LOG_FORMAT)"},
+#include "opts/status.def"
     {0},
 };
 
@@ -310,7 +308,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 }
 
 static int run(int argc, char **argv) {
-    status_args_t a = {.every = 2, .stall_s = 60, .timeout = 3000};
+    status_args_t a = {.every = STATUS_WATCH_S, .stall_s = STATUS_STALL_AFTER_S, .timeout = ADMIN_CLIENT_TIMEOUT_MS};
     int rc = cli_parse_flags(&cli_cmd_status, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!a.where && (rc = cli_admin_addr(&cli_cmd_status, &a.addr, &a.where)) != CLI_FLAGS_GO_ON) return rc;

@@ -11,7 +11,9 @@ static void longopts(const cli_flag_t *flags, struct option *out) {
     int n = 0;
     for (; flags && flags[n].name && n < 62; n++) {
         out[n].name = flags[n].name;
-        out[n].has_arg = flags[n].has_arg;
+        out[n].has_arg = flags[n].arg == CLI_SWITCH   ? no_argument
+                         : flags[n].optional_value ? optional_argument
+                                                   : required_argument;
         out[n].flag = NULL;
         out[n].val = 0;
     }
@@ -21,15 +23,20 @@ static void longopts(const cli_flag_t *flags, struct option *out) {
 
 /* --log-level / --log-format; 0 if applied, CLI_EXIT_USAGE on a bad value, -1 if not a log flag. */
 static int apply_log_flag(const cli_command_t *cmd, const char *name, const char *value) {
+    const cli_flag_t *f = cli_flag_find(cmd, name);
+    char choices[64];
     if (strcmp(name, "log-level") == 0) {
         int l = pccl_log_parse_level(value);
-        if (l < 0) return cli_usage_error(cmd, "unknown log level '%s' (error, warn, info, debug)", value);
+        if (l < 0)
+            return cli_usage_error(cmd, "unknown log level '%s' (%s)", value,
+                                   cli_choices_text(f, ", ", choices, sizeof choices));
         pccl_log_set_level((pccl_log_level_t)l);
         return 0;
     }
     if (strcmp(name, "log-format") == 0) {
-        if (strcmp(value, "json") && strcmp(value, "text"))
-            return cli_usage_error(cmd, "unknown log format '%s' (text, json)", value);
+        if (cli_choice_index(f, value) < 0)
+            return cli_usage_error(cmd, "unknown log format '%s' (%s)", value,
+                                   cli_choices_text(f, ", ", choices, sizeof choices));
         pccl_log_set_json(strcmp(value, "json") == 0);
         return 0;
     }
@@ -64,10 +71,47 @@ static int unknown_option(const cli_command_t *cmd, const struct option *opts, c
     return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
-static int repeatable(const cli_command_t *cmd, const char *name) {
-    for (const char *const *r = cmd->repeatable; r && *r; r++)
-        if (strcmp(*r, name) == 0) return 1;
+const cli_flag_t *cli_flag_find(const cli_command_t *cmd, const char *name) {
+    for (const cli_flag_t *f = cmd->flags; f && f->name; f++)
+        if (strcmp(f->name, name) == 0) return f;
+    return NULL;
+}
+
+int cli_flag_u64(const cli_command_t *cmd, const char *name, const char *value, uint64_t *out) {
+    const cli_flag_t *f = cli_flag_find(cmd, name);
+    uint64_t v;
+    if (!f || cli_parse_u64(value, f->max > 0 ? (uint64_t)f->max : UINT64_MAX, &v) != 0 || (double)v < f->min)
+        return -1;
+    *out = v;
     return 0;
+}
+
+int cli_flag_double(const cli_command_t *cmd, const char *name, const char *value, double *out) {
+    const cli_flag_t *f = cli_flag_find(cmd, name);
+    return f && f->max > 0 ? cli_parse_double(value, f->min, f->max, out) : -1;
+}
+
+const char *cli_flag_range(const cli_flag_t *f, char *out, size_t cap) {
+    if (f->max > 0) snprintf(out, cap, "%.15g to %.15g", f->min, f->max);
+    else if (cap) out[0] = 0;
+    return out;
+}
+
+int cli_choice_index(const cli_flag_t *f, const char *value) {
+    for (int i = 0; f && f->choices && f->choices[i].name; i++)
+        if (strcmp(f->choices[i].name, value) == 0) return i;
+    return -1;
+}
+
+const char *cli_choices_text(const cli_flag_t *f, const char *sep, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; f && f->choices && f->choices[i].name && len < cap; i++) {
+        int n = snprintf(out + len, cap - len, "%s%s", i ? sep : "", f->choices[i].name);
+        if (n < 0) break;
+        len += (size_t)n;
+    }
+    return out;
 }
 
 int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag_fn on_flag, void *ctx,
@@ -89,7 +133,7 @@ int cli_parse_flags(const cli_command_t *cmd, int argc, char **argv, cli_on_flag
         const char *name = opts[idx].name, *value = optarg;
         /* A second value of a single-value flag would silently replace the first: refused, so that a
          * command line means one thing. */
-        if (opts[idx].has_arg != no_argument && seen[idx]++ && !repeatable(cmd, name))
+        if (opts[idx].has_arg != no_argument && seen[idx]++ && !cmd->flags[idx].repeatable)
             return cli_usage_error(cmd, "--%s given twice (it takes one value)", name);
         /* "--watch 5" as well as "--watch=5": an optional value may be the next word when that is a number. */
         if (!value && opts[idx].has_arg == optional_argument && optind < argc && argv[optind][0] >= '0' &&

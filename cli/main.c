@@ -9,7 +9,7 @@
 #include "base/base.h"
 #include "pccl.h"
 
-static const cli_command_t *const commands[] = {
+const cli_command_t *const cli_commands[] = {
     &cli_cmd_master,
     &cli_cmd_join,
     &cli_cmd_bench_bandwidth,
@@ -20,19 +20,8 @@ static const cli_command_t *const commands[] = {
     &cli_cmd_shutdown,
     &cli_cmd_identity,
 };
-#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
-
-void cli_print_help(const cli_command_t *cmd) {
-    printf("usage: pccl %s %s\n\n%s\n", cmd->name, cmd->usage, cmd->summary);
-    if (cmd->alias) printf("(also: pccl %s)\n", cmd->alias);
-    printf("\noptions:\n");
-    for (const cli_flag_t *f = cmd->flags; f && f->name; f++) {
-        char left[64];
-        snprintf(left, sizeof left, "--%s%s%s", f->name, f->metavar ? " " : "", f->metavar ? f->metavar : "");
-        printf("  %-28s %s\n", left, f->help);
-    }
-    printf("  %-28s %s\n", "-h, --help", "show this help");
-}
+#define NUM_COMMANDS (sizeof cli_commands / sizeof cli_commands[0])
+const size_t cli_num_commands = NUM_COMMANDS;
 
 int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
     va_list ap;
@@ -58,15 +47,17 @@ static void print_main_help(void) {
     printf("usage: pccl [--version] [--help] COMMAND [ARGS]\n\n"
            "pccl - fault-tolerant collective communications: run a master, join peers, inspect a run.\n\n"
            "commands:\n");
-    for (size_t i = 0; i < NUM_COMMANDS; i++) printf("  %-18s %s\n", commands[i]->name, commands[i]->summary);
+    for (size_t i = 0; i < NUM_COMMANDS; i++) printf("  %-18s %s\n", cli_commands[i]->name, cli_commands[i]->summary);
     printf("  %-18s %s\n", "help COMMAND", "show help for COMMAND");
+    printf("  %-18s %s\n", "help --man COMMAND", "print the OPTIONS of COMMAND's man page (scdoc)");
+    printf("  %-18s %s\n", "help --completions SHELL", "print the completion script of bash, zsh or fish");
     printf("\nExit codes: 0 ok, 1 failure, 2 usage error. See pccl(1).\n");
 }
 
 /* "pccl: unknown command 'X'." with the closest command name when one is near; returns CLI_EXIT_USAGE. */
 static int unknown_command(const char *name) {
     const char *names[NUM_COMMANDS + 1];
-    for (size_t i = 0; i < NUM_COMMANDS; i++) names[i] = commands[i]->name;
+    for (size_t i = 0; i < NUM_COMMANDS; i++) names[i] = cli_commands[i]->name;
     names[NUM_COMMANDS] = "help";
     const char *near = cli_suggest(name, strlen(name), names, NUM_COMMANDS + 1);
     if (near) cli_err("pccl: unknown command '%s' (did you mean '%s'?). See 'pccl --help'.\n", name, near);
@@ -76,8 +67,8 @@ static int unknown_command(const char *name) {
 
 static const cli_command_t *find_command(const char *name) {
     for (size_t i = 0; i < NUM_COMMANDS; i++) {
-        if (strcmp(commands[i]->name, name) == 0) return commands[i];
-        if (commands[i]->alias && strcmp(commands[i]->alias, name) == 0) return commands[i];
+        if (strcmp(cli_commands[i]->name, name) == 0) return cli_commands[i];
+        if (cli_commands[i]->alias && strcmp(cli_commands[i]->alias, name) == 0) return cli_commands[i];
     }
     return NULL;
 }
@@ -85,7 +76,7 @@ static const cli_command_t *find_command(const char *name) {
 /* `pccl __complete [CMD]`: words for shell completion, one per line. */
 static int complete(int argc, char **argv) {
     if (argc < 3) {
-        for (size_t i = 0; i < NUM_COMMANDS; i++) printf("%s\n", commands[i]->name);
+        for (size_t i = 0; i < NUM_COMMANDS; i++) printf("%s\n", cli_commands[i]->name);
         printf("help\n");
         return 0;
     }
@@ -94,6 +85,29 @@ static int complete(int argc, char **argv) {
     for (const cli_flag_t *f = cmd->flags; f && f->name; f++) printf("--%s\n", f->name);
     printf("--help\n");
     return 0;
+}
+
+/* `pccl help ...`: a command's help, or the documents the build generates from the flag tables. */
+static int help(int argc, char **argv) {
+    if (argc < 3) {
+        print_main_help();
+        return CLI_EXIT_OK;
+    }
+    int man = strcmp(argv[2], "--man") == 0, completions = strcmp(argv[2], "--completions") == 0;
+    if ((man || completions) && argc != 4) {
+        cli_err("pccl help: %s needs one argument (%s)\n", argv[2], man ? "a command" : "bash, zsh or fish");
+        return CLI_EXIT_USAGE;
+    }
+    if (completions) {
+        if (cli_print_completions(argv[3]) == 0) return CLI_EXIT_OK;
+        cli_err("pccl help: unknown shell '%s' (bash, zsh, fish)\n", argv[3]);
+        return CLI_EXIT_USAGE;
+    }
+    const cli_command_t *cmd = find_command(argv[man ? 3 : 2]);
+    if (!cmd) return unknown_command(argv[man ? 3 : 2]);
+    if (man) cli_print_man_options(cmd);
+    else cli_print_help(cmd);
+    return CLI_EXIT_OK;
 }
 
 int main(int argc, char **argv) {
@@ -114,16 +128,7 @@ int main(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (strcmp(name, "__complete") == 0) return complete(argc, argv);
-    if (strcmp(name, "help") == 0) {
-        if (argc < 3) {
-            print_main_help();
-            return CLI_EXIT_OK;
-        }
-        const cli_command_t *cmd = find_command(argv[2]);
-        if (!cmd) return unknown_command(argv[2]);
-        cli_print_help(cmd);
-        return CLI_EXIT_OK;
-    }
+    if (strcmp(name, "help") == 0) return help(argc, argv);
     /* "pccl bench p2p" is the second spelling of bench-bandwidth. */
     if (strcmp(name, "bench") == 0 && argc >= 3 && strcmp(argv[2], "p2p") == 0) {
         const cli_command_t *cmd = find_command("bench-bandwidth");

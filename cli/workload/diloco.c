@@ -29,151 +29,161 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void emit_error(const join_opts_t *o, const char *event, pcclResult_t r) {
+/* One peer's training: the shared outer parameters and momentum, its inner model, optimizer and sampler. */
+typedef struct {
+    size_t np;
+    uint32_t batch, H;
+    float *outer, *momentum, *inner, *grad, *delta;
+    uint32_t *idx;
+    mlp_scratch_t *scratch;
+    adamw_state_t adam;
+    adamw_config_t cfg;
+    mnist_sampler_t sampler;
+    uint64_t retries, tx_total, rx_total; /* for the done event */
+} diloco_t;
+
+static void diloco_free(diloco_t *t) {
+    free(t->outer);
+    free(t->momentum);
+    free(t->inner);
+    free(t->grad);
+    free(t->delta);
+    free(t->idx);
+    mlp_scratch_free(t->scratch);
+    adamw_free(&t->adam);
+    mnist_sampler_free(&t->sampler);
+}
+
+/* 0, or -1 after "out of memory" (t is freed either way by diloco_free). */
+static int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train) {
+    const size_t np = MLP_NPARAMS;
+    t->np = np;
+    t->batch = o->batch ? o->batch : JOIN_DEFAULT_BATCH;
+    t->H = o->inner_steps ? o->inner_steps : JOIN_DEFAULT_INNER_STEPS;
+    t->outer = malloc(np * sizeof *t->outer);
+    t->momentum = calloc(np, sizeof *t->momentum);
+    t->inner = malloc(np * sizeof *t->inner);
+    t->grad = malloc(np * sizeof *t->grad);
+    t->delta = malloc(np * sizeof *t->delta);
+    t->idx = malloc(t->batch * sizeof *t->idx);
+    t->scratch = mlp_scratch_new(t->batch > 1000 ? t->batch : 1000);
+    if (!t->outer || !t->momentum || !t->inner || !t->grad || !t->delta || !t->idx || !t->scratch ||
+        adamw_init(&t->adam, np) != 0 || mnist_sampler_init(&t->sampler, train->n, 0, 1, o->seed) != 0) {
+        cli_err("pccl join: out of memory\n");
+        return -1;
+    }
+    /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
+    mlp_init(t->outer, 42);
+    t->cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : (float)JOIN_DEFAULT_INNER_LR);
+    return 0;
+}
+
+/* H inner AdamW steps from the outer parameters; the mean loss in *loss. -1 when a stop request ended them: the
+ * inner steps may compute for minutes. */
+static int inner_steps(diloco_t *t, const mnist_set_t *train, float *loss) {
+    memcpy(t->inner, t->outer, t->np * sizeof *t->inner);
+    *loss = 0;
+    for (uint32_t h = 0; h < t->H && !join_stop_requested(); h++) {
+        mnist_sampler_next(&t->sampler, t->idx, t->batch);
+        *loss += mlp_loss_grad(t->inner, train->images, train->labels, t->idx, t->batch, t->grad, t->scratch);
+        adamw_step(&t->adam, &t->cfg, t->inner, t->grad);
+    }
+    if (join_stop_requested()) return -1;
+    *loss /= (float)t->H;
+    return 0;
+}
+
+/* The average of the peers' pseudo-gradients (outer - inner) into t->delta. */
+static pcclResult_t reduce_pseudo_grad(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, pcclReduceInfo_t *ri) {
+    outer_pseudo_grad(t->outer, t->inner, t->delta, t->np);
+    pcclReduceOpDescriptor_t d = {
+        .sendbuf = t->delta, .recvbuf = t->delta,
+        .descriptor = {.count = t->np, .op = pcclAvg, .tag = 0,
+                       .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNormal},
+                       .quantization_options = o->quant}};
+    pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, ri, 1);
+    t->tx_total += ri->tx_bytes;
+    t->rx_total += ri->rx_bytes;
+    return r;
+}
+
+/* --quantize as given: "none" or "ALGO:TYPE". */
+static void quant_name(const pcclQuantizationOptions_t *q, char *out, size_t cap) {
+    if (q->algorithm == pcclQuantNone) {
+        snprintf(out, cap, "none");
+        return;
+    }
+    snprintf(out, cap, "%s:%s", q->algorithm == pcclQuantMinMax ? "minmax" : "zero-point-scale",
+             pccl_dtype_name(q->quantized_datatype));
+}
+
+/* After the last step: a final sync, the test set's accuracy and the hashes every peer must agree on. */
+static void emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t, pcclSharedState_t *ss,
+                      const mnist_set_t *test) {
+    pcclSharedStateSyncInfo_t si = {0};
+    pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
+    float acc = 0, tloss = 0;
+    mlp_evaluate(t->outer, test, t->scratch, &acc, &tloss);
+    char hp[17], hm[17], qname[48];
+    join_hex64(pccl_simplehash(t->outer, t->np * sizeof *t->outer), hp);
+    join_hex64(pccl_simplehash(t->momentum, t->np * sizeof *t->momentum), hm);
+    quant_name(&o->quant, qname, sizeof qname);
     cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "event", event);
-    cJSON_AddStringToObject(e, "error", pcclResultString(r));
+    cJSON_AddStringToObject(e, "event", "done");
+    cJSON_AddNumberToObject(e, "revision", (double)ss->revision);
+    cJSON_AddNumberToObject(e, "test_accuracy", acc);
+    cJSON_AddNumberToObject(e, "test_loss", tloss);
+    cJSON_AddStringToObject(e, "hash", hp);
+    cJSON_AddStringToObject(e, "momentum_hash", hm);
+    cJSON_AddBoolToObject(e, "final_sync_ok", r == pcclSuccess);
+    cJSON_AddNumberToObject(e, "allreduce_tx_bytes", (double)t->tx_total);
+    cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)t->rx_total);
+    cJSON_AddNumberToObject(e, "retries", (double)t->retries);
+    cJSON_AddStringToObject(e, "quantize", qname);
     join_emit(o, e);
 }
 
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
-    const mnist_set_t train = d->train, test = d->test;
-    const size_t np = MLP_NPARAMS;
-    float *outer = malloc(np * sizeof *outer), *momentum = calloc(np, sizeof *momentum);
-    float *inner = malloc(np * sizeof *inner), *grad = malloc(np * sizeof *grad), *delta = malloc(np * sizeof *delta);
-    uint32_t batch = o->batch ? o->batch : 128;
-    uint32_t *idx = malloc(batch * sizeof *idx);
-    mlp_scratch_t *scratch = mlp_scratch_new(batch > 1000 ? batch : 1000);
-    adamw_state_t adam = {0};
-    mnist_sampler_t sampler = {0};
-    int rc = JOIN_EXIT_OK;
-    if (!outer || !momentum || !inner || !grad || !delta || !idx || !scratch || adamw_init(&adam, np) != 0 ||
-        mnist_sampler_init(&sampler, train.n, 0, 1, o->seed) != 0) {
-        cli_err("pccl join: out of memory\n");
-        rc = JOIN_EXIT_FAILED;
-        goto out;
+    diloco_t t = {0};
+    if (diloco_init(&t, o, &d->train) != 0) {
+        diloco_free(&t);
+        return JOIN_EXIT_FAILED;
     }
-    /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
-    mlp_init(outer, 42);
-    adamw_config_t cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : 3e-3f);
     pcclTensorInfo_t infos[2] = {
-        {.name = "mlp.params", .data = outer, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
-        {.name = "outer.momentum", .data = momentum, .count = np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
+        {.name = "mlp.params", .data = t.outer, .count = t.np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
+        {.name = "outer.momentum", .data = t.momentum, .count = t.np, .datatype = pcclFloat,
+         .device_type = pcclDeviceCpu},
     };
     pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
-    uint32_t H = o->inner_steps ? o->inner_steps : 25;
-    uint64_t retries = 0, tx_total = 0, rx_total = 0;
     uint32_t rejected = 0; /* rejected all-reduces in a row */
-
-    int first = 1;
+    int rc = JOIN_EXIT_OK, first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
-    while (ss.revision < o->steps) {
+    while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
         double t0 = now_ms();
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si);
-        if (begin < 0) {
-            rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
-            break;
-        }
-        if (begin > 0) continue;
-        if (ss.revision >= o->steps) break;
-
-        memcpy(inner, outer, np * sizeof *inner);
-        float loss = 0;
-        /* A stop request ends the step here: the inner steps may compute for minutes. */
-        for (uint32_t h = 0; h < H && !join_stop_requested(); h++) {
-            mnist_sampler_next(&sampler, idx, batch);
-            loss += mlp_loss_grad(inner, train.images, train.labels, idx, batch, grad, scratch);
-            adamw_step(&adam, &cfg, inner, grad);
-        }
-        if (join_stop_requested()) {
+        if (begin == JOIN_STEPS_DONE) break;
+        if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
+        if (begin != 0) continue;
+        float loss;
+        if (inner_steps(&t, &d->train, &loss) != 0) {
             rc = JOIN_EXIT_FAILED; /* `pccl join` then leaves */
             break;
         }
-        loss /= (float)H;
-        outer_pseudo_grad(outer, inner, delta, np);
-        pcclReduceOpDescriptor_t d = {
-            .sendbuf = delta, .recvbuf = delta,
-            .descriptor = {.count = np, .op = pcclAvg, .tag = 0,
-                           .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNormal},
-                           .quantization_options = o->quant}};
         pcclReduceInfo_t ri = {0};
-        pcclResult_t r = pcclAllReduceMultipleWithRetry(&d, 1, comm, &ri, 1);
-        tx_total += ri.tx_bytes;
-        rx_total += ri.rx_bytes;
-        if (join_stop_requested() || join_run_over(r)) {
-            rc = JOIN_EXIT_FAILED; /* `pccl join` tells a stop, a shutdown and a lost master apart */
-            break;
-        }
-        int rej = join_check_rejected(o, r, &rejected);
-        if (rej < 0) {
-            rc = JOIN_EXIT_FAILED;
-            break;
-        }
-        if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
-            retries++;
-            if (!rej) emit_error(o, "step_discarded", r);
-            continue;
-        }
-        if (r != pcclSuccess) {
-            cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
-            rc = JOIN_EXIT_FAILED;
-            break;
-        }
-        outer_nesterov_step(outer, delta, momentum, np, o->outer_lr > 0 ? o->outer_lr : 0.7f,
-                            o->outer_momentum >= 0 ? o->outer_momentum : 0.9f);
+        int outcome = join_reduce_outcome(o, reduce_pseudo_grad(comm, o, &t, &ri), &rejected, &t.retries,
+                                          "step_discarded");
+        if (outcome < 0) rc = JOIN_EXIT_FAILED;
+        if (outcome != 0) continue;
+        outer_nesterov_step(t.outer, t.delta, t.momentum, t.np,
+                            o->outer_lr > 0 ? o->outer_lr : (float)JOIN_DEFAULT_OUTER_LR,
+                            o->outer_momentum >= 0 ? o->outer_momentum : (float)JOIN_DEFAULT_OUTER_MOMENTUM);
         ss.revision++;
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "event", "step");
-        cJSON_AddNumberToObject(e, "step", (double)++steps_done);
-        cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
-        cJSON_AddNumberToObject(e, "world_size", ri.local_world_size);
+        cJSON *e = join_step_event(++steps_done, ss.revision, &ri, &si, now_ms() - t0);
         cJSON_AddNumberToObject(e, "loss", loss);
-        cJSON_AddNumberToObject(e, "tx_bytes", (double)ri.tx_bytes);
-        cJSON_AddNumberToObject(e, "rx_bytes", (double)ri.rx_bytes);
-        cJSON_AddNumberToObject(e, "ss_tx_bytes", (double)si.tx_bytes);
-        cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
-        cJSON_AddNumberToObject(e, "ms", now_ms() - t0);
         join_emit(o, e);
     }
-    if (rc == 0) {
-        pcclSharedStateSyncInfo_t si = {0};
-        pcclResult_t r = pcclSynchronizeSharedState(comm, &ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
-        float acc = 0, tloss = 0;
-        mlp_evaluate(outer, &test, scratch, &acc, &tloss);
-        char hp[17], hm[17];
-        join_hex64(pccl_simplehash(outer, np * sizeof *outer), hp);
-        join_hex64(pccl_simplehash(momentum, np * sizeof *momentum), hm);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "event", "done");
-        cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
-        cJSON_AddNumberToObject(e, "test_accuracy", acc);
-        cJSON_AddNumberToObject(e, "test_loss", tloss);
-        cJSON_AddStringToObject(e, "hash", hp);
-        cJSON_AddStringToObject(e, "momentum_hash", hm);
-        cJSON_AddBoolToObject(e, "final_sync_ok", r == pcclSuccess);
-        cJSON_AddNumberToObject(e, "allreduce_tx_bytes", (double)tx_total);
-        cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)rx_total);
-        cJSON_AddNumberToObject(e, "retries", (double)retries);
-        char qname[48];
-        snprintf(qname, sizeof qname, "%s%s%s",
-                 o->quant.algorithm == pcclQuantNone      ? "none"
-                 : o->quant.algorithm == pcclQuantMinMax ? "minmax"
-                                                          : "zero-point-scale",
-                 o->quant.algorithm == pcclQuantNone ? "" : ":",
-                 o->quant.algorithm == pcclQuantNone ? "" : pccl_dtype_name(o->quant.quantized_datatype));
-        cJSON_AddStringToObject(e, "quantize", qname);
-        join_emit(o, e);
-    }
-out:
-    free(outer);
-    free(momentum);
-    free(inner);
-    free(grad);
-    free(delta);
-    free(idx);
-    mlp_scratch_free(scratch);
-    adamw_free(&adam);
-    mnist_sampler_free(&sampler);
+    if (rc == JOIN_EXIT_OK) emit_done(comm, o, &t, &ss, &d->test);
+    diloco_free(&t);
     return rc;
 }

@@ -23,8 +23,23 @@ enum {
     JOIN_EXIT_WRONG = 5,   /* synthetic: an all-reduce result was wrong */
 };
 
+/* The workloads and the defaults of `pccl join`'s flags: cli/opts/join.def states them from here. */
+#define JOIN_WORKLOAD_FASHION_MNIST "fashion-mnist"
+#define JOIN_WORKLOAD_SYNTHETIC "synthetic"
+#define JOIN_DEFAULT_STEPS 50
+#define JOIN_DEFAULT_PEER_GROUP 0
+#define JOIN_DEFAULT_SIZE 409600
+#define JOIN_DEFAULT_TENSORS 1
+#define JOIN_DEFAULT_INNER_STEPS 25
+#define JOIN_DEFAULT_BATCH 128
+#define JOIN_DEFAULT_INNER_LR 0.003
+#define JOIN_DEFAULT_OUTER_LR 0.7
+#define JOIN_DEFAULT_OUTER_MOMENTUM 0.9
+#define JOIN_DEFAULT_MIN_WORLD 2
+#define JOIN_DEFAULT_MAX_REJECTIONS 10
+
 typedef struct join_opts {
-    const char *workload; /* "fashion-mnist" or "synthetic" */
+    const char *workload; /* JOIN_WORKLOAD_FASHION_MNIST or JOIN_WORKLOAD_SYNTHETIC */
     uint64_t steps;       /* stop when the shared-state revision reaches this */
     uint32_t peer_group;
     const char *data_dir;
@@ -37,7 +52,7 @@ typedef struct join_opts {
     uint32_t batch;
     float inner_lr, outer_lr, outer_momentum;
     uint32_t step_delay_ms; /* synthetic: pause per step (lets tests kill peers mid-run) */
-    uint32_t min_world;     /* wait for this many peers before the first step (default 2) */
+    uint32_t min_world;     /* wait for this many peers before the first step (0: JOIN_DEFAULT_MIN_WORLD) */
     int optimize;           /* run pcclOptimizeTopology whenever the world changed */
     pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
     int out_of_place;       /* synthetic: reduce into a second buffer (--out-of-place) */
@@ -83,11 +98,18 @@ void join_hex64(uint64_t v, char out[17]);
  * *first marks the first call after pcclConnect. 0, or -1 if the master is gone or a stop was requested. */
 int join_await_world(pcclComm_t *comm, const join_opts_t *o, int min_world, int *first);
 
+/* A "step" event with what every workload reports (step, revision, world size, bytes, ms); the workload adds its
+ * own fields and hands it to join_emit. */
+struct cJSON *join_step_event(uint64_t step, uint64_t revision, const pcclReduceInfo_t *ri,
+                              const pcclSharedStateSyncInfo_t *si, double ms);
+
 /*
  * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2),
  * then sync the shared state (ENFORCE_POPULAR; reports "sync_failed" events).
- * @return 0 go on with the step, 1 retry the step, -1 the master is gone or a stop was requested.
+ * @return 0 go on with the step, 1 retry the step, JOIN_STEPS_DONE the synced revision reached --steps,
+ * -1 the master is gone or a stop was requested.
  */
+#define JOIN_STEPS_DONE 2
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si);
 
@@ -101,6 +123,14 @@ void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
  * (the reason is printed): end the run.
  */
 int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row);
+/*
+ * What a step does after its all-reduce returned r: 0 goes on with the result; 1 discards the step (rejected, too
+ * few peers or a lost neighbour: counted in *retries, and reported as discard_event unless that is NULL or it was a
+ * rejection) and retries it; -1 ends the run with JOIN_EXIT_FAILED (a stop request, a run that is over, too many
+ * rejections in a row, a failure, reported): `pccl join` then tells them apart.
+ */
+int join_reduce_outcome(const join_opts_t *o, pcclResult_t r, uint32_t *rejected, uint64_t *retries,
+                        const char *discard_event);
 
 /* Run the loop until --steps or a stop request: JOIN_EXIT_OK, JOIN_EXIT_FAILED or JOIN_EXIT_WRONG. */
 int workload_synthetic(pcclComm_t *comm, const join_opts_t *o);

@@ -91,7 +91,7 @@ int join_run_over(pcclResult_t r) { return r == pcclMasterConnectionFailed || r 
 
 int join_load_data(const join_opts_t *o, join_data_t *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
-    if (!strcmp(o->workload, "synthetic")) {
+    if (!strcmp(o->workload, JOIN_WORKLOAD_SYNTHETIC)) {
         /* Each of the --tensors concurrent all-reduces needs one float of --size at least. */
         if (o->size_bytes / sizeof(float) < o->tensors) {
             snprintf(err, errlen, "--tensors %u needs %u float elements, --size %llu holds %llu", o->tensors,
@@ -224,9 +224,44 @@ int join_check_rejected(const join_opts_t *o, pcclResult_t r, uint32_t *in_a_row
     return -1;
 }
 
+int join_reduce_outcome(const join_opts_t *o, pcclResult_t r, uint32_t *rejected, uint64_t *retries,
+                        const char *discard_event) {
+    if (join_stop_requested() || join_run_over(r)) return -1;
+    int rej = join_check_rejected(o, r, rejected);
+    if (rej < 0) return -1;
+    if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
+        ++*retries;
+        if (!rej && discard_event) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "event", discard_event);
+            cJSON_AddStringToObject(e, "error", pcclResultString(r));
+            join_emit(o, e);
+        }
+        return 1;
+    }
+    if (r == pcclSuccess) return 0;
+    cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
+    return -1;
+}
+
+cJSON *join_step_event(uint64_t step, uint64_t revision, const pcclReduceInfo_t *ri,
+                       const pcclSharedStateSyncInfo_t *si, double ms) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "step");
+    cJSON_AddNumberToObject(e, "step", (double)step);
+    cJSON_AddNumberToObject(e, "revision", (double)revision);
+    cJSON_AddNumberToObject(e, "world_size", ri->local_world_size);
+    cJSON_AddNumberToObject(e, "tx_bytes", (double)ri->tx_bytes);
+    cJSON_AddNumberToObject(e, "rx_bytes", (double)ri->rx_bytes);
+    cJSON_AddNumberToObject(e, "ss_tx_bytes", (double)si->tx_bytes);
+    cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si->rx_bytes);
+    cJSON_AddNumberToObject(e, "ms", ms);
+    return e;
+}
+
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
                     pcclSharedStateSyncInfo_t *si) {
-    if (join_await_world(comm, o, 2, first) != 0 || join_stop_requested()) return -1;
+    if (join_await_world(comm, o, JOIN_DEFAULT_MIN_WORLD, first) != 0 || join_stop_requested()) return -1;
     memset(si, 0, sizeof *si);
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
     if (join_run_over(r) || join_stop_requested()) return -1;
@@ -237,5 +272,5 @@ int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *s
         join_emit(o, e);
         return 1;
     }
-    return 0;
+    return ss->revision >= o->steps ? JOIN_STEPS_DONE : 0;
 }

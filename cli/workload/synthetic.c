@@ -62,119 +62,138 @@ static int check_piece_quantized(const float *res, size_t off, size_t n, uint64_
     return k;
 }
 
-int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
-    size_t n = o->size_bytes / sizeof(float);
-    if (n == 0) n = 1;
-    uint32_t pieces = o->tensors ? o->tensors : 1;
-    if (pieces > n) pieces = (uint32_t)n;
-    float *state = calloc(n, sizeof *state), *buf = malloc(n * sizeof *buf);
+/* The synthetic workload's buffers: the shared state, this step's contributions, and the all-reduces' pieces. */
+typedef struct {
+    size_t n, per;   /* elements; elements per piece (the last takes the rest) */
+    uint32_t pieces; /* concurrent all-reduces */
+    float *state, *buf, *out; /* out == buf in place */
+    pcclReduceOpDescriptor_t *descs;
+} synth_t;
+
+static void synth_free(synth_t *t) {
+    free(t->state);
+    if (t->out != t->buf) free(t->out);
+    free(t->buf);
+    free(t->descs);
+}
+
+/* 0, or -1 after "out of memory" (t is freed either way by synth_free). */
+static int synth_init(synth_t *t, const join_opts_t *o) {
+    t->n = o->size_bytes / sizeof(float);
+    if (t->n == 0) t->n = 1;
+    t->pieces = o->tensors ? o->tensors : 1;
+    if (t->pieces > t->n) t->pieces = (uint32_t)t->n;
+    t->per = t->n / t->pieces;
+    t->state = calloc(t->n, sizeof *t->state);
+    t->buf = malloc(t->n * sizeof *t->buf);
     /* Out of place the input stays intact across failed attempts; the result lands in out. */
-    float *out = o->out_of_place ? malloc(n * sizeof *out) : buf;
-    pcclReduceOpDescriptor_t *descs = calloc(pieces, sizeof *descs);
-    if (!state || !buf || !out || !descs) {
-        cli_err("pccl join: out of memory for %zu elements\n", n);
+    t->out = o->out_of_place ? malloc(t->n * sizeof *t->out) : t->buf;
+    t->descs = calloc(t->pieces, sizeof *t->descs);
+    if (t->state && t->buf && t->out && t->descs) return 0;
+    cli_err("pccl join: out of memory for %zu elements\n", t->n);
+    return -1;
+}
+
+/* Offset and length of piece p. */
+static void piece(const synth_t *t, uint32_t p, size_t *off, size_t *cnt) {
+    *off = p * t->per;
+    *cnt = p + 1 == t->pieces ? t->n - *off : t->per;
+}
+
+/* This revision's contributions, and one all-reduce descriptor per piece. */
+static void fill_step(synth_t *t, const join_opts_t *o, uint64_t revision) {
+    for (size_t i = 0; i < t->n; i++) t->buf[i] = contribution(i, revision);
+    for (uint32_t p = 0; p < t->pieces; p++) {
+        size_t off, cnt;
+        piece(t, p, &off, &cnt);
+        t->descs[p].sendbuf = t->buf + off;
+        t->descs[p].recvbuf = t->out + off;
+        t->descs[p].descriptor = (pcclReduceDescriptor_t){
+            .count = cnt, .op = pcclSum, .tag = p,
+            .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
+            .quantization_options = o->quant};
+    }
+}
+
+/* JOIN_EXIT_OK when every piece holds the sum of the peers' contributions, else JOIN_EXIT_WRONG (reported). */
+static int check_result(const synth_t *t, const join_opts_t *o, uint64_t revision) {
+    int rc = JOIN_EXIT_OK;
+    for (uint32_t p = 0; p < t->pieces; p++) {
+        size_t off, cnt;
+        piece(t, p, &off, &cnt);
+        int k = o->quant.algorithm == pcclQuantNone ? check_piece(t->out + off, off, cnt, revision)
+                                                    : check_piece_quantized(t->out + off, off, cnt, revision, &o->quant);
+        if (k < 0) {
+            cli_err("pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
+                    (unsigned long long)revision);
+            rc = JOIN_EXIT_WRONG;
+        }
+    }
+    return rc;
+}
+
+/* The step event, with the state's hash (equal on every peer) and the world size of all groups. */
+static void emit_step(pcclComm_t *comm, const join_opts_t *o, const synth_t *t, cJSON *e) {
+    char hex[17];
+    join_hex64(pccl_simplehash(t->state, t->n * sizeof *t->state), hex);
+    int gws = 0;
+    pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &gws);
+    cJSON_AddStringToObject(e, "hash", hex);
+    cJSON_AddNumberToObject(e, "global_world_size", gws);
+    join_emit(o, e);
+}
+
+/* A final sync proves every surviving peer ends with the same state: JOIN_EXIT_OK, or JOIN_EXIT_FAILED when it
+ * failed otherwise than for too few peers. */
+static int finish(pcclComm_t *comm, const join_opts_t *o, const synth_t *t, pcclSharedState_t *ss, uint64_t retries) {
+    pcclSharedStateSyncInfo_t si = {0};
+    pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
+    char hex[17];
+    join_hex64(pccl_simplehash(t->state, t->n * sizeof *t->state), hex);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "event", "done");
+    cJSON_AddNumberToObject(e, "revision", (double)ss->revision);
+    cJSON_AddStringToObject(e, "hash", hex);
+    cJSON_AddBoolToObject(e, "final_sync_ok", r == pcclSuccess);
+    cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
+    cJSON_AddNumberToObject(e, "retries", (double)retries);
+    join_emit(o, e);
+    return r != pcclSuccess && r != pcclTooFewPeers ? JOIN_EXIT_FAILED : JOIN_EXIT_OK;
+}
+
+int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
+    synth_t t = {0};
+    if (synth_init(&t, o) != 0) {
+        synth_free(&t);
         return JOIN_EXIT_FAILED;
     }
-    pcclTensorInfo_t info = {.name = "state", .data = state, .count = n, .datatype = pcclFloat,
+    pcclTensorInfo_t info = {.name = "state", .data = t.state, .count = t.n, .datatype = pcclFloat,
                              .device_type = pcclDeviceCpu};
     pcclSharedState_t ss = {.revision = 0, .count = 1, .infos = &info};
-    int rc = JOIN_EXIT_OK;
+    int rc = JOIN_EXIT_OK, first = 1;
     uint64_t retries = 0;
     uint32_t rejected = 0; /* rejected all-reduces in a row */
-    int first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
-    while (ss.revision < o->steps) {
+    while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
         double t0 = now_ms();
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si);
-        if (begin < 0) {
-            rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
-            break;
-        }
-        if (begin > 0) continue;
-        if (ss.revision >= o->steps) break;
-        for (size_t i = 0; i < n; i++) buf[i] = contribution(i, ss.revision);
-        size_t per = n / pieces;
-        for (uint32_t p = 0; p < pieces; p++) {
-            size_t off = p * per, cnt = p + 1 == pieces ? n - off : per;
-            descs[p].sendbuf = buf + off;
-            descs[p].recvbuf = out + off;
-            descs[p].descriptor = (pcclReduceDescriptor_t){
-                .count = cnt, .op = pcclSum, .tag = p,
-                .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
-                .quantization_options = o->quant};
-        }
+        if (begin == JOIN_STEPS_DONE) break;
+        if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
+        if (begin != 0) continue;
+        fill_step(&t, o, ss.revision);
         pcclReduceInfo_t ri = {0};
-        pcclResult_t r = pcclAllReduceMultipleWithRetry(descs, pieces, comm, &ri, (int)pieces);
-        if (join_stop_requested() || join_run_over(r)) {
-            rc = JOIN_EXIT_FAILED; /* `pccl join` tells a stop, a shutdown and a lost master apart */
-            break;
-        }
-        int rej = join_check_rejected(o, r, &rejected);
-        if (rej < 0) {
-            rc = JOIN_EXIT_FAILED;
-            break;
-        }
-        if (rej > 0 || r == pcclTooFewPeers || r == pcclRankConnectionLost) {
-            retries++;
-            continue; /* discard this step; the revision stays */
-        }
-        if (r != pcclSuccess) {
-            cli_err("pccl join: all-reduce failed: %s\n", pcclResultString(r));
-            rc = JOIN_EXIT_FAILED;
-            break;
-        }
-        for (uint32_t p = 0; p < pieces; p++) {
-            size_t off = p * per, cnt = p + 1 == pieces ? n - off : per;
-            int k = o->quant.algorithm == pcclQuantNone ? check_piece(out + off, off, cnt, ss.revision)
-                                                        : check_piece_quantized(out + off, off, cnt, ss.revision, &o->quant);
-            if (k < 0) {
-                cli_err("pccl join: WRONG all-reduce result in piece %u at revision %llu\n", p,
-                        (unsigned long long)ss.revision);
-                rc = JOIN_EXIT_WRONG;
-            }
-        }
-        if (rc) break;
-        for (size_t i = 0; i < n; i++) state[i] += out[i] * 0.5f;
+        pcclResult_t r = pcclAllReduceMultipleWithRetry(t.descs, t.pieces, comm, &ri, (int)t.pieces);
+        int outcome = join_reduce_outcome(o, r, &rejected, &retries, NULL);
+        if (outcome < 0) rc = JOIN_EXIT_FAILED;
+        if (outcome != 0) continue; /* discard this step; the revision stays */
+        if ((rc = check_result(&t, o, ss.revision)) != JOIN_EXIT_OK) break;
+        for (size_t i = 0; i < t.n; i++) t.state[i] += t.out[i] * 0.5f;
         ss.revision++;
-        char hex[17];
-        join_hex64(pccl_simplehash(state, n * sizeof *state), hex);
-        int gws = 0;
-        pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &gws);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "event", "step");
-        cJSON_AddNumberToObject(e, "step", (double)++steps_done);
-        cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
-        cJSON_AddStringToObject(e, "hash", hex);
-        cJSON_AddNumberToObject(e, "world_size", ri.local_world_size);
-        cJSON_AddNumberToObject(e, "global_world_size", gws);
-        cJSON_AddNumberToObject(e, "tx_bytes", (double)ri.tx_bytes);
-        cJSON_AddNumberToObject(e, "rx_bytes", (double)ri.rx_bytes);
-        cJSON_AddNumberToObject(e, "ss_tx_bytes", (double)si.tx_bytes);
-        cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
-        cJSON_AddNumberToObject(e, "ms", now_ms() - t0);
-        join_emit(o, e);
+        emit_step(comm, o, &t, join_step_event(++steps_done, ss.revision, &ri, &si, now_ms() - t0));
         join_sleep_ms(o->step_delay_ms);
     }
-    if (rc == 0) {
-        /* A final sync proves every surviving peer ends with the same state. */
-        pcclSharedStateSyncInfo_t si = {0};
-        pcclResult_t r = pcclSynchronizeSharedState(comm, &ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
-        char hex[17];
-        join_hex64(pccl_simplehash(state, n * sizeof *state), hex);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "event", "done");
-        cJSON_AddNumberToObject(e, "revision", (double)ss.revision);
-        cJSON_AddStringToObject(e, "hash", hex);
-        cJSON_AddBoolToObject(e, "final_sync_ok", r == pcclSuccess);
-        cJSON_AddNumberToObject(e, "ss_rx_bytes", (double)si.rx_bytes);
-        cJSON_AddNumberToObject(e, "retries", (double)retries);
-        join_emit(o, e);
-        if (r != pcclSuccess && r != pcclTooFewPeers) rc = JOIN_EXIT_FAILED;
-    }
-    free(state);
-    free(buf);
-    if (out != buf) free(out);
-    free(descs);
+    if (rc == JOIN_EXIT_OK) rc = finish(comm, o, &t, &ss, retries);
+    synth_free(&t);
     return rc;
 }

@@ -58,7 +58,7 @@
 #define TOPO_EXACT_HARD_MAX_N 20 /* exact DP refuses more (memory grows as 2^n * n) */
 #define TOPO_MAX_N 2048          /* larger inputs are rejected (the solver allocates ~2 * 8 n^2 bytes) */
 #define TOPO_QUICK_TIME_MS 50.0  /* budget of the master's quick solve */
-#define TOPO_DEFAULT_TIME_MS 1000.0 /* default budget of `pccl solve-topology` */
+#define TOPO_DEFAULT_TIME_MS 1000 /* default budget of `pccl solve-topology`, in ms (an integer: its help states it) */
 #define TOPO_TIME_RTOL 1e-9      /* relative tolerance when comparing total times */
 
 typedef struct topo_solution {

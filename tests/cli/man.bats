@@ -1,24 +1,75 @@
 #!/usr/bin/env bats
-# Man pages: one per subcommand of the binary, each flag of its table
-# documented, every result code of pccl.h in libpccl(3), every variable of README's configuration table in
-# pccl(1), and scdoc renders all.
+# Man pages: one per subcommand of the binary, whose OPTIONS the build generates from the command's flag table
+# (`pccl help --man CMD`, spliced into man/pccl-CMD.1.scd at its "; @OPTIONS@" line): each flag documented with
+# the default and environment variable --help states; every result code of pccl.h in libpccl(3), every variable
+# of README's configuration table in pccl(1), and scdoc renders all.
+# PCCL_BIN points at the binary (default build/bin/pccl under the repo root); its build dir holds build/man.
 
 setup() {
     REPO="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
     PCCL=${PCCL_BIN:-$REPO/build/bin/pccl}
+    BUILD="$(cd "$(dirname "$PCCL")/.." && pwd)"
 }
 
-@test "every subcommand has a man page that documents each of its flags" {
+@test "every subcommand has a man page whose generated OPTIONS document each of its flags" {
     for cmd in $("$PCCL" __complete); do
         [ "$cmd" = help ] && continue
-        page="$REPO/man/pccl-$cmd.1.scd"
-        [ -f "$page" ] || { echo "no man page for $cmd"; false; }
+        src="$REPO/man/pccl-$cmd.1.scd" page="$BUILD/man/pccl-$cmd.1.scd"
+        [ -f "$src" ] || { echo "no man page for $cmd"; false; }
         grep -q "pccl-$cmd" "$REPO/man/pccl.1.scd" || { echo "pccl(1) does not mention $cmd"; false; }
+        [ "$(grep -c '^; @OPTIONS@' "$src")" -eq 1 ] || { echo "$src: want one '; @OPTIONS@' line"; false; }
+        [ -f "$page" ] || { echo "the build has no $page"; false; }
+        # the source page with its marker line replaced by the generated entries
+        diff <(sed '/^; @OPTIONS@/,$d' "$src"; "$PCCL" help --man "$cmd"; sed '1,/^; @OPTIONS@/d' "$src") "$page"
         for f in $("$PCCL" __complete "$cmd"); do
-            [ "$f" = --help ] && continue
-            grep -q -- "\*$f\*" "$page" || { echo "$page lacks $f"; false; }
+            grep -qE -- "^(\*-h\*, )?\*$f\*" "$page" || { echo "$page lacks $f"; false; }
         done
     done
+}
+
+@test "a flag's range, default and environment variable read the same in --help and in the man page" {
+    n=0 r=0
+    for cmd in $("$PCCL" __complete); do
+        [ "$cmd" = help ] && continue
+        man=$("$PCCL" help --man "$cmd")
+        while read -r flag rest; do
+            entry=$(awk -v f="*$flag*" 'index($0, f) == 1 {on = 1; next} /^\*/ {on = 0} on' <<< "$man")
+            if [[ "$rest" =~ \(default\ ([^\;\)]*) ]]; then
+                grep -qF "Default: ${BASH_REMATCH[1]}." <<< "$entry" || { echo "$cmd $flag: man lacks default ${BASH_REMATCH[1]}"; false; }
+                n=$((n + 1))
+            fi
+            if [[ "$rest" =~ \(([0-9]+)\ to\ ([0-9]+)[\;\)] ]]; then
+                lo=${BASH_REMATCH[1]} hi=${BASH_REMATCH[2]}
+                grep -qF "Values: $lo to $hi." <<< "$entry" || { echo "$cmd $flag: man lacks $lo to $hi"; false; }
+                # and the parser holds the flag to them
+                for bad in $((hi + 1)) $((lo - 1)); do
+                    [ "$bad" -ge 0 ] || continue
+                    run "$PCCL" "$cmd" "$flag" "$bad"
+                    [ "$status" -eq 2 ] && [[ "$output" == *"$flag"*"$bad"* || "$output" == *"$bad"*"$flag"* || "$output" == *"$flag must be $lo..$hi"* ]] ||
+                        { echo "$cmd $flag $bad: $status $output"; false; }
+                done
+                r=$((r + 1))
+            fi
+            if [[ "$rest" =~ env\ (PCCL_[A-Z_]*)\) ]]; then
+                grep -qF "Environment: *${BASH_REMATCH[1]}*." <<< "$entry" || { echo "$cmd $flag: man lacks ${BASH_REMATCH[1]}"; false; }
+            fi
+        done < <("$PCCL" "$cmd" --help | grep -o -- '^  --[a-z0-9-]* .*')
+    done
+    [ "$n" -ge 25 ]
+    [ "$r" -ge 15 ]
+    # the master's vote timeout is the state machine's default (master/sm/master_sm.h), stated by both
+    want=$(sed -n 's/^#define MSM_VOTE_TIMEOUT_MS \([0-9]*\)$/\1/p' "$REPO/master/sm/master_sm.h")
+    [ -n "$want" ]
+    [[ "$("$PCCL" master --help)" == *"--vote-timeout MS"*"; default $want;"* ]]
+    grep -qF "Default: $want. Environment: *PCCL_VOTE_TIMEOUT_MS*." "$BUILD/man/pccl-master.1.scd"
+}
+
+@test "pccl help --man and --completions refuse what they do not know (exit 2)" {
+    run "$PCCL" help --man nope
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"unknown command 'nope'"* ]]
+    run "$PCCL" help --man
+    [ "$status" -eq 2 ]
 }
 
 @test "libpccl(3) lists every result code" {
@@ -27,9 +78,9 @@ setup() {
     for c in $codes; do grep -q "\*$c\*" "$REPO/man/libpccl.3.scd" || { echo "missing $c"; false; }; done
 }
 
-@test "scdoc renders every page" {
+@test "scdoc renders every page, the generated ones included" {
     command -v scdoc > /dev/null || skip "scdoc not installed"
-    for f in "$REPO"/man/*.scd; do scdoc < "$f" > /dev/null || { echo "scdoc fails on $f"; false; }; done
+    for f in "$REPO"/man/*.scd "$BUILD"/man/*.scd; do scdoc < "$f" > /dev/null || { echo "scdoc fails on $f"; false; }; done
 }
 
 @test "pccl(1) ENVIRONMENT documents every variable of README's configuration table" {

@@ -24,10 +24,16 @@ for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/ccoip_in
          share/zsh/site-functions/_pccl share/fish/vendor_completions.d/pccl.fish; do
     [ -e "$PREFIX/$f" ] || fail "$f not installed"
 done
+# The completions are the ones the binary generates from its flag tables.
+cmp -s "$PREFIX/share/bash-completion/completions/pccl" <("$BIN/pccl" help --completions bash) ||
+    fail "the installed bash completion is not what pccl help --completions bash prints"
 if command -v scdoc > /dev/null; then
     for p in man1/pccl.1 man1/pccl-master.1 man1/pccl-status.1 man3/libpccl.3; do
         [ -f "$PREFIX/share/man/$p" ] || fail "man page $p not installed"
     done
+    # with the OPTIONS generated from the flag table
+    page=$(cat "$PREFIX/share/man/man1/pccl-master.1")
+    grep -q 'vote-timeout' <<< "$page" || fail "pccl-master(1) lacks its generated OPTIONS"
 fi
 "$PREFIX/bin/pccl" --version > /dev/null || fail "installed pccl does not run"
 # Nothing of the build or source tree may leak into the package.
