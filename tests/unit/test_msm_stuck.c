@@ -4,9 +4,9 @@
 
 TT_FIXTURE(setup, teardown);
 
-/* Votes that can never complete are broken on the tick (msm_stuck.c). */
-static void test_stuck_votes(void) {
-    /* one peer updates while the other asks whether peers are pending: the asker is told "yes" */
+/* Votes that can never complete are broken on the tick (msm_stuck.c). One peer updates while the other
+ * asks whether peers are pending: the asker is told "yes". */
+static void test_stuck_update_against_pending(void) {
     make_group(2);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_PEERS_PENDING);
@@ -70,7 +70,7 @@ static void test_not_stuck_async_tags(void) {
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
-    RUN_TEST(test_stuck_votes);
+    RUN_TEST(test_stuck_update_against_pending);
     RUN_TEST(test_stuck_update_against_allreduce);
     RUN_TEST(test_stuck_sync_against_optimize);
     RUN_TEST(test_not_stuck_while_computing);
