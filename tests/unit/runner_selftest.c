@@ -1,9 +1,11 @@
 /* runner_selftest.c - cases for the runner in tinytest.h, checked by runner_selftest.sh (the ctest
  * unit.runner_selftest): two tests fail on purpose, one hanging past its deadline and one crashing;
  * the others must pass, including those that run after the failures, and each starts from the state
- * main() built with its fixture around it. Not a test_*.c file: its failures are meant. */
+ * main() built with its fixture around it; with TT_SELFTEST_THREAD main() starts a thread first, and no
+ * test may run. Not a test_*.c file: its failures are meant. */
 #include "tinytest.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -45,7 +47,15 @@ static void fails_a_check(void) {
     CHECK(getenv("TT_SELFTEST_FAIL_CHECK") == NULL);
 }
 
+static void *idle_thread(void *arg) {
+    (void)arg;
+    for (;;) pause();
+    return NULL;
+}
+
 int main(void) {
+    pthread_t t;
+    if (getenv("TT_SELFTEST_THREAD")) pthread_create(&t, NULL, idle_thread, NULL); /* what main() must not do */
     RUN_TEST(passes_first);
     RUN_TEST(hangs);
     RUN_TEST(crashes);

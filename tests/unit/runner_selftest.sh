@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # runner_selftest.sh BIN [SANITIZE] - checks tinytest.h's runner on runner_selftest.c's cases: a hanging and
-# a crashing test fail alone, named, and the rest pass; a failed check fails its test; a test runs by name in
-# process; the exit status says whether any test failed. SANITIZE is the build's PCCL_SANITIZE (a sanitizer
-# reports a crash itself, so only a plain build must show the signal).
+# a crashing test fail alone, named, and the rest pass; a failed check fails its test; a main() that started
+# a thread runs no test; a test runs by name in process; the exit status says whether any test failed.
+# SANITIZE is the build's PCCL_SANITIZE (a sanitizer reports a crash itself, so only a plain build must show
+# the signal).
 set -u
 BIN=${1:?usage: $0 BIN [SANITIZE]}
 SAN=${2:-}
@@ -50,6 +51,12 @@ expect "a failed check" '^FAIL fails_a_check \([0-9.]+ s\): 1 of 3 checks failed
 expect "its file, line and condition" 'runner_selftest\.c:[0-9]+: CHECK failed'
 expect "TT_TIMEOUT_S" '^FAIL hangs \([0-9.]+ s\): hung past its 1 s deadline, killed$'
 expect "the summary" '^5 tests, 3 failed: hangs crashes fails_a_check; [0-9]+ checks, 1 failed$'
+
+echo "== main() started a thread: no test runs in a fork of it"
+run env TT_SELFTEST_THREAD=1 "$BIN"
+expect_rc "a file whose main() started a thread" 1 "$rc"
+expect "the tests are not run" '^FAIL passes_first \([0-9.]+ s\): not run: main\(\) has 2 threads'
+expect "none of them" '^5 tests, 5 failed: passes_first hangs crashes passes_after_failures fails_a_check; 0 checks, 0 failed$'
 
 echo "== one test by name, in this process"
 run "$BIN" passes_after_failures

@@ -14,8 +14,9 @@
  * then a summary; the exit status is 1 when any test failed, 2 when a named test does not exist.
  *
  * The parent forks, so until its last RUN_TEST it must not start threads (fork copies only the
- * calling thread; ThreadSanitizer requires it too), initialise CUDA or hold a connection a test
- * needs: such things belong in the test or its setup.
+ * calling thread; ThreadSanitizer requires it too; a test forked from a process with threads fails
+ * unrun), initialise CUDA or hold a connection a test needs: such things belong in the test or its
+ * setup.
  *
  * At file scope, once each:
  *     TT_FIXTURE(setup, teardown);  every test runs as setup(); test(); teardown(); (either may be NULL)
@@ -32,6 +33,7 @@
  * a test fails when any of its checks failed. */
 #ifndef TINYTEST_H
 #define TINYTEST_H
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -200,7 +202,24 @@ static inline void tt_run_in_process_(const char *name, tt_fn_t fn) {
     tt_record_(name, t0, why);
 }
 
+/* The threads of this process; fork copies only the calling one. */
+static inline int tt_threads_(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d) return 1;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
 static inline void tt_run_forked_(const char *name, tt_fn_t fn) {
+    int threads = tt_threads_();
+    if (threads > 1) { /* its process would hold only the thread that forks */
+        char why[128];
+        snprintf(why, sizeof why, "not run: main() has %d threads (start them in the test or its setup)", threads);
+        tt_record_(name, tt_now_(), why);
+        return;
+    }
     static tt_report_t *rep;
     if (!rep) {
         rep = mmap(NULL, sizeof *rep, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
