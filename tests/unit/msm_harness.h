@@ -117,7 +117,12 @@ static inline void clear_log(void) {
 
 static msm_t *M;
 
+/* The fixture of the state machine's tests (their files declare TT_FIXTURE(setup, teardown)): a fresh
+ * state machine and an empty log. setup() while one exists tears it down first, and teardown() without
+ * one does nothing, so restart() gives a table-driven test a fresh machine per case. */
+static inline void teardown(void);
 static inline void setup(void) {
+    if (M) teardown();
     clear_log();
     nclosed_ever = 0;
     contract_violations = 0;
@@ -127,11 +132,13 @@ static inline void setup(void) {
 }
 
 static inline void teardown(void) {
+    if (!M) return;
     CHECK_EQ_U64(contract_violations, 0);
     msm_destroy(M);
     M = NULL;
     clear_log();
 }
+static inline void restart(void) { setup(); }
 
 /* ---------- queries on the log ---------- */
 

@@ -24,6 +24,16 @@ static const char *path_of(const char *name) {
     return path;
 }
 
+/* A private identity file that holds no key (base64 of 5 bytes): refused as malformed. */
+static void write_bad_identity(void) {
+    FILE *f = fopen(path_of("bad"), "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("c2hvcnQ=\n", f);
+    fclose(f);
+    chmod(path_of("bad"), 0600);
+}
+
 static void test_identity_file(void) {
     ident_t a, b;
     char err[320];
@@ -36,10 +46,7 @@ static void test_identity_file(void) {
     chmod(p, 0640);
     CHECK(ident_load_file(p, &b, err, sizeof err) == -1 && strstr(err, "accessible by group or others"));
     chmod(p, 0600);
-    FILE *f = fopen(path_of("bad"), "w");
-    fputs("c2hvcnQ=\n", f); /* base64 of 5 bytes */
-    fclose(f);
-    chmod(path_of("bad"), 0600);
+    write_bad_identity();
     CHECK(ident_load_file(path_of("bad"), &b, err, sizeof err) == -1 && strstr(err, "malformed"));
     CHECK(mkdir(path_of("dir"), 0700) == 0);
     CHECK(ident_load_file(path_of("dir"), &b, err, sizeof err) == -1 && strstr(err, "not a regular file"));
@@ -118,6 +125,7 @@ static void test_comm_calls(void) {
     pcclInit();
     pcclCommCreateParams_t params = {.master_address = {.inet = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}},
                                                         .port = 1}};
+    write_bad_identity();
     setenv("PCCL_IDENTITY_FILE", path_of("id"), 1);
     setenv("PCCL_NAME", "env-name", 1);
     pcclComm_t *c = NULL;

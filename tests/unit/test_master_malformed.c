@@ -4,8 +4,9 @@
  * state (and a registered peer's LEAVE, which ends its connection without a KICK). Each bad
  * connection must be closed (with a KICK first where the state machine
  * rejects it), and after each one the master must still welcome a fresh peer
- * and keep serving an accepted peer that was connected all along; strangers (connections before
- * their first message) are held to their limits. Every read
+ * and keep serving an accepted peer that was connected all along (each test's
+ * fixture starts a master with that peer and checks it at the end); strangers
+ * (connections before their first message) are held to their limits. Every read
  * has a timeout, so the test cannot hang. */
 #include "sec/identity.h"
 #include "base/log.h"
@@ -492,18 +493,36 @@ static void test_strangers(void) {
     CHECK(welcomed);
 }
 
-int main(void) {
-    pccl_log_set_level(PCCL_LOG_ERROR); /* every bad connection logs a warning by design */
-    CHECK(pcclInit() == pcclSuccess);
+/* Each test gets a master of its own, with the resident peer accepted before and checked after. */
+static pcclMasterInstance_t *master;
+
+static void start_master(void) {
     ccoip_socket_address_t addr = {.inet = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}}, .port = 0};
-    pcclMasterInstance_t *master = NULL;
     CHECK(pcclCreateMaster(addr, &master) == pcclSuccess);
-    if (!master) TEST_MAIN_END();
+    if (!master) exit(1);
+    /* no earlier run to wait for: the resident peer is bootstrapped at once, not after the boot grace */
+    msm_set_boot_grace(master->sm, 0);
     CHECK(pcclRunMaster(master) == pcclSuccess);
     g_port = pccl__master_port(master);
     CHECK(g_port != 0);
-
     start_resident();
+}
+
+static void stop_master(void) {
+    check_resident();
+    /* the resident peer sees the master go away */
+    CHECK(pcclInterruptMaster(master) == pcclSuccess);
+    CHECK(pcclMasterAwaitTermination(master) == pcclSuccess);
+    CHECK(expect_eof(resident));
+    close(resident);
+    CHECK(pcclDestroyMaster(master) == pcclSuccess);
+    master = NULL;
+}
+TT_FIXTURE(start_master, stop_master);
+
+int main(void) {
+    pccl_log_set_level(PCCL_LOG_ERROR); /* every bad connection logs a warning by design */
+    CHECK(pcclInit() == pcclSuccess);
     RUN_TEST(test_garbage);
     RUN_TEST(test_bad_lengths);
     RUN_TEST(test_truncated_then_close);
@@ -513,13 +532,5 @@ int main(void) {
     RUN_TEST(test_framing);
     RUN_TEST(test_leave);
     RUN_TEST(test_strangers);
-    RUN_TEST(check_resident);
-
-    /* the resident peer sees the master go away */
-    CHECK(pcclInterruptMaster(master) == pcclSuccess);
-    CHECK(pcclMasterAwaitTermination(master) == pcclSuccess);
-    CHECK(expect_eof(resident));
-    close(resident);
-    CHECK(pcclDestroyMaster(master) == pcclSuccess);
     TEST_MAIN_END();
 }

@@ -176,8 +176,9 @@ static void test_bad_synthetic(void) {
     expect_fail("missing", "missing image file");
 
     /* The gzip stream itself cut short: a valid file with its tail chopped off. */
+    CHECK(write_images("whole-images-idx3-ubyte.gz", 2051, 3, 28, 28, 3 * 784, 0) == 0);
     size_t len = 0;
-    uint8_t *gz = read_raw("ok-images-idx3-ubyte.gz", &len);
+    uint8_t *gz = read_raw("whole-images-idx3-ubyte.gz", &len);
     CHECK(gz != NULL && len > 40);
     if (gz) {
         write_raw("gzcut-images-idx3-ubyte.gz", gz, len / 2);

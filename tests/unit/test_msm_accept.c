@@ -2,8 +2,9 @@
  * the accept round (update topology): newcomers, failures, departures, nothing-new votes and the edge sequences around bootstrap. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 static void test_accept_round(void) {
-    setup();
     connect_(5); /* connects before the others, registers after the group exists */
     make_group(2); /* ring [1, 2] */
     join(3);
@@ -46,11 +47,9 @@ static void test_accept_round(void) {
     /* a P2P_ESTABLISHED after the round is over kicks */
     p2p_ok(3, 1);
     CHECK(kicked(3));
-    teardown();
 }
 
 static void test_accept_round_fails(void) {
-    setup();
     make_group(1);
     join(2);
     join(3);
@@ -85,11 +84,9 @@ static void test_accept_round_fails(void) {
         CHECK(d && d->u.topo_done.ok == 1);
         CHECK(is_accepted(c));
     }
-    teardown();
 }
 
 static void test_accept_round_departure(void) {
-    setup();
     make_group(1);
     join(2);
     join(3);
@@ -116,11 +113,11 @@ static void test_accept_round_departure(void) {
     /* nothing is owed any more: a further report is outside of a round again */
     p2p_ok(2, 1);
     CHECK(kicked(2));
+}
 
-    /* newcomers that still owe the report of a failed round sit out the next rounds until it
-     * arrives (a newcomer that never wires fails one round only); then they join again */
-    teardown();
-    setup();
+/* Newcomers that still owe the report of a failed round sit out the next rounds until it
+ * arrives (a newcomer that never wires fails one round only); then they join again. */
+static void test_owed_report_sits_out_rounds(void) {
     make_group(1);
     join(2);
     join(3);
@@ -149,11 +146,9 @@ static void test_accept_round_departure(void) {
     p2p_ok(3, 1);
     CHECK_EQ_U64(count_type(M2C_TOPOLOGY_DONE), 3);
     CHECK(is_accepted(2) && is_accepted(3));
-    teardown();
 }
 
 static void test_update_nothing_new(void) {
-    setup();
     make_group(3);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
@@ -181,15 +176,13 @@ static void test_update_nothing_new(void) {
     p2p_ok(2, 1);
     p2p_ok(3, 1);
     CHECK(last_to(3, M2C_TOPOLOGY_DONE) && last_to(3, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
-    teardown();
 }
 
 /* ---------- sequences around a lost bootstrap / spurious round failure ----------
  * These exercise the event sequences reported to the lead (see the report); the
  * assertions here are only the ones that hold regardless of the fix. */
-static void test_round_edge_sequences(void) {
+static void test_last_accepted_leaves_waiting_bootstraps(void) {
     /* the last accepted peer leaves outside a round: the waiting peer bootstraps */
-    setup();
     make_group(1);
     join(2);
     CHECK_EQ_U64(count_to(2, M2C_ESTABLISH_P2P), 0);
@@ -199,22 +192,23 @@ static void test_round_edge_sequences(void) {
     p2p_ok(2, 1);
     CHECK(is_accepted(2));
     CHECK(last_to(2, M2C_TOPOLOGY_DONE) && last_to(2, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
-    teardown();
+}
 
-    /* regression: the bootstrap peer leaves mid-round; the peer that registered meanwhile
-     * must get a round of its own instead of waiting forever */
-    setup();
+/* regression: the bootstrap peer leaves mid-round; the peer that registered meanwhile
+ * must get a round of its own instead of waiting forever */
+static void test_bootstrap_peer_leaves_mid_round(void) {
     join(1); /* bootstrap round for 1 */
     join(2); /* registers during the round */
     disconnect(1);
     CHECK(!closed_in_log(2));
+    uint64_t only2[] = {2};
     check_establish_ring(2, only2, 1);
     p2p_ok(2, 1);
     CHECK(is_accepted(2));
-    teardown();
+}
 
-    /* regression: a failed round whose accepted peer left restarts for the newcomers */
-    setup();
+/* regression: a failed round whose accepted peer left restarts for the newcomers */
+static void test_failed_round_restarts_for_newcomers(void) {
     make_group(1);
     join(2);
     join(3);
@@ -230,10 +224,10 @@ static void test_round_edge_sequences(void) {
     p2p_ok(2, 1);
     p2p_ok(3, 1);
     CHECK(is_accepted(2) && is_accepted(3));
-    teardown();
+}
 
-    /* regression: a departure of a connection outside the round does not fail the round */
-    setup();
+/* regression: a departure of a connection outside the round does not fail the round */
+static void test_stranger_departure_keeps_round(void) {
     make_group(1);
     join(2);
     connect_(9); /* a connection that never says HELLO */
@@ -244,7 +238,6 @@ static void test_round_edge_sequences(void) {
     CHECK_EQ_U64(count_type(M2C_TOPOLOGY_DONE), 2);
     CHECK(last_to(2, M2C_TOPOLOGY_DONE) && last_to(2, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
     CHECK(is_accepted(2));
-    teardown();
 }
 
 int main(void) {
@@ -252,7 +245,11 @@ int main(void) {
     RUN_TEST(test_accept_round);
     RUN_TEST(test_accept_round_fails);
     RUN_TEST(test_accept_round_departure);
+    RUN_TEST(test_owed_report_sits_out_rounds);
     RUN_TEST(test_update_nothing_new);
-    RUN_TEST(test_round_edge_sequences);
+    RUN_TEST(test_last_accepted_leaves_waiting_bootstraps);
+    RUN_TEST(test_bootstrap_peer_leaves_mid_round);
+    RUN_TEST(test_failed_round_restarts_for_newcomers);
+    RUN_TEST(test_stranger_departure_keeps_round);
     TEST_MAIN_END();
 }

@@ -2,8 +2,9 @@
  * collectives: commence, reject, slots, stripes, complete, abort, stale DONE, departures and conflicts with other operations. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 static void test_coll_basic(void) {
-    setup();
     make_group(3);
     coll_init(1, 7);
     coll_init(2, 7);
@@ -78,11 +79,9 @@ static void test_coll_basic(void) {
     coll_init(3, 8);
     const wire_msg_t *m = commence_of(2, 8);
     CHECK(m && m->u.commence.n == 2);
-    teardown();
 }
 
 static void test_coll_reject(void) {
-    setup();
     make_group(3);
     coll_init_full(1, 9, 100, pcclFloat);
     coll_init_full(2, 9, 100, pcclFloat);
@@ -101,28 +100,26 @@ static void test_coll_reject(void) {
     clear_log();
     for (uint64_t c = 1; c <= 3; c++) coll_init_full(c, 9, 100, pcclFloat);
     CHECK_EQ_U64(count_type(M2C_COLL_COMMENCE), 3);
-    teardown();
+}
 
-    /* a group of one */
-    setup();
+/* a group of one */
+static void test_coll_reject_group_of_one(void) {
     make_group(1);
     coll_init(1, 3);
     const wire_msg_t *r = last_to(1, M2C_COLL_REJECT);
     CHECK(r && r->u.reject.tag == 3 && r->u.reject.reason == REJECT_TOO_FEW_PEERS);
-    teardown();
+}
 
-    /* a group that shrinks to one while voting */
-    setup();
+/* a group that shrinks to one while voting */
+static void test_coll_reject_group_shrinks_to_one(void) {
     make_group(2);
     coll_init(1, 3);
     disconnect(2);
-    r = last_to(1, M2C_COLL_REJECT);
+    const wire_msg_t *r = last_to(1, M2C_COLL_REJECT);
     CHECK(r && r->u.reject.reason == REJECT_TOO_FEW_PEERS);
-    teardown();
 }
 
 static void test_coll_slots(void) {
-    setup();
     make_group_ex(1, 3, 0, 2);
     for (uint64_t c = 1; c <= 3; c++) {
         coll_init(c, 10);
@@ -150,10 +147,10 @@ static void test_coll_slots(void) {
     CHECK_EQ_U64(count_type(M2C_COLL_ABORT), 3);
     const wire_msg_t *d = commence_of(3, 13);
     CHECK(d && d->u.commence.slots == 2);
-    teardown();
+}
 
-    /* the pool is the smallest of the group */
-    setup();
+/* the pool is the smallest of the group */
+static void test_coll_slots_smallest_pool(void) {
     connect_(1);
     hello_g(1, 0, 4);
     p2p_ok(1, 1);
@@ -169,7 +166,6 @@ static void test_coll_slots(void) {
     }
     CHECK(commence_of(1, 1) != NULL);
     CHECK(commence_of(1, 2) == NULL);
-    teardown();
 }
 
 /* conns 1..3 in one group with a pool of 8, all voting tag with count floats */
@@ -177,10 +173,10 @@ static void vote_all(uint64_t tag, uint64_t count) {
     for (uint64_t c = 1; c <= 3; c++) coll_init_full(c, tag, count, pcclFloat);
 }
 
+static const uint64_t MiB_floats = (1u << 20) / 4;
+
+/* An op alone on a pool of 8 takes all 8 slots; the next one waits for them. */
 static void test_coll_stripes(void) {
-    const uint64_t MiB_floats = (1u << 20) / 4;
-    /* an op alone on a pool of 8 takes all 8 slots; the next one waits for them */
-    setup();
     make_group_ex(1, 3, 0, 8);
     vote_all(20, 64 * MiB_floats);
     const wire_msg_t *a = commence_of(2, 20);
@@ -191,18 +187,18 @@ static void test_coll_stripes(void) {
     for (uint64_t c = 1; c <= 3; c++) coll_done(c, 20, sa, 1);
     const wire_msg_t *b = commence_of(3, 21);
     CHECK(b && b->u.commence.slots == 0xff);
-    teardown();
+}
 
-    /* ops voting at once share the free slots; small ops get one stripe per MiB at most */
-    setup();
+/* ops voting at once share the free slots; small ops get one stripe per MiB at most */
+static void test_coll_stripes_shared(void) {
     make_group_ex(1, 3, 0, 8);
     coll_init_full(1, 30, 64 * MiB_floats, pcclFloat);
     coll_init_full(1, 31, 64 * MiB_floats, pcclFloat);
     for (uint64_t c = 2; c <= 3; c++) coll_init_full(c, 30, 64 * MiB_floats, pcclFloat);
-    a = commence_of(1, 30);
+    const wire_msg_t *a = commence_of(1, 30);
     CHECK(a && a->u.commence.slots == 0x0f); /* tag 31 is still voting: half each */
     for (uint64_t c = 2; c <= 3; c++) coll_init_full(c, 31, 64 * MiB_floats, pcclFloat);
-    b = commence_of(1, 31);
+    const wire_msg_t *b = commence_of(1, 31);
     CHECK(b && b->u.commence.slots == 0xf0);
     vote_all(32, 3 * MiB_floats);
     CHECK(commence_of(1, 32) == NULL); /* every slot is busy */
@@ -213,11 +209,12 @@ static void test_coll_stripes(void) {
     vote_all(33, 1000);
     const wire_msg_t *e = commence_of(1, 33);
     CHECK(e && e->u.commence.slots == 0x80);
-    teardown();
+}
 
-    /* a ring within one host is not striped unless asked, and the minimum size is configurable */
+/* A ring within one host is not striped unless asked, and the minimum size is configurable. */
+static void test_coll_stripes_local_ring(void) {
     for (int local = 0; local <= 1; local++) {
-        setup();
+        restart();
         msm_set_stripe(M, 2u << 20, local);
         for (uint64_t c = 1; c <= 2; c++) {
             const ccoip_inet_address_t ip = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
@@ -233,12 +230,10 @@ static void test_coll_stripes(void) {
         for (uint64_t c = 1; c <= 2; c++) coll_init_full(c, 40, 8 * MiB_floats, pcclFloat);
         const wire_msg_t *f = commence_of(1, 40);
         CHECK(f && f->u.commence.slots == (local ? 0x0fu : 0x01u));
-        teardown();
     }
 }
 
 static void test_coll_departure(void) {
-    setup();
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 4);
     uint64_t seq = commenced_seq(1, 4);
@@ -260,56 +255,52 @@ static void test_coll_departure(void) {
     CHECK(r && r->u.reject.tag == 5 && r->u.reject.reason == REJECT_TOO_FEW_PEERS);
     CHECK_EQ_U64(sends_to(9), 2); /* only its CHALLENGE and WELCOME */
     CHECK_EQ_U64(count_to(9, M2C_CHALLENGE) + count_to(9, M2C_WELCOME), 2);
-    teardown();
+}
 
-    /* a departure during the vote commences the rest */
-
-    setup();
+/* a departure during the vote commences the rest */
+static void test_coll_departure_during_vote(void) {
     make_group(3);
     coll_init(1, 5);
     coll_init(2, 5);
     disconnect(3);
     const wire_msg_t *c1 = commence_of(1, 5), *c2 = commence_of(2, 5);
     CHECK(c1 && c2 && c1->u.commence.n == 2 && c2->u.commence.op_seq == c1->u.commence.op_seq);
-    teardown();
 }
 
-static void test_coll_state_conflicts(void) {
-    setup();
+static void test_update_then_coll(void) {
     make_group(2);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     coll_init(1, 1); /* while voting UPDATE_TOPOLOGY */
     CHECK(kicked(1));
     CHECK(!closed_in_log(2));
-    teardown();
+}
 
-    setup();
+static void test_coll_then_update(void) {
     make_group(2);
     coll_init(1, 1);
     pkt(1, C2M_UPDATE_TOPOLOGY); /* while in a collective */
     CHECK(kicked(1));
     CHECK(!closed_in_log(2));
-    teardown();
+}
 
-    setup();
+static void test_sync_then_coll(void) {
     make_group(2);
     wire_tensor_t t = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 1};
     sync_vote(1, 1, 0, &t, 1);
     coll_init(1, 1); /* while syncing */
     CHECK(kicked(1));
-    teardown();
+}
 
-    setup();
+static void test_coll_then_sync(void) {
     make_group(2);
     coll_init(1, 1);
+    wire_tensor_t t = {.key = "w", .dtype = pcclFloat, .count = 4, .hash = 1};
     sync_vote(1, 1, 0, &t, 1); /* sync while in a collective */
     CHECK(kicked(1));
-    teardown();
 }
 
 /* /v1/status reads the records: kind, scope, phase, members and start time; members read "collective". */
 static void test_coll_views(void) {
-    setup();
     make_group(2);
     msm_set_time(M, 5000);
     coll_init(1, 7);
@@ -333,7 +324,6 @@ static void test_coll_views(void) {
     coll_done(2, 7, commenced_seq(1, 7), 1);
     CHECK_EQ_U64(msm_op_views(M, v, 4), 0);
     CHECK(strcmp(state_of(1), "idle") == 0);
-    teardown();
 }
 
 /* Sorted conns the index-th operation waits on, into w[8]; their number. */
@@ -351,7 +341,6 @@ static int waiting(int index, uint64_t *w) {
 /* The peers an operation waits on (what `pccl status` names in a stall): the group's peers whose vote is missing
  * while it votes, the members that owe their report while it runs; a run-wide vote waits on accepted peers. */
 static void test_coll_waiting(void) {
-    setup();
     make_group(3);
     uint64_t w[8];
     CHECK_EQ_U64(msm_op_view_waiting(M, 0, w, 8), (uint64_t)-1);
@@ -377,17 +366,25 @@ static void test_coll_waiting(void) {
     CHECK(strcmp(v[0].kind, "update_topology") == 0 && v[0].group == MSM_RUN_WIDE);
     CHECK_EQ_U64(waiting(0, w), 2);
     CHECK(w[0] == 1 && w[1] == 3);
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_coll_basic);
     RUN_TEST(test_coll_reject);
+    RUN_TEST(test_coll_reject_group_of_one);
+    RUN_TEST(test_coll_reject_group_shrinks_to_one);
     RUN_TEST(test_coll_slots);
+    RUN_TEST(test_coll_slots_smallest_pool);
     RUN_TEST(test_coll_stripes);
+    RUN_TEST(test_coll_stripes_shared);
+    RUN_TEST(test_coll_stripes_local_ring);
     RUN_TEST(test_coll_departure);
-    RUN_TEST(test_coll_state_conflicts);
+    RUN_TEST(test_coll_departure_during_vote);
+    RUN_TEST(test_update_then_coll);
+    RUN_TEST(test_coll_then_update);
+    RUN_TEST(test_sync_then_coll);
+    RUN_TEST(test_coll_then_sync);
     RUN_TEST(test_coll_views);
     RUN_TEST(test_coll_waiting);
     TEST_MAIN_END();

@@ -7,6 +7,8 @@
 #include "msm_harness.h"
 #include "sm/msm_internal.h"
 
+TT_FIXTURE(setup, teardown);
+
 #define DOC PCCL_TEST_DATA_DIR "/../../docs/protocol.md"
 
 /* The name section 2 gives peer->master message type t. */
@@ -91,7 +93,7 @@ static void vote_for(uint64_t conn, int k, uint64_t tag) {
 static void test_conflicts_as_tabled(void) {
     for (int first = 0; first < MSM_OP_NKINDS; first++)
         for (int second = 0; second < MSM_OP_NKINDS; second++) {
-            setup();
+            restart();
             make_group(2);
             vote_for(1, first, 1);
             CHECK(!closed_in_log(1));
@@ -102,27 +104,26 @@ static void test_conflicts_as_tabled(void) {
                         msm_kinds[second].name, kicked(1), expect);
             CHECK_EQ_U64(kicked(1), expect);
             CHECK(!closed_in_log(2));
-            teardown();
         }
-    /* collectives of different tags overlap */
-    setup();
+}
+
+/* Collectives of different tags overlap. */
+static void test_collectives_of_different_tags(void) {
     make_group(2);
     coll_init(1, 1);
     coll_init(1, 2);
     CHECK(!closed_in_log(1));
-    teardown();
 }
 
 /* A registered peer (not accepted) may not vote for anything. */
 static void test_votes_before_accepted(void) {
     for (int k = 0; k < MSM_OP_NKINDS; k++) {
-        setup();
+        restart();
         make_group(1);
         join(2);
         vote_for(2, k, 1);
         CHECK(kicked(2));
         CHECK(!closed_in_log(1));
-        teardown();
     }
 }
 
@@ -130,24 +131,26 @@ static void test_votes_before_accepted(void) {
 static void test_reports_out_of_state(void) {
     static const uint16_t reports[] = {C2M_P2P_ESTABLISHED, C2M_BENCH_RESULT, C2M_SS_DIST_DONE};
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++) {
-        setup();
+        restart();
         make_group(2);
         flag(1, reports[i], 1);
         CHECK(kicked(1));
         CHECK(!closed_in_log(2));
-        teardown();
     }
-    /* a COLL_DONE for no running op is a normal race with an abort: ignored */
-    setup();
+}
+
+/* A COLL_DONE for no running op is a normal race with an abort: ignored. */
+static void test_coll_done_without_op(void) {
     make_group(2);
     coll_done(1, 5, 1, 1);
     coll_init(1, 5);
     coll_done(1, 5, 1, 1); /* still voting */
     CHECK(!closed_in_log(1));
     CHECK_EQ_U64(total_sends(), 0);
-    teardown();
-    /* a distribution report from a member of a running collective */
-    setup();
+}
+
+/* a distribution report from a member of a running collective */
+static void test_dist_report_in_collective(void) {
     make_group(2);
     coll_init(1, 5);
     coll_init(2, 5);
@@ -155,14 +158,16 @@ static void test_reports_out_of_state(void) {
     clear_log();
     flag(1, C2M_SS_DIST_DONE, 1); /* it is in a collective, not a distribution */
     CHECK(kicked(1));
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_doc_matches_table);
     RUN_TEST(test_conflicts_as_tabled);
+    RUN_TEST(test_collectives_of_different_tags);
     RUN_TEST(test_votes_before_accepted);
     RUN_TEST(test_reports_out_of_state);
+    RUN_TEST(test_coll_done_without_op);
+    RUN_TEST(test_dist_report_in_collective);
     TEST_MAIN_END();
 }

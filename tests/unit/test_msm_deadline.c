@@ -22,10 +22,10 @@ static void setup_deadlines(void) {
     msm_set_peer_timeout(M, 0); /* heartbeats are not what these tests are about */
     msm_set_vote_timeout(M, VOTE_MS);
 }
+TT_FIXTURE(setup_deadlines, teardown);
 
 /* A member that stops voting (its heartbeats go on) is kicked when the vote is VOTE_MS old. */
 static void test_vote_deadline(void) {
-    setup_deadlines();
     make_group(3);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
@@ -39,20 +39,20 @@ static void test_vote_deadline(void) {
     CHECK(last_to(1, M2C_TOPOLOGY_DONE) && last_to(1, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
     CHECK(last_to(2, M2C_TOPOLOGY_DONE) && last_to(2, M2C_TOPOLOGY_DONE)->u.topo_done.ok == 1);
     CHECK(!kicked(1) && !kicked(2));
-    teardown();
+}
 
-    /* the same for a collective: the voters go on without the silent member */
-    setup_deadlines();
+/* the same for a collective: the voters go on without the silent member */
+static void test_vote_deadline_collective(void) {
     make_group(3);
     coll_init(1, 7);
     coll_init(2, 7);
     at(VOTE_MS);
     CHECK(kicked(3));
     CHECK_EQ_U64(count_to(1, M2C_COLL_COMMENCE) + count_to(2, M2C_COLL_COMMENCE), 2);
-    teardown();
+}
 
-    /* the deadline counts from the vote's opening, not from the last vote */
-    setup_deadlines();
+/* the deadline counts from the vote's opening, not from the last vote */
+static void test_vote_deadline_from_opening(void) {
     make_group(3);
     at(1000);
     pkt(1, C2M_PEERS_PENDING);
@@ -62,21 +62,19 @@ static void test_vote_deadline(void) {
     at(1000 + VOTE_MS);
     CHECK(kicked(3) && !kicked(1) && !kicked(2));
     CHECK(last_to(1, M2C_PEERS_PENDING) != NULL);
-    teardown();
+}
 
-    /* 0 disables the deadline */
-    setup_deadlines();
+/* 0 disables the deadline */
+static void test_vote_deadline_disabled(void) {
     msm_set_vote_timeout(M, 0);
     make_group(2);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     at(1000000000);
     CHECK(!kicked(2) && count_type(M2C_TOPOLOGY_DONE) == 0);
-    teardown();
 }
 
 /* Once a member reported a collective's end, the others have VOTE_MS to report theirs. */
 static void test_report_deadline(void) {
-    setup_deadlines();
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 9);
     uint64_t seq = commenced_seq(1, 9);
@@ -92,13 +90,11 @@ static void test_report_deadline(void) {
     CHECK(strstr(kick_reason(3), "all-reduce") != NULL || strstr(kick_reason(3), "collective") != NULL);
     CHECK(end_of(1, M2C_COLL_ABORT, 9) != NULL || end_of(1, M2C_COLL_COMPLETE, 9) != NULL);
     CHECK(!kicked(1) && !kicked(2));
-    teardown();
 }
 
 /* A newcomer that never reports its wiring fails one round, sits out the next, and is kicked at the
  * wiring deadline. */
 static void test_newcomer_never_wires(void) {
-    setup_deadlines();
     make_group(2);
     join(3); /* registers, but never wires (a raw HELLO with heartbeats) */
     pkt(1, C2M_UPDATE_TOPOLOGY);
@@ -122,10 +118,10 @@ static void test_newcomer_never_wires(void) {
     CHECK(kicked(3));
     CHECK(strstr(kick_reason(3), "wiring") != NULL);
     CHECK(!kicked(1) && !kicked(2) && !kicked(4));
-    teardown();
+}
 
-    /* a member that never reports a round it wired in is kicked at the wiring deadline */
-    setup_deadlines();
+/* a member that never reports a round it wired in is kicked at the wiring deadline */
+static void test_member_never_reports_wiring(void) {
     make_group(2);
     join(3);
     pkt(1, C2M_UPDATE_TOPOLOGY);
@@ -137,13 +133,16 @@ static void test_newcomer_never_wires(void) {
     at(MSM_WIRING_TIMEOUT_MS);
     CHECK(kicked(2) && !kicked(1) && !kicked(3));
     CHECK(last_to(1, M2C_TOPOLOGY_DONE) != NULL);
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_vote_deadline);
+    RUN_TEST(test_vote_deadline_collective);
+    RUN_TEST(test_vote_deadline_from_opening);
+    RUN_TEST(test_vote_deadline_disabled);
     RUN_TEST(test_report_deadline);
     RUN_TEST(test_newcomer_never_wires);
+    RUN_TEST(test_member_never_reports_wiring);
     TEST_MAIN_END();
 }

@@ -5,6 +5,8 @@
  * so what those connections still deliver is ignored. Driven through the shared harness. */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 /* conn's messages in the log: exactly one, SHUTDOWN with reason, then its close. */
 static int told_then_closed(uint64_t conn, const char *reason) {
     int sends = 0, shutdown_at = -1, close_at = -1;
@@ -21,7 +23,6 @@ static int told_then_closed(uint64_t conn, const char *reason) {
 }
 
 static void test_end_run_tells_everyone(void) {
-    setup();
     make_group(3);
     /* a collective running, peer 1's ring finished; a vote open on another tag; a newcomer; a stranger */
     coll_init(1, 7);
@@ -49,19 +50,15 @@ static void test_end_run_tells_everyone(void) {
     disconnect(3);
     tick_past_grace();
     CHECK_EQ_U64(total_sends(), 0);
-    teardown();
 }
 
 static void test_end_run_without_peers(void) {
-    setup();
     CHECK_EQ_U64(msm_end_run(M, ""), 0);
     CHECK_EQ_U64(total_sends(), 0);
-    teardown();
 }
 
 /* A shutdown reason longer than the wire's string is cut to fit, never refused. */
 static void test_end_run_long_reason(void) {
-    setup();
     make_group(1);
     char reason[400];
     memset(reason, 'r', sizeof reason - 1);
@@ -70,7 +67,6 @@ static void test_end_run_long_reason(void) {
     CHECK_EQ_U64(msm_end_run(M, reason), 1);
     const wire_msg_t *s = last_to(1, M2C_SHUTDOWN);
     CHECK(s && strlen(s->u.kick.reason) == 255);
-    teardown();
 }
 
 int main(void) {

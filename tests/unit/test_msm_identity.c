@@ -5,6 +5,8 @@
  * at a master restart; the allow-list admits only listed keys and kicks a removed one. */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 static const int RING2[] = {1, 2};
 
 /* HELLO fields of conn (group 0, its port, pool 1); the identity is added when it is signed. */
@@ -36,7 +38,6 @@ static wire_msg_t resume_of(uint64_t who, uint8_t (*ring)[16], const int *peers,
 static int kick_says(uint64_t conn, const char *what) { return kicked(conn) && strstr(kick_reason(conn), what); }
 
 static void test_valid_hello(void) {
-    setup();
     connect_(1);
     const wire_msg_t *c = last_to(1, M2C_CHALLENGE);
     uint8_t n[32];
@@ -50,11 +51,9 @@ static void test_valid_hello(void) {
     msm_peer_view_t v;
     CHECK(view_of(1, &v) == 0 && strcmp(v.name, "gpu-node-1") == 0 && is_uuid_of(v.uuid, 1));
     CHECK(!closed_in_log(1));
-    teardown();
 }
 
 static void test_forged_signature(void) {
-    setup();
     connect_(1);
     /* peer 2's public key, signed with peer 1's secret key */
     wire_msg_t h = hello_of(1);
@@ -87,11 +86,9 @@ static void test_forged_signature(void) {
     wbuf_free(&b);
     CHECK(kick_says(3, "signature"));
     CHECK_EQ_U64(count_type(M2C_WELCOME), 0);
-    teardown();
 }
 
 static void test_replayed_hello(void) {
-    setup();
     connect_(1);
     wire_msg_t h = hello_of(1);
     deliver_signed(1, &h);
@@ -105,11 +102,9 @@ static void test_replayed_hello(void) {
     CHECK(kick_says(2, "signature"));
     CHECK_EQ_U64(count_to(2, M2C_WELCOME), 0);
     CHECK(!closed_in_log(1)); /* the member is untouched */
-    teardown();
 }
 
 static void test_resume_wrong_uuid(void) {
-    setup();
     uint8_t ring[2][16];
     connect_(3);
     wire_msg_t m = resume_of(3, ring, RING2, 2);
@@ -122,13 +117,11 @@ static void test_resume_wrong_uuid(void) {
     m = resume_of(1, ring, RING2, 2);
     deliver_signed(1, &m);
     CHECK(!closed_in_log(1) && strcmp(state_of(1), "resuming") == 0);
-    teardown();
 }
 
 /* At a master restart an attacker RESUMEs first with the members' uuids (read from /v1/status): refused; the
  * members then resume, keep their uuids and are rebuilt into the run. */
 static void test_takeover_at_restart(void) {
-    setup();
     msm_set_time(M, 1000);
     uint8_t ring[2][16];
     for (uint64_t a = 11; a <= 12; a++) {
@@ -163,13 +156,11 @@ static void test_takeover_at_restart(void) {
         CHECK(r && r->u.resumed.ok == 1 && r->u.resumed.revision == 5);
         CHECK(is_accepted(c) && !closed_in_log(c));
     }
-    teardown();
 }
 
 /* A proven peer on a new connection replaces its own registered one (a half-open connection, or a restarted
  * process with its identity file): the old connection is kicked, the new one registers; nobody else moves. */
 static void test_proven_duplicate_replaces(void) {
-    setup();
     make_group(2);
     connect_(7);
     uint8_t n[32];
@@ -181,10 +172,11 @@ static void test_proven_duplicate_replaces(void) {
     CHECK(w && is_uuid_of(w->u.welcome.uuid, 2));
     CHECK(!closed_in_log(7) && !closed_in_log(1) && is_accepted(1));
     CHECK(strcmp(state_of(7), "registered") == 0);
-    /* the same during a rebuild: a second RESUME of peer 5 replaces its first connection */
-    teardown();
-    setup();
-    uint8_t ring[2][16];
+}
+
+/* The same during a rebuild: a second RESUME of peer 5 replaces its first connection. */
+static void test_proven_duplicate_replaces_in_rebuild(void) {
+    uint8_t ring[2][16], n[32];
     connect_(5);
     wire_msg_t m = resume_of(5, ring, RING2, 2);
     deliver_signed(5, &m);
@@ -193,11 +185,9 @@ static void test_proven_duplicate_replaces(void) {
     m = resume_of(5, ring, RING2, 2);
     deliver_signed_as(6, 5, n, &m);
     CHECK(kick_says(5, "replaced") && !closed_in_log(6) && strcmp(state_of(6), "resuming") == 0);
-    teardown();
 }
 
 static void test_allow_keys(void) {
-    setup();
     uint8_t keys[2][32];
     memcpy(keys[0], key_of(1)->pk, 32);
     memcpy(keys[1], key_of(2)->pk, 32);
@@ -215,7 +205,6 @@ static void test_allow_keys(void) {
     connect_(4);
     hello_g(4, 0, 1);
     CHECK(!closed_in_log(4) && count_to(4, M2C_WELCOME) == 1);
-    teardown();
 }
 
 int main(void) {
@@ -226,6 +215,7 @@ int main(void) {
     RUN_TEST(test_resume_wrong_uuid);
     RUN_TEST(test_takeover_at_restart);
     RUN_TEST(test_proven_duplicate_replaces);
+    RUN_TEST(test_proven_duplicate_replaces_in_rebuild);
     RUN_TEST(test_allow_keys);
     TEST_MAIN_END();
 }

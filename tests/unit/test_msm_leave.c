@@ -4,6 +4,8 @@
  * for everyone. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 static uint64_t stat_left(void) {
     msm_stats_t st;
     msm_get_stats(M, &st);
@@ -26,7 +28,6 @@ static void check_ring(const uint64_t *expect, int n) {
 }
 
 static void test_leave_between_operations(void) {
-    setup();
     make_group(3);
     pkt(2, C2M_LEAVE);
     CHECK(left_cleanly(2));
@@ -51,12 +52,10 @@ static void test_leave_between_operations(void) {
     coll_done(3, 7, seq, 1);
     CHECK(end_of(1, M2C_COLL_COMPLETE, 7) && end_of(3, M2C_COLL_COMPLETE, 7));
     CHECK_EQ_U64(stat_aborted(), 0);
-    teardown();
 }
 
 /* The others voted already; the vote completes without the leaver instead of being rejected. */
 static void test_leave_during_vote(void) {
-    setup();
     make_group(3);
     coll_init(1, 7);
     coll_init(2, 7);
@@ -75,12 +74,10 @@ static void test_leave_during_vote(void) {
     pkt(9, C2M_LEAVE);
     CHECK(left_cleanly(9));
     CHECK_EQ_U64(stat_left(), 2);
-    teardown();
 }
 
 /* A LEAVE during a running collective: the collective completes for all three, then the peer goes. */
 static void test_leave_during_collective(void) {
-    setup();
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 7);
     uint64_t seq = commenced_seq(1, 7);
@@ -106,12 +103,10 @@ static void test_leave_during_collective(void) {
     const wire_msg_t *c8 = commence_of(1, 8);
     CHECK(c8 && c8->u.commence.n == 2);
     CHECK(commence_of(3, 8) == NULL);
-    teardown();
 }
 
 /* A running collective that fails for another reason still lets the leaver go when it ends. */
 static void test_leave_after_failed_collective(void) {
-    setup();
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 7);
     uint64_t seq = commenced_seq(1, 7);
@@ -120,11 +115,9 @@ static void test_leave_after_failed_collective(void) {
     CHECK(end_of(3, M2C_COLL_ABORT, 7) != NULL);
     CHECK(left_cleanly(3));
     CHECK_EQ_U64(stat_left(), 1);
-    teardown();
 }
 
 static void test_leave_out_of_state(void) {
-    setup();
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 7);
     CHECK(commenced_seq(1, 7) != 0);
@@ -144,7 +137,6 @@ static void test_leave_out_of_state(void) {
     connect_(5);
     pkt(5, C2M_LEAVE);
     CHECK(kicked(5));
-    teardown();
 }
 
 int main(void) {

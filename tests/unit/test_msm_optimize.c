@@ -3,9 +3,11 @@
 #include "msm_harness.h"
 #include "topology/topology_solver.h"
 
-static void test_optimize(void) {
+
+TT_FIXTURE(setup, teardown);
+
+static void test_optimize_two_peers(void) {
     /* two peers: one ring exists, nothing to measure */
-    setup();
     make_group(2);
     pkt(1, C2M_OPTIMIZE_TOPOLOGY);
     CHECK_EQ_U64(total_sends(), 0);
@@ -14,18 +16,20 @@ static void test_optimize(void) {
     CHECK(last_to(1, M2C_OPTIMIZE_DONE) && last_to(1, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
     CHECK(last_to(2, M2C_OPTIMIZE_DONE) && last_to(2, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
     CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 0);
-    teardown();
+}
 
-    /* three peers: missing pairs are measured, the ring is solved and re-wired */
-    setup();
+/* Three peers' probes: peer 1 measures t1 at b1 Mbit/s, ... 1->2, 2->3, 3->1 are slow, the reverse is fast. */
+static const uint64_t t1[] = {2, 3}, t2[] = {1, 3}, t3[] = {1, 2};
+static const double b1[] = {100, 1000}, b2[] = {1000, 100}, b3[] = {100, 1000};
+
+/* three peers: missing pairs are measured, the ring is solved and re-wired */
+static void test_optimize_three_peers(void) {
     make_group(3); /* ring 1 -> 2 -> 3 -> 1 */
     for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
     CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 3);
     CHECK(last_to(1, M2C_BENCH_REQUEST) && last_to(1, M2C_BENCH_REQUEST)->u.bench_req.n == 2);
     CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 0);
-    /* 1->2, 2->3, 3->1 are slow; the reverse direction is fast: the best ring is 1 -> 3 -> 2 -> 1 */
-    uint64_t t1[] = {2, 3}, t2[] = {1, 3}, t3[] = {1, 2};
-    double b1[] = {100, 1000}, b2[] = {1000, 100}, b3[] = {100, 1000};
+    /* the best ring is 1 -> 3 -> 2 -> 1 */
     bench_result(1, t1, b1, 2);
     bench_result(2, t2, b2, 2);
     CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
@@ -43,10 +47,10 @@ static void test_optimize(void) {
     CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 0);
     CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
     CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 3);
-    teardown();
+}
 
-    /* a failed probe fails the optimization for everyone; a retry measures the missing pair */
-    setup();
+/* a failed probe fails the optimization for everyone; a retry measures the missing pair */
+static void test_optimize_failed_probe(void) {
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
     double bad[] = {0, 500}, ok2[] = {500, 500};
@@ -59,18 +63,18 @@ static void test_optimize(void) {
     for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
     CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 1);
     CHECK(last_to(1, M2C_BENCH_REQUEST) && last_to(1, M2C_BENCH_REQUEST)->u.bench_req.n == 1);
-    teardown();
+}
 
-    /* a result without a request, or a NaN, is handled: kick / failure */
-    setup();
+/* a result without a request, or a NaN, is handled: kick / failure */
+static void test_optimize_bad_results(void) {
     make_group(3);
     double nan_bw[] = {0.0 / 0.0, 1};
     bench_result(2, t2, nan_bw, 2);
     CHECK(kicked(2));
-    teardown();
+}
 
-    /* a departure during the measurements fails the optimization once the rest reported */
-    setup();
+/* a departure during the measurements fails the optimization once the rest reported */
+static void test_optimize_departure(void) {
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
     disconnect(3);
@@ -79,7 +83,6 @@ static void test_optimize(void) {
     bench_result(2, t2, b2, 2);
     CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 2);
     CHECK(last_to(1, M2C_OPTIMIZE_DONE)->u.flag.value == 0);
-    teardown();
 }
 
 /* 17 peers: beyond the exact solver, so the quick solve asks for a background search; its result is
@@ -109,7 +112,6 @@ static void moon_measure_all(int n, uint64_t seed) {
 
 static void test_moonshot(void) {
     const int n = 17;
-    setup();
     make_group(n);
     for (int c = 1; c <= n; c++) pkt((uint64_t)c, C2M_OPTIMIZE_TOPOLOGY);
     moon_measure_all(n, 7);
@@ -165,12 +167,15 @@ static void test_moonshot(void) {
         free(req.conns);
         free(req.bw);
     }
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
-    RUN_TEST(test_optimize);
+    RUN_TEST(test_optimize_two_peers);
+    RUN_TEST(test_optimize_three_peers);
+    RUN_TEST(test_optimize_failed_probe);
+    RUN_TEST(test_optimize_bad_results);
+    RUN_TEST(test_optimize_departure);
     RUN_TEST(test_moonshot);
     TEST_MAIN_END();
 }

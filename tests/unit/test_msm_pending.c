@@ -2,6 +2,8 @@
  * the are-peers-pending vote. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 /* ---------- are peers pending ---------- */
 
 static int pending_answer(uint64_t conn) {
@@ -10,7 +12,6 @@ static int pending_answer(uint64_t conn) {
 }
 
 static void test_pending(void) {
-    setup();
     make_group(3);
     pkt(1, C2M_PEERS_PENDING);
     pkt(2, C2M_PEERS_PENDING);
@@ -42,11 +43,10 @@ static void test_pending(void) {
     pkt(2, C2M_PEERS_PENDING);
     CHECK_EQ_U64(pending_answer(1), 0);
     CHECK_EQ_U64(pending_answer(2), 0);
+}
 
-    teardown();
-
-    /* a voter leaving does not answer the rest early */
-    setup();
+/* a voter leaving does not answer the rest early */
+static void test_pending_voter_leaves(void) {
     make_group(3);
     pkt(1, C2M_PEERS_PENDING);
     disconnect(1);
@@ -61,11 +61,11 @@ static void test_pending(void) {
     pkt(2, C2M_PEERS_PENDING);
     CHECK(kicked(2));
     CHECK_EQ_U64(pending_answer(3), 0);
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_pending);
+    RUN_TEST(test_pending_voter_leaves);
     TEST_MAIN_END();
 }

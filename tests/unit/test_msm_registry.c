@@ -2,10 +2,11 @@
  * registration (HELLO and its errors, bootstrap), peer groups, unreachable-peer reports and the read-only views. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 /* ---------- handshake and kicks ---------- */
 
 static void test_hello_errors(void) {
-    setup();
     make_group(1);
     connect_(10);
     hello_full(10, WIRE_MAGIC ^ 1, WIRE_VERSION, 0, 1234, 1);
@@ -80,13 +81,11 @@ static void test_hello_errors(void) {
     p2p_ok(1, 1);
     p2p_ok(31, 1);
     CHECK(is_accepted(31));
-    teardown();
 }
 
 /* ---------- bootstrap and accept rounds ---------- */
 
 static void test_bootstrap(void) {
-    setup();
     connect_(1);
     CHECK_EQ_U64(total_sends(), 1); /* the CHALLENGE, first on every connection */
     CHECK(evs[0].msg.type == M2C_CHALLENGE);
@@ -122,13 +121,11 @@ static void test_bootstrap(void) {
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK(st.accepted == 1 && st.registered == 0 && st.groups == 1);
-    teardown();
 }
 
 /* A peer behind NAT announces where its neighbours dial it: the ring carries that address and port, not the
  * address its control connection came from (10.0.0.N here). */
 static void test_advertised_address(void) {
-    setup();
     connect_(1);
     wire_msg_t h = {.type = C2M_HELLO};
     h.u.hello.magic = WIRE_MAGIC;
@@ -150,13 +147,11 @@ static void test_advertised_address(void) {
     hello_g(2, 0, 1);
     msm_peer_view_t v;
     CHECK(view_of(2, &v) == 0 && v.ip.protocol == inetIPv4 && v.ip.ipv4.data[0] == 10 && v.ip.ipv4.data[3] == 2);
-    teardown();
 }
 
 /* A peer on the master's host (it connected over loopback) is dialled there by the peers on that host, and at the
  * master's address by a peer elsewhere: the address that peer reached the master on. */
 static void test_loopback_peer_seen_from_elsewhere(void) {
-    setup();
     const ccoip_inet_address_t lo = {.protocol = inetIPv4, .ipv4.data = {127, 0, 0, 1}};
     uint8_t n[32];
     nonce_of(1, n);
@@ -180,7 +175,6 @@ static void test_loopback_peer_seen_from_elsewhere(void) {
             CHECK(b->ip.ipv4.data[0] == 10 && b->ip.ipv4.data[3] == 2);
         }
     }
-    teardown();
 }
 
 static void report(uint64_t from, uint64_t about) {
@@ -191,7 +185,6 @@ static void report(uint64_t from, uint64_t about) {
 
 /* A peer is removed only when two distinct ring neighbours could not reach it. */
 static void test_unreachable_reports(void) {
-    setup();
     make_group(3);
     report(1, 2);
     report(1, 2); /* the same reporter twice counts once */
@@ -200,10 +193,10 @@ static void test_unreachable_reports(void) {
     report(3, 2);
     CHECK(kicked(2));
     CHECK(!kicked(1) && !kicked(3));
-    teardown();
+}
 
-    /* a successful collective proves connectivity: old reports are forgotten */
-    setup();
+/* a successful collective proves connectivity: old reports are forgotten */
+static void test_unreachable_forgotten_after_collective(void) {
     make_group(3);
     report(1, 2);
     for (uint64_t c = 1; c <= 3; c++) coll_init(c, 5);
@@ -211,19 +204,17 @@ static void test_unreachable_reports(void) {
     for (uint64_t c = 1; c <= 3; c++) coll_done(c, 5, seq, 1);
     report(3, 2);
     CHECK(!kicked(2));
-    teardown();
+}
 
-    /* two peers blaming each other: nobody can tell who is at fault, nobody is kicked */
-    setup();
+/* two peers blaming each other: nobody can tell who is at fault, nobody is kicked */
+static void test_unreachable_mutual_blame(void) {
     make_group(2);
     report(1, 2);
     report(2, 1);
     CHECK(!kicked(1) && !kicked(2));
-    teardown();
 }
 
 static void test_multi_group(void) {
-    setup();
     make_group_ex(1, 1, 0, 1);
     connect_(2);
     hello_g(2, 0, 1);
@@ -257,13 +248,11 @@ static void test_multi_group(void) {
     CHECK_EQ_U64(count_type(M2C_PEERS_PENDING), 0);
     pkt(3, C2M_PEERS_PENDING);
     CHECK_EQ_U64(count_type(M2C_PEERS_PENDING), 3);
-    teardown();
 }
 
 /* ---------- views ---------- */
 
 static void test_views(void) {
-    setup();
     make_group(2);
     join(3);
     connect_(4);
@@ -284,13 +273,11 @@ static void test_views(void) {
     msm_get_stats(M, &st);
     CHECK(st.accepted == 0 && st.groups == 0);
     CHECK(view_of(1, &v) == -1);
-    teardown();
 }
 
 /* Log lines name a peer by its uuid prefix, its name when it has one, and its address once registered, by its
  * connection before. */
 static void test_names(void) {
-    setup();
     join(3); /* 10.0.0.3, p2p port 20003, no name */
     connect_(4);
     connect_(5);
@@ -308,7 +295,6 @@ static void test_names(void) {
     CHECK(view_of(5, &v) == 0 && strcmp(v.name, "worker-5") == 0);
     CHECK(strcmp(msm_conn_name(M, 4, name), "peer conn=4 (10.0.0.4)") == 0);
     CHECK(strcmp(msm_conn_name(M, 99, name), "conn=99") == 0);
-    teardown();
 }
 
 int main(void) {
@@ -318,6 +304,8 @@ int main(void) {
     RUN_TEST(test_advertised_address);
     RUN_TEST(test_loopback_peer_seen_from_elsewhere);
     RUN_TEST(test_unreachable_reports);
+    RUN_TEST(test_unreachable_forgotten_after_collective);
+    RUN_TEST(test_unreachable_mutual_blame);
     RUN_TEST(test_multi_group);
     RUN_TEST(test_views);
     RUN_TEST(test_names);

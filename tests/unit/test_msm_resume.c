@@ -20,6 +20,7 @@ static void start(void) {
     now = 1000;
     msm_set_time(M, now);
 }
+TT_FIXTURE(start, teardown);
 
 static int got(uint64_t conn, uint16_t type) { return count_to(conn, type); }
 static const wire_msg_t *msg_of(uint64_t conn, uint16_t type) {
@@ -113,7 +114,6 @@ static int establish_is(uint64_t conn, const int *ring, int n) {
 static const int RING3[] = {1, 2, 3};
 
 static void test_agreeing_peers(void) {
-    start();
     resume(2, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
     CHECK(got(2, M2C_RESUMED) == 0 && strcmp(state_of(2), "resuming") == 0); /* peer 1 not back yet */
@@ -142,11 +142,9 @@ static void test_agreeing_peers(void) {
     for (uint64_t c = 1; c <= 3; c++)
         CHECK(got(c, M2C_SS_PLAN) == 1 && msg_of(c, M2C_SS_PLAN)->u.ss_plan.status == SS_OK &&
               msg_of(c, M2C_SS_PLAN)->u.ss_plan.revision == 6);
-    teardown();
 }
 
 static void test_partial_return_waits_for_deadline(void) {
-    start();
     resume(1, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
     tick(MSM_REBUILD_MS - 1);
@@ -164,11 +162,9 @@ static void test_partial_return_waits_for_deadline(void) {
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(3, C2M_UPDATE_TOPOLOGY);
     CHECK(got(1, M2C_ESTABLISH_P2P) == 1 && got(1, M2C_TOPOLOGY_DONE) == 1);
-    teardown();
 }
 
 static void test_waiting_peers_are_not_timed_out(void) {
-    start();
     msm_set_peer_timeout(M, 1000); /* shorter than the rebuild window */
     resume(1, 5, 111, RING3, 3);
     resume(2, 5, 111, RING3, 3);
@@ -183,11 +179,9 @@ static void test_waiting_peers_are_not_timed_out(void) {
     CHECK(!closed_(1));
     tick(2);
     CHECK(closed_(1) && closed_(2));
-    teardown();
 }
 
 static void test_majority_revision_wins(void) {
-    start();
     resume(1, 7, 111, RING3, 3);
     resume(2, 7, 111, RING3, 3);
     resume(3, 9, 999, RING3, 3); /* claims to be ahead, with other content */
@@ -201,21 +195,17 @@ static void test_majority_revision_wins(void) {
     CHECK(got(3, M2C_SS_PLAN) == 1 && p3->u.ss_plan.status == SS_OK && p3->u.ss_plan.revision == 8);
     CHECK(p3->u.ss_plan.n == 1); /* fetches the majority's tensor */
     CHECK(msg_of(1, M2C_SS_PLAN)->u.ss_plan.n == 0);
-    teardown();
 }
 
 static void test_tie_goes_forward(void) {
-    start();
     const int ring2[] = {1, 2};
     resume(1, 4, 111, ring2, 2);
     resume(2, 5, 111, ring2, 2); /* one sync finished here only: the run never goes back */
     wired(C12, 2, 1);            /* both wired: peer 2 can serve revision 5 */
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.revision == 5 && msg_of(2, M2C_RESUMED)->u.resumed.revision == 5);
-    teardown();
 }
 
 static void test_late_resume_is_a_new_peer(void) {
-    start();
     const int ring2[] = {1, 2};
     resume(1, 3, 111, ring2, 2);
     resume(2, 3, 111, ring2, 2);
@@ -227,11 +217,9 @@ static void test_late_resume_is_a_new_peer(void) {
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
     CHECK(got(3, M2C_ESTABLISH_P2P) == 1 && msg_of(3, M2C_ESTABLISH_P2P)->u.establish.n == 3);
-    teardown();
 }
 
 static void test_newcomer_waits_for_rebuild(void) {
-    start();
     const int ring2[] = {1, 2};
     resume(1, 3, 111, ring2, 2);
     join(4);
@@ -242,11 +230,9 @@ static void test_newcomer_waits_for_rebuild(void) {
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
     CHECK(got(4, M2C_ESTABLISH_P2P) == 1);
-    teardown();
 }
 
 static void test_newcomer_first_after_restart(void) {
-    start();
     const int ring2[] = {1, 2};
     join(4); /* the newcomer of an accept round the old master never finished comes back first */
     CHECK(got(4, M2C_ESTABLISH_P2P) == 1); /* bootstrapped: alone in the run */
@@ -263,11 +249,10 @@ static void test_newcomer_first_after_restart(void) {
     /* The newcomer was never wired to them: the members' next vote rewires the ring of three. */
     for (uint64_t c = 1; c <= 4; c += c == 2 ? 2 : 1) pkt(c, C2M_UPDATE_TOPOLOGY);
     CHECK(got(1, M2C_ESTABLISH_P2P) == 2 && msg_of(1, M2C_ESTABLISH_P2P)->u.establish.n == 3);
-    teardown();
 }
 
+/* A fresh master holds its first peer for the boot grace (a restarted run's peers may be on their way). */
 static void test_boot_grace(void) {
-    start();
     msm_set_boot_grace(M, 1000);
     join(4); /* a fresh master: the first peer waits out the grace */
     CHECK(got(4, M2C_WELCOME) == 1 && got(4, M2C_ESTABLISH_P2P) == 0);
@@ -275,9 +260,10 @@ static void test_boot_grace(void) {
     CHECK(got(4, M2C_ESTABLISH_P2P) == 0);
     tick(1);
     CHECK(got(4, M2C_ESTABLISH_P2P) == 1);
-    teardown();
+}
 
-    start();
+/* A newcomer that reaches a restarted master before the run's peers joins at their next vote. */
+static void test_boot_grace_newcomer_first(void) {
     msm_set_boot_grace(M, 1000);
     const int ring2[] = {1, 2};
     join(4); /* a newcomer reaches the restarted master before the run's peers */
@@ -291,13 +277,11 @@ static void test_boot_grace(void) {
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
     CHECK(got(4, M2C_ESTABLISH_P2P) == 1 && msg_of(4, M2C_ESTABLISH_P2P)->u.establish.n == 3);
-    teardown();
 }
 
 /* The lost master died between its COMPLETEs: peers whose ring finished get a verdict before RESUMED,
  * COMPLETE when no member reports the op unfinished, ABORT otherwise; op_seq must match too. */
 static void test_verdicts_on_unsettled_ops(void) {
-    start();
     const wire_op_outcome_t fin7 = {.tag = 7, .op_seq = 40, .finished = 1};
     const wire_op_outcome_t fin9 = {.tag = 9, .op_seq = 41, .finished = 1};
     const wire_op_outcome_t unf9 = {.tag = 9, .op_seq = 41, .finished = 0};
@@ -318,23 +302,22 @@ static void test_verdicts_on_unsettled_ops(void) {
     CHECK(first_index(1, M2C_COLL_COMPLETE) >= 0 && first_index(1, M2C_COLL_COMPLETE) < first_index(1, M2C_RESUMED));
     CHECK(first_index(1, M2C_COLL_ABORT) < first_index(1, M2C_RESUMED));
     for (uint64_t k = 1; k <= 3; k++) CHECK(got(k, M2C_RESUMED) == 1 && msg_of(k, M2C_RESUMED)->u.resumed.ok == 1);
-    teardown();
+}
 
-    /* A RESUME after the rebuild gets no verdict: RESUMED ok 0, and the peer restores what it held. */
-    start();
+/* A RESUME after the rebuild gets no verdict: RESUMED ok 0, and the peer restores what it held. */
+static void test_resume_after_rebuild_no_verdict(void) {
     resume(1, 5, 111, RING3, 3);
     resume(2, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
     wired(C123, 3, 1);
     for (uint64_t k = 1; k <= 3; k++) sync_hash(k, 6, 222);
+    const wire_op_outcome_t a[2] = {{.tag = 7, .op_seq = 40, .finished = 1}, {.tag = 9, .op_seq = 41, .finished = 1}};
     resume_ops(4, RING3, 3, a, 2);
     CHECK(got(4, M2C_RESUMED) == 1 && msg_of(4, M2C_RESUMED)->u.resumed.ok == 0);
     CHECK(got(4, M2C_COLL_COMPLETE) == 0 && got(4, M2C_COLL_ABORT) == 0);
-    teardown();
 }
 
 static void test_bad_resumes(void) {
-    start();
     resume_full(1, WIRE_VERSION + 1, 1, 3, 111, RING3, 3);
     CHECK(closed_(1) && got(1, M2C_KICK) == 1);
     CHECK(strstr(msg_of(1, M2C_KICK)->u.kick.reason, "protocol mismatch") != NULL);
@@ -358,7 +341,6 @@ static void test_bad_resumes(void) {
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK(st.accepted == 0 && st.rebuilds == 0);
-    teardown();
 }
 
 
@@ -394,7 +376,6 @@ static void resume_raw(uint64_t conn, const uint8_t u[16], uint32_t group, uint8
 /* A RESUME past the restart window is a HELLO: no rebuild, nothing kept; the peer is a newcomer that joins
  * an accept round only once it was heard from, so a flood of RESUMEs never holds up the run's rounds. */
 static void test_resume_outside_window_is_a_hello(void) {
-    start();
     make_group_ex(10, 2, 0, 1); /* a run going on */
     tick(MSM_RESUME_WINDOW_MS);
     uint8_t ring[2][16];
@@ -423,13 +404,11 @@ static void test_resume_outside_window_is_a_hello(void) {
     p2p_ok(11, 1);
     p2p_ok(20, 1);
     CHECK(is_accepted(20));
-    teardown();
 }
 
 /* Caps: collectives per RESUME, ring length, resuming peers; within them the state is held (counted by the
  * server against the strangers' budget) until the collection ends. */
 static void test_caps(void) {
-    start();
     uint8_t u[16], (*ring)[16] = calloc(MSM_RESUME_MAX_PEERS + 1, 16);
     for (int i = 0; i <= MSM_RESUME_MAX_PEERS; i++) {
         memset(ring[i], 0xee, 16);
@@ -460,14 +439,12 @@ static void test_caps(void) {
     CHECK(got(first, M2C_ESTABLISH_P2P) == 1);
     CHECK(msg_of(first, M2C_ESTABLISH_P2P)->u.establish.n == MSM_RESUME_MAX_PEERS);
     free(ring);
-    teardown();
 }
 
 /* Nobody is accepted before its rebuilt ring is wired: a silent peer is kicked at the deadline and the
  * others are wired again without it; a failed edge makes both ends newcomers; a group that cannot wire
  * does not hold up the others. */
 static void test_wiring_before_accept(void) {
-    start();
     resume(1, 5, 111, RING3, 3);
     resume(2, 5, 111, RING3, 3);
     resume(3, 5, 111, RING3, 3);
@@ -481,9 +458,10 @@ static void test_wiring_before_accept(void) {
     wired(C12, 2, 1);
     CHECK(is_accepted(1) && is_accepted(2) && msg_of(1, M2C_RESUMED)->u.resumed.ok == 1);
     CHECK(msg_of(1, M2C_RESUMED)->u.resumed.world.group_world_size == 2);
-    teardown();
+}
 
-    start();
+/* A group that cannot wire does not hold up the others. */
+static void test_wiring_before_accept_four(void) {
     msm_set_peer_timeout(M, 0); /* the ticks below jump past the deadlines in one step */
     msm_set_rebuild_floor(M, 500);
     const int ring4[] = {1, 2, 3, 4};
@@ -519,7 +497,6 @@ static void test_wiring_before_accept(void) {
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(4, C2M_UPDATE_TOPOLOGY);
     CHECK(got(2, M2C_ESTABLISH_P2P) == 2 && msg_of(2, M2C_ESTABLISH_P2P)->u.establish.n == 4);
-    teardown();
 }
 
 /* The 2-against-2 poisoning of a restart: two strangers claim revision 2^60. Silent, they are kicked and
@@ -553,14 +530,12 @@ static void test_revision_needs_a_source(void) {
         sync_hash(2, 6, 222);
         for (uint64_t c = 1; c <= 2; c++)
             CHECK(msg_of(c, M2C_SS_PLAN)->u.ss_plan.status == SS_OK && msg_of(c, M2C_SS_PLAN)->u.ss_plan.revision == 6);
-        teardown();
     }
 }
 
 /* A flood of RESUMEs in a fresh master's window, into a group of their own, whose senders never wire: the
  * newcomers of another group do not wait for the strangers' wiring deadline to found the run. */
 static void test_newcomers_go_on_while_strangers_wire(void) {
-    start();
     uint8_t fake[2][16];
     uuid_of(7, fake[0]);
     uuid_of(8, fake[1]);
@@ -578,7 +553,6 @@ static void test_newcomers_go_on_while_strangers_wire(void) {
     msm_set_peer_timeout(M, 0);
     tick(MSM_REBUILD_WIRING_MS);
     CHECK(kicked(7) && kicked(8));
-    teardown();
 }
 
 int main(void) {
@@ -591,11 +565,14 @@ int main(void) {
     RUN_TEST(test_newcomer_waits_for_rebuild);
     RUN_TEST(test_newcomer_first_after_restart);
     RUN_TEST(test_boot_grace);
+    RUN_TEST(test_boot_grace_newcomer_first);
     RUN_TEST(test_verdicts_on_unsettled_ops);
+    RUN_TEST(test_resume_after_rebuild_no_verdict);
     RUN_TEST(test_bad_resumes);
     RUN_TEST(test_resume_outside_window_is_a_hello);
     RUN_TEST(test_caps);
     RUN_TEST(test_wiring_before_accept);
+    RUN_TEST(test_wiring_before_accept_four);
     RUN_TEST(test_revision_needs_a_source);
     RUN_TEST(test_newcomers_go_on_while_strangers_wire);
     TEST_MAIN_END();

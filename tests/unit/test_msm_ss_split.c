@@ -3,6 +3,9 @@
 #include "msm_harness.h"
 #include "sm/msm_ss_split.h"
 
+
+TT_FIXTURE(setup, teardown);
+
 #define MIB ((uint64_t)1 << 20)
 
 /* The ranges cover each item in order from 0 to its size, without gap or overlap, from holders only. */
@@ -111,7 +114,6 @@ static uint64_t source_conn(const wire_msg_t *p, int s) {
 }
 
 static void test_plan_every_source(void) {
-    setup();
     make_group(4);
     wire_tensor_t a[2], b[2], z[2];
     state2(a, 0x111, 0x5);
@@ -144,11 +146,9 @@ static void test_plan_every_source(void) {
     for (uint64_t c = 1; c <= 2; c++) CHECK(plan_n(c) == 0 && plan_of(c)->u.ss_plan.nranges == 0);
     finish_sync(1, 4);
     CHECK_EQ_U64(count_type(M2C_SS_DONE), 4);
-    teardown();
 }
 
 static void test_plan_bandwidth_weights(void) {
-    setup();
     make_group(4);
     /* optimize: the master learns 1->4 = 100, 2->4 = 300, 3->4 = 600 Mbit/s (everything else 1000) */
     for (uint64_t c = 1; c <= 4; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
@@ -184,7 +184,6 @@ static void test_plan_bandwidth_weights(void) {
         }
     }
     finish_sync(1, 4);
-    teardown();
 }
 
 int main(void) {

@@ -2,6 +2,8 @@
  * shared-state sync: plans, revisions, layouts, strategies and departures. Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 static void state3(wire_tensor_t t[3], uint64_t hw, uint64_t hb, uint64_t hs) {
     memset(t, 0, 3 * sizeof *t);
     snprintf(t[0].key, sizeof t[0].key, "w");
@@ -20,7 +22,6 @@ static void state3(wire_tensor_t t[3], uint64_t hw, uint64_t hb, uint64_t hs) {
 }
 
 static void test_ss_equal(void) {
-    setup();
     make_group(3);
     wire_tensor_t t[3];
     state3(t, 0x111, 0x222, 0x333);
@@ -54,18 +55,18 @@ static void test_ss_equal(void) {
     CHECK(kicked(1));
     flag(2, C2M_SS_DIST_DONE, 1);
     CHECK(kicked(2));
-    teardown();
+}
 
-    /* an unknown strategy kicks */
-    setup();
+/* an unknown strategy kicks */
+static void test_ss_unknown_strategy(void) {
     make_group(2);
+    wire_tensor_t t[3];
+    state3(t, 0x111, 0x222, 0x333);
     sync_vote(1, 1, 3, t, 3);
     CHECK(kicked(1));
-    teardown();
 }
 
 static void test_ss_minority(void) {
-    setup();
     make_group(3);
     wire_tensor_t a[3], b[3];
     state3(a, 0x111, 0x222, 0x333);
@@ -91,11 +92,9 @@ static void test_ss_minority(void) {
     }
     finish_sync(1, 3);
     CHECK_EQ_U64(count_type(M2C_SS_DONE), 3);
-    teardown();
 }
 
 static void test_ss_newcomer(void) {
-    setup();
     make_group(3);
     wire_tensor_t a[3], z[3];
     state3(a, 0x111, 0x222, 0x333);
@@ -115,11 +114,9 @@ static void test_ss_newcomer(void) {
     finish_sync(1, 3);
     msm_peer_view_t v;
     CHECK(view_of(3, &v) == 0 && v.revision == 5);
-    teardown();
 }
 
 static void test_ss_revisions(void) {
-    setup();
     make_group(3);
     wire_tensor_t a[3];
     state3(a, 0x111, 0x222, 0x333);
@@ -153,23 +150,23 @@ static void test_ss_revisions(void) {
     for (uint64_t c = 1; c <= 3; c++) sync_vote(c, 7, ENFORCE, a, 3);
     for (uint64_t c = 1; c <= 3; c++)
         CHECK(plan_of(c) && plan_of(c)->u.ss_plan.status == SS_OK && plan_of(c)->u.ss_plan.revision == 7);
-    teardown();
+}
 
-    /* first sync of a group: any revision (resume from a checkpoint) */
-    setup();
+/* first sync of a group: any revision (resume from a checkpoint) */
+static void test_ss_first_sync_any_revision(void) {
+    wire_tensor_t a[3];
+    state3(a, 0x111, 0x222, 0x333);
     make_group(2);
     sync_vote(1, 1000, ENFORCE, a, 3);
     sync_vote(2, 1000, ENFORCE, a, 3);
     CHECK(plan_of(1) && plan_of(1)->u.ss_plan.status == SS_OK && plan_of(1)->u.ss_plan.revision == 1000);
-    teardown();
 }
 
 static void test_ss_layout_and_strategies(void) {
-    wire_tensor_t a[3], l[3], x[3];
+    wire_tensor_t a[3], l[3];
     state3(a, 0x111, 0x222, 0x333);
     state3(l, 0x111, 0x222, 0x333);
     l[0].count = 999;
-    setup();
     make_group(3);
     sync_vote(1, 1, ENFORCE, a, 3);
     sync_vote(2, 1, ENFORCE, a, 3);
@@ -184,10 +181,12 @@ static void test_ss_layout_and_strategies(void) {
     sync_vote(2, 2, ENFORCE, a, 3);
     sync_vote(3, 2, ENFORCE, a, 2);
     CHECK(plan_of(3) && plan_of(3)->u.ss_plan.status == SS_LAYOUT_MISMATCH);
-    teardown();
+}
 
-    /* everyone RECEIVE_ONLY: no state */
-    setup();
+/* everyone RECEIVE_ONLY: no state */
+static void test_ss_all_receive_only(void) {
+    wire_tensor_t a[3], x[3];
+    state3(a, 0x111, 0x222, 0x333);
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) sync_vote(c, 1, RECV_ONLY, a, 3);
     for (uint64_t c = 1; c <= 3; c++) CHECK(plan_of(c) && plan_of(c)->u.ss_plan.status == SS_NO_STATE);
@@ -204,10 +203,12 @@ static void test_ss_layout_and_strategies(void) {
     sync_vote(3, 2, RECV_ONLY, x, 3);
     CHECK(plan_of(3) && plan_of(3)->u.ss_plan.n == 2 && plan_has(plan_of(3), "w", 0x111) &&
           plan_has(plan_of(3), "step_stats", 0x333));
-    teardown();
+}
 
-    /* a SEND_ONLY peer's content wins even in the minority; two disagreeing SEND_ONLY peers conflict */
-    setup();
+/* a SEND_ONLY peer's content wins even in the minority; two disagreeing SEND_ONLY peers conflict */
+static void test_ss_send_only(void) {
+    wire_tensor_t a[3], x[3];
+    state3(a, 0x111, 0x222, 0x333);
     make_group(3);
     state3(x, 0x5, 0x222, 0x333);
     sync_vote(1, 1, SEND_ONLY, x, 3);
@@ -225,14 +226,13 @@ static void test_ss_layout_and_strategies(void) {
     sync_vote(2, 2, SEND_ONLY, a, 3);
     sync_vote(3, 2, ENFORCE, a, 3);
     CHECK(plan_of(2) && plan_of(2)->u.ss_plan.status == SS_CONFLICT);
-    teardown();
 }
 
+/* A member leaving before its vote: the rest sync. (One leaving during distribution, and what each member
+ * is told: test_msm_sync_outcome.c.) */
 static void test_ss_departures(void) {
     wire_tensor_t a[3];
     state3(a, 0x111, 0x222, 0x333);
-    /* a member leaving before its vote: the rest sync */
-    setup();
     make_group(3);
     sync_vote(1, 1, ENFORCE, a, 3);
     sync_vote(2, 1, ENFORCE, a, 3);
@@ -244,12 +244,12 @@ static void test_ss_departures(void) {
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK_EQ_U64(st.syncs_completed, 1);
-    teardown();
+}
 
-    /* a member leaving during distribution, and what each member is told: test_msm_sync_outcome.c */
-
-    /* a vote while the group distributes (this peer was refused and retries) waits for the next round */
-    setup();
+/* a vote while the group distributes (this peer was refused and retries) waits for the next round */
+static void test_ss_vote_while_distributing(void) {
+    wire_tensor_t a[3];
+    state3(a, 0x111, 0x222, 0x333);
     make_group(3);
     for (uint64_t c = 1; c <= 3; c++) sync_vote(c, 1, ENFORCE, a, 3);
     finish_sync(1, 3);
@@ -266,16 +266,20 @@ static void test_ss_departures(void) {
     sync_vote(1, 3, ENFORCE, a, 3);
     sync_vote(2, 3, ENFORCE, a, 3);
     CHECK(plan_of(3) && plan_of(3)->u.ss_plan.status == SS_OK && plan_of(3)->u.ss_plan.revision == 3);
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_ss_equal);
+    RUN_TEST(test_ss_unknown_strategy);
     RUN_TEST(test_ss_minority);
     RUN_TEST(test_ss_newcomer);
     RUN_TEST(test_ss_revisions);
+    RUN_TEST(test_ss_first_sync_any_revision);
     RUN_TEST(test_ss_layout_and_strategies);
+    RUN_TEST(test_ss_all_receive_only);
+    RUN_TEST(test_ss_send_only);
     RUN_TEST(test_ss_departures);
+    RUN_TEST(test_ss_vote_while_distributing);
     TEST_MAIN_END();
 }

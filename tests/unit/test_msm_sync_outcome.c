@@ -4,6 +4,8 @@
  * Driven event by event through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 static wire_tensor_t tensor(uint64_t hash) {
     wire_tensor_t t = {.dtype = pcclFloat, .count = 1000, .hash = hash};
     snprintf(t.key, sizeof t.key, "w");
@@ -48,7 +50,7 @@ static uint64_t plan_newcomer(const wire_tensor_t *up, const wire_tensor_t *fres
 static void test_source_lost(void) {
     wire_tensor_t up = tensor(0x111), fresh = tensor(0);
     for (int report_first = 0; report_first <= 1; report_first++) {
-        setup();
+        restart();
         make_group(3);
         uint64_t src = plan_newcomer(&up, &fresh), other = src == 1 ? 2 : 1;
         flag(other, C2M_SS_DIST_DONE, 1);
@@ -76,14 +78,12 @@ static void test_source_lost(void) {
         CHECK_EQ_U64(done_flag(other), 1);
         CHECK_EQ_U64(done_flag(3), 1);
         CHECK_EQ_U64(revision_of(3), 4);
-        teardown();
     }
 }
 
 /* A source that stays but sent bytes that did not hash right: only the receiver fails. */
 static void test_bad_bytes(void) {
     wire_tensor_t up = tensor(0x111), fresh = tensor(0);
-    setup();
     make_group(3);
     plan_newcomer(&up, &fresh);
     flag(1, C2M_SS_DIST_DONE, 1);
@@ -94,14 +94,12 @@ static void test_bad_bytes(void) {
     CHECK_EQ_U64(done_flag(3), 0);
     CHECK(!kicked(1) && !kicked(2) && !kicked(3));
     CHECK_EQ_U64(syncs_completed(), 1);
-    teardown();
 }
 
 /* The survivor goes on to its all-reduce while the failed receiver retries the sync: neither can
  * complete without the other, the stuck-vote breaker fails both, and the next sync serves it. */
 static void test_group_goes_on(void) {
     wire_tensor_t up = tensor(0x111), fresh = tensor(0);
-    setup();
     make_group(3);
     uint64_t src = plan_newcomer(&up, &fresh), other = src == 1 ? 2 : 1;
     flag(other, C2M_SS_DIST_DONE, 1);
@@ -118,14 +116,12 @@ static void test_group_goes_on(void) {
     sync_vote(other, 4, ENFORCE, &up, 1);
     sync_vote(3, 0, ENFORCE, &fresh, 1);
     CHECK(plan_status(3) == SS_OK && source_is(3, other) && plan_has(plan_of(3), "w", 0x111));
-    teardown();
 }
 
 /* The only holder of the revision leaves mid-transfer: nobody completed it, so the group keeps
  * its previous revision (none here) and the receiver is told its sync failed. */
 static void test_nobody_completed(void) {
     wire_tensor_t up = tensor(0x111), fresh = tensor(0);
-    setup();
     make_group(2);
     sync_vote(1, 4, ENFORCE, &up, 1);
     sync_vote(2, 0, ENFORCE, &fresh, 1);
@@ -136,7 +132,6 @@ static void test_nobody_completed(void) {
     CHECK_EQ_U64(syncs_completed(), 0);
     msm_group_view_t g[4];
     CHECK(msm_group_views(M, g, 4) >= 1 && g[0].id == 0 && !g[0].has_revision);
-    teardown();
 }
 
 int main(void) {

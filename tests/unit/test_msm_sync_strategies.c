@@ -6,6 +6,8 @@
  * Driven through the shared harness (msm_harness.h). */
 #include "msm_harness.h"
 
+TT_FIXTURE(setup, teardown);
+
 /* Two tensors: "w" must be equal, "stats" may differ. */
 static void state(wire_tensor_t t[2], uint64_t hw, uint64_t hs) {
     memset(t, 0, 2 * sizeof *t);
@@ -38,7 +40,6 @@ static void test_receive_only_never_counts(void) {
     wire_tensor_t a[2], x[2];
     state(a, 0xa, 0x1);
     state(x, 0xb, 0x1);
-    setup();
     make_group(3);
     vote(1, 1, ENFORCE, a);
     vote(2, 1, RECV_ONLY, x);
@@ -49,11 +50,13 @@ static void test_receive_only_never_counts(void) {
     CHECK(plan_of(3) && plan_of(3)->u.ss_plan.fetch[0].hash == 0xa);
     finish_sync(1, 3);
     CHECK(last_to(2, M2C_SS_DONE) && last_to(2, M2C_SS_DONE)->u.flag.value == 1);
-    teardown();
+}
 
-    /* A RECEIVE_ONLY peer that already holds the popular content receives nothing, and is not a source
-     * for another outdated peer even though its content matches. */
-    setup();
+/* A RECEIVE_ONLY peer that already holds the popular content receives nothing, and is not a source
+ * for another outdated peer even though its content matches. */
+static void test_receive_only_holder_not_a_source(void) {
+    wire_tensor_t a[2];
+    state(a, 0xa, 0x1);
     make_group(3);
     wire_tensor_t z[2];
     state(z, 0x0, 0x0);
@@ -62,24 +65,28 @@ static void test_receive_only_never_counts(void) {
     vote(3, 0, ENFORCE, z);
     CHECK(plan_status(2) == SS_OK && plan_n(2) == 0);
     CHECK(plan_status(3) == SS_OK && plan_n(3) == 2 && source_is(3, 1));
-    teardown();
+}
 
-    /* A RECEIVE_ONLY peer offering a newer revision does not pull the group forward. */
-    setup();
+/* A RECEIVE_ONLY peer offering a newer revision does not pull the group forward. */
+static void test_receive_only_newer_revision(void) {
+    wire_tensor_t a[2], x[2];
+    state(a, 0xa, 0x1);
+    state(x, 0xb, 0x1);
     make_group(2);
     vote(1, 3, ENFORCE, a);
     vote(2, 9, RECV_ONLY, x);
     CHECK(plan_status(1) == SS_OK && plan_of(1)->u.ss_plan.revision == 3);
     CHECK(plan_status(2) == SS_REVISION_REFUSED && plan_of(2)->u.ss_plan.revision == 3);
-    teardown();
+}
 
-    /* Only RECEIVE_ONLY peers: nobody may provide the state. */
-    setup();
+/* Only RECEIVE_ONLY peers: nobody may provide the state. */
+static void test_only_receive_only(void) {
+    wire_tensor_t a[2];
+    state(a, 0xa, 0x1);
     make_group(2);
     vote(1, 1, RECV_ONLY, a);
     vote(2, 1, RECV_ONLY, a);
     CHECK(plan_status(1) == SS_NO_STATE && plan_status(2) == SS_NO_STATE);
-    teardown();
 }
 
 /* Agreeing SEND_ONLY peers decide even in the minority and never receive. */
@@ -89,7 +96,6 @@ static void test_send_only_agree(void) {
     state(s1, 0x5, 0x2);
     state(s2, 0x5, 0x3); /* same content as s1: only the allow-inequality tensor differs */
     state(old, 0x7, 0x1);
-    setup();
     make_group(5);
     vote(1, 2, SEND_ONLY, s1);
     vote(2, 2, SEND_ONLY, s2);
@@ -118,7 +124,6 @@ static void test_send_only_agree(void) {
     flag(1, C2M_SS_DIST_DONE, 1);
     finish_sync(3, 5);
     CHECK(last_to(1, M2C_SS_DONE) != NULL && last_to(2, M2C_SS_DONE) == NULL);
-    teardown();
 }
 
 /* Disagreeing SEND_ONLY peers: each gets SS_CONFLICT and is then kicked; the others elect among
@@ -128,7 +133,6 @@ static void test_send_only_disagree(void) {
     state(a, 0xa, 0x1);
     state(x, 0xb, 0x1);
     state(y, 0xc, 0x1);
-    setup();
     make_group(4);
     vote(1, 1, SEND_ONLY, x);
     vote(2, 1, SEND_ONLY, a);
@@ -147,17 +151,19 @@ static void test_send_only_disagree(void) {
     msm_get_stats(M, &st);
     CHECK_EQ_U64(st.syncs_completed, 1);
     CHECK_EQ_U64(st.peers_kicked, 2);
-    teardown();
+}
 
-    /* Every sender kicked: the RECEIVE_ONLY peer learns that no state is available. */
-    setup();
+/* Every sender kicked: the RECEIVE_ONLY peer learns that no state is available. */
+static void test_send_only_all_kicked(void) {
+    wire_tensor_t a[2], x[2];
+    state(a, 0xa, 0x1);
+    state(x, 0xb, 0x1);
     make_group(3);
     vote(1, 1, SEND_ONLY, x);
     vote(2, 1, SEND_ONLY, a);
     vote(3, 1, RECV_ONLY, a);
     CHECK(kicked_after_plan(1) && kicked_after_plan(2));
     CHECK(plan_status(3) == SS_NO_STATE);
-    teardown();
 }
 
 /* allow_content_inequality: an up-to-date peer keeps its differing tensor, an outdated one takes it. */
@@ -166,7 +172,6 @@ static void test_allow_inequality(void) {
     state(a, 0xa, 0x1);
     state(b, 0xa, 0x2);
     state(c, 0xa, 0x3);
-    setup();
     make_group(3);
     vote(1, 5, ENFORCE, a);
     vote(2, 5, ENFORCE, b);
@@ -175,14 +180,17 @@ static void test_allow_inequality(void) {
     CHECK(plan_status(2) == SS_OK && plan_n(2) == 0);
     CHECK(plan_status(3) == SS_OK && plan_n(3) == 1);
     CHECK(plan_of(3) && strcmp(plan_of(3)->u.ss_plan.fetch[0].key, "stats") == 0);
-    teardown();
 }
 
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR);
     RUN_TEST(test_receive_only_never_counts);
+    RUN_TEST(test_receive_only_holder_not_a_source);
+    RUN_TEST(test_receive_only_newer_revision);
+    RUN_TEST(test_only_receive_only);
     RUN_TEST(test_send_only_agree);
     RUN_TEST(test_send_only_disagree);
+    RUN_TEST(test_send_only_all_kicked);
     RUN_TEST(test_allow_inequality);
     TEST_MAIN_END();
 }
