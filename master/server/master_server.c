@@ -357,16 +357,17 @@ static void connect_to_sm(mconn_t *c) {
 }
 
 
-/* Runs the handshake on what arrived; 0 when the connection is authenticated now and its
- * remaining input may be framed, -1 otherwise (still handshaking, or closed). */
+/* Runs the handshake on what arrived; 1 when the connection is authenticated now and its
+ * remaining input may be framed, 0 otherwise (still handshaking, or closed). */
 static int handshake_step(mconn_t *c) {
     char err[128], ip[ADDR_STRLEN];
     int r;
+    msec_state_t st = MSEC_HANDSHAKING;
     size_t before;
     /* One message per feed; a next one that arrived in the same read is fed after the answer. */
     do {
         before = c->len;
-        r = msec_feed(&c->sec, c->buf, &c->len, err, sizeof err);
+        r = msec_feed(&c->sec, c->buf, &c->len, &st, err, sizeof err);
         if (c->sec.hs && c->sec.hs->out_len) {
             uint8_t *out = malloc(c->sec.hs->out_len);
             if (out) memcpy(out, c->sec.hs->out, c->sec.hs->out_len);
@@ -374,10 +375,16 @@ static int handshake_step(mconn_t *c) {
             else close_conn(c);
             c->sec.hs->out_len = 0;
         }
-    } while (r == MSEC_MORE && !c->closing && c->len && c->len < before);
+    } while (r == 0 && st == MSEC_HANDSHAKING && !c->closing && c->len && c->len < before);
     addr_ip_str(&c->ip, ip);
-    switch (r) {
-    case MSEC_MORE: return -1;
+    if (r != 0) {
+        PLOG_WARN("master", "refused conn=%llu from %s: %s", (unsigned long long)c->id, ip, err);
+        c->master->refused_handshake++;
+        close_conn(c);
+        return 0;
+    }
+    switch (st) {
+    case MSEC_HANDSHAKING: return 0;
     case MSEC_OPEN_CLIENT: {
         PLOG_WARN("master", "refused conn=%llu from %s: it has no run key", (unsigned long long)c->id, ip);
         c->master->refused_handshake++;
@@ -386,23 +393,18 @@ static int handshake_step(mconn_t *c) {
                  "this run requires a run key (pccl join --key-file FILE, or PCCL_KEY_FILE)");
         send_msg(c, &k);
         close_after_writes(c);
-        return -1;
-    }
-    case MSEC_DONE:
-        unstrange(c); /* it holds the run key */
-        connect_to_sm(c);
-        if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
-            c->master->refused_handshake++;
-            drop_conn(c, "a frame failed authentication");
-            return -1;
-        }
         return 0;
-    default:
-        PLOG_WARN("master", "refused conn=%llu from %s: %s", (unsigned long long)c->id, ip, err);
-        c->master->refused_handshake++;
-        close_conn(c);
-        return -1;
     }
+    case MSEC_READY: break;
+    }
+    unstrange(c); /* it holds the run key */
+    connect_to_sm(c);
+    if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
+        c->master->refused_handshake++;
+        drop_conn(c, "a frame failed authentication");
+        return 0;
+    }
+    return 1;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -425,7 +427,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0) return;
     if (c->sec.hs) {
         c->len += (size_t)nread;
-        if (handshake_step(c) != 0) return;
+        if (!handshake_step(c)) return;
         if (c->closing) return;
     } else if (c->sec.encrypt) {
         c->sec.raw_len += (size_t)nread;
@@ -673,11 +675,11 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
         return pcclInvalidArgument;
     sec_cfg_t sec = {0};
     char err[256];
-    int keyed = sec_key_from_env(&sec, err, sizeof err);
+    int krc = sec_key_from_env(&sec, err, sizeof err);
     const char *enc = getenv("PCCL_ENCRYPT");
     sec.encrypt = enc && *enc && strcmp(enc, "0") != 0;
-    if (keyed < 0 || (sec.encrypt && !keyed)) {
-        PLOG_ERROR("master", "%s", keyed < 0 ? err : "PCCL_ENCRYPT needs a run key (PCCL_KEY_FILE)");
+    if (krc != 0 || (sec.encrypt && !sec.keyed)) {
+        PLOG_ERROR("master", "%s", krc != 0 ? err : "PCCL_ENCRYPT needs a run key (PCCL_KEY_FILE)");
         return pcclInvalidArgument;
     }
     if (sodium_init() < 0) return pcclInternalError; /* the challenges' random nonces */

@@ -34,20 +34,20 @@ void sec_link_free(sec_link_t *l) {
 int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cancel_t *cancel, char *err,
                      size_t errlen) {
     uint8_t buf[SEC_HS_MSG2];
-    int r = SEC_HS_MORE;
     for (;;) {
         if (hs->out_len) {
-            if (net_send_all(fd, hs->out, hs->out_len) != 0) {
+            int rc = net_send_all(fd, hs->out, hs->out_len);
+            if (rc != 0) {
                 snprintf(err, errlen, "handshake: send failed: %s", strerror(errno));
-                return -1;
+                return rc;
             }
             hs->out_len = 0;
         }
-        if (r == SEC_HS_DONE) return 0;
+        if (sec_hs_done(hs)) return 0;
         int w = net_wait_until(fd, POLLIN, deadline_ms, cancel);
-        if (w != 1) {
-            snprintf(err, errlen, "handshake: %s", w == 0 ? "no answer in time" : "cancelled");
-            return -1;
+        if (w != 0) {
+            snprintf(err, errlen, "handshake: %s", w == -PERR_TIMEOUT ? "no answer in time" : "cancelled");
+            return w;
         }
         /* Only the handshake's own bytes: what follows belongs to the protocol after it. */
         ssize_t n = recv(fd, buf, sec_hs_want(hs), MSG_DONTWAIT);
@@ -55,13 +55,13 @@ int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cance
         if (n <= 0) {
             snprintf(err, errlen, "handshake: %s", n == 0 ? "the other side closed the connection (no key, or "
                                                             "another key?)" : strerror(errno));
-            return -1;
+            return -PERR_IO;
         }
         size_t used;
-        r = sec_hs_feed(hs, buf, (size_t)n, &used);
-        if (r == SEC_HS_FAIL) {
+        int r = sec_hs_feed(hs, buf, (size_t)n, &used);
+        if (r != 0) {
             snprintf(err, errlen, "handshake: %s", hs->err);
-            return -1;
+            return r;
         }
     }
 }

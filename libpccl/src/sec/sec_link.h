@@ -36,7 +36,9 @@ void sec_link_free(sec_link_t *l);
 /*
  * Runs a handshake on a connected socket until done, deadline_ms (net_now_ms clock) or cancel
  * (may be NULL). Reads exactly the handshake's bytes. @return 0 with hs->session and
- * hs->peer_ctx valid, or -1 with a reason in err (the caller closes the socket).
+ * hs->peer_ctx valid; -PERR_TIMEOUT; -PERR_CANCELLED; -PERR_IO (sending or receiving failed, or
+ * the other side closed); sec_hs_feed's -PERR_PROTOCOL or -PERR_REFUSED. A failure leaves a reason
+ * in err (the caller closes the socket).
  */
 int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cancel_t *cancel, char *err,
                      size_t errlen);
