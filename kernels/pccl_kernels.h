@@ -27,7 +27,7 @@ bool pccl_dtype_parse(const char *name, pcclDataType_t *out);
  * dst[i] = op(dst[i], src[i]) for i < count. pcclAvg accumulates as a sum
  * (see pccl_reduce_finalize_avg). float16/bfloat16 are computed in float32
  * and rounded to nearest-even once per element. dst and src must not overlap.
- * @return 0, or -1 for an invalid dt/op (nothing written).
+ * @return 0, or -PERR_INVALID (base/err.h) for an invalid dt/op (nothing written).
  */
 int pccl_reduce_into(void *dst, const void *src, size_t count, pcclDataType_t dt, pcclRedOp_t op);
 
@@ -35,13 +35,14 @@ int pccl_reduce_into(void *dst, const void *src, size_t count, pcclDataType_t dt
  * dst[i] = op(a[i], b[i]) for i < count: the same bits as copying a into dst
  * and then pccl_reduce_into(dst, b), in one pass (the out-of-place ring's
  * reduce). dst, a and b must not overlap; a == NULL is pccl_reduce_into(dst, b).
- * @return 0, or -1 for an invalid dt/op (nothing written).
+ * @return 0, or -PERR_INVALID for an invalid dt/op (nothing written).
  */
 int pccl_reduce_to(void *dst, const void *a, const void *b, size_t count, pcclDataType_t dt, pcclRedOp_t op);
 
 /**
  * buf[i] /= world_size for i < count (integers: truncating division;
- * float16/bfloat16: in float32, rounded once). @return 0, or -1 for invalid dt.
+ * float16/bfloat16: in float32, rounded once). @return 0, or -PERR_INVALID for an
+ * invalid dt or a world size of 0.
  */
 int pccl_reduce_finalize_avg(void *buf, size_t count, pcclDataType_t dt, uint32_t world_size);
 

@@ -210,7 +210,7 @@ static void release_held(pcclMasterInstance_t *m) {
 
 /* A RESUME's state counts against the strangers' budget until the rebuild, with the connection's buffer
  * shrunk back to a stranger's; past the budget the connection is closed (the state machine forgets it).
- * @return 0, or -1 (closed). */
+ * @return 0, or -PERR_REFUSED (closed). */
 static int hold_stranger(mconn_t *c) {
     pcclMasterInstance_t *m = c->master;
     if (c->len <= STRANGER_BUF && c->cap > STRANGER_BUF) {
@@ -227,7 +227,7 @@ static int hold_stranger(mconn_t *c) {
     if (rc == 0) return 0;
     c->stranger = 0; /* the gate removed it */
     drop_conn(c, "the master buffers no more for unregistered connections");
-    return -1;
+    return -PERR_REFUSED;
 }
 
 /* The master's limits on strangers: 64 per address and 512 in all; RESUME may legitimately be
@@ -240,7 +240,8 @@ static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .
 #define MASTER_HELLO_MAX 4096
 
 /* Once a stranger's first frame header arrived: only RESUME may be larger than MASTER_HELLO_MAX,
- * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
+ * and the buffer grows to the frame only out of the gate's budget. @return 0, or (closed) -PERR_PROTOCOL for a
+ * first message too large, -PERR_REFUSED past the budget, -PERR_NOMEM. */
 static int stranger_grow(mconn_t *c) {
     pcclMasterInstance_t *m = c->master;
     if (c->len < 6) return 0;
@@ -251,7 +252,7 @@ static int stranger_grow(mconn_t *c) {
         char why[112];
         snprintf(why, sizeof why, "first message of %u bytes (at most %u before registration)", body, max);
         refuse_malformed(c, why);
-        return -1;
+        return -PERR_PROTOCOL;
     }
     size_t need = 4 + (size_t)body;
     if (need <= c->cap) return 0;
@@ -263,7 +264,7 @@ static int stranger_grow(mconn_t *c) {
     if (!b) {
         c->stranger = rc == 0;
         drop_conn(c, rc == 0 ? "out of memory" : "the master buffers no more for unregistered connections");
-        return -1;
+        return rc == 0 ? -PERR_NOMEM : rc;
     }
     c->buf = b;
     c->cap = need;
@@ -809,8 +810,8 @@ void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms)
     msm_set_vote_timeout(m->sm, timeout_ms);
 }
 
-pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {
-    if (!m || !sec || atomic_load(&m->running) || (sec->encrypt && !sec->keyed)) return pcclInvalidArgument;
+int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {
+    if (!m || !sec || atomic_load(&m->running) || (sec->encrypt && !sec->keyed)) return -PERR_INVALID;
     m->sec = *sec;
-    return pcclSuccess;
+    return 0;
 }
