@@ -115,6 +115,21 @@ static void test_dual_stack_listen(void) {
     if (ls >= 0) close(ls);
 }
 
+/* The parser speaks err.h: a usage error and a resolution failure are two codes, each with its own text and the
+ * pcclResult_t an API entry point reports by default. */
+static void test_error_codes(void) {
+    ccoip_socket_address_t a;
+    char err[320] = "";
+    int syntax = addr_parse("10.0.0.1:65536", 1, 0, &a, err, sizeof err);
+    CHECK(syntax == -PERR_SYNTAX && strstr(err, "bad address") != NULL);
+    CHECK(addr_parse("[::1", 1, 0, &a, err, sizeof err) == -PERR_SYNTAX);
+    int unresolved = addr_parse("no-such-host.invalid", 1, 0, &a, err, sizeof err);
+    CHECK(unresolved == -PERR_UNRESOLVED && strstr(err, "cannot resolve") != NULL);
+    CHECK(syntax != unresolved && strcmp(perr_str(syntax), perr_str(unresolved)) != 0);
+    CHECK_EQ_U64(perr_result(syntax), pcclInvalidArgument);
+    CHECK(addr_parse_advertised("0.0.0.0", &a, err, sizeof err) == -PERR_SYNTAX);
+}
+
 int main(void) {
     RUN_TEST(test_spellings);
     RUN_TEST(test_syntax_errors);
@@ -122,5 +137,6 @@ int main(void) {
     RUN_TEST(test_advertised);
     RUN_TEST(test_sockaddr_roundtrip);
     RUN_TEST(test_dual_stack_listen);
+    RUN_TEST(test_error_codes);
     TEST_MAIN_END();
 }

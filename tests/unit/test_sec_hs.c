@@ -226,6 +226,33 @@ static void test_cipher_agreement(void) {
     CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == -PERR_REFUSED);
 }
 
+/* A failed handshake keeps its code: every later feed returns it again and takes nothing; it never reports
+ * done. Completion is sec_hs_done's answer, not a value of the feed. */
+static void test_failure_codes(void) {
+    sec_hs_t i, r;
+    size_t used;
+    int ri, rr;
+    start_pair(&i, &r, K1, K2, 0, -1);
+    hs_run(&i, &r, &ri, &rr);
+    CHECK(ri == -PERR_REFUSED && !sec_hs_done(&i));
+    CHECK(sec_hs_feed(&i, r.out, SEC_HS_MSG2, &used) == -PERR_REFUSED && used == 0 && !sec_hs_done(&i));
+    uint8_t junk[SEC_HS_MSG1];
+    memset(junk, 0xA5, sizeof junk);
+    start_pair(&i, &r, K1, K1, 0, -1);
+    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == -PERR_PROTOCOL);
+    CHECK(sec_hs_feed(&r, i.out, i.out_len, &used) == -PERR_PROTOCOL && used == 0 && r.out_len == 0);
+    /* Done stays done: feeding more takes nothing and is no failure. */
+    start_pair(&i, &r, K1, K1, 0, -1);
+    hs_run(&i, &r, &ri, &rr);
+    CHECK(ri == 0 && rr == 0 && sec_hs_done(&i) && sec_hs_done(&r));
+    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == 0 && used == 0 && sec_hs_done(&r));
+    /* Parameters no handshake can have: the start says so, and so does every feed. */
+    sec_cfg_t none = {0};
+    sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1};
+    CHECK(sec_hs_start(&i, &none, &pi) == -PERR_INVALID);
+    CHECK(sec_hs_feed(&i, junk, sizeof junk, &used) == -PERR_INVALID && !sec_hs_done(&i));
+}
+
 int main(void) {
     RUN_TEST(test_good_key);
     RUN_TEST(test_wrong_key);
@@ -235,5 +262,6 @@ int main(void) {
     RUN_TEST(test_truncated);
     RUN_TEST(test_policy);
     RUN_TEST(test_cipher_agreement);
+    RUN_TEST(test_failure_codes);
     TEST_MAIN_END();
 }

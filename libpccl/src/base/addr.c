@@ -45,12 +45,13 @@ static int valid_host_name(const char *h) {
     return strspn(h, "0123456789.") != strlen(h);
 }
 
+/* @return 0, or -PERR_SYNTAX. */
 static int parse_port(const char *s, uint16_t *out) {
-    if (!*s || strlen(s) > 5) return -1;
+    if (!*s || strlen(s) > 5) return -PERR_SYNTAX;
     for (const char *p = s; *p; p++)
-        if (!isdigit((unsigned char)*p)) return -1;
+        if (!isdigit((unsigned char)*p)) return -PERR_SYNTAX;
     long v = strtol(s, NULL, 10);
-    if (v > 65535) return -1;
+    if (v > 65535) return -PERR_SYNTAX;
     *out = (uint16_t)v;
     return 0;
 }

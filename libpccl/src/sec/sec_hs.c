@@ -8,7 +8,7 @@
 #include "base/base.h"
 #include "sec/sec_frame.h"
 
-enum { ST_FAIL = -1, ST_WAIT1, ST_WAIT2, ST_WAIT3, ST_DONE };
+enum { ST_WAIT1, ST_WAIT2, ST_WAIT3, ST_DONE, ST_FAIL }; /* states, not results */
 #define HDR 8            /* magic, version, type, flags/purpose, cipher */
 #define BODY (32 + 32 + SEC_HS_CTX) /* ephemeral pk, nonce, context */
 #define MAC crypto_auth_BYTES
@@ -93,12 +93,13 @@ static size_t expected(const sec_hs_t *hs) {
 size_t sec_hs_want(const sec_hs_t *hs) { return expected(hs) - hs->in_len; }
 
 /* Session keys and MAC keys from the key exchange, the PSK and the transcript (MSG1, MSG2 up to
- * its MAC). Fills the session, and the two MAC keys. */
+ * its MAC). Fills the session, and the two MAC keys. @return 0, or -PERR_PROTOCOL for a peer key without a
+ * shared secret. */
 static int derive(sec_hs_t *hs, const uint8_t *peer_pk, uint8_t mac_r[32], uint8_t mac_i[32]) {
     uint8_t rx[crypto_kx_SESSIONKEYBYTES], tx[crypto_kx_SESSIONKEYBYTES], dh[2 * crypto_kx_SESSIONKEYBYTES];
     int rc = hs->role == SEC_INITIATOR ? crypto_kx_client_session_keys(rx, tx, hs->pk, hs->sk, peer_pk)
                                        : crypto_kx_server_session_keys(rx, tx, hs->pk, hs->sk, peer_pk);
-    if (rc != 0) return -1; /* a low-order point: no shared secret */
+    if (rc != 0) return -PERR_PROTOCOL; /* a low-order point: no shared secret */
     /* The same order on both sides: the initiator's sending key first. */
     memcpy(dh, hs->role == SEC_INITIATOR ? tx : rx, 32);
     memcpy(dh + 32, hs->role == SEC_INITIATOR ? rx : tx, 32);
