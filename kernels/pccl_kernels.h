@@ -58,7 +58,8 @@ uint64_t pccl_simplehash_serial(const void *data, size_t nbytes);
 #ifdef PCCL_HAS_CUDA
 /**
  * SimpleHash of nbytes bytes of device memory; equal to pccl_simplehash of the
- * same bytes. @return 0 on success, -1 on a CUDA error (logged).
+ * same bytes. @return 0; -PERR_FAILED on a CUDA error; -PERR_INVALID (hash_out
+ * NULL, or more bytes than the grid takes); -PERR_NOMEM (each logged).
  */
 int pccl_simplehash_cuda(const void *device_data, size_t nbytes, uint64_t *hash_out);
 
@@ -75,7 +76,7 @@ uint16_t pccl_float_to_bf16(float f);
 
 #ifdef PCCL_HAS_CUDA
 /* Synchronous CUDA runtime helpers (kernels/cuda_copy.cu) for C callers.
- * @return 0 on success, -1 on a CUDA error (logged). */
+ * @return 0, or -PERR_FAILED on a CUDA error (logged). */
 int pccl_cuda_alloc(void **dptr, size_t nbytes);
 void pccl_cuda_free(void *dptr);
 int pccl_cuda_copy_h2d(void *dst, const void *src, size_t nbytes);
