@@ -189,7 +189,7 @@ static inline int fuzz_quant_block_one(const uint8_t *data, size_t size) {
     uint32_t off = (uint32_t)wire[16] | (uint32_t)wire[17] << 8 | (uint32_t)wire[18] << 16 | (uint32_t)wire[19] << 24;
     int bad_hdr = (wire[20] & ~PCCL_QFLAG_SPECIALS) || wire[21] || wire[22] || wire[23] || off > 65535u;
     int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
-    FUZZ_CHECK(r1 == (bad_hdr ? -1 : 0));
+    FUZZ_CHECK(r1 == (bad_hdr ? -PERR_PROTOCOL : 0));
     if (r1 == 0) {
         FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
         FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
