@@ -31,8 +31,8 @@ static int run(int argc, char **argv) {
     if (argc - first > 1) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first + 1]);
     ident_t id;
     char err[320];
-    int created = ident_load_file(argv[first], &id, err, sizeof err);
-    if (created < 0) {
+    int created;
+    if (ident_load_file(argv[first], &id, &created, err, sizeof err) != 0) {
         cli_err("pccl identity: %s\n", err);
         return CLI_EXIT_FAIL;
     }

@@ -94,9 +94,9 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         char err[320];
         *a->advertise = arg;
         int rc = addr_parse_advertised(arg, &adv, err, sizeof err);
-        if (rc == ADDR_SYNTAX) return cli_usage_error(cmd, "--advertise: %s", err);
-        if (rc != ADDR_OK) cli_err("pccl join: --advertise: %s\n", err);
-        return rc == ADDR_OK ? 0 : JOIN_EXIT_FAILED;
+        if (rc == -PERR_SYNTAX) return cli_usage_error(cmd, "--advertise: %s", err);
+        if (rc != 0) cli_err("pccl join: --advertise: %s\n", err);
+        return rc == 0 ? 0 : JOIN_EXIT_FAILED;
     } else if (!strcmp(n, "workload")) {
         const cli_flag_t *f = cli_flag_find(cmd, n);
         char names[128];
@@ -166,10 +166,10 @@ static int check_env_addresses(void) {
     }
     ccoip_socket_address_t a;
     char err[320];
-    int rc = adv && *adv ? addr_parse_advertised(adv, &a, err, sizeof err) : ADDR_OK;
-    if (rc == ADDR_OK) return 0;
+    int rc = adv && *adv ? addr_parse_advertised(adv, &a, err, sizeof err) : 0;
+    if (rc == 0) return 0;
     cli_err("pccl join: PCCL_ADVERTISE_ADDRESS: %s\n", err);
-    return rc == ADDR_SYNTAX ? JOIN_EXIT_CONFIG : JOIN_EXIT_FAILED;
+    return rc == -PERR_SYNTAX ? JOIN_EXIT_CONFIG : JOIN_EXIT_FAILED;
 }
 
 /* The exit code of a run that ended for this peer (rc: the workload's), from how it ended. */
@@ -263,7 +263,7 @@ static int run(int argc, char **argv) {
     if (identity_file && *identity_file) {
         ident_t id;
         char ierr[320];
-        if (ident_load_file(identity_file, &id, ierr, sizeof ierr) < 0) {
+        if (ident_load_file(identity_file, &id, NULL, ierr, sizeof ierr) < 0) {
             cli_err("pccl join: %s\n", ierr);
             return JOIN_EXIT_CONFIG;
         }

@@ -174,7 +174,7 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
-    if ((a.key_file || a.encrypt) && pccl__master_set_security(m, &sec) != pcclSuccess) {
+    if ((a.key_file || a.encrypt) && pccl__master_set_security(m, &sec) != 0) {
         cli_err("pccl master: cannot set the run key\n");
         pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
@@ -186,7 +186,7 @@ static int run(int argc, char **argv) {
     }
     char awhere[ADDR_STRLEN];
     addr_str(&a.admin, awhere);
-    if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL, &a.hosts) != pcclSuccess) {
+    if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL, &a.hosts) != 0) {
         /* An explicit --admin is a promise to the operator; the default port is optional (e.g. a second master
          * on the same host), so the run starts without it rather than not at all. */
         if (a.admin_explicit) {

@@ -126,7 +126,7 @@ static int run(int argc, char **argv) {
     double solve_ms = topo_ms_now() - t0;
     int status = CLI_EXIT_OK;
     if (rc != 0) {
-        cli_err("pccl %s: %s: the solver failed (%s)\n", cmd->name, a.matrix, rc == -2 ? "out of memory" : "bad matrix");
+        cli_err("pccl %s: %s: the solver failed (%s)\n", cmd->name, a.matrix, rc == -PERR_NOMEM ? "out of memory" : "bad matrix");
         status = CLI_EXIT_FAIL;
     } else if (sol.bottleneck_mbps <= 0) {
         cli_err("pccl %s: %s: no ring avoids unreachable links (every ring has a 0 Mbit/s edge)\n", cmd->name,

@@ -37,8 +37,8 @@ int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value
                    ccoip_socket_address_t *out, int unresolved_exit) {
     char err[512];
     int rc = addr_parse(value, default_port, 0, out, err, sizeof err);
-    if (rc == ADDR_OK) return 0;
-    if (rc == ADDR_SYNTAX) return cli_usage_error(cmd, "--%s: %s", flag, err);
+    if (rc == 0) return 0;
+    if (rc == -PERR_SYNTAX) return cli_usage_error(cmd, "--%s: %s", flag, err);
     cli_err("pccl %s: --%s: %s\n", cmd->name, flag, err);
     return unresolved_exit;
 }

@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "pccl_kernels.h"
+#include "base/err.h"
 #include "base/log.h"
 }
 
@@ -21,7 +22,7 @@ static int cc_check(cudaError_t err, const char *what)
         return 0;
     PLOG_ERROR("kernels", "CUDA %s: %s", what, cudaGetErrorString(err));
     (void)cudaGetLastError(); /* clear a non-sticky error so later calls are not blamed */
-    return -1;
+    return -PERR_FAILED;
 }
 
 extern "C" CC_INTERNAL int pccl_cuda_alloc(void **dptr, size_t nbytes)

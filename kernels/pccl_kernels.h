@@ -27,7 +27,7 @@ bool pccl_dtype_parse(const char *name, pcclDataType_t *out);
  * dst[i] = op(dst[i], src[i]) for i < count. pcclAvg accumulates as a sum
  * (see pccl_reduce_finalize_avg). float16/bfloat16 are computed in float32
  * and rounded to nearest-even once per element. dst and src must not overlap.
- * @return 0, or -1 for an invalid dt/op (nothing written).
+ * @return 0, or -PERR_INVALID (base/err.h) for an invalid dt/op (nothing written).
  */
 int pccl_reduce_into(void *dst, const void *src, size_t count, pcclDataType_t dt, pcclRedOp_t op);
 
@@ -35,13 +35,14 @@ int pccl_reduce_into(void *dst, const void *src, size_t count, pcclDataType_t dt
  * dst[i] = op(a[i], b[i]) for i < count: the same bits as copying a into dst
  * and then pccl_reduce_into(dst, b), in one pass (the out-of-place ring's
  * reduce). dst, a and b must not overlap; a == NULL is pccl_reduce_into(dst, b).
- * @return 0, or -1 for an invalid dt/op (nothing written).
+ * @return 0, or -PERR_INVALID for an invalid dt/op (nothing written).
  */
 int pccl_reduce_to(void *dst, const void *a, const void *b, size_t count, pcclDataType_t dt, pcclRedOp_t op);
 
 /**
  * buf[i] /= world_size for i < count (integers: truncating division;
- * float16/bfloat16: in float32, rounded once). @return 0, or -1 for invalid dt.
+ * float16/bfloat16: in float32, rounded once). @return 0, or -PERR_INVALID for an
+ * invalid dt or a world size of 0.
  */
 int pccl_reduce_finalize_avg(void *buf, size_t count, pcclDataType_t dt, uint32_t world_size);
 
@@ -57,7 +58,8 @@ uint64_t pccl_simplehash_serial(const void *data, size_t nbytes);
 #ifdef PCCL_HAS_CUDA
 /**
  * SimpleHash of nbytes bytes of device memory; equal to pccl_simplehash of the
- * same bytes. @return 0 on success, -1 on a CUDA error (logged).
+ * same bytes. @return 0; -PERR_FAILED on a CUDA error; -PERR_INVALID (hash_out
+ * NULL, or more bytes than the grid takes); -PERR_NOMEM (each logged).
  */
 int pccl_simplehash_cuda(const void *device_data, size_t nbytes, uint64_t *hash_out);
 
@@ -74,7 +76,7 @@ uint16_t pccl_float_to_bf16(float f);
 
 #ifdef PCCL_HAS_CUDA
 /* Synchronous CUDA runtime helpers (kernels/cuda_copy.cu) for C callers.
- * @return 0 on success, -1 on a CUDA error (logged). */
+ * @return 0, or -PERR_FAILED on a CUDA error (logged). */
 int pccl_cuda_alloc(void **dptr, size_t nbytes);
 void pccl_cuda_free(void *dptr);
 int pccl_cuda_copy_h2d(void *dst, const void *src, size_t nbytes);

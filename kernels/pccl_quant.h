@@ -40,7 +40,7 @@
 /**
  * 0 if values of src can be quantized to qdt by algo: src is float, double,
  * float16 or bfloat16; qdt is uint8, int8, uint16 (both algorithms) or float16
- * (pcclQuantZeroPointScale only); -1 otherwise.
+ * (pcclQuantZeroPointScale only); -PERR_INVALID (base/err.h) otherwise.
  */
 int pccl_quant_check(pcclDataType_t src, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt);
 
@@ -59,15 +59,15 @@ void pccl_quant_block(const void *src, size_t n, pcclDataType_t dt, pcclQuantiza
 
 /**
  * Decodes one block of n elements into dst (type dt).
- * @return 0, or -1 if the header is malformed (unknown flags, non-zero reserved
- *         bytes, off above 65535; nothing written).
+ * @return 0, or -PERR_PROTOCOL if the header is malformed (unknown flags,
+ *         non-zero reserved bytes, off above 65535; nothing written).
  */
 int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt);
 
 /**
  * dst[i] = op(dst[i], decoded[i]) for one block of n elements, with the
  * arithmetic of pccl_reduce_into (pcclAvg accumulates as a sum).
- * @return 0, or -1 if the header is malformed (nothing written).
+ * @return 0, or -PERR_PROTOCOL if the header is malformed (nothing written).
  */
 int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt,
                               pcclRedOp_t op);
@@ -75,7 +75,7 @@ int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt,
 /** Encodes n elements as consecutive blocks (convenience for tests and benches). */
 void pccl_quantize(const void *src, size_t n, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
                    pcclDataType_t qdt, uint8_t *wire);
-/** Decodes n elements written by pccl_quantize. @return 0, or -1 on a malformed header. */
+/** Decodes n elements written by pccl_quantize. @return 0, or -PERR_PROTOCOL on a malformed header. */
 int pccl_dequantize(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt);
 
 #endif

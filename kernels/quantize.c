@@ -13,6 +13,7 @@
 #include "pccl_quant.h"
 #include "pccl_half.h"
 #include "pccl_kernels.h"
+#include "base/err.h"
 
 #include <float.h>
 #include <math.h>
@@ -38,10 +39,10 @@ static int is_float_family(pcclDataType_t dt) {
 }
 
 int pccl_quant_check(pcclDataType_t src, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt) {
-    if (!is_float_family(src) || code_size(qdt) == 0) return -1;
+    if (!is_float_family(src) || code_size(qdt) == 0) return -PERR_INVALID;
     if (algo == pcclQuantZeroPointScale) return 0;
-    if (algo == pcclQuantMinMax) return qdt == pcclFloat16 ? -1 : 0;
-    return -1;
+    if (algo == pcclQuantMinMax) return qdt == pcclFloat16 ? -PERR_INVALID : 0;
+    return -PERR_INVALID;
 }
 
 size_t pccl_quant_wire_bytes(size_t n, pcclDataType_t qdt) {
@@ -134,7 +135,7 @@ static int get_hdr(const uint8_t *w, qhdr_t *h) {
     }
     for (int i = 3; i >= 0; i--) off = off << 8 | w[16 + i];
     /* off is a code (at most 16 bits); a larger one would overflow the decoder's int32 arithmetic */
-    if ((w[20] & ~PCCL_QFLAG_SPECIALS) || w[21] || w[22] || w[23] || off > 65535u) return -1;
+    if ((w[20] & ~PCCL_QFLAG_SPECIALS) || w[21] || w[22] || w[23] || off > 65535u) return -PERR_PROTOCOL;
     memcpy(&h->base, &b, 8);
     memcpy(&h->step, &s, 8);
     h->off = off;
@@ -376,7 +377,7 @@ static void decode(const uint8_t *codes, size_t n, const qhdr_t *h, pcclDataType
 
 int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt) {
     qhdr_t h;
-    if (get_hdr(wire, &h) != 0) return -1;
+    if (get_hdr(wire, &h) != 0) return -PERR_PROTOCOL;
     decode(wire + PCCL_QHDR_BYTES, n, &h, qdt, dt, dst);
     return 0;
 }
@@ -384,7 +385,7 @@ int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *
 int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt,
                               pcclRedOp_t op) {
     qhdr_t h;
-    if (get_hdr(wire, &h) != 0) return -1;
+    if (get_hdr(wire, &h) != 0) return -PERR_PROTOCOL;
     const size_t esz = pccl_dtype_size(dt), csz = code_size(qdt);
     if (dt == pcclFloat && (op == pcclSum || op == pcclAvg) && qdt != pcclFloat16 &&
         !(h.flags & PCCL_QFLAG_SPECIALS)) {
@@ -416,7 +417,7 @@ int pccl_dequantize(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst
     const size_t esz = pccl_dtype_size(dt), bb = pccl_quant_block_bytes(qdt);
     for (size_t b = 0; b * PCCL_QBLOCK_ELEMS < n; b++) {
         size_t s = b * PCCL_QBLOCK_ELEMS, m = n - s < PCCL_QBLOCK_ELEMS ? n - s : PCCL_QBLOCK_ELEMS;
-        if (pccl_dequant_block(wire + b * bb, m, qdt, (uint8_t *)dst + s * esz, dt) != 0) return -1;
+        if (pccl_dequant_block(wire + b * bb, m, qdt, (uint8_t *)dst + s * esz, dt) != 0) return -PERR_PROTOCOL;
     }
     return 0;
 }

@@ -22,6 +22,7 @@
  */
 #include "pccl_kernels.h"
 #include "pccl_half.h"
+#include "base/err.h"
 
 #include <omp.h>
 #include <string.h>
@@ -306,11 +307,11 @@ static void pccl_run_elementwise(pccl_elem_fn fn, pccl_elem3_fn three, void *dst
     }
 }
 
-/* The kernels of (dt, op), in place (two operands) and out of place (three): 0, or -1 if invalid. */
+/* The kernels of (dt, op), in place (two operands) and out of place (three). @return 0, or -PERR_INVALID. */
 static int pccl_reduce_lookup(pcclDataType_t dt, pcclRedOp_t op, pccl_elem_fn *two, pccl_elem3_fn *three)
 {
     if ((int)dt < 0 || (int)dt >= PCCL_DT_SLOTS || (int)op < 0 || (int)op >= PCCL_OP_SLOTS)
-        return -1;
+        return -PERR_INVALID;
     *two = pccl_reduce_table[dt][op];
     *three = pccl_reduce_to_table[dt][op];
 #ifdef PCCL_HAVE_F16C
@@ -319,7 +320,7 @@ static int pccl_reduce_lookup(pcclDataType_t dt, pcclRedOp_t op, pccl_elem_fn *t
         *three = op == pcclProd ? prod_f16_to_f16c : sum_f16_to_f16c;
     }
 #endif
-    return *two ? 0 : -1;
+    return *two ? 0 : -PERR_INVALID;
 }
 
 static pccl_elem_fn pccl_avg_lookup(pcclDataType_t dt)
@@ -349,8 +350,9 @@ int pccl_reduce_to(void *dst, const void *a, const void *b, size_t count, pcclDa
 {
     pccl_elem_fn two;
     pccl_elem3_fn three;
-    if (pccl_reduce_lookup(dt, op, &two, &three) != 0)
-        return -1;
+    int rc = pccl_reduce_lookup(dt, op, &two, &three);
+    if (rc != 0)
+        return rc;
     if (count == 0)
         return 0;
     pccl_run_elementwise(two, three, dst, a, b, count, pccl_dtype_size(dt), 0);
@@ -361,7 +363,7 @@ int pccl_reduce_finalize_avg(void *buf, size_t count, pcclDataType_t dt, uint32_
 {
     pccl_elem_fn fn = pccl_avg_lookup(dt);
     if (!fn || world_size == 0) /* a zero world size would divide by zero */
-        return -1;
+        return -PERR_INVALID;
     if (count == 0)
         return 0;
     pccl_run_elementwise(fn, NULL, buf, NULL, NULL, count, pccl_dtype_size(dt), world_size);

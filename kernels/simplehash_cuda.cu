@@ -18,6 +18,7 @@
 
 extern "C" {
 #include "pccl_kernels.h"
+#include "base/err.h"
 #include "base/log.h"
 }
 #include "simplehash_def.h"
@@ -99,7 +100,7 @@ static int sh_cuda_check(cudaError_t err, const char *what)
     if (err == cudaSuccess)
         return 0;
     PLOG_ERROR("kernels", "SimpleHash CUDA: %s: %s", what, cudaGetErrorString(err));
-    return -1;
+    return -PERR_FAILED;
 }
 
 extern "C" SH_INTERNAL bool pccl_cuda_available(void)
@@ -115,12 +116,12 @@ extern "C" SH_INTERNAL bool pccl_cuda_available(void)
 extern "C" SH_INTERNAL int pccl_simplehash_cuda(const void *device_data, size_t nbytes, uint64_t *hash_out)
 {
     if (!hash_out)
-        return -1;
+        return -PERR_INVALID;
     const size_t nchunks = sh_num_chunks(nbytes);
     const size_t nblocks = sh_num_blocks(nbytes);
     if (nblocks / SH_CUDA_WARPS >= 0x7FFFFFFFu) {
         PLOG_ERROR("kernels", "SimpleHash CUDA: %zu bytes exceed the grid limit", nbytes);
-        return -1;
+        return -PERR_INVALID;
     }
 
     /* Scratch: one word per leaf, then one per chunk. Stream-ordered
@@ -130,7 +131,7 @@ extern "C" SH_INTERNAL int pccl_simplehash_cuda(const void *device_data, size_t 
     uint64_t *h_roots = (uint64_t *)malloc(nchunks * sizeof(uint64_t));
     if (!h_roots) {
         PLOG_ERROR("kernels", "SimpleHash CUDA: out of host memory");
-        return -1;
+        return -PERR_NOMEM;
     }
     int rc = sh_cuda_check(cudaMallocAsync((void **)&d_scratch, (nblocks + nchunks) * sizeof(uint64_t), 0),
                            "cudaMallocAsync");

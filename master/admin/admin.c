@@ -59,12 +59,13 @@ void admin_uuid_hex(const uint8_t uuid[16], char out[33]) {
     out[32] = 0;
 }
 
+/* 32 hex digits into out. @return 0, or -PERR_INVALID. */
 static int parse_uuid(const char *s, size_t len, uint8_t out[16]) {
-    if (len != 32) return -1;
+    if (len != 32) return -PERR_INVALID;
     for (int i = 0; i < 32; i++) {
         char c = s[i];
         int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (v < 0) return -1;
+        if (v < 0) return -PERR_INVALID;
         if (i % 2 == 0) out[i / 2] = (uint8_t)(v << 4);
         else out[i / 2] |= (uint8_t)v;
     }

@@ -6,13 +6,14 @@
 #include <string.h>
 #include <strings.h>
 
-/* name[0..len) lower-cased into out[ADMIN_HOST_NAME_MAX + 1] without a trailing dot; -1 if not a host name. */
+/* name[0..len) lower-cased into out[ADMIN_HOST_NAME_MAX + 1] without a trailing dot. @return 0, or -PERR_INVALID
+ * if not a host name. */
 static int normalize(const char *name, size_t len, char *out) {
     if (len && name[len - 1] == '.') len--;
-    if (len == 0 || len > ADMIN_HOST_NAME_MAX) return -1;
+    if (len == 0 || len > ADMIN_HOST_NAME_MAX) return -PERR_INVALID;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (!isalnum(c) && c != '-' && c != '.' && c != '_') return -1;
+        if (!isalnum(c) && c != '-' && c != '.' && c != '_') return -PERR_INVALID;
         out[i] = (char)tolower(c);
     }
     out[len] = 0;
@@ -20,8 +21,9 @@ static int normalize(const char *name, size_t len, char *out) {
 }
 
 int admin_host_add(admin_host_rules_t *r, const char *name) {
-    if (r->nnames == ADMIN_HOSTS_MAX) return -1;
-    if (normalize(name, strlen(name), r->names[r->nnames]) != 0) return -1;
+    if (r->nnames == ADMIN_HOSTS_MAX) return -PERR_INVALID;
+    int rc = normalize(name, strlen(name), r->names[r->nnames]);
+    if (rc != 0) return rc;
     r->nnames++;
     return 0;
 }

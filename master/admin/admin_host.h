@@ -8,6 +8,7 @@
 #ifndef PCCL_ADMIN_HOST_H
 #define PCCL_ADMIN_HOST_H
 
+#include "base/base.h"
 #include "ccoip_inet.h"
 
 #define ADMIN_HOSTS_MAX 16
@@ -19,8 +20,8 @@ typedef struct admin_host_rules {
     char names[ADMIN_HOSTS_MAX][ADMIN_HOST_NAME_MAX + 1]; /* lower case, without a trailing dot */
 } admin_host_rules_t;
 
-/* Adds an allowed name (case-insensitive; a trailing dot ignored). 0, or -1 when the name is empty, too long,
- * holds characters a host name cannot, or ADMIN_HOSTS_MAX names are already set. */
+/* Adds an allowed name (case-insensitive; a trailing dot ignored). @return 0, or -PERR_INVALID when the name is
+ * empty, too long, holds characters a host name cannot, or ADMIN_HOSTS_MAX names are already set. */
 int admin_host_add(admin_host_rules_t *r, const char *name);
 /* Whether a request with this Host header value ("name", "name:port", "1.2.3.4:port", "[::1]:port") is answered.
  * NULL (no Host header: HTTP/1.0 clients; browsers always send one) is answered. */

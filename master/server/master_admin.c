@@ -520,12 +520,12 @@ static void notify_loop(void *ctx) {
     uv_async_send(&m->admin->async);
 }
 
-pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token,
-                                       const admin_host_rules_t *hosts) {
+int pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token,
+                              const admin_host_rules_t *hosts) {
     if (!m || m->admin || atomic_load(&m->running) || (addr.inet.protocol != inetIPv4 && addr.inet.protocol != inetIPv6))
-        return pcclInvalidUsage;
+        return -PERR_INVALID;
     struct pccl_master_admin *a = calloc(1, sizeof *a);
-    if (!a) return pcclInternalError;
+    if (!a) return -PERR_NOMEM;
     m->admin = a;
     /* The handles exist before the HTTP thread can call notify_loop. */
     uv_async_init(&m->loop, &a->async, on_commands);
@@ -543,11 +543,11 @@ pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_add
         uv_run(&m->loop, UV_RUN_NOWAIT); /* run the close callbacks */
         free(a);
         m->admin = NULL;
-        return pcclInternalError;
+        return -PERR_FAILED;
     }
     publish(m);
     uv_timer_start(&a->timer, on_timer, 250, 250);
-    return pcclSuccess;
+    return 0;
 }
 
 uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m) {

@@ -7,12 +7,14 @@
 #include "base/base.h"
 #include "server/master_internal.h"
 
-/* Loads the file and hands its keys to the state machine; -1 (err) leaves the old list. */
+/* Loads the file and hands its keys to the state machine. @return 0, or ident_keys_load's code or
+ * msm_set_allowed_keys's with a reason in err (the old list stays). */
 static int load(pcclMasterInstance_t *m, char *err, size_t errlen) {
     static const uint8_t none[1][32];
     ident_keys_t k = {0};
-    if (ident_keys_load(m->allow_keys_path, &k, err, errlen) != 0) return -1;
-    int rc = msm_set_allowed_keys(m->sm, k.n ? (const uint8_t (*)[32])k.pk : none, k.n);
+    int rc = ident_keys_load(m->allow_keys_path, &k, err, errlen);
+    if (rc != 0) return rc;
+    rc = msm_set_allowed_keys(m->sm, k.n ? (const uint8_t (*)[32])k.pk : none, k.n);
     if (rc == 0) PLOG_INFO("master", "allow-keys '%s': %d public keys admitted", m->allow_keys_path, k.n);
     else snprintf(err, errlen, "out of memory loading '%s'", m->allow_keys_path);
     ident_keys_free(&k);
@@ -29,16 +31,17 @@ static void on_reload(uv_async_t *a) {
 int pccl__master_set_allow_keys(pcclMasterInstance_t *m, const char *path, char *err, size_t errlen) {
     if (!m || !path || atomic_load(&m->running) || m->allow_keys_path) {
         snprintf(err, errlen, "allow-keys: set once, before the master runs");
-        return -1;
+        return -PERR_INVALID;
     }
     if (!(m->allow_keys_path = strdup(path))) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return -PERR_NOMEM;
     }
-    if (load(m, err, errlen) != 0) {
+    int rc = load(m, err, errlen);
+    if (rc != 0) {
         free(m->allow_keys_path);
         m->allow_keys_path = NULL;
-        return -1;
+        return rc;
     }
     uv_async_init(&m->loop, &m->allow_reload, on_reload);
     m->allow_reload.data = m;

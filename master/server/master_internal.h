@@ -66,11 +66,13 @@ uint16_t pccl__master_port(const pcclMasterInstance_t *m);
 /* Vote deadline in ms (0: none; see msm_set_vote_timeout); before pcclRunMaster. pcclCreateMaster sets it
  * from PCCL_VOTE_TIMEOUT_MS, default MSM_VOTE_TIMEOUT_MS (10 minutes). */
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms);
-/* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster. */
-pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);
+/* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster.
+ * @return 0, or -PERR_INVALID (no master, running already, or encryption without a key). */
+int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);
 
 /* Admits only the public keys listed in the file at path (pccl master --allow-keys); before pcclRunMaster.
- * @return 0, or -1 with a reason in err (unreadable or malformed file). */
+ * @return 0; -PERR_INVALID (no master or path, running already, or set before); -PERR_NOMEM; ident_keys_load's
+ *         code (unreadable or malformed file). A failure leaves a reason in err. */
 int pccl__master_set_allow_keys(pcclMasterInstance_t *m, const char *path, char *err, size_t errlen);
 /* Reads the allow-keys file again on the loop thread (SIGHUP); peers whose key left it are kicked, and a
  * file that no longer reads keeps the old list. Async-signal-safe; nothing without an allow-keys file. */
@@ -83,10 +85,12 @@ void pccl__allow_on_stop(pcclMasterInstance_t *m);
  * `pccl master` command enables it between pcclCreateMaster and pcclRunMaster.
  * addr: where to serve HTTP (port 0 = any); token: bearer token for kick and
  * shutdown, NULL = refused; hosts: Host names it answers besides loopback and
- * addr (admin_host.h), NULL = none. Fails if the port cannot be bound.
+ * addr (admin_host.h), NULL = none. @return 0; -PERR_INVALID (no master, enabled
+ * before, running already, or addr of no family); -PERR_NOMEM; -PERR_FAILED (the
+ * port cannot be bound: logged).
  */
 struct admin_host_rules;
-pcclResult_t pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token,
+int pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t addr, const char *token,
                                        const struct admin_host_rules *hosts);
 /* Bound admin port, 0 if not enabled. */
 uint16_t pccl__master_admin_port(const pcclMasterInstance_t *m);

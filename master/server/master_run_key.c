@@ -11,5 +11,5 @@ pcclResult_t pcclExtMasterSetRunKey(pcclMasterInstance_t *m, const void *key, si
     sec_cfg_t sec;
     if (sec_key_from_api(key, len, &sec) != 0 || (encrypt && !sec.keyed)) return pcclInvalidArgument;
     sec.encrypt = encrypt;
-    return pccl__master_set_security(m, &sec);
+    return pccl__master_set_security(m, &sec) == 0 ? pcclSuccess : pcclInvalidArgument;
 }

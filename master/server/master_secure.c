@@ -17,7 +17,7 @@ int msec_start(msec_t *x, const sec_cfg_t *cfg, uint64_t now_ms) {
     if (!x->hs || sec_hs_start(x->hs, cfg, &p) != 0) {
         free(x->hs);
         x->hs = NULL;
-        return -1;
+        return -PERR_NOMEM;
     }
     x->started_ms = now_ms;
     return 0;
@@ -36,42 +36,45 @@ static int looks_open(const uint8_t *buf, size_t len) {
     return body >= 2 && body <= WIRE_MAX_BODY && wire_get_u16(buf + 4) == C2M_HELLO;
 }
 
-int msec_feed(msec_t *x, uint8_t *buf, size_t *len, char *err, size_t errlen) {
+int msec_feed(msec_t *x, uint8_t *buf, size_t *len, msec_state_t *state, char *err, size_t errlen) {
+    *state = MSEC_HANDSHAKING;
     /* An open client's HELLO gets a clear refusal rather than a silent close. */
     if (x->hs->in_len == 0 && sec_hs_want(x->hs) == SEC_HS_MSG1 && looks_open(buf, *len)) {
         snprintf(err, errlen, "the client has no run key");
         end_handshake(x);
-        return MSEC_OPEN_CLIENT;
+        *state = MSEC_OPEN_CLIENT;
+        return 0;
     }
     size_t used;
     int r = sec_hs_feed(x->hs, buf, *len, &used);
     memmove(buf, buf + used, *len - used);
     *len -= used;
-    if (r == SEC_HS_FAIL) {
+    if (r != 0) {
         snprintf(err, errlen, "%s", x->hs->err);
         end_handshake(x);
-        return MSEC_FAIL;
+        return r;
     }
-    if (r == SEC_HS_MORE) return MSEC_MORE;
+    if (!sec_hs_done(x->hs)) return 0;
     x->encrypt = x->hs->session.encrypt;
     int keyed = !x->encrypt || sec_aead_init(&x->a, &x->hs->session) == 0;
     end_handshake(x);
     if (!keyed) {
         snprintf(err, errlen, "cannot set up the cipher");
-        return MSEC_FAIL;
+        return -PERR_FAILED;
     }
     if (x->encrypt && *len) {
         size_t avail;
         uint8_t *space = msec_raw_space(x, &avail);
         if (!space || avail < *len) {
             snprintf(err, errlen, "out of memory");
-            return MSEC_FAIL;
+            return -PERR_NOMEM;
         }
         memcpy(space, buf, *len);
         x->raw_len += *len;
         *len = 0;
     }
-    return MSEC_DONE;
+    *state = MSEC_READY;
+    return 0;
 }
 
 #define RAW_READ (64u << 10) /* what each read may add */
@@ -93,15 +96,16 @@ int msec_open(msec_t *x, uint8_t **buf, size_t *len, size_t *cap) {
     size_t off = 0;
     while (x->raw_len - off >= SEC_FRAME_HDR) {
         size_t fs = sec_frame_size(x->raw + off);
-        if (!fs) return -1;
+        if (!fs) return -PERR_REFUSED;
         if (x->raw_len - off < fs) break;
-        if (sec_frame_open(&x->a, x->raw + off, fs) != 0) return -1;
+        int rc = sec_frame_open(&x->a, x->raw + off, fs);
+        if (rc != 0) return rc;
         size_t n = fs - SEC_FRAME_OVERHEAD;
         if (*cap - *len < n) {
             size_t nc = *cap ? *cap : 131072;
             while (nc - *len < n) nc *= 2;
             uint8_t *b = realloc(*buf, nc);
-            if (!b) return -1;
+            if (!b) return -PERR_NOMEM;
             *buf = b;
             *cap = nc;
         }
@@ -127,13 +131,14 @@ int msec_open(msec_t *x, uint8_t **buf, size_t *len, size_t *cap) {
 int msec_seal(msec_t *x, const uint8_t *pt, size_t len, uint8_t **out, size_t *out_len) {
     size_t frames = (len + SEC_FRAME_MAX - 1) / SEC_FRAME_MAX;
     uint8_t *b = malloc(len + frames * SEC_FRAME_OVERHEAD);
-    if (!b) return -1;
+    if (!b) return -PERR_NOMEM;
     size_t o = 0;
     for (size_t off = 0; off < len;) {
         size_t n = len - off < SEC_FRAME_MAX ? len - off : SEC_FRAME_MAX;
-        if (sec_frame_seal(&x->a, pt + off, n, b + o) != 0) {
+        int rc = sec_frame_seal(&x->a, pt + off, n, b + o);
+        if (rc != 0) {
             free(b);
-            return -1;
+            return rc;
         }
         off += n;
         o += n + SEC_FRAME_OVERHEAD;

@@ -23,25 +23,34 @@ typedef struct msec {
     size_t raw_len, raw_cap;
 } msec_t;
 
-enum { MSEC_FAIL = -1, MSEC_MORE = 0, MSEC_DONE = 1, MSEC_OPEN_CLIENT = 2 };
+/* Where a connection's handshake stands after msec_feed (a state, not a result code). */
+typedef enum msec_state {
+    MSEC_HANDSHAKING, /* more bytes wanted */
+    MSEC_READY,       /* authenticated: the state machine may hear it */
+    MSEC_OPEN_CLIENT, /* the client spoke the open protocol: it has no key (the handshake state is freed) */
+} msec_state_t;
 
-/* Starts the responder's handshake of a new connection. @return 0, or -1 (out of memory). */
+/* Starts the responder's handshake of a new connection. @return 0, or -PERR_NOMEM. */
 int msec_start(msec_t *x, const sec_cfg_t *cfg, uint64_t now_ms);
 /*
  * Feeds the connection's input buf[0, *len). Handshake bytes are removed from it; what to send
  * back is in x->hs->out (the caller writes it and sets out_len 0, before acting on the result).
- * @return MSEC_MORE; MSEC_DONE (buf keeps the bytes after the handshake, unless the run encrypts:
- *         then they moved to raw); MSEC_OPEN_CLIENT (the client spoke the open protocol: it has no
- *         key); MSEC_FAIL (reason in err). After DONE or a failure the handshake state is freed.
+ * On success *state says where the handshake stands: at MSEC_READY buf keeps the bytes after the
+ * handshake, unless the run encrypts (then they moved to raw); at MSEC_OPEN_CLIENT err says why
+ * the client is refused.
+ * @return 0; sec_hs_feed's -PERR_PROTOCOL or -PERR_REFUSED; -PERR_NOMEM; -PERR_FAILED (the cipher
+ *         cannot be set up). A failure leaves the reason in err. After READY, OPEN_CLIENT or a
+ *         failure the handshake state is freed.
  */
-int msec_feed(msec_t *x, uint8_t *buf, size_t *len, char *err, size_t errlen);
+int msec_feed(msec_t *x, uint8_t *buf, size_t *len, msec_state_t *state, char *err, size_t errlen);
 /* Space for the next read into raw (grows it); NULL when out of memory. */
 uint8_t *msec_raw_space(msec_t *x, size_t *avail);
 /* Opens every whole frame in raw and appends the plaintext to *buf (growing it).
- * @return 0, or -1 for a frame that does not open (the connection must be dropped). */
+ * @return 0; -PERR_REFUSED for a frame that does not open; -PERR_NOMEM (either way the connection
+ *         must be dropped). */
 int msec_open(msec_t *x, uint8_t **buf, size_t *len, size_t *cap);
-/* Seals len bytes into a malloc'd buffer of frames (*out, *out_len). @return 0 or -1 (no memory,
- * or the cipher failed: the connection must be dropped). */
+/* Seals len bytes into a malloc'd buffer of frames (*out, *out_len). @return 0, -PERR_NOMEM, or
+ * -PERR_FAILED (the cipher failed); either failure means the connection must be dropped. */
 int msec_seal(msec_t *x, const uint8_t *pt, size_t len, uint8_t **out, size_t *out_len);
 void msec_free(msec_t *x);
 

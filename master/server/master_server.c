@@ -210,7 +210,7 @@ static void release_held(pcclMasterInstance_t *m) {
 
 /* A RESUME's state counts against the strangers' budget until the rebuild, with the connection's buffer
  * shrunk back to a stranger's; past the budget the connection is closed (the state machine forgets it).
- * @return 0, or -1 (closed). */
+ * @return 0, or -PERR_REFUSED (closed). */
 static int hold_stranger(mconn_t *c) {
     pcclMasterInstance_t *m = c->master;
     if (c->len <= STRANGER_BUF && c->cap > STRANGER_BUF) {
@@ -227,7 +227,7 @@ static int hold_stranger(mconn_t *c) {
     if (rc == 0) return 0;
     c->stranger = 0; /* the gate removed it */
     drop_conn(c, "the master buffers no more for unregistered connections");
-    return -1;
+    return -PERR_REFUSED;
 }
 
 /* The master's limits on strangers: 64 per address and 512 in all; RESUME may legitimately be
@@ -240,7 +240,8 @@ static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .
 #define MASTER_HELLO_MAX 4096
 
 /* Once a stranger's first frame header arrived: only RESUME may be larger than MASTER_HELLO_MAX,
- * and the buffer grows to the frame only out of the gate's budget. @return 0, or -1 (closed). */
+ * and the buffer grows to the frame only out of the gate's budget. @return 0, or (closed) -PERR_PROTOCOL for a
+ * first message too large, -PERR_REFUSED past the budget, -PERR_NOMEM. */
 static int stranger_grow(mconn_t *c) {
     pcclMasterInstance_t *m = c->master;
     if (c->len < 6) return 0;
@@ -251,7 +252,7 @@ static int stranger_grow(mconn_t *c) {
         char why[112];
         snprintf(why, sizeof why, "first message of %u bytes (at most %u before registration)", body, max);
         refuse_malformed(c, why);
-        return -1;
+        return -PERR_PROTOCOL;
     }
     size_t need = 4 + (size_t)body;
     if (need <= c->cap) return 0;
@@ -263,7 +264,7 @@ static int stranger_grow(mconn_t *c) {
     if (!b) {
         c->stranger = rc == 0;
         drop_conn(c, rc == 0 ? "out of memory" : "the master buffers no more for unregistered connections");
-        return -1;
+        return rc == 0 ? -PERR_NOMEM : rc;
     }
     c->buf = b;
     c->cap = need;
@@ -357,16 +358,17 @@ static void connect_to_sm(mconn_t *c) {
 }
 
 
-/* Runs the handshake on what arrived; 0 when the connection is authenticated now and its
- * remaining input may be framed, -1 otherwise (still handshaking, or closed). */
+/* Runs the handshake on what arrived; 1 when the connection is authenticated now and its
+ * remaining input may be framed, 0 otherwise (still handshaking, or closed). */
 static int handshake_step(mconn_t *c) {
     char err[128], ip[ADDR_STRLEN];
     int r;
+    msec_state_t st = MSEC_HANDSHAKING;
     size_t before;
     /* One message per feed; a next one that arrived in the same read is fed after the answer. */
     do {
         before = c->len;
-        r = msec_feed(&c->sec, c->buf, &c->len, err, sizeof err);
+        r = msec_feed(&c->sec, c->buf, &c->len, &st, err, sizeof err);
         if (c->sec.hs && c->sec.hs->out_len) {
             uint8_t *out = malloc(c->sec.hs->out_len);
             if (out) memcpy(out, c->sec.hs->out, c->sec.hs->out_len);
@@ -374,10 +376,16 @@ static int handshake_step(mconn_t *c) {
             else close_conn(c);
             c->sec.hs->out_len = 0;
         }
-    } while (r == MSEC_MORE && !c->closing && c->len && c->len < before);
+    } while (r == 0 && st == MSEC_HANDSHAKING && !c->closing && c->len && c->len < before);
     addr_ip_str(&c->ip, ip);
-    switch (r) {
-    case MSEC_MORE: return -1;
+    if (r != 0) {
+        PLOG_WARN("master", "refused conn=%llu from %s: %s", (unsigned long long)c->id, ip, err);
+        c->master->refused_handshake++;
+        close_conn(c);
+        return 0;
+    }
+    switch (st) {
+    case MSEC_HANDSHAKING: return 0;
     case MSEC_OPEN_CLIENT: {
         PLOG_WARN("master", "refused conn=%llu from %s: it has no run key", (unsigned long long)c->id, ip);
         c->master->refused_handshake++;
@@ -386,23 +394,18 @@ static int handshake_step(mconn_t *c) {
                  "this run requires a run key (pccl join --key-file FILE, or PCCL_KEY_FILE)");
         send_msg(c, &k);
         close_after_writes(c);
-        return -1;
-    }
-    case MSEC_DONE:
-        unstrange(c); /* it holds the run key */
-        connect_to_sm(c);
-        if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
-            c->master->refused_handshake++;
-            drop_conn(c, "a frame failed authentication");
-            return -1;
-        }
         return 0;
-    default:
-        PLOG_WARN("master", "refused conn=%llu from %s: %s", (unsigned long long)c->id, ip, err);
-        c->master->refused_handshake++;
-        close_conn(c);
-        return -1;
     }
+    case MSEC_READY: break;
+    }
+    unstrange(c); /* it holds the run key */
+    connect_to_sm(c);
+    if (c->sec.encrypt && msec_open(&c->sec, &c->buf, &c->len, &c->cap) != 0) {
+        c->master->refused_handshake++;
+        drop_conn(c, "a frame failed authentication");
+        return 0;
+    }
+    return 1;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -425,7 +428,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     if (nread == 0) return;
     if (c->sec.hs) {
         c->len += (size_t)nread;
-        if (handshake_step(c) != 0) return;
+        if (!handshake_step(c)) return;
         if (c->closing) return;
     } else if (c->sec.encrypt) {
         c->sec.raw_len += (size_t)nread;
@@ -673,11 +676,11 @@ pcclResult_t pcclCreateMaster(ccoip_socket_address_t listen_address, pcclMasterI
         return pcclInvalidArgument;
     sec_cfg_t sec = {0};
     char err[256];
-    int keyed = sec_key_from_env(&sec, err, sizeof err);
+    int krc = sec_key_from_env(&sec, err, sizeof err);
     const char *enc = getenv("PCCL_ENCRYPT");
     sec.encrypt = enc && *enc && strcmp(enc, "0") != 0;
-    if (keyed < 0 || (sec.encrypt && !keyed)) {
-        PLOG_ERROR("master", "%s", keyed < 0 ? err : "PCCL_ENCRYPT needs a run key (PCCL_KEY_FILE)");
+    if (krc != 0 || (sec.encrypt && !sec.keyed)) {
+        PLOG_ERROR("master", "%s", krc != 0 ? err : "PCCL_ENCRYPT needs a run key (PCCL_KEY_FILE)");
         return pcclInvalidArgument;
     }
     if (sodium_init() < 0) return pcclInternalError; /* the challenges' random nonces */
@@ -807,8 +810,8 @@ void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms)
     msm_set_vote_timeout(m->sm, timeout_ms);
 }
 
-pcclResult_t pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {
-    if (!m || !sec || atomic_load(&m->running) || (sec->encrypt && !sec->keyed)) return pcclInvalidArgument;
+int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {
+    if (!m || !sec || atomic_load(&m->running) || (sec->encrypt && !sec->keyed)) return -PERR_INVALID;
     m->sec = *sec;
-    return pcclSuccess;
+    return 0;
 }

@@ -11,27 +11,31 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* utime, stime (clock ticks), vsize (bytes) and rss (pages) from /proc/self/stat; 0 or -1. */
+#include "base/base.h"
+
+/* utime, stime (clock ticks), vsize (bytes) and rss (pages) from /proc/self/stat. @return 0, or -PERR_IO
+ * (unreadable, or not the format proc(5) describes). */
 static int read_stat(unsigned long long *utime, unsigned long long *stime, unsigned long long *vsize, long long *rss) {
     char buf[1024];
     FILE *f = fopen("/proc/self/stat", "r");
-    if (!f) return -1;
+    if (!f) return -PERR_IO;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
     /* The command name (field 2) may hold spaces and parentheses: fields resume after its last ')'. */
     const char *p = strrchr(buf, ')');
-    if (!p) return -1;
+    if (!p) return -PERR_IO;
     /* Fields 3..: state ppid pgrp sid tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
      * priority nice threads itrealvalue starttime vsize rss */
     int got = sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %llu %lld",
                      utime, stime, vsize, rss);
-    return got == 4 ? 0 : -1;
+    return got == 4 ? 0 : -PERR_IO;
 }
 
+/* Open descriptors of this process. @return the count, or -PERR_IO. */
 static long count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
-    if (!d) return -1;
+    if (!d) return -PERR_IO;
     long n = 0;
     for (struct dirent *e; (e = readdir(d));)
         if (e->d_name[0] != '.') n++;

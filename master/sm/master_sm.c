@@ -124,7 +124,7 @@ int msm_ring_append(msm_group_t *g, uint64_t conn) {
     if (g->ring_len == g->ring_cap) {
         int cap = g->ring_cap ? g->ring_cap * 2 : 8;
         uint64_t *r = realloc(g->ring, (size_t)cap * sizeof *r);
-        if (!r) return -1;
+        if (!r) return -PERR_NOMEM;
         g->ring = r;
         g->ring_cap = cap;
     }
@@ -250,11 +250,11 @@ int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, u
         msm_refuse(m, p, magic != WIRE_MAGIC ? &m->stats.refused_magic : &m->stats.refused_version,
                    "protocol mismatch: master speaks version %u, peer sent version %u (magic 0x%08x)", WIRE_VERSION,
                    version, magic);
-        return -1;
+        return -PERR_REFUSED;
     }
     if (p2p_port == 0) {
         msm_kick(m, p, "peer announced p2p port 0");
-        return -1;
+        return -PERR_REFUSED;
     }
     return 0;
 }
@@ -464,7 +464,7 @@ int msm_end_run(msm_t *m, const char *reason) {
 int msm_peer_count(const msm_t *m) { return m->npeers; }
 
 int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
-    if (index < 0 || index >= m->npeers) return -1;
+    if (index < 0 || index >= m->npeers) return -PERR_INVALID;
     const msm_peer_t *p = &m->peers[index];
     out->conn = p->conn;
     memcpy(out->uuid, p->uuid, 16);

@@ -104,7 +104,7 @@ void msm_on_tick(msm_t *m);
 void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const ccoip_inet_address_t *local,
                     const uint8_t nonce[32]);
 /* Admits only peers whose public key is one of keys[0..n) (pccl master --allow-keys); keys NULL: everyone.
- * A registered peer whose key is not in a new list is kicked. @return 0, or -1 (out of memory: unchanged). */
+ * A registered peer whose key is not in a new list is kicked. @return 0, or -PERR_NOMEM (unchanged). */
 int msm_set_allowed_keys(msm_t *m, const uint8_t (*keys)[32], int n);
 /* A decoded peer->master packet arrived on conn. */
 void msm_on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg);
@@ -174,6 +174,7 @@ typedef struct msm_stats {
 } msm_stats_t;
 
 int msm_peer_count(const msm_t *m);
+/* The index-th peer (0 .. msm_peer_count - 1). @return 0, or -PERR_INVALID for an index out of range. */
 int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out);
 void msm_get_stats(const msm_t *m, msm_stats_t *out);
 /* Ring of group g as conn ids; returns the count written (at most max). */

@@ -41,7 +41,7 @@ static const msm_op_t *op_at(const msm_t *m, int index);
 
 int msm_op_view_members(const msm_t *m, int index, uint64_t *conns, int max) {
     const msm_op_t *op = op_at(m, index);
-    if (!op) return -1;
+    if (!op) return -PERR_INVALID;
     for (int i = 0; i < op->nmembers && i < max; i++) conns[i] = op->members[i].conn;
     return op->nmembers;
 }
@@ -63,7 +63,7 @@ static int add_waiting(const msm_op_t *op, uint64_t conn, uint64_t *conns, int n
 
 int msm_op_view_waiting(const msm_t *m, int index, uint64_t *conns, int max) {
     const msm_op_t *op = op_at(m, index);
-    if (!op) return -1;
+    if (!op) return -PERR_INVALID;
     int n = 0;
     if (op->phase == MSM_PHASE_RUNNING) {
         for (int i = 0; i < op->nmembers; i++) n = add_waiting(op, op->members[i].conn, conns, n, max);
@@ -92,5 +92,5 @@ int msm_kick_uuid(msm_t *m, const uint8_t uuid[16], const char *reason) {
             msm_finish_leaves(m); /* the kick may have ended a leaving peer's running operation */
             return 0;
         }
-    return -1;
+    return -PERR_INVALID;
 }

@@ -35,12 +35,13 @@ typedef struct msm_op_view {
 /* Fills up to max views, oldest first; returns the total number (may exceed max). */
 int msm_group_views(const msm_t *m, msm_group_view_t *out, int max);
 int msm_op_views(const msm_t *m, msm_op_view_t *out, int max);
-/* Members (conns) of the index-th operation of msm_op_views; returns their number, or -1 if no such operation. */
+/* Members (conns) of the index-th operation of msm_op_views. @return their number, or -PERR_INVALID if no such
+ * operation. */
 int msm_op_view_members(const msm_t *m, int index, uint64_t *conns, int max);
 /*
  * The peers (conns) the index-th operation waits on: while voting, the peers of its scope (accepted peers, or the
- * group's ring) whose vote has not arrived; while running, the members that still owe their report. Returns their
- * number (may exceed max), or -1 if no such operation.
+ * group's ring) whose vote has not arrived; while running, the members that still owe their report. @return their
+ * number (may exceed max), or -PERR_INVALID if no such operation.
  */
 int msm_op_view_waiting(const msm_t *m, int index, uint64_t *conns, int max);
 
@@ -52,7 +53,7 @@ typedef struct msm_bw_view {
 
 int msm_bw_views(const msm_t *m, msm_bw_view_t *out, int max);
 
-/* Kicks the peer with this uuid through the normal kick path; 0 if kicked, -1 if unknown. */
+/* Kicks the peer with this uuid through the normal kick path. @return 0 if kicked, -PERR_INVALID if unknown. */
 int msm_kick_uuid(msm_t *m, const uint8_t uuid[16], const char *reason);
 
 #endif

@@ -24,19 +24,19 @@ int msm_check_identity(msm_t *m, msm_peer_t **pp, uint16_t type, const wire_iden
     if (ident_verify(id->pubkey, p->nonce, id->digest, id->sig) != 0) {
         msm_kick(m, p, "%s signature does not verify: the peer does not hold the key it claims, or replayed an "
                  "old message", what);
-        return -1;
+        return -PERR_REFUSED;
     }
     uint8_t derived[16];
     ident_uuid(id->pubkey, derived);
     if (uuid && memcmp(uuid, derived, 16) != 0) {
         msm_kick(m, p, "%s claims a uuid that is not its public key's", what);
-        return -1;
+        return -PERR_REFUSED;
     }
     if (m->allow_on && !ident_keys_has(&m->allow, id->pubkey)) {
         char pk[IDENT_PK_STRLEN];
         ident_pk_str(id->pubkey, pk);
         msm_kick(m, p, "public key %s is not in the master's allow-keys list", pk);
-        return -1;
+        return -PERR_REFUSED;
     }
     /* The signature proves this is the uuid's owner: a registered connection with the same uuid is its
      * own stale one (a half-open connection, a restarted process), never someone else's. */
@@ -48,7 +48,7 @@ int msm_check_identity(msm_t *m, msm_peer_t **pp, uint16_t type, const wire_iden
                   msm_peer_name(old, name));
         msm_kick(m, old, "replaced by a newer connection of the same peer identity");
         p = msm_find(m, conn); /* the table moved */
-        if (!p) return -1;
+        if (!p) return -PERR_REFUSED;
         *pp = p;
     }
     memcpy(p->uuid, derived, 16);
@@ -67,7 +67,7 @@ int msm_set_allowed_keys(msm_t *m, const uint8_t (*keys)[32], int n) {
     ident_keys_t k = {0};
     if (n > 0) {
         k.pk = malloc((size_t)n * 32);
-        if (!k.pk) return -1;
+        if (!k.pk) return -PERR_NOMEM;
         memcpy(k.pk, keys, (size_t)n * 32);
         k.n = n;
     }

@@ -119,9 +119,10 @@ const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]);
 /* Checks the identity of a HELLO or RESUME on *pp (msm_identity.c): its signature over the connection's
  * challenge, the allow-list, and for a RESUME that uuid is the key's. A registered peer with the same
  * uuid is a stale connection of the same peer: it is kicked and the newcomer takes its place. Then
- * records key, uuid and name. @return 0 (*pp updated: the table may have moved), or -1 (*pp kicked). */
+ * records key, uuid and name. @return 0 (*pp updated: the table may have moved), or -PERR_REFUSED (*pp
+ * kicked). */
 int msm_check_identity(msm_t *m, msm_peer_t **pp, uint16_t type, const wire_identity_t *id, const uint8_t *uuid);
-/* Checks a HELLO's or RESUME's magic, version and p2p port; kicks p and returns -1 if wrong. */
+/* Checks a HELLO's or RESUME's magic, version and p2p port. @return 0, or -PERR_REFUSED (p kicked). */
 int msm_check_hello(msm_t *m, msm_peer_t *p, uint32_t magic, uint16_t version, uint16_t p2p_port);
 /* Marks p registered (group, p2p port, pool size clamped to [1, 64]). */
 /* How `to` dials q: q's address and p2p port, q's loopback address replaced by the master's address as `to`
@@ -137,6 +138,7 @@ void msm_kick(msm_t *m, msm_peer_t *p, const char *fmt, ...) __attribute__((form
 void msm_refuse(msm_t *m, msm_peer_t *p, uint64_t *counter, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void msm_world(const msm_t *m, uint32_t group, wire_world_t *w);
+/* Appends conn to g's ring. @return 0, or -PERR_NOMEM. */
 int msm_ring_append(msm_group_t *g, uint64_t conn);
 
 /* Removes the peers that sent LEAVE and are in no running operation any more (after every event). */

@@ -88,7 +88,7 @@ typedef struct msm_kind {
     int departure_fails;       /* losing a member in the running phase fails it */
     const char *state_voting, *state_running; /* a member's state in the peer view */
     uint64_t (*tag_of)(const wire_msg_t *vote);                 /* NULL: tag 0 */
-    int (*check)(msm_t *m, struct msm_peer *p, const wire_msg_t *vote); /* -1: it kicked p */
+    int (*check)(msm_t *m, struct msm_peer *p, const wire_msg_t *vote); /* 0, or -PERR_REFUSED: it kicked p */
     void (*on_vote)(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
     void (*on_report)(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
     void (*progress)(msm_t *m); /* re-evaluates its operations after a departure */
@@ -133,6 +133,7 @@ void msm_opt_on_vote(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *m
 void msm_opt_on_result(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
 void msm_opt_progress(msm_t *m);
 void msm_opt_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+/* A sync vote's strategy is one the master knows. @return 0, or -PERR_REFUSED (p kicked). */
 int msm_ss_check(msm_t *m, struct msm_peer *p, const wire_msg_t *vote);
 void msm_ss_on_vote(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
 void msm_ss_on_dist_done(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);

@@ -31,6 +31,7 @@ double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to) {
     return -1;
 }
 
+/* Stores a measured link. @return 0, or -PERR_NOMEM. */
 static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps) {
     for (int i = 0; i < m->nbw; i++)
         if (m->bw[i].from == from && m->bw[i].to == to) {
@@ -40,7 +41,7 @@ static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps) {
     if (m->nbw == m->cap_bw) {
         int cap = m->cap_bw ? m->cap_bw * 2 : 64;
         msm_bw_t *b = realloc(m->bw, (size_t)cap * sizeof *b);
-        if (!b) return -1;
+        if (!b) return -PERR_NOMEM;
         m->bw = b;
         m->cap_bw = cap;
     }
@@ -73,18 +74,19 @@ static void log_solution(const msm_t *m, const msm_group_t *g, const double *bw,
     cJSON_Delete(o);
 }
 
-/* Index of conn in g's ring, or -1. */
+/* Index of conn in g's ring, or -PERR_INVALID when it is not in it. */
 static int ring_pos(const msm_group_t *g, uint64_t conn) {
     for (int i = 0; i < g->ring_len; i++)
         if (g->ring[i] == conn) return i;
-    return -1;
+    return -PERR_INVALID;
 }
 
-/* A background result still valid for g's membership, as ring positions; 0 if usable. */
+/* A background result still valid for g's membership, as ring positions. @return 0 if usable, -PERR_INVALID
+ * when none is, or g's membership changed since. */
 static int moonshot_order(msm_group_t *g, int *order) {
-    if (!g->moon_conns || g->moon_epoch != g->epoch || g->moon_n != g->ring_len) return -1;
+    if (!g->moon_conns || g->moon_epoch != g->epoch || g->moon_n != g->ring_len) return -PERR_INVALID;
     for (int i = 0; i < g->moon_n; i++)
-        if ((order[i] = ring_pos(g, g->moon_conns[i])) < 0) return -1;
+        if ((order[i] = ring_pos(g, g->moon_conns[i])) < 0) return -PERR_INVALID;
     return 0;
 }
 

@@ -18,7 +18,7 @@ static int cmp_key(const void *a, const void *b) {
 int msm_rb_index_build(const msm_t *m, msm_rb_index_t *ix) {
     ix->n = 0;
     ix->v = malloc((size_t)(m->npeers ? m->npeers : 1) * sizeof *ix->v);
-    if (!ix->v) return -1;
+    if (!ix->v) return -PERR_NOMEM;
     for (int i = 0; i < m->npeers; i++) {
         const msm_peer_t *p = &m->peers[i];
         if (p->resumed != MSM_RS_COLLECT) continue;
@@ -46,12 +46,14 @@ int msm_rb_lookup(const msm_rb_index_t *ix, uint32_t group, const uint8_t uuid[1
         if (c < 0) lo = mid + 1;
         else hi = mid;
     }
-    return -1;
+    return -PERR_INVALID;
 }
 
-int msm_rb_all_named_back(const msm_t *m) {
+int msm_rb_all_named_back(const msm_t *m, int *all) {
     msm_rb_index_t ix;
-    if (msm_rb_index_build(m, &ix) != 0) return -1;
+    *all = 0;
+    int rc = msm_rb_index_build(m, &ix);
+    if (rc != 0) return rc;
     int back = 1;
     for (int i = 0; i < m->npeers && back; i++) {
         const msm_peer_t *p = &m->peers[i];
@@ -60,7 +62,8 @@ int msm_rb_all_named_back(const msm_t *m) {
             back = msm_rb_lookup(&ix, p->group, p->resume_ring[k]) >= 0;
     }
     msm_rb_index_free(&ix);
-    return back;
+    *all = back;
+    return 0;
 }
 
 /* p's ring restricted to the peers back (each once), as indexes into m->peers; stamp[] marks who is in it
@@ -93,7 +96,7 @@ int msm_rb_ring_order(const msm_t *m, const msm_rb_index_t *ix, const int *mem, 
     vote_t *votes = malloc((size_t)(n ? n : 1) * sizeof *votes);
     if (!stamp || !ring || !votes) {
         free(stamp), free(ring), free(votes);
-        return -1;
+        return -PERR_NOMEM;
     }
     for (size_t i = 0; i < np; i++) stamp[i] = -1;
     /* Each member's filtered ring reduced to a digest: equal digests are equal rings. */
@@ -140,7 +143,7 @@ int msm_rb_ops_build(const msm_t *m, const int *mem, int n, msm_rb_ops_t *out) {
     out->v = malloc((total ? total : 1) * sizeof *out->v);
     if (!out->v) {
         out->all = 1; /* without the list, nothing may complete */
-        return -1;
+        return -PERR_NOMEM;
     }
     for (int a = 0; a < n; a++) {
         const msm_peer_t *p = &m->peers[mem[a]];
@@ -175,7 +178,7 @@ static int cmp_claim(const void *a, const void *b) {
 
 int msm_rb_claim(const msm_peer_t *const *peers, int n) {
     claim_t *c = malloc((size_t)(n ? n : 1) * sizeof *c);
-    if (!c) return -1;
+    if (!c) return -PERR_NOMEM;
     int nc = 0;
     for (int i = 0; i < n; i++) {
         const msm_peer_t *p = peers[i];
@@ -185,7 +188,7 @@ int msm_rb_claim(const msm_peer_t *const *peers, int n) {
         c[nc++].at = i;
     }
     qsort(c, (size_t)nc, sizeof *c, cmp_claim);
-    int best = -1, best_votes = 0;
+    int best = -PERR_INVALID, best_votes = 0;
     /* Ascending revisions: a later run with as many holders is a higher revision. */
     for (int i = 0; i < nc;) {
         int j = i;

@@ -329,7 +329,7 @@ static int cmp_u32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Orders group's ring, sends its verdicts and adds its wiring; -1 out of memory. */
+/* Orders group's ring, sends its verdicts and adds its wiring. @return 0, or -PERR_NOMEM. */
 static int plan_group(msm_t *m, const msm_rb_index_t *ix, uint32_t group, int *mem, int *order) {
     int n = 0;
     for (int i = 0; i < m->npeers; i++)
@@ -340,11 +340,10 @@ static int plan_group(msm_t *m, const msm_rb_index_t *ix, uint32_t group, int *m
     msm_rewire_t *grown = realloc(m->rewire, (size_t)(m->nrewire + 1) * sizeof *grown);
     if (grown) m->rewire = grown;
     msm_rb_ops_t unfinished;
-    int rc = !rw.conns || !rw.state || !grown || msm_rb_ring_order(m, ix, mem, n, order) != 0 ? -1 : 0;
-    if (rc != 0) {
+    if (!rw.conns || !rw.state || !grown || msm_rb_ring_order(m, ix, mem, n, order) != 0) {
         free(rw.conns);
         free(rw.state);
-        return -1;
+        return -PERR_NOMEM;
     }
     msm_rb_ops_build(m, mem, n, &unfinished); /* out of memory: every verdict aborts */
     for (int k = 0; k < n; k++) send_verdicts(m, &m->peers[mem[k]], &unfinished);
@@ -398,7 +397,7 @@ void msm_rebuild_check(msm_t *m, int from_tick) {
         int done = m->now >= m->rebuild_started + MSM_REBUILD_MS;
         if (!done && m->now >= m->rebuild_started + m->rebuild_floor &&
             (from_tick || m->resume_ring_total <= MSM_RESUME_CHECK_RING))
-            done = msm_rb_all_named_back(m) == 1;
+            msm_rb_all_named_back(m, &done); /* out of memory: not done, the deadline ends it */
         if (done) end_collection(m);
     }
     if (m->rebuilding == MSM_RB_WIRING) wiring_progress(m);

@@ -69,7 +69,7 @@ static void source_weights(const msm_t *m, msm_member_t **src, int nsrc, uint64_
         if (!(w[s] > 0)) w[s] = known ? sum / known : 1.0;
 }
 
-/* Sends p its plan (-1 when out of memory, nothing sent): the tensors that differ from the primary source src[0]'s (which announces their
+/* Sends p its plan (@return 0, or -PERR_NOMEM with nothing sent): the tensors that differ from the primary source src[0]'s (which announces their
  * hashes), each tensor's holders among src (sources whose hash equals the announced one: an
  * allow_content_inequality tensor may differ between them) and the ranges each source sends. */
 static int send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, msm_member_t **src, int nsrc,
@@ -89,7 +89,7 @@ static int send_fetch_plan(msm_t *m, const msm_member_t *p, uint64_t revision, m
         free(holders);
         free(items);
         free(ranges);
-        return -1;
+        return -PERR_NOMEM;
     }
     if (nsrc) {
         for (uint32_t t = 0; t < p->ntensors; t++) {
@@ -330,7 +330,7 @@ void msm_ss_progress(msm_t *m) {
 int msm_ss_check(msm_t *m, msm_peer_t *p, const wire_msg_t *vote) {
     if (vote->u.sync.strategy <= PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return 0;
     msm_kick(m, p, "unknown shared-state strategy %u", vote->u.sync.strategy);
-    return -1;
+    return -PERR_REFUSED;
 }
 
 void msm_ss_on_vote(msm_t *m, msm_peer_t *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote) {

@@ -26,13 +26,13 @@ static int split_tensor(uint32_t t, uint64_t bytes, uint32_t holders, const doub
 
 int msm_ss_split(const msm_ss_item_t *items, uint32_t n, const double *w, int nsrc, uint64_t split_min,
                  wire_ss_range_t *out) {
-    if (nsrc < 1 || nsrc > WIRE_MAX_SS_SOURCES) return -1;
+    if (nsrc < 1 || nsrc > WIRE_MAX_SS_SOURCES) return -PERR_INVALID;
     double load[WIRE_MAX_SS_SOURCES] = {0};
     uint32_t known = nsrc == 32 ? ~0u : (1u << nsrc) - 1;
     int k = 0;
     for (uint32_t t = 0; t < n; t++) {
         uint32_t holders = items[t].holders & known;
-        if (!holders) return -1;
+        if (!holders) return -PERR_INVALID;
         uint64_t bytes = items[t].bytes;
         if (!bytes) continue; /* nothing to send; the receiver checks the empty tensor's hash */
         if (bytes >= split_min && (holders & (holders - 1))) {

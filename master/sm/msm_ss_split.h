@@ -27,7 +27,8 @@ typedef struct msm_ss_item {
 } msm_ss_item_t;
 
 /* Splits items[0..n) over nsrc (1..WIRE_MAX_SS_SOURCES) sources of weights w[s] > 0 into out, which has
- * room for n * nsrc ranges. Returns the number of ranges, or -1 when an item has no holder among them. */
+ * room for n * nsrc ranges. @return the number of ranges, or -PERR_INVALID when nsrc is out of range or an item
+ * has no holder among them. */
 int msm_ss_split(const msm_ss_item_t *items, uint32_t n, const double *w, int nsrc, uint64_t split_min,
                  wire_ss_range_t *out);
 

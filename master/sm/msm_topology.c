@@ -103,13 +103,14 @@ void msm_topo_abandon_reports(msm_t *m, msm_op_t *op) {
 
 static void maybe_start_round(msm_t *m);
 
-/* The accept round succeeded: newcomers join their rings (in registration order) and are accepted. */
+/* The accept round succeeded: newcomers join their rings (in registration order) and are accepted.
+ * @return 0, or -PERR_NOMEM. */
 static int admit_newcomers(msm_t *m, msm_op_t *op) {
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
         if (p->accepted || !msm_op_member(op, p->conn)) continue;
         msm_group_t *g = msm_group(m, p->group, 1);
-        if (!g || msm_ring_append(g, p->conn) != 0) return -1;
+        if (!g || msm_ring_append(g, p->conn) != 0) return -PERR_NOMEM;
         p->accepted = 1;
         char name[MSM_NAME_MAX];
         PLOG_INFO("master", "%s accepted into group %u", msm_peer_name(p, name), p->group);

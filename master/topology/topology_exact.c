@@ -48,12 +48,13 @@ static void topo_allowed_at(const topo_ctx_t *c, double thr, topo_allowed_t *a) 
             }
 }
 
-/* 1 when a ring using only allowed edges exists, 0 when not, -1 when stopped. */
-static int topo_ring_exists(topo_ctx_t *c, const topo_allowed_t *a, uint32_t *reach) {
+/* Whether a ring using only allowed edges exists, in *exists. @return 0, or -PERR_CANCELLED when stopped by the
+ * context (cancel or time limit). */
+static int topo_ring_exists(topo_ctx_t *c, const topo_allowed_t *a, uint32_t *reach, int *exists) {
     uint32_t full = (1u << a->m) - 1;
     reach[0] = 0;
     for (uint32_t S = 1; S <= full; S++) {
-        if (topo_should_stop(c)) return -1;
+        if (topo_should_stop(c)) return -PERR_CANCELLED;
         if ((S & (S - 1)) == 0) {
             reach[S] = S & a->from0;
             continue;
@@ -65,11 +66,12 @@ static int topo_ring_exists(topo_ctx_t *c, const topo_allowed_t *a, uint32_t *re
         }
         reach[S] = r;
     }
-    return (reach[full] & a->to0) != 0;
+    *exists = (reach[full] & a->to0) != 0;
+    return 0;
 }
 
-/* Least-sum ring over allowed edges, written to order. 0 ok, 1 stopped,
- * -2 out of memory, -3 no ring (cannot happen when the probe said yes). */
+/* Least-sum ring over allowed edges, written to order. @return 0; -PERR_CANCELLED (stopped by the context);
+ * -PERR_NOMEM; -PERR_FAILED (no ring: cannot happen when the probe said yes). */
 static int topo_min_sum_ring(topo_ctx_t *c, const topo_allowed_t *a, int *order) {
     int n = c->n, m = a->m;
     const double *bw = c->bw;
@@ -82,7 +84,7 @@ static int topo_min_sum_ring(topo_ctx_t *c, const topo_allowed_t *a, int *order)
         free(dp);
         free(par);
         free(w);
-        return -2;
+        return -PERR_NOMEM;
     }
     for (int v = 0; v < m; v++)
         for (int u = 0; u < m; u++)
@@ -96,7 +98,7 @@ static int topo_min_sum_ring(topo_ctx_t *c, const topo_allowed_t *a, int *order)
     int rc = 0;
     for (uint32_t S = 1; S < full; S++) {
         if (topo_should_stop(c)) {
-            rc = 1;
+            rc = -PERR_CANCELLED;
             goto out;
         }
         const double *row = dp + (size_t)S * m;
@@ -126,7 +128,7 @@ static int topo_min_sum_ring(topo_ctx_t *c, const topo_allowed_t *a, int *order)
         }
     }
     if (last < 0) {
-        rc = -3;
+        rc = -PERR_FAILED;
         goto out;
     }
     order[0] = 0;
@@ -146,12 +148,12 @@ out:
 
 int topo_exact_solve(topo_ctx_t *c, double bound, int *order) {
     int n = c->n;
-    if (n < 2 || n > TOPO_EXACT_HARD_MAX_N) return -2;
+    if (n < 2 || n > TOPO_EXACT_HARD_MAX_N) return -PERR_INVALID;
     uint32_t *reach = malloc(((size_t)1 << (n - 1)) * sizeof *reach);
     topo_values_t vs;
     if (!reach || topo_values_collect(&vs, c->bw, n, 0, bound) != 0) {
         free(reach);
-        return -2;
+        return -PERR_NOMEM;
     }
     /* B* = the largest value with a ring over edges >= B*; the bound caps it. */
     topo_allowed_t a;
@@ -162,11 +164,11 @@ int topo_exact_solve(topo_ctx_t *c, double bound, int *order) {
         double x = first ? bound : topo_values_median(&vs);
         first = 0;
         topo_allowed_at(c, x, &a);
-        int ok = topo_ring_exists(c, &a, reach);
-        if (ok < 0) {
+        int ok = 0, rc = topo_ring_exists(c, &a, reach, &ok);
+        if (rc != 0) {
             free(reach);
             topo_values_free(&vs);
-            return 1;
+            return rc;
         }
         if (ok) {
             best = x;
@@ -183,6 +185,5 @@ int topo_exact_solve(topo_ctx_t *c, double bound, int *order) {
         return 0;
     }
     topo_allowed_at(c, best, &a);
-    int rc = topo_min_sum_ring(c, &a, order);
-    return rc == -3 ? -2 : rc; /* -3 contradicts the probe; let the caller fall back to the heuristic */
+    return topo_min_sum_ring(c, &a, order); /* a failure lets the caller fall back to the heuristic */
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
+
 /* Per-call state: the input, the stop conditions and the random stream.
  * Lives on the caller's stack, which is what keeps the module thread-safe. */
 typedef struct topo_ctx {
@@ -46,7 +48,7 @@ typedef struct topo_values {
     size_t m;
 } topo_values_t;
 
-/* Positive off-diagonal values x with above < x <= at_most. 0, or -2 when out of memory. */
+/* Positive off-diagonal values x with above < x <= at_most. @return 0, or -PERR_NOMEM. */
 int topo_values_collect(topo_values_t *vs, const double *bw, int n, double above, double at_most);
 /* Median of the values in play (m > 0); reorders them. */
 double topo_values_median(topo_values_t *vs);
@@ -64,14 +66,14 @@ void topo_values_free(topo_values_t *vs);
 double topo_bottleneck_bound(const double *bw, int n);
 
 /* Exact solver (2 <= n <= TOPO_EXACT_HARD_MAX_N); bound as above (> 0).
- * Writes an optimal ring into order (order[0] == 0). Returns 0 on success,
- * 1 when stopped by the context, -2 when out of memory. */
+ * Writes an optimal ring into order (order[0] == 0). @return 0; -PERR_CANCELLED
+ * (stopped by the context: cancel or time limit); -PERR_NOMEM; -PERR_INVALID (n
+ * out of range); -PERR_FAILED (no ring where the probe found one). */
 int topo_exact_solve(topo_ctx_t *c, double bound, int *order);
 
 /* Heuristic solver. order holds a starting ring on entry (any permutation)
  * and the best ring found on return. iterate = 0 limits it to deterministic
- * descents (no kicks). Returns 0, or -2 when out of memory (order then
- * still valid). */
+ * descents (no kicks). @return 0, or -PERR_NOMEM (order then still valid). */
 int topo_search(topo_ctx_t *c, double bound, int iterate, int *order);
 
 /* Best of nearest-neighbour constructions (highest-bandwidth successor first)

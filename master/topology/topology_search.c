@@ -121,7 +121,7 @@ static int topo_search_init(topo_search_t *s, topo_ctx_t *c, topo_alloc_t *al) {
     /* cand, tmp, stack, best, and two tours (t + pos each) */
     al->ints = malloc(((size_t)n * s->K + 7 * (size_t)n) * sizeof *al->ints);
     al->queued = calloc((size_t)n, 1);
-    if (!al->w || !al->ints || !al->queued) return -2;
+    if (!al->w || !al->ints || !al->queued) return -PERR_NOMEM;
     s->w = al->w;
     s->cand = al->ints;
     s->tmp = s->cand + (size_t)n * s->K;
@@ -153,7 +153,7 @@ int topo_search(topo_ctx_t *c, double bound, int iterate, int *order) {
     topo_values_t vs = {0};
     int rc = 0;
     if (topo_search_init(&s, c, &al) != 0) {
-        rc = -2;
+        rc = -PERR_NOMEM;
         goto out;
     }
     int *spare = s.best + n;
@@ -169,7 +169,7 @@ int topo_search(topo_ctx_t *c, double bound, int iterate, int *order) {
     double start = topo_now_s();
     double phase_end = c->deadline_s > 0 ? start + 0.5 * (c->deadline_s - start) : start;
     long patience = 200 + 20L * n;
-    if (topo_values_collect(&vs, c->bw, n, s.best_b, bound) != 0) rc = -2; /* then no phase 1 */
+    if (topo_values_collect(&vs, c->bw, n, s.best_b, bound) != 0) rc = -PERR_NOMEM; /* then no phase 1 */
     int handoff = 0;
     for (int first = 1; vs.m > 0; first = 0) {
         topo_set_slice(c, 0);

@@ -62,11 +62,11 @@ int topo_rand_below(topo_ctx_t *c, int bound) {
 /* ---- validation and metrics ---- */
 
 int topo_validate(const double *bw, int n) {
-    if (!bw || n < 1 || n > TOPO_MAX_N) return -1;
+    if (!bw || n < 1 || n > TOPO_MAX_N) return -PERR_INVALID;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double x = bw[(size_t)i * n + j];
-            if (i != j && (!isfinite(x) || x < 0)) return -1;
+            if (i != j && (!isfinite(x) || x < 0)) return -PERR_INVALID;
         }
     return 0;
 }
@@ -82,7 +82,7 @@ double topo_ring_bottleneck(const double *bw, int n, const int *order) {
 }
 
 int topo_ring_bottleneck_edge(const double *bw, int n, const int *order) {
-    if (n < 2) return -1;
+    if (n < 2) return -PERR_INVALID;
     int best = 0;
     for (int k = 1; k < n; k++)
         if (bw[(size_t)order[k] * n + order[(k + 1) % n]] < bw[(size_t)order[best] * n + order[best + 1]]) best = k;
@@ -155,14 +155,15 @@ int topo_solve(const double *bw, int n, double time_limit_ms, const atomic_bool 
 }
 
 int topo_solve_ex(const double *bw, int n, const topo_options_t *opt, topo_solution_t *out) {
-    if (!out) return -1;
+    if (!out) return -PERR_INVALID;
     memset(out, 0, sizeof *out);
     topo_options_t defaults;
     if (!opt) {
         topo_options_init(&defaults);
         opt = &defaults;
     }
-    if (topo_validate(bw, n) != 0) return -1;
+    int rc = topo_validate(bw, n);
+    if (rc != 0) return rc;
 
     topo_ctx_t ctx = {.n = n, .bw = bw, .cancel = opt->cancel};
     ctx.rng = opt->seed ^ ((uint64_t)n * 0x9E3779B97F4A7C15ull);
@@ -173,7 +174,7 @@ int topo_solve_ex(const double *bw, int n, const topo_options_t *opt, topo_solut
     if (!order || !scratch) {
         free(order);
         free(scratch);
-        return -2;
+        return -PERR_NOMEM;
     }
     for (int i = 0; i < n; i++) order[i] = i;
     if (n == 1) {
@@ -194,7 +195,7 @@ int topo_solve_ex(const double *bw, int n, const topo_options_t *opt, topo_solut
         return 0;
     }
 
-    int rc = 0, optimal = 0;
+    int optimal = 0;
     topo_construct(&ctx, TOPO_CONSTRUCT_STARTS, order, scratch);
     int exact_n = opt->exact_max_n < TOPO_EXACT_HARD_MAX_N ? opt->exact_max_n : TOPO_EXACT_HARD_MAX_N;
     if (n <= exact_n) {

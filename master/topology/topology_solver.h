@@ -54,6 +54,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "base/base.h"
+
 #define TOPO_EXACT_MAX_N 16      /* default: solve exactly when n <= this */
 #define TOPO_EXACT_HARD_MAX_N 20 /* exact DP refuses more (memory grows as 2^n * n) */
 #define TOPO_MAX_N 2048          /* larger inputs are rejected (the solver allocates ~2 * 8 n^2 bytes) */
@@ -86,19 +88,19 @@ typedef struct topo_options {
 void topo_options_init(topo_options_t *opt);
 
 /* Solves with default options plus the given limit and cancel flag.
- * Returns 0 on success (out filled, free with topo_solution_free),
- * -1 on bad input (NULL pointers, n < 1 or > TOPO_MAX_N, an off-diagonal
- * entry that is negative, NaN or infinite), -2 when out of memory.
+ * @return 0 (out filled, free with topo_solution_free); -PERR_INVALID for bad
+ * input (NULL pointers, n < 1 or > TOPO_MAX_N, an off-diagonal entry that is
+ * negative, NaN or infinite); -PERR_NOMEM.
  * n == 1 yields the trivial ring {0} (bottleneck INFINITY, time 0). */
 int topo_solve(const double *bw, int n, double time_limit_ms, const atomic_bool *cancel, topo_solution_t *out);
 int topo_solve_ex(const double *bw, int n, const topo_options_t *opt, topo_solution_t *out);
 
-/* 0 when bw is acceptable input (see above), -1 otherwise. */
+/* @return 0 when bw is acceptable input (see above), -PERR_INVALID otherwise. */
 int topo_validate(const double *bw, int n);
 
 /* Metrics of a ring given as a permutation of 0..n-1 (any rotation). */
 double topo_ring_bottleneck(const double *bw, int n, const int *order);
-/* Index k of the first edge order[k] -> order[(k+1) % n] that attains the bottleneck; -1 if n < 2. */
+/* Index k of the first edge order[k] -> order[(k+1) % n] that attains the bottleneck; -PERR_INVALID if n < 2. */
 int topo_ring_bottleneck_edge(const double *bw, int n, const int *order);
 double topo_ring_time(const double *bw, int n, const int *order);
 

@@ -18,7 +18,7 @@ int topo_values_collect(topo_values_t *vs, const double *bw, int n, double above
     vs->m = 0;
     if (cap == 0 || !(at_most > above)) return 0;
     vs->v = malloc(cap * sizeof *vs->v);
-    if (!vs->v) return -2;
+    if (!vs->v) return -PERR_NOMEM;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double x = bw[(size_t)i * n + j];

@@ -32,7 +32,7 @@ if sys.argv[1] == 'listen':
     sys.exit(0)
 
 MODE, PORT, PID, N = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-WIRE_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'libpccl', 'src', 'wire.h')
+WIRE_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'libpccl', 'src', 'base', 'wire.h')
 WIRE_VERSION = next(int(line.split()[2]) for line in open(WIRE_H) if line.startswith('#define WIRE_VERSION '))
 WIRE_MAGIC, RING, SHARED_STATE, BENCH, RESUME = 0x5043434C, 1, 2, 3, 13
 peak = {'fds': 0, 'rss_kb': 0}

@@ -23,7 +23,7 @@ import hashlib, json, os, socket, struct, sys, threading, time
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-WIRE_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'libpccl', 'src', 'wire.h')
+WIRE_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'libpccl', 'src', 'base', 'wire.h')
 WIRE_VERSION = next(int(line.split()[2]) for line in open(WIRE_H) if line.startswith('#define WIRE_VERSION '))
 MAGIC, HELLO, RESUME = 0x5043434C, 1, 13
 ESTABLISH, KICK, RESUMED, CHALLENGE = 102, 111, 115, 116

@@ -125,15 +125,15 @@ static inline int fuzz_sec_handshake_one(const uint8_t *data, size_t size) {
     FUZZ_CHECK(sec_hs_start(&hs, &cfg, &p) == 0);
     FUZZ_CHECK(hs.out_len == (p.role == SEC_INITIATOR ? (size_t)SEC_HS_MSG1 : 0));
     hs.out_len = 0;
-    int r = SEC_HS_MORE;
-    for (size_t off = 1; off < size && r == SEC_HS_MORE;) {
+    int r = 0;
+    for (size_t off = 1; off < size && r == 0 && !sec_hs_done(&hs);) {
         size_t n = size - off < step ? size - off : step, want = sec_hs_want(&hs), used = 0;
         r = sec_hs_feed(&hs, data + off, n, &used);
         FUZZ_CHECK(used <= n && used <= want);
-        FUZZ_CHECK(r == SEC_HS_FAIL || used == (n < want ? n : want));
+        FUZZ_CHECK(r == -PERR_PROTOCOL || r == -PERR_REFUSED || (r == 0 && used == (n < want ? n : want)));
         FUZZ_CHECK(hs.out_len == 0 || hs.out_len == SEC_HS_MSG2 || hs.out_len == SEC_HS_MSG3);
-        FUZZ_CHECK(r != SEC_HS_DONE); /* no proof of the key without the key */
-        if (r == SEC_HS_FAIL) FUZZ_CHECK(hs.err[0] != 0);
+        FUZZ_CHECK(!sec_hs_done(&hs)); /* no proof of the key without the key */
+        if (r != 0) FUZZ_CHECK(hs.err[0] != 0);
         hs.out_len = 0;
         off += used ? used : n;
     }
@@ -189,13 +189,13 @@ static inline int fuzz_quant_block_one(const uint8_t *data, size_t size) {
     uint32_t off = (uint32_t)wire[16] | (uint32_t)wire[17] << 8 | (uint32_t)wire[18] << 16 | (uint32_t)wire[19] << 24;
     int bad_hdr = (wire[20] & ~PCCL_QFLAG_SPECIALS) || wire[21] || wire[22] || wire[23] || off > 65535u;
     int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
-    FUZZ_CHECK(r1 == (bad_hdr ? -1 : 0));
+    FUZZ_CHECK(r1 == (bad_hdr ? -PERR_PROTOCOL : 0));
     if (r1 == 0) {
         FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
         FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
         FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
     } else {
-        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -1);
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -PERR_PROTOCOL);
     }
     free(wire);
     free(a);

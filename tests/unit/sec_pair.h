@@ -15,19 +15,19 @@ static inline sec_cfg_t test_key(const char *text) {
     return cfg;
 }
 
-/* Hands each side's output to the other until neither has anything to say; the final results
- * of both sides in *ri / *rr (SEC_HS_MORE if a side never finished). */
+/* Hands each side's output to the other until neither has anything to say; each side's last
+ * sec_hs_feed result in *ri / *rr (0 also for a side that never finished: ask sec_hs_done). */
 static inline void hs_run(sec_hs_t *ini, sec_hs_t *res, int *ri, int *rr) {
-    *ri = *rr = SEC_HS_MORE;
+    *ri = *rr = 0;
     for (int round = 0; round < 8; round++) {
         size_t used;
         int moved = 0;
-        if (ini->out_len && *rr == SEC_HS_MORE) {
+        if (ini->out_len && *rr == 0 && !sec_hs_done(res)) {
             *rr = sec_hs_feed(res, ini->out, ini->out_len, &used);
             ini->out_len = 0;
             moved = 1;
         }
-        if (res->out_len && *ri == SEC_HS_MORE) {
+        if (res->out_len && *ri == 0 && !sec_hs_done(ini)) {
             *ri = sec_hs_feed(ini, res->out, res->out_len, &used);
             res->out_len = 0;
             moved = 1;
@@ -50,7 +50,7 @@ static inline int session_pair_cipher(const char *key, int cipher, sec_session_t
     hs_run(&i, &r, &ri, &rr);
     *a = i.session;
     *b = r.session;
-    return ri == SEC_HS_DONE && rr == SEC_HS_DONE && a->encrypt && a->cipher == b->cipher ? 0 : -1;
+    return ri == 0 && rr == 0 && sec_hs_done(&i) && sec_hs_done(&r) && a->encrypt && a->cipher == b->cipher ? 0 : -1;
 }
 
 static inline int session_pair_of(const char *key, sec_session_t *a, sec_session_t *b) {

@@ -13,14 +13,14 @@
 static int parse(const char *s, uint16_t def, ccoip_socket_address_t *a) {
     char err[320] = "";
     int rc = addr_parse(s, def, 0, a, err, sizeof err);
-    if (rc != ADDR_OK) CHECK(err[0] != 0); /* every failure says why */
+    if (rc != 0) CHECK(err[0] != 0); /* every failure says why */
     return rc;
 }
 
 static void check_str(const char *s, const char *want) {
     ccoip_socket_address_t a;
     char out[ADDR_STRLEN] = "";
-    CHECK(parse(s, 48148, &a) == ADDR_OK);
+    CHECK(parse(s, 48148, &a) == 0);
     addr_str(&a, out);
     CHECK(strcmp(out, want) == 0);
     if (strcmp(out, want) != 0) fprintf(stderr, "  '%s' -> '%s', want '%s'\n", s, out, want);
@@ -36,9 +36,9 @@ static void test_spellings(void) {
     check_str("0.0.0.0:0", "0.0.0.0:0");
     check_str("localhost:65535", "127.0.0.1:65535");     /* a name (from /etc/hosts) */
     ccoip_socket_address_t a;
-    CHECK(parse("[::1]:9", 1, &a) == ADDR_OK && a.inet.protocol == inetIPv6 && a.inet.ipv6.data[15] == 1 &&
+    CHECK(parse("[::1]:9", 1, &a) == 0 && a.inet.protocol == inetIPv6 && a.inet.ipv6.data[15] == 1 &&
           a.port == 9);
-    CHECK(parse("192.0.2.1:7", 1, &a) == ADDR_OK && a.inet.protocol == inetIPv4 && a.inet.ipv4.data[0] == 192);
+    CHECK(parse("192.0.2.1:7", 1, &a) == 0 && a.inet.protocol == inetIPv4 && a.inet.ipv4.data[0] == 192);
 }
 
 static void test_syntax_errors(void) {
@@ -48,30 +48,30 @@ static void test_syntax_errors(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ccoip_socket_address_t a = {.port = 4242};
         int rc = parse(bad[i], 1, &a);
-        CHECK(rc == ADDR_SYNTAX);
+        CHECK(rc == -PERR_SYNTAX);
         CHECK_EQ_U64(a.port, 4242); /* nothing written on failure */
-        if (rc != ADDR_SYNTAX) fprintf(stderr, "  '%s' was not a syntax error (%d)\n", bad[i], rc);
+        if (rc != -PERR_SYNTAX) fprintf(stderr, "  '%s' was not a syntax error (%d)\n", bad[i], rc);
     }
     char err[320];
     ccoip_socket_address_t a;
-    CHECK(addr_parse("10.0.0.1", 0, 1, &a, err, sizeof err) == ADDR_SYNTAX); /* a port is required */
+    CHECK(addr_parse("10.0.0.1", 0, 1, &a, err, sizeof err) == -PERR_SYNTAX); /* a port is required */
 }
 
 /* .invalid never resolves (RFC 6761): a well-formed name that does not resolve is no usage error. */
 static void test_unresolved(void) {
     ccoip_socket_address_t a;
     char err[320] = "";
-    CHECK(addr_parse("no-such-host.invalid:5", 1, 0, &a, err, sizeof err) == ADDR_UNRESOLVED);
+    CHECK(addr_parse("no-such-host.invalid:5", 1, 0, &a, err, sizeof err) == -PERR_UNRESOLVED);
     CHECK(strstr(err, "cannot resolve 'no-such-host.invalid'") != NULL);
 }
 
 static void test_advertised(void) {
     ccoip_socket_address_t a;
     char err[320];
-    CHECK(addr_parse_advertised("198.51.100.4", &a, err, sizeof err) == ADDR_OK && a.port == 0);
-    CHECK(addr_parse_advertised("198.51.100.4:50000", &a, err, sizeof err) == ADDR_OK && a.port == 50000);
-    CHECK(addr_parse_advertised("0.0.0.0:5", &a, err, sizeof err) == ADDR_SYNTAX);
-    CHECK(addr_parse_advertised("[::]", &a, err, sizeof err) == ADDR_SYNTAX);
+    CHECK(addr_parse_advertised("198.51.100.4", &a, err, sizeof err) == 0 && a.port == 0);
+    CHECK(addr_parse_advertised("198.51.100.4:50000", &a, err, sizeof err) == 0 && a.port == 50000);
+    CHECK(addr_parse_advertised("0.0.0.0:5", &a, err, sizeof err) == -PERR_SYNTAX);
+    CHECK(addr_parse_advertised("[::]", &a, err, sizeof err) == -PERR_SYNTAX);
 }
 
 static void test_sockaddr_roundtrip(void) {
@@ -79,7 +79,7 @@ static void test_sockaddr_roundtrip(void) {
     for (int i = 0; i < 2; i++) {
         ccoip_socket_address_t a, b;
         struct sockaddr_storage ss;
-        CHECK(parse(in[i], 1, &a) == ADDR_OK);
+        CHECK(parse(in[i], 1, &a) == 0);
         socklen_t len = addr_to_sockaddr(&a, &ss);
         CHECK(len == (ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)));
         CHECK(addr_from_sockaddr((struct sockaddr *)&ss, &b) == 0);
@@ -91,7 +91,7 @@ static void test_sockaddr_roundtrip(void) {
     CHECK(addr_from_sockaddr((struct sockaddr *)&m, &c) == 0 && c.inet.protocol == inetIPv4 &&
           c.inet.ipv4.data[3] == 5 && addr_ip_is_loopback(&c.inet) && c.port == 7);
     struct sockaddr un = {.sa_family = AF_UNIX};
-    CHECK(addr_from_sockaddr(&un, &c) == -1);
+    CHECK(addr_from_sockaddr(&un, &c) == -PERR_INVALID);
 }
 
 /* 0.0.0.0 listens dual-stack: the same port answers over 127.0.0.1 and ::1 (when this host has IPv6). */
@@ -103,7 +103,7 @@ static void test_dual_stack_listen(void) {
     int have6 = socket(AF_INET6, SOCK_STREAM, 0);
     for (int i = 0; i < (have6 >= 0 ? 2 : 1); i++) {
         ccoip_socket_address_t a;
-        CHECK(parse(to[i], port, &a) == ADDR_OK);
+        CHECK(parse(to[i], port, &a) == 0);
         int fd = net_connect(&a, 2000);
         CHECK(fd >= 0);
         int c = fd >= 0 ? accept(ls, NULL, NULL) : -1;
@@ -115,6 +115,21 @@ static void test_dual_stack_listen(void) {
     if (ls >= 0) close(ls);
 }
 
+/* The parser speaks err.h: a usage error and a resolution failure are two codes, each with its own text and the
+ * pcclResult_t an API entry point reports by default. */
+static void test_error_codes(void) {
+    ccoip_socket_address_t a;
+    char err[320] = "";
+    int syntax = addr_parse("10.0.0.1:65536", 1, 0, &a, err, sizeof err);
+    CHECK(syntax == -PERR_SYNTAX && strstr(err, "bad address") != NULL);
+    CHECK(addr_parse("[::1", 1, 0, &a, err, sizeof err) == -PERR_SYNTAX);
+    int unresolved = addr_parse("no-such-host.invalid", 1, 0, &a, err, sizeof err);
+    CHECK(unresolved == -PERR_UNRESOLVED && strstr(err, "cannot resolve") != NULL);
+    CHECK(syntax != unresolved && strcmp(perr_str(syntax), perr_str(unresolved)) != 0);
+    CHECK_EQ_U64(perr_result(syntax), pcclInvalidArgument);
+    CHECK(addr_parse_advertised("0.0.0.0", &a, err, sizeof err) == -PERR_SYNTAX);
+}
+
 int main(void) {
     RUN_TEST(test_spellings);
     RUN_TEST(test_syntax_errors);
@@ -122,5 +137,6 @@ int main(void) {
     RUN_TEST(test_advertised);
     RUN_TEST(test_sockaddr_roundtrip);
     RUN_TEST(test_dual_stack_listen);
+    RUN_TEST(test_error_codes);
     TEST_MAIN_END();
 }

@@ -54,11 +54,11 @@ static void test_names(void) {
     CHECK(admin_host_allowed(&r, "MASTER.example.com"));
     CHECK(!admin_host_allowed(&r, "example.com"));
     CHECK(!admin_host_allowed(&r, "xmaster.example.com"));
-    CHECK(admin_host_add(&r, "") == -1);
-    CHECK(admin_host_add(&r, "bad name") == -1);
-    CHECK(admin_host_add(&r, "a/b") == -1);
+    CHECK(admin_host_add(&r, "") == -PERR_INVALID);
+    CHECK(admin_host_add(&r, "bad name") == -PERR_INVALID);
+    CHECK(admin_host_add(&r, "a/b") == -PERR_INVALID);
     for (int i = 1; i < ADMIN_HOSTS_MAX; i++) CHECK(admin_host_add(&r, "n.example") == 0);
-    CHECK(admin_host_add(&r, "one-too-many") == -1);
+    CHECK(admin_host_add(&r, "one-too-many") == -PERR_INVALID);
 }
 
 int main(void) {

@@ -12,7 +12,7 @@ static void test_per_address_cap_refuses_the_newcomer(void) {
     gate_init(&g, &LIM);
     uint64_t ev;
     for (uint64_t id = 1; id <= 3; id++) CHECK(gate_admit(&g, id, 7, 0, &ev) == 0 && ev == 0);
-    CHECK(gate_admit(&g, 4, 7, 0, &ev) == -1);
+    CHECK(gate_admit(&g, 4, 7, 0, &ev) == -PERR_REFUSED);
     CHECK(!gate_is_stranger(&g, 4) && gate_is_stranger(&g, 1));
     CHECK(gate_admit(&g, 5, 8, 0, &ev) == 0 && ev == 0); /* another address is not affected */
     gate_remove(&g, 2);
@@ -40,7 +40,7 @@ static void test_evict_one(void) {
     gate_t g;
     gate_init(&g, &LIM);
     uint64_t ev, id = 0;
-    CHECK(gate_evict_one(&g, &id) == -1);
+    CHECK(gate_evict_one(&g, &id) == -PERR_INVALID);
     CHECK(gate_admit(&g, 1, 8, 0, &ev) == 0);
     CHECK(gate_admit(&g, 2, 7, 0, &ev) == 0);
     CHECK(gate_admit(&g, 3, 7, 0, &ev) == 0);
@@ -60,7 +60,7 @@ static void test_byte_budget(void) {
     CHECK(gate_admit(&g, 2, 7, 0, &one) == 0);
     CHECK(gate_admit(&g, 3, 8, 0, &one) == 0);
     CHECK(gate_reserve(&g, 1, 600, ev, &n) == 0 && n == 0);
-    CHECK(gate_reserve(&g, 2, 500, ev, &n) == -1); /* address 7 would hold 1100 > 1000 */
+    CHECK(gate_reserve(&g, 2, 500, ev, &n) == -PERR_REFUSED); /* address 7 would hold 1100 > 1000 */
     CHECK(!gate_is_stranger(&g, 2));
     CHECK(gate_reserve(&g, 3, 800, ev, &n) == 0 && n == 0);
     CHECK_EQ_U64(g.bytes, 1400);
@@ -69,7 +69,7 @@ static void test_byte_budget(void) {
     /* 1400 + 300 > 1500: the address holding the most bytes (8, with 800) loses its oldest. */
     CHECK(gate_reserve(&g, 4, 300, ev, &n) == 0 && n == 1 && ev[0] == 3);
     CHECK_EQ_U64(g.bytes, 900);
-    CHECK(gate_reserve(&g, 4, 2000, ev, &n) == -1); /* beyond the whole budget */
+    CHECK(gate_reserve(&g, 4, 2000, ev, &n) == -PERR_REFUSED); /* beyond the whole budget */
     CHECK_EQ_U64(g.bytes, 600);
     gate_remove(&g, 1);
     CHECK_EQ_U64(g.bytes, 0);
@@ -103,7 +103,7 @@ static void test_hold(void) {
     CHECK(gate_reserve(&g, 1, 900, ev, &n) == 0);
     CHECK(gate_hold(&g, 1, 300, ev, &n) == 0 && n == 0);
     CHECK_EQ_U64(g.bytes, 300);
-    CHECK(gate_hold(&g, 1, 1200, ev, &n) == -1); /* more than address 7 may hold: refused, removed */
+    CHECK(gate_hold(&g, 1, 1200, ev, &n) == -PERR_REFUSED); /* more than address 7 may hold: refused, removed */
     CHECK(!gate_is_stranger(&g, 1) && g.bytes == 0);
     CHECK(gate_admit(&g, 3, 7, 20, &one) == 0);
     CHECK(gate_hold(&g, 3, 400, ev, &n) == 0 && g.bytes == 400);

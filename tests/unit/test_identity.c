@@ -38,19 +38,20 @@ static void test_identity_file(void) {
     ident_t a, b;
     char err[320];
     const char *p = path_of("id");
-    CHECK(ident_load_file(p, &a, err, sizeof err) == 1); /* created */
+    int created = 0;
+    CHECK(ident_load_file(p, &a, &created, err, sizeof err) == 0 && created == 1);
     struct stat st;
     CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0600);
-    CHECK(ident_load_file(p, &b, err, sizeof err) == 0); /* read back: the same key */
+    CHECK(ident_load_file(p, &b, &created, err, sizeof err) == 0 && created == 0); /* read back: the same key */
     CHECK(memcmp(a.pk, b.pk, 32) == 0 && memcmp(a.sk, b.sk, 64) == 0);
     chmod(p, 0640);
-    CHECK(ident_load_file(p, &b, err, sizeof err) == -1 && strstr(err, "accessible by group or others"));
+    CHECK(ident_load_file(p, &b, NULL, err, sizeof err) == -PERR_INVALID && strstr(err, "accessible by group or others"));
     chmod(p, 0600);
     write_bad_identity();
-    CHECK(ident_load_file(path_of("bad"), &b, err, sizeof err) == -1 && strstr(err, "malformed"));
+    CHECK(ident_load_file(path_of("bad"), &b, NULL, err, sizeof err) == -PERR_INVALID && strstr(err, "malformed"));
     CHECK(mkdir(path_of("dir"), 0700) == 0);
-    CHECK(ident_load_file(path_of("dir"), &b, err, sizeof err) == -1 && strstr(err, "not a regular file"));
-    CHECK(ident_load_file("/nonexistent-dir/id", &b, err, sizeof err) == -1 && strstr(err, "cannot create"));
+    CHECK(ident_load_file(path_of("dir"), &b, NULL, err, sizeof err) == -PERR_INVALID && strstr(err, "not a regular file"));
+    CHECK(ident_load_file("/nonexistent-dir/id", &b, NULL, err, sizeof err) == -PERR_IO && strstr(err, "cannot create"));
 }
 
 static void test_sign_verify(void) {
@@ -61,12 +62,12 @@ static void test_sign_verify(void) {
     memset(digest, 2, sizeof digest);
     ident_sign(&a, nonce, digest, sig);
     CHECK(ident_verify(a.pk, nonce, digest, sig) == 0);
-    CHECK(ident_verify(b.pk, nonce, digest, sig) == -1); /* another key */
+    CHECK(ident_verify(b.pk, nonce, digest, sig) == -PERR_REFUSED); /* another key */
     nonce[5] ^= 1;
-    CHECK(ident_verify(a.pk, nonce, digest, sig) == -1); /* another challenge: a replay */
+    CHECK(ident_verify(a.pk, nonce, digest, sig) == -PERR_REFUSED); /* another challenge: a replay */
     nonce[5] ^= 1;
     digest[0] ^= 1;
-    CHECK(ident_verify(a.pk, nonce, digest, sig) == -1); /* another message */
+    CHECK(ident_verify(a.pk, nonce, digest, sig) == -PERR_REFUSED); /* another message */
     uint8_t u1[16], u2[16];
     ident_uuid(a.pk, u1);
     ident_uuid(b.pk, u2);
@@ -83,8 +84,8 @@ static void test_public_keys(void) {
     CHECK(ident_pk_parse(s, strlen(s), pk) == 0 && memcmp(pk, a.pk, 32) == 0);
     for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", a.pk[i]);
     CHECK(ident_pk_parse(hex, 64, pk) == 0 && memcmp(pk, a.pk, 32) == 0);
-    CHECK(ident_pk_parse(s, 43, pk) == -1);
-    CHECK(ident_pk_parse("zz", 2, pk) == -1);
+    CHECK(ident_pk_parse(s, 43, pk) == -PERR_INVALID);
+    CHECK(ident_pk_parse("zz", 2, pk) == -PERR_INVALID);
     FILE *f = fopen(path_of("allow"), "w");
     fprintf(f, "# run 7\n\n%s # trainer-1\n   %s\n", s, hex);
     fclose(f);
@@ -94,7 +95,7 @@ static void test_public_keys(void) {
     f = fopen(path_of("allow"), "a");
     fprintf(f, "not-a-key\n");
     fclose(f);
-    CHECK(ident_keys_load(path_of("allow"), &k, err, sizeof err) == -1 && strstr(err, "line 5"));
+    CHECK(ident_keys_load(path_of("allow"), &k, err, sizeof err) == -PERR_INVALID && strstr(err, "line 5"));
     CHECK(k.n == 2); /* a refused file leaves the list as it was */
     ident_keys_free(&k);
 }
@@ -132,7 +133,7 @@ static void test_comm_calls(void) {
     CHECK(pcclCreateCommunicator(&params, &c) == pcclSuccess);
     ident_t file;
     char err[320];
-    CHECK(ident_load_file(path_of("id"), &file, err, sizeof err) == 0);
+    CHECK(ident_load_file(path_of("id"), &file, NULL, err, sizeof err) == 0);
     uint8_t uuid[16], want[16];
     char pk[45], want_pk[45];
     CHECK(pcclExtCommGetIdentity(c, uuid, pk) == pcclSuccess);

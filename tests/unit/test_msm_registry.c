@@ -258,8 +258,8 @@ static void test_views(void) {
     connect_(4);
     CHECK_EQ_U64(msm_peer_count(M), 4);
     msm_peer_view_t v;
-    CHECK(msm_peer_view(M, -1, &v) == -1);
-    CHECK(msm_peer_view(M, 4, &v) == -1);
+    CHECK(msm_peer_view(M, -1, &v) == -PERR_INVALID);
+    CHECK(msm_peer_view(M, 4, &v) == -PERR_INVALID);
     CHECK(view_of(1, &v) == 0);
     CHECK(v.accepted == 1 && v.group == 0 && v.p2p_port == port_of(1) && v.ip.ipv4.data[0] == 10 && v.ip.ipv4.data[3] == 1 &&
           is_uuid_of(v.uuid, 1) && strcmp(v.state, "idle") == 0);

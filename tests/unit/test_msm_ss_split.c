@@ -88,8 +88,8 @@ static void test_split_holders(void) {
     CHECK(r[0].tensor == 0 && r[0].source == 1 && r[0].length == 64 * MIB);
     CHECK(r[1].tensor == 2 && r[1].source == 0 && r[2].source == 2);
     msm_ss_item_t none[1] = {{MIB, 8}}; /* bit 3: no such source among three */
-    CHECK(msm_ss_split(none, 1, w, 3, MSM_SS_SPLIT_MIN, r) == -1);
-    CHECK(msm_ss_split(it, 3, w, 0, MSM_SS_SPLIT_MIN, r) == -1);
+    CHECK(msm_ss_split(none, 1, w, 3, MSM_SS_SPLIT_MIN, r) == -PERR_INVALID);
+    CHECK(msm_ss_split(it, 3, w, 0, MSM_SS_SPLIT_MIN, r) == -PERR_INVALID);
 }
 
 /* w: 64 MiB that must be equal; stats: allow_content_inequality, 8 bytes. */

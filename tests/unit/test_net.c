@@ -14,7 +14,7 @@
 static ccoip_inet_address_t addr(const char *ip) {
     ccoip_socket_address_t a;
     char err[128];
-    CHECK(addr_parse(ip, 1, 0, &a, err, sizeof err) == ADDR_OK);
+    CHECK(addr_parse(ip, 1, 0, &a, err, sizeof err) == 0);
     return a.inet;
 }
 

@@ -135,13 +135,13 @@ static void test_wait_until(void) {
     after_t a = {.at_ms = net_now_ms() + 60};
     net_cancel_t cancel = {.fn = fires_after, .arg = &a};
     errno = 0;
-    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, &cancel) == -1);
+    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, &cancel) == -PERR_CANCELLED);
     CHECK(errno == ECANCELED);
     errno = 0;
-    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 50, NULL) == 0);
+    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 50, NULL) == -PERR_TIMEOUT);
     CHECK(errno == ETIMEDOUT);
     CHECK(write(sv[1], "x", 1) == 1);
-    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, NULL) == 1);
+    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, NULL) == 0);
     close(sv[0]);
     close(sv[1]);
 }

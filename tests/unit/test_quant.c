@@ -2,6 +2,7 @@
  * pccl_quant.h for every (source, algorithm, target), the edge cases (zero
  * range, all negative, NaN/Inf, denormals, one element) and malformed headers. */
 #include "pccl_half.h"
+#include "base/err.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
 #include "tinytest.h"
@@ -113,7 +114,7 @@ static double vals[4 * 8192];
 static void test_support_matrix(void) {
     CHECK(pccl_quant_check(pcclFloat, pcclQuantMinMax, pcclUint8) == 0);
     CHECK(pccl_quant_check(pcclBFloat16, pcclQuantZeroPointScale, pcclFloat16) == 0);
-    CHECK(pccl_quant_check(pcclFloat, pcclQuantMinMax, pcclFloat16) != 0); /* not meaningful */
+    CHECK(pccl_quant_check(pcclFloat, pcclQuantMinMax, pcclFloat16) == -PERR_INVALID); /* not meaningful */
     CHECK(pccl_quant_check(pcclInt32, pcclQuantMinMax, pcclUint8) != 0);   /* integer sources */
     CHECK(pccl_quant_check(pcclFloat, pcclQuantMinMax, pcclFloat) != 0);
     CHECK(pccl_quant_check(pcclFloat, pcclQuantNone, pcclUint8) != 0);
@@ -214,11 +215,11 @@ static void test_deterministic_and_malformed(void) {
     CHECK(memcmp(w1, w2, sizeof w1) == 0);
     memcpy(y, x, sizeof y);
     w1[20] = 0x80; /* unknown flag */
-    CHECK(pccl_dequant_block(w1, 500, pcclInt8, y, pcclFloat) == -1);
-    CHECK(pccl_dequant_reduce_block(w1, 500, pcclInt8, y, pcclFloat, pcclSum) == -1);
+    CHECK(pccl_dequant_block(w1, 500, pcclInt8, y, pcclFloat) == -PERR_PROTOCOL);
+    CHECK(pccl_dequant_reduce_block(w1, 500, pcclInt8, y, pcclFloat, pcclSum) == -PERR_PROTOCOL);
     CHECK(memcmp(x, y, sizeof y) == 0); /* nothing written */
     w2[23] = 1; /* reserved byte */
-    CHECK(pccl_dequant_block(w2, 500, pcclInt8, y, pcclFloat) == -1);
+    CHECK(pccl_dequant_block(w2, 500, pcclInt8, y, pcclFloat) == -PERR_PROTOCOL);
 }
 
 int main(void) {

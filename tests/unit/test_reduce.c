@@ -1,5 +1,6 @@
 /* test_reduce.c - reduce kernels, dtype helpers and half/bfloat16 conversions
  * against straightforward references that share no code with the kernels. */
+#include "base/err.h"
 #include "pccl_kernels.h"
 #include "tinytest.h"
 
@@ -448,13 +449,13 @@ static void test_reduce_edges(void)
     memset(a, 0x11, sizeof a);
     memset(b, 0x22, sizeof b);
     /* Invalid dt/op: -1 and nothing written. */
-    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)-1, pcclSum) == -1);
-    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)12, pcclSum) == -1);
-    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)14, pcclSum) == -1);
-    CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)5) == -1);
-    CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)-1) == -1);
-    CHECK(pccl_reduce_to(a, b, b, 2, (pcclDataType_t)14, pcclSum) == -1);
-    CHECK(pccl_reduce_to(a, b, b, 2, pcclFloat, (pcclRedOp_t)5) == -1);
+    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)-1, pcclSum) == -PERR_INVALID);
+    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)12, pcclSum) == -PERR_INVALID);
+    CHECK(pccl_reduce_into(a, b, 4, (pcclDataType_t)14, pcclSum) == -PERR_INVALID);
+    CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)5) == -PERR_INVALID);
+    CHECK(pccl_reduce_into(a, b, 4, pcclFloat, (pcclRedOp_t)-1) == -PERR_INVALID);
+    CHECK(pccl_reduce_to(a, b, b, 2, (pcclDataType_t)14, pcclSum) == -PERR_INVALID);
+    CHECK(pccl_reduce_to(a, b, b, 2, pcclFloat, (pcclRedOp_t)5) == -PERR_INVALID);
     CHECK(a[0] == 0x11 && a[15] == 0x11);
     CHECK(pccl_reduce_to(NULL, NULL, NULL, 0, pcclFloat, pcclSum) == 0);
     /* Count 0 touches nothing, even with NULL buffers. */
@@ -526,8 +527,8 @@ static void test_finalize_avg(void)
     }
     free(buf);
 
-    CHECK(pccl_reduce_finalize_avg(f, 3, pcclFloat, 0) == -1);
-    CHECK(pccl_reduce_finalize_avg(f, 3, (pcclDataType_t)12, 2) == -1);
+    CHECK(pccl_reduce_finalize_avg(f, 3, pcclFloat, 0) == -PERR_INVALID);
+    CHECK(pccl_reduce_finalize_avg(f, 3, (pcclDataType_t)12, 2) == -PERR_INVALID);
     CHECK(pccl_reduce_finalize_avg(NULL, 0, pcclFloat, 2) == 0);
 }
 

@@ -284,7 +284,7 @@ static void *hs_thread(void *p) {
     sec_cfg_t k = test_key(s->key);
     sec_hs_params_t prm = {.role = s->role, .purpose = SEC_PURPOSE_CONTROL, .flags = s->role == SEC_INITIATOR ? -1 : 0};
     s->rc = sec_hs_start(&s->hs, &k, &prm) == 0 ? sec_handshake_fd(s->fd, &s->hs, s->deadline, NULL, s->err,
-                                                                     sizeof s->err) : -1;
+                                                                     sizeof s->err) : -PERR_INVALID;
     return NULL;
 }
 
@@ -315,7 +315,7 @@ static void test_handshake_fd(void) {
     hs_side_t lone = {.fd = afd, .role = SEC_RESPONDER, .key = KEY, .deadline = t0 + 300};
     hs_thread(&lone);
     uint64_t took = net_now_ms() - t0;
-    CHECK(lone.rc == -1 && strstr(lone.err, "in time") != NULL && took >= 250 && took < 3000);
+    CHECK(lone.rc == -PERR_TIMEOUT && strstr(lone.err, "in time") != NULL && took >= 250 && took < 3000);
     /* The other side hangs up halfway (a wrong key: the initiator stops after MSG2). */
     hs_side_t bad = {.fd = cfd, .role = SEC_INITIATOR, .key = "another-key-0123456789abcdef0123456789",
                      .deadline = net_now_ms() + 5000};
@@ -325,7 +325,7 @@ static void test_handshake_fd(void) {
     pthread_join(ti, NULL);
     close(cfd); /* what a failed side does */
     pthread_join(tr, NULL);
-    CHECK(bad.rc == -1 && good.rc == -1 && net_now_ms() - t0 < 3000);
+    CHECK(bad.rc == -PERR_REFUSED && good.rc == -PERR_IO && net_now_ms() - t0 < 3000);
     CHECK(strstr(good.err, "closed") != NULL);
     close(afd);
     close(ls);

@@ -29,7 +29,7 @@ static void test_good_key(void) {
     start_pair(&i, &r, K1, K1, SEC_FLAG_ENCRYPT, -1);
     CHECK(i.out_len == SEC_HS_MSG1 && r.out_len == 0);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_DONE && rr == SEC_HS_DONE);
+    CHECK(ri == 0 && rr == 0 && sec_hs_done(&i) && sec_hs_done(&r));
     CHECK(memcmp(i.session.tx_key, r.session.rx_key, SEC_KEY_BYTES) == 0);
     CHECK(memcmp(i.session.rx_key, r.session.tx_key, SEC_KEY_BYTES) == 0);
     CHECK(memcmp(i.session.tx_key, i.session.rx_key, SEC_KEY_BYTES) != 0); /* a key per direction */
@@ -39,7 +39,7 @@ static void test_good_key(void) {
     sec_hs_t i2, r2;
     start_pair(&i2, &r2, K1, K1, 0, 0);
     hs_run(&i2, &r2, &ri, &rr);
-    CHECK(ri == SEC_HS_DONE && rr == SEC_HS_DONE && i2.session.encrypt == 0);
+    CHECK(ri == 0 && rr == 0 && sec_hs_done(&i2) && sec_hs_done(&r2) && i2.session.encrypt == 0);
     CHECK(memcmp(i.session.tx_key, i2.session.tx_key, SEC_KEY_BYTES) != 0);
 }
 
@@ -48,13 +48,13 @@ static void test_wrong_key(void) {
     int ri, rr;
     start_pair(&i, &r, K1, K2, 0, -1);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_FAIL && rr == SEC_HS_MORE); /* the initiator sees it first and says nothing more */
+    CHECK(ri == -PERR_REFUSED && rr == 0 && !sec_hs_done(&r)); /* the initiator sees it first and says nothing more */
     CHECK(strstr(i.err, "run key") != NULL);
     CHECK(i.out_len == 0);
     /* A responder without the key cannot get through either. */
     start_pair(&i, &r, K2, K1, 0, -1);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_FAIL && rr != SEC_HS_DONE);
+    CHECK(ri == -PERR_REFUSED && !sec_hs_done(&r));
 }
 
 /* Records a good session, then replays its initiator's messages to a fresh responder and its
@@ -65,18 +65,18 @@ static void test_replay(void) {
     size_t used;
     start_pair(&i, &r, K1, K1, 0, -1);
     memcpy(m1, i.out, sizeof m1);
-    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == SEC_HS_MORE);
+    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == 0 && !sec_hs_done(&r));
     memcpy(m2, r.out, sizeof m2);
-    CHECK(sec_hs_feed(&i, m2, sizeof m2, &used) == SEC_HS_DONE);
+    CHECK(sec_hs_feed(&i, m2, sizeof m2, &used) == 0 && sec_hs_done(&i));
     memcpy(m3, i.out, sizeof m3);
-    CHECK(sec_hs_feed(&r, m3, sizeof m3, &used) == SEC_HS_DONE);
+    CHECK(sec_hs_feed(&r, m3, sizeof m3, &used) == 0 && sec_hs_done(&r));
 
     sec_hs_t i2, r2;
     start_pair(&i2, &r2, K1, K1, 0, -1);
-    CHECK(sec_hs_feed(&r2, m1, sizeof m1, &used) == SEC_HS_MORE);
+    CHECK(sec_hs_feed(&r2, m1, sizeof m1, &used) == 0);
     CHECK(memcmp(r2.out, m2, sizeof m2) != 0); /* a fresh answer */
-    CHECK(sec_hs_feed(&r2, m3, sizeof m3, &used) == SEC_HS_FAIL);
-    CHECK(sec_hs_feed(&i2, m2, sizeof m2, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_feed(&r2, m3, sizeof m3, &used) == -PERR_REFUSED);
+    CHECK(sec_hs_feed(&i2, m2, sizeof m2, &used) == -PERR_REFUSED);
 }
 
 /* Any bit of MSG2 or MSG3 changed on the way fails the handshake (the MACs cover the transcript). */
@@ -88,7 +88,7 @@ static void test_altered(void) {
         start_pair(&i, &r, K1, K1, 0, -1);
         sec_hs_feed(&r, i.out, i.out_len, &used);
         r.out[at2[k]] ^= 0x01;
-        CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL);
+        CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) < 0 && !sec_hs_done(&i));
     }
     sec_hs_t i, r;
     size_t used;
@@ -96,7 +96,7 @@ static void test_altered(void) {
     i.out[70] ^= 0x80; /* MSG1's nonce: the responder answers, but the proofs no longer match */
     sec_hs_feed(&r, i.out, i.out_len, &used);
     /* (the initiator hashes its own MSG1, so it rejects the answer) */
-    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == -PERR_REFUSED);
 }
 
 static void test_garbage_and_oversize(void) {
@@ -105,29 +105,29 @@ static void test_garbage_and_oversize(void) {
     uint8_t junk[4096];
     memset(junk, 0x5A, sizeof junk);
     start_pair(&i, &r, K1, K1, 0, -1);
-    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == -PERR_PROTOCOL);
     CHECK(used <= SEC_HS_MSG1 && r.out_len == 0);
     /* An open client's control HELLO is not a handshake. */
     static const uint8_t hello[] = {0, 0, 0, 18, 0, 1, 0x50, 0x43, 0x43, 0x4c, 0, 2};
     start_pair(&i, &r, K1, K1, 0, -1);
-    CHECK(sec_hs_feed(&r, hello, sizeof hello, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_feed(&r, hello, sizeof hello, &used) == -PERR_PROTOCOL);
     /* Wrong version, type, purpose. */
     for (int f = 0; f < 3; f++) {
         start_pair(&i, &r, K1, K1, 0, -1);
         uint8_t m1[SEC_HS_MSG1];
         memcpy(m1, i.out, sizeof m1);
         m1[4 + f] ^= 0x40;
-        CHECK(sec_hs_feed(&r, m1, 8, &used) == SEC_HS_FAIL); /* known from the header alone */
+        CHECK(sec_hs_feed(&r, m1, 8, &used) == -PERR_PROTOCOL); /* known from the header alone */
     }
     /* A valid MSG1 followed by more bytes: only the message is taken. */
     start_pair(&i, &r, K1, K1, 0, -1);
     memcpy(junk, i.out, SEC_HS_MSG1);
-    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == SEC_HS_MORE);
+    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == 0);
     CHECK(used == SEC_HS_MSG1 && r.out_len == SEC_HS_MSG2);
     CHECK(sec_hs_want(&r) == SEC_HS_MSG3);
     /* Junk where MSG3 belongs fails on its header; nothing is taken after a failure. */
-    CHECK(sec_hs_feed(&r, junk + SEC_HS_MSG1, 8, &used) == SEC_HS_FAIL);
-    CHECK(sec_hs_feed(&r, junk, 8, &used) == SEC_HS_FAIL && used == 0);
+    CHECK(sec_hs_feed(&r, junk + SEC_HS_MSG1, 8, &used) == -PERR_PROTOCOL);
+    CHECK(sec_hs_feed(&r, junk, 8, &used) == -PERR_PROTOCOL && used == 0 && !sec_hs_done(&r));
 }
 
 static void test_truncated(void) {
@@ -135,11 +135,11 @@ static void test_truncated(void) {
     size_t used;
     start_pair(&i, &r, K1, K1, 0, -1);
     for (size_t k = 0; k + 1 < SEC_HS_MSG1; k++) {
-        CHECK(sec_hs_feed(&r, i.out + k, 1, &used) == SEC_HS_MORE && used == 1);
+        CHECK(sec_hs_feed(&r, i.out + k, 1, &used) == 0 && used == 1);
         CHECK(r.out_len == 0);
     }
     CHECK(sec_hs_want(&r) == 1);
-    CHECK(sec_hs_feed(&r, i.out + SEC_HS_MSG1 - 1, 1, &used) == SEC_HS_MORE && r.out_len == SEC_HS_MSG2);
+    CHECK(sec_hs_feed(&r, i.out + SEC_HS_MSG1 - 1, 1, &used) == 0 && r.out_len == SEC_HS_MSG2 && !sec_hs_done(&r));
 }
 
 static void test_policy(void) {
@@ -147,10 +147,10 @@ static void test_policy(void) {
     int ri, rr;
     start_pair(&i, &r, K1, K1, SEC_FLAG_ENCRYPT, 0); /* the initiator's run does not encrypt */
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_FAIL && rr != SEC_HS_DONE);
+    CHECK(ri == -PERR_REFUSED && !sec_hs_done(&r));
     start_pair(&i, &r, K1, K1, 0, SEC_FLAG_ENCRYPT);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_FAIL);
+    CHECK(ri == -PERR_REFUSED);
     /* The initiator meant another peer: the responder's context must match. */
     sec_cfg_t k = test_key(K1);
     uint8_t want[16];
@@ -160,15 +160,15 @@ static void test_policy(void) {
     sec_hs_params_t pr = {.role = SEC_RESPONDER, .purpose = SEC_PURPOSE_P2P, .flags = 0};
     CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_FAIL && strstr(i.err, "expected") != NULL);
+    CHECK(ri == -PERR_REFUSED && strstr(i.err, "expected") != NULL);
     /* A control handshake does not open a p2p port. */
     sec_hs_params_t pc = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
     CHECK(sec_hs_start(&i, &k, &pc) == 0 && sec_hs_start(&r, &k, &pr) == 0);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(rr == SEC_HS_FAIL);
+    CHECK(rr == -PERR_PROTOCOL);
     /* No key, no handshake. */
     sec_cfg_t none = {0};
-    CHECK(sec_hs_start(&i, &none, &pi) != 0);
+    CHECK(sec_hs_start(&i, &none, &pi) == -PERR_INVALID);
 }
 
 /* Runs an encrypting handshake between sides that prefer ci and cr; the cipher both ended with,
@@ -181,7 +181,7 @@ static int agreed(int ci, int cr) {
     int ri, rr;
     CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
     hs_run(&i, &r, &ri, &rr);
-    return ri == SEC_HS_DONE && rr == SEC_HS_DONE && i.session.cipher == r.session.cipher ? i.session.cipher : -1;
+    return ri == 0 && rr == 0 && sec_hs_done(&i) && sec_hs_done(&r) && i.session.cipher == r.session.cipher ? i.session.cipher : -1;
 }
 
 static void test_cipher_agreement(void) {
@@ -194,36 +194,63 @@ static void test_cipher_agreement(void) {
     int ri, rr;
     start_pair(&i, &r, K1, K1, 0, -1);
     hs_run(&i, &r, &ri, &rr);
-    CHECK(ri == SEC_HS_DONE && i.session.cipher == SEC_CIPHER_NONE && r.session.cipher == SEC_CIPHER_NONE);
+    CHECK(ri == 0 && sec_hs_done(&i) && i.session.cipher == SEC_CIPHER_NONE && r.session.cipher == SEC_CIPHER_NONE);
     /* A responder that answers AES to an initiator that asked for ChaCha20 is refused, before the MAC. */
     sec_cfg_t k = test_key(K1);
     sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1, .cipher = C};
     sec_hs_params_t pr = {.role = SEC_RESPONDER, .purpose = SEC_PURPOSE_P2P, .flags = SEC_FLAG_ENCRYPT, .cipher = A};
     size_t used;
     CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
-    CHECK(sec_hs_feed(&r, i.out, i.out_len, &used) == SEC_HS_MORE && r.out_len == SEC_HS_MSG2 && r.out[7] == C);
+    CHECK(sec_hs_feed(&r, i.out, i.out_len, &used) == 0 && r.out_len == SEC_HS_MSG2 && r.out[7] == C);
     r.out[7] = A;
-    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL && strstr(i.err, "cipher") != NULL);
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == -PERR_PROTOCOL && strstr(i.err, "cipher") != NULL);
     /* An unknown cipher in MSG1 or MSG2 fails; so does asking for one. */
     CHECK(sec_hs_start(&i, &k, &pi) == 0 && sec_hs_start(&r, &k, &pr) == 0);
     uint8_t m1[SEC_HS_MSG1];
     memcpy(m1, i.out, sizeof m1);
     m1[7] = 7;
-    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == SEC_HS_FAIL);
-    CHECK(sec_hs_start(&r, &k, &pr) == 0 && sec_hs_feed(&r, i.out, i.out_len, &used) == SEC_HS_MORE);
+    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == -PERR_PROTOCOL);
+    CHECK(sec_hs_start(&r, &k, &pr) == 0 && sec_hs_feed(&r, i.out, i.out_len, &used) == 0);
     r.out[7] = 0;
-    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == -PERR_PROTOCOL);
     sec_hs_params_t bad = pi;
     bad.cipher = 9;
-    CHECK(sec_hs_start(&i, &k, &bad) != 0);
+    CHECK(sec_hs_start(&i, &k, &bad) == -PERR_INVALID);
     /* The cipher bytes are in the transcript: a changed preference fails the responder's MAC. */
     sec_hs_params_t pa = pi;
     pa.cipher = A;
     CHECK(sec_hs_start(&i, &k, &pa) == 0 && sec_hs_start(&r, &k, &pr) == 0);
     memcpy(m1, i.out, sizeof m1);
     m1[7] = C;
-    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == SEC_HS_MORE && r.out[7] == C);
-    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == SEC_HS_FAIL);
+    CHECK(sec_hs_feed(&r, m1, sizeof m1, &used) == 0 && r.out[7] == C);
+    CHECK(sec_hs_feed(&i, r.out, r.out_len, &used) == -PERR_REFUSED);
+}
+
+/* A failed handshake keeps its code: every later feed returns it again and takes nothing; it never reports
+ * done. Completion is sec_hs_done's answer, not a value of the feed. */
+static void test_failure_codes(void) {
+    sec_hs_t i, r;
+    size_t used;
+    int ri, rr;
+    start_pair(&i, &r, K1, K2, 0, -1);
+    hs_run(&i, &r, &ri, &rr);
+    CHECK(ri == -PERR_REFUSED && !sec_hs_done(&i));
+    CHECK(sec_hs_feed(&i, r.out, SEC_HS_MSG2, &used) == -PERR_REFUSED && used == 0 && !sec_hs_done(&i));
+    uint8_t junk[SEC_HS_MSG1];
+    memset(junk, 0xA5, sizeof junk);
+    start_pair(&i, &r, K1, K1, 0, -1);
+    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == -PERR_PROTOCOL);
+    CHECK(sec_hs_feed(&r, i.out, i.out_len, &used) == -PERR_PROTOCOL && used == 0 && r.out_len == 0);
+    /* Done stays done: feeding more takes nothing and is no failure. */
+    start_pair(&i, &r, K1, K1, 0, -1);
+    hs_run(&i, &r, &ri, &rr);
+    CHECK(ri == 0 && rr == 0 && sec_hs_done(&i) && sec_hs_done(&r));
+    CHECK(sec_hs_feed(&r, junk, sizeof junk, &used) == 0 && used == 0 && sec_hs_done(&r));
+    /* Parameters no handshake can have: the start says so, and so does every feed. */
+    sec_cfg_t none = {0};
+    sec_hs_params_t pi = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_P2P, .flags = -1};
+    CHECK(sec_hs_start(&i, &none, &pi) == -PERR_INVALID);
+    CHECK(sec_hs_feed(&i, junk, sizeof junk, &used) == -PERR_INVALID && !sec_hs_done(&i));
 }
 
 int main(void) {
@@ -235,5 +262,6 @@ int main(void) {
     RUN_TEST(test_truncated);
     RUN_TEST(test_policy);
     RUN_TEST(test_cipher_agreement);
+    RUN_TEST(test_failure_codes);
     TEST_MAIN_END();
 }

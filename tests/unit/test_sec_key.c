@@ -48,15 +48,15 @@ static void test_refused(void) {
     const mode_t modes[] = {0644, 0640, 0604, 0660, 0602};
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
         err[0] = 0;
-        CHECK(sec_key_from_file(write_key("open", SECRET, modes[k]), &a, err, sizeof err) == -1);
+        CHECK(sec_key_from_file(write_key("open", SECRET, modes[k]), &a, err, sizeof err) == -PERR_INVALID);
         CHECK(strstr(err, "group or others") != NULL && strstr(err, "chmod 600") != NULL);
     }
     CHECK(a.keyed == 0);
-    CHECK(sec_key_from_file(write_key("short", "only-twenty-one-bytes\n", 0600), &a, err, sizeof err) == -1);
+    CHECK(sec_key_from_file(write_key("short", "only-twenty-one-bytes\n", 0600), &a, err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "at least 32") != NULL);
-    CHECK(sec_key_from_file("/nonexistent/pccl-key", &a, err, sizeof err) == -1);
+    CHECK(sec_key_from_file("/nonexistent/pccl-key", &a, err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "cannot open") != NULL);
-    CHECK(sec_key_from_file(g_dir, &a, err, sizeof err) == -1); /* a directory */
+    CHECK(sec_key_from_file(g_dir, &a, err, sizeof err) == -PERR_INVALID); /* a directory */
     CHECK(a.keyed == 0);
 }
 
@@ -66,10 +66,10 @@ static void test_env(void) {
     unsetenv("PCCL_KEY_FILE");
     CHECK(sec_key_from_env(&a, err, sizeof err) == 0 && !a.keyed);
     setenv("PCCL_KEY_FILE", write_key("env", SECRET, 0600), 1);
-    CHECK(sec_key_from_env(&a, err, sizeof err) == 1 && a.keyed);
+    CHECK(sec_key_from_env(&a, err, sizeof err) == 0 && a.keyed);
     /* The library refuses to start with a refused key instead of running open. */
     setenv("PCCL_KEY_FILE", write_key("env-open", SECRET, 0644), 1);
-    CHECK(sec_key_from_env(&a, err, sizeof err) == -1);
+    CHECK(sec_key_from_env(&a, err, sizeof err) == -PERR_INVALID);
     pcclInit();
     pcclCommCreateParams_t p = {.master_address = {.inet = {.protocol = inetIPv4, .ipv4 = {{127, 0, 0, 1}}},
                                                    .port = 1}};
@@ -92,18 +92,18 @@ static void test_file_check(void) {
     st.st_uid = 0; /* root's file: accepted, as ssh does */
     CHECK(sec_file_check(&st, 1000, "key file", "k", err, sizeof err) == 0);
     st.st_uid = 1001;
-    CHECK(sec_file_check(&st, 1000, "key file", "k", err, sizeof err) == -1);
+    CHECK(sec_file_check(&st, 1000, "key file", "k", err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "owned by uid 1001") != NULL && strstr(err, "uid 1000") != NULL);
     CHECK(sec_file_check(&st, 1001, "token file", "t", err, sizeof err) == 0);
     st.st_mode = S_IFREG | 0640;
-    CHECK(sec_file_check(&st, 1001, "token file", "t", err, sizeof err) == -1);
+    CHECK(sec_file_check(&st, 1001, "token file", "t", err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "token file 't'") != NULL && strstr(err, "group or others") != NULL);
     st.st_mode = S_IFDIR | 0700;
-    CHECK(sec_file_check(&st, 1001, "key file", "k", err, sizeof err) == -1);
+    CHECK(sec_file_check(&st, 1001, "key file", "k", err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "not a regular file") != NULL);
     st.st_mode = S_IFREG | 0400;
     st.st_size = SEC_KEY_MAX_FILE + 1;
-    CHECK(sec_file_check(&st, 1001, "key file", "k", err, sizeof err) == -1);
+    CHECK(sec_file_check(&st, 1001, "key file", "k", err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "larger than") != NULL);
 }
 
@@ -114,9 +114,9 @@ static void test_foreign_owner(void) {
     char err[320], tok[64];
     const char *key = write_key("foreign", SECRET, 0600);
     CHECK(chown(key, 65534, 65534) == 0);
-    CHECK(sec_key_from_file(key, &a, err, sizeof err) == -1 && strstr(err, "owned by uid 65534") != NULL);
+    CHECK(sec_key_from_file(key, &a, err, sizeof err) == -PERR_INVALID && strstr(err, "owned by uid 65534") != NULL);
     CHECK(a.keyed == 0);
-    CHECK(sec_token_from_file(key, tok, sizeof tok, err, sizeof err) == -1 && strstr(err, "owned by uid 65534"));
+    CHECK(sec_token_from_file(key, tok, sizeof tok, err, sizeof err) == -PERR_INVALID && strstr(err, "owned by uid 65534"));
 }
 
 /* A systemd credential (LoadCredential=): systemd's ACL for the service shows as mode 0440; accepted there only. */
@@ -124,17 +124,17 @@ static void test_systemd_credential(void) {
     char err[320], tok[64], dir[300];
     const char *path = write_key("cred.token", "0123456789abcdef\n", 0440);
     unsetenv("CREDENTIALS_DIRECTORY");
-    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1 && strstr(err, "mode 0440"));
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -PERR_INVALID && strstr(err, "mode 0440"));
     snprintf(dir, sizeof dir, "%s/", g_dir);
     setenv("CREDENTIALS_DIRECTORY", dir, 1);
     CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == 0 && strcmp(tok, "0123456789abcdef") == 0);
     chmod(path, 0460); /* group write is no ACL of systemd's */
-    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -PERR_INVALID);
     chmod(path, 0444);
-    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -PERR_INVALID);
     setenv("CREDENTIALS_DIRECTORY", "/nonexistent", 1); /* elsewhere, 0440 stays refused */
     chmod(path, 0440);
-    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(sec_token_from_file(path, tok, sizeof tok, err, sizeof err) == -PERR_INVALID);
     unsetenv("CREDENTIALS_DIRECTORY");
 }
 
@@ -147,15 +147,15 @@ static void test_token(void) {
                               sizeof err) == 0);
     CHECK(strcmp(tok, "0123456789abcdefXY") == 0);
     tok[0] = 0;
-    CHECK(sec_token_from_file(write_key("tok-short", "s3cret\n", 0600), tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(sec_token_from_file(write_key("tok-short", "s3cret\n", 0600), tok, sizeof tok, err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "6 bytes") != NULL && strstr(err, "at least 16") != NULL && tok[0] == 0);
     CHECK(sec_token_from_file(write_key("tok-open", "0123456789abcdef\n", 0644), tok, sizeof tok, err,
-                              sizeof err) == -1);
+                              sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "token file") != NULL && strstr(err, "chmod 600") != NULL);
     CHECK(sec_token_from_file(write_key("tok-long", "0123456789abcdef0123456789abcdef\n", 0600), tok, 20, err,
-                              sizeof err) == -1);
+                              sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "longer than 19") != NULL);
-    CHECK(sec_token_from_file("/nonexistent/pccl-token", tok, sizeof tok, err, sizeof err) == -1);
+    CHECK(sec_token_from_file("/nonexistent/pccl-token", tok, sizeof tok, err, sizeof err) == -PERR_INVALID);
     CHECK(strstr(err, "cannot open token file") != NULL);
 }
 

@@ -234,19 +234,19 @@ static void test_unreachable(void) {
 static void test_bad_input(void) {
     double bw[9] = {0, 1, 2, 3, 0, 4, 5, 6, 0};
     topo_solution_t s;
-    CHECK(topo_solve(NULL, 3, 0, NULL, &s) == -1);
-    CHECK(topo_solve(bw, 3, 0, NULL, NULL) == -1);
-    CHECK(topo_solve(bw, 0, 0, NULL, &s) == -1);
-    CHECK(topo_solve(bw, -2, 0, NULL, &s) == -1);
-    CHECK(topo_solve(bw_buf, TOPO_MAX_N + 1, 0, NULL, &s) == -1);
+    CHECK(topo_solve(NULL, 3, 0, NULL, &s) == -PERR_INVALID);
+    CHECK(topo_solve(bw, 3, 0, NULL, NULL) == -PERR_INVALID);
+    CHECK(topo_solve(bw, 0, 0, NULL, &s) == -PERR_INVALID);
+    CHECK(topo_solve(bw, -2, 0, NULL, &s) == -PERR_INVALID);
+    CHECK(topo_solve(bw_buf, TOPO_MAX_N + 1, 0, NULL, &s) == -PERR_INVALID);
     CHECK(s.order == NULL);
     bw[5] = -1;
-    CHECK(topo_solve(bw, 3, 0, NULL, &s) == -1);
-    CHECK(topo_validate(bw, 3) == -1);
+    CHECK(topo_solve(bw, 3, 0, NULL, &s) == -PERR_INVALID);
+    CHECK(topo_validate(bw, 3) == -PERR_INVALID);
     bw[5] = NAN;
-    CHECK(topo_solve(bw, 3, 0, NULL, &s) == -1);
+    CHECK(topo_solve(bw, 3, 0, NULL, &s) == -PERR_INVALID);
     bw[5] = INFINITY;
-    CHECK(topo_solve(bw, 3, 0, NULL, &s) == -1);
+    CHECK(topo_solve(bw, 3, 0, NULL, &s) == -PERR_INVALID);
     bw[5] = 4;
     bw[4] = NAN; /* diagonal: ignored */
     bw[0] = -5;

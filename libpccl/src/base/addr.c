@@ -45,12 +45,13 @@ static int valid_host_name(const char *h) {
     return strspn(h, "0123456789.") != strlen(h);
 }
 
+/* @return 0, or -PERR_SYNTAX. */
 static int parse_port(const char *s, uint16_t *out) {
-    if (!*s || strlen(s) > 5) return -1;
+    if (!*s || strlen(s) > 5) return -PERR_SYNTAX;
     for (const char *p = s; *p; p++)
-        if (!isdigit((unsigned char)*p)) return -1;
+        if (!isdigit((unsigned char)*p)) return -PERR_SYNTAX;
     long v = strtol(s, NULL, 10);
-    if (v > 65535) return -1;
+    if (v > 65535) return -PERR_SYNTAX;
     *out = (uint16_t)v;
     return 0;
 }
@@ -60,7 +61,7 @@ static int resolve(const char *host, ccoip_inet_address_t *ip, char *err, size_t
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rc));
-        return ADDR_UNRESOLVED;
+        return -PERR_UNRESOLVED;
     }
     /* An IPv4 address first: a dual-stack listener (0.0.0.0) takes it as well as an IPv4-only one (the admin
      * port's 127.0.0.1), while glibc puts ::1 before 127.0.0.1 for "localhost" on most hosts. */
@@ -78,9 +79,9 @@ static int resolve(const char *host, ccoip_inet_address_t *ip, char *err, size_t
     freeaddrinfo(res);
     if (!found) {
         snprintf(err, errlen, "cannot resolve '%s': no IPv4 or IPv6 address", host);
-        return ADDR_UNRESOLVED;
+        return -PERR_UNRESOLVED;
     }
-    return ADDR_OK;
+    return 0;
 }
 
 int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
@@ -128,20 +129,20 @@ int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_soc
     } else {
         if (!valid_host_name(host)) goto syntax;
         int rc = resolve(host, &a.inet, err, errlen);
-        if (rc != ADDR_OK) return rc;
+        if (rc != 0) return rc;
     }
     *out = a;
-    return ADDR_OK;
+    return 0;
 syntax:
     snprintf(err, errlen, "bad address '%s' (want HOST:PORT, IPV4:PORT or [IPV6]:PORT)", s);
-    return ADDR_SYNTAX;
+    return -PERR_SYNTAX;
 }
 
 int addr_parse_advertised(const char *s, ccoip_socket_address_t *out, char *err, size_t errlen) {
     int rc = addr_parse(s, 0, 0, out, err, errlen);
-    if (rc == ADDR_OK && addr_ip_is_any(&out->inet)) {
+    if (rc == 0 && addr_ip_is_any(&out->inet)) {
         snprintf(err, errlen, "'%s' is the any address, which other peers cannot dial", s);
-        return ADDR_SYNTAX;
+        return -PERR_SYNTAX;
     }
     return rc;
 }
@@ -176,7 +177,7 @@ int addr_from_sockaddr(const struct sockaddr *sa, ccoip_socket_address_t *out) {
         out->port = ntohs(s6->sin6_port);
         return 0;
     }
-    return -1;
+    return -PERR_INVALID;
 }
 
 void addr_ip_str(const ccoip_inet_address_t *ip, char out[ADDR_STRLEN]) {

@@ -14,11 +14,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "base/err.h"
 #include "ccoip_inet.h"
-
-/* addr_parse's answers: a spelling no host or port can have is a usage error; a well-formed host name that does
- * not resolve is a runtime failure (DNS may come back, so a supervisor should retry). */
-enum { ADDR_OK = 0, ADDR_SYNTAX = -1, ADDR_UNRESOLVED = -2 };
 
 /* "[ffff:...:ffff]:65535" and a NUL. */
 #define ADDR_STRLEN 56
@@ -26,18 +23,20 @@ enum { ADDR_OK = 0, ADDR_SYNTAX = -1, ADDR_UNRESOLVED = -2 };
 /**
  * Parses and resolves s into out (for a name, the first IPv4 address getaddrinfo gives, else its first IPv6 one). Without a port, default_port is
  * used, unless it is 0 and require_port is set, which makes a missing port a syntax error.
- * @return ADDR_OK, ADDR_SYNTAX or ADDR_UNRESOLVED with a one-line reason in err.
+ * @return 0; -PERR_SYNTAX for a spelling no host or port can have (a usage error); -PERR_UNRESOLVED for a
+ *         well-formed host name that does not resolve (a runtime failure: DNS may come back, so a supervisor
+ *         should retry). A failure leaves a one-line reason in err.
  */
 int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
                size_t errlen);
 
 /* An address other peers dial ("HOST[:PORT]", port 0 when missing): addr_parse, and the any address (0.0.0.0, ::)
- * is refused as ADDR_SYNTAX, since nobody can dial it. */
+ * is refused as -PERR_SYNTAX, since nobody can dial it. @return as addr_parse. */
 int addr_parse_advertised(const char *s, ccoip_socket_address_t *out, char *err, size_t errlen);
 
 /* sockaddr of a, in *ss; returns its length. */
 socklen_t addr_to_sockaddr(const ccoip_socket_address_t *a, struct sockaddr_storage *ss);
-/* Address and port of sa (AF_INET or AF_INET6, v4-mapped made IPv4); -1 for another family. */
+/* Address and port of sa (AF_INET or AF_INET6, v4-mapped made IPv4). @return 0, or -PERR_INVALID for another family. */
 int addr_from_sockaddr(const struct sockaddr *sa, ccoip_socket_address_t *out);
 /* "1.2.3.4" or "::1" (no port). */
 void addr_ip_str(const ccoip_inet_address_t *ip, char out[ADDR_STRLEN]);

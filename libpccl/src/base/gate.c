@@ -75,13 +75,13 @@ int gate_admit(gate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t 
     addr_use(g, addr, &count, &bytes);
     if (count >= g->lim.per_addr) {
         g->refused++;
-        return -1;
+        return -PERR_REFUSED;
     }
     if (g->n >= g->lim.total) {
         long v = pick_victim(g, 0, 0);
         if (v < 0) {
             g->refused++;
-            return -1;
+            return -PERR_REFUSED;
         }
         *evict = g->v[v].id;
         remove_at(g, (size_t)v);
@@ -92,7 +92,7 @@ int gate_admit(gate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t 
         gate_ent_t *nv = realloc(g->v, cap * sizeof *nv);
         if (!nv) {
             g->refused++;
-            return -1;
+            return -PERR_REFUSED;
         }
         g->v = nv;
         g->cap = cap;
@@ -123,7 +123,7 @@ int gate_reserve(gate_t *g, uint64_t id, size_t want, uint64_t evict[GATE_EVICT_
 refuse:
     g->refused++;
     gate_remove(g, id);
-    return -1;
+    return -PERR_REFUSED;
 }
 
 int gate_hold(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict) {
@@ -139,7 +139,7 @@ int gate_hold(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MA
 
 int gate_evict_one(gate_t *g, uint64_t *id) {
     long v = pick_victim(g, 0, 0);
-    if (v < 0) return -1;
+    if (v < 0) return -PERR_INVALID;
     *id = g->v[v].id;
     remove_at(g, (size_t)v);
     g->evicted++;

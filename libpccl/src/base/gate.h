@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
 #include "ccoip_inet.h"
 
 #define GATE_EVICT_MAX 16 /* most evictions one reservation may ask for */
@@ -51,12 +52,12 @@ void gate_init(gate_t *g, const gate_limits_t *lim);
 void gate_free(gate_t *g);
 /*
  * A new stranger id from addr, holding nothing yet. @return 0 admitted (*evict is 0, or a
- * stranger that was removed to make room: close it), -1 refused (close the newcomer).
+ * stranger that was removed to make room: close it), -PERR_REFUSED (close the newcomer).
  */
 int gate_admit(gate_t *g, uint64_t id, uint32_t addr, uint64_t now_ms, uint64_t *evict);
 /*
  * Stranger id wants to buffer bytes in all (not more on top). @return 0 granted (evict[0, *nevict)
- * were removed to make room: close them), -1 refused (id was removed: close it). Not a stranger:
+ * were removed to make room: close them), -PERR_REFUSED (id was removed: close it). Not a stranger:
  * granted.
  */
 int gate_reserve(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict);
@@ -67,7 +68,7 @@ int gate_reserve(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT
  */
 int gate_hold(gate_t *g, uint64_t id, size_t bytes, uint64_t evict[GATE_EVICT_MAX], size_t *nevict);
 /* Removes the oldest stranger of the address holding the most into *id (to free what it holds:
- * its descriptor when the process ran out of them). @return 0, or -1 when there is none. */
+ * its descriptor when the process ran out of them). @return 0, or -PERR_INVALID when there is none. */
 int gate_evict_one(gate_t *g, uint64_t *id);
 /* id is no stranger any more (registered, authenticated or closed); unknown ids are ignored. */
 void gate_remove(gate_t *g, uint64_t id);

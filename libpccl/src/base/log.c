@@ -12,6 +12,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/err.h"
+
 static atomic_int g_level = -1;
 static atomic_int g_json = -1;
 
@@ -19,7 +21,7 @@ int pccl_log_parse_level(const char *s) {
     static const char *names[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; i++)
         if (s && strcasecmp(s, names[i]) == 0) return i;
-    return -1;
+    return -PERR_INVALID;
 }
 
 static int level_now(void) {

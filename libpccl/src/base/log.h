@@ -14,7 +14,7 @@
 typedef enum { PCCL_LOG_ERROR = 0, PCCL_LOG_WARN = 1, PCCL_LOG_INFO = 2, PCCL_LOG_DEBUG = 3 } pccl_log_level_t;
 
 void pccl_log_set_level(pccl_log_level_t level);
-/** Parses "error", "warn", "info", "debug"; returns -1 if unknown. */
+/** Parses "error", "warn", "info", "debug". @return the pccl_log_level_t, or -PERR_INVALID if unknown. */
 int pccl_log_parse_level(const char *s);
 void pccl_log_set_json(int json);
 int pccl_log_enabled(pccl_log_level_t level);

@@ -51,8 +51,8 @@ int net_bound_local_rcvbuf(int fd) {
 
 int net_set_nonblock(int fd, int on) {
     int fl = fcntl(fd, F_GETFL, 0);
-    if (fl < 0) return -1;
-    return fcntl(fd, F_SETFL, on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+    if (fl < 0 || fcntl(fd, F_SETFL, on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK)) != 0) return -PERR_IO;
+    return 0;
 }
 
 void net_set_timeouts(int fd, int ms) {
@@ -65,7 +65,7 @@ static int listen_on(const ccoip_socket_address_t *a, int v6only, uint16_t *port
     struct sockaddr_storage ss;
     socklen_t len = addr_to_sockaddr(a, &ss);
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
+    if (fd < 0) return -PERR_IO;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
@@ -74,7 +74,7 @@ static int listen_on(const ccoip_socket_address_t *a, int v6only, uint16_t *port
         int e = errno;
         close(fd);
         errno = e;
-        return -1;
+        return -PERR_IO;
     }
     ccoip_socket_address_t bound;
     addr_from_sockaddr((struct sockaddr *)&ss, &bound);
@@ -101,20 +101,20 @@ int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_
     for (;;) {
         if (cancel && cancel->fn && cancel->fn(cancel->arg)) {
             errno = ECANCELED;
-            return -1;
+            return -PERR_CANCELLED;
         }
         uint64_t now = net_now_ms();
         if (now >= deadline_ms) {
             errno = ETIMEDOUT;
-            return 0;
+            return -PERR_TIMEOUT;
         }
         uint64_t left = deadline_ms - now;
         /* Slices only when someone may cancel: a plain wait is one poll. */
         int step = cancel && left > NET_CANCEL_POLL_MS ? NET_CANCEL_POLL_MS : (int)(left > INT32_MAX ? INT32_MAX : left);
         struct pollfd p = {.fd = fd, .events = events};
         int n = poll(&p, 1, step);
-        if (n > 0) return 1;
-        if (n < 0 && errno != EINTR) return -1;
+        if (n > 0) return 0;
+        if (n < 0 && errno != EINTR) return -PERR_IO;
     }
 }
 
@@ -123,16 +123,20 @@ int net_connect_cancellable(const ccoip_socket_address_t *to, int timeout_ms, co
     struct sockaddr_storage sa;
     socklen_t salen = addr_to_sockaddr(to, &sa);
     int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return -1;
+    if (fd < 0) return -PERR_IO;
     int rc = connect(fd, (struct sockaddr *)&sa, salen);
-    if (rc != 0 && errno != EINPROGRESS) goto fail;
+    if (rc != 0 && errno != EINPROGRESS) {
+        rc = -PERR_IO;
+        goto fail;
+    }
     if (rc != 0) {
-        if (net_wait_until(fd, POLLOUT, deadline, cancel) <= 0) goto fail;
+        if ((rc = net_wait_until(fd, POLLOUT, deadline, cancel)) != 0) goto fail;
         int err = 0;
         socklen_t el = sizeof err;
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
         if (err) {
             errno = err;
+            rc = -PERR_IO;
             goto fail;
         }
     }
@@ -143,7 +147,7 @@ fail:;
     int e = errno;
     close(fd);
     errno = e;
-    return -1;
+    return rc;
 }
 
 int net_connect(const ccoip_socket_address_t *to, int timeout_ms) { return net_connect_cancellable(to, timeout_ms, NULL); }
@@ -153,7 +157,8 @@ int net_send_all(int fd, const void *buf, size_t len) {
     while (len) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? -PERR_TIMEOUT : -PERR_IO;
+        if (n == 0) return -PERR_IO;
         p += n;
         len -= (size_t)n;
     }
@@ -165,7 +170,8 @@ int net_recv_all(int fd, void *buf, size_t len) {
     while (len) {
         ssize_t n = recv(fd, p, len, 0);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? -PERR_TIMEOUT : -PERR_IO;
+        if (n == 0) return -PERR_IO;
         p += n;
         len -= (size_t)n;
     }

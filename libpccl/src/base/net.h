@@ -2,6 +2,7 @@
  * net.h - blocking TCP helpers with bounded waits (internal).
  * Every call that can wait takes or inherits a timeout; sends use
  * MSG_NOSIGNAL so a vanished peer is an error, never SIGPIPE.
+ * Failures are err.h codes; errno is kept as detail for the log (strerror).
  */
 #ifndef PCCL_NET_H
 #define PCCL_NET_H
@@ -14,11 +15,12 @@
 
 uint64_t net_now_ms(void);
 /* Listens on a (port 0: an ephemeral one, stored in *port_out); 0.0.0.0 listens dual-stack on [::] (IPv4 alone
- * where the host has no IPv6), so IPv4 and IPv6 peers reach it alike. Returns fd or -1 (errno set). */
+ * where the host has no IPv6), so IPv4 and IPv6 peers reach it alike. @return fd, or -PERR_IO (errno set). */
 int net_listen(const ccoip_socket_address_t *a, uint16_t *port_out);
 /* net_listen on every address (dual-stack) at port (0: ephemeral). */
 int net_listen_any(uint16_t port, uint16_t *port_out);
-/* Connects with a timeout; returns a blocking fd with TCP_NODELAY, or -1 (errno set). */
+/* Connects with a timeout. @return a blocking fd with TCP_NODELAY; -PERR_TIMEOUT; -PERR_IO (errno set: refused,
+ * unreachable, ...). */
 int net_connect(const ccoip_socket_address_t *to, int timeout_ms);
 /* Asked every NET_CANCEL_POLL_MS while a wait lasts; nonzero ends it with ECANCELED. */
 typedef struct net_cancel {
@@ -26,10 +28,11 @@ typedef struct net_cancel {
     void *arg;
 } net_cancel_t;
 #define NET_CANCEL_POLL_MS 20
-/* net_connect that also ends when cancel (may be NULL) says so. */
+/* net_connect that also ends when cancel (may be NULL) says so (-PERR_CANCELLED). */
 int net_connect_cancellable(const ccoip_socket_address_t *to, int timeout_ms, const net_cancel_t *cancel);
 /* Waits until fd has events (poll(2) flags) or deadline_ms (net_now_ms clock) passes or cancel
- * fires: 1 ready, 0 timeout (errno ETIMEDOUT), -1 cancelled (ECANCELED) or poll error. */
+ * fires. @return 0 ready; -PERR_TIMEOUT (errno ETIMEDOUT); -PERR_CANCELLED (errno ECANCELED); -PERR_IO (poll
+ * failed, errno set). */
 int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel);
 void net_set_nodelay(int fd);
 /* Receive buffer of a connection whose peer is on this host, in bytes (before the kernel's
@@ -42,10 +45,12 @@ int net_fd_same_host(int fd);
 /* Sets SO_RCVBUF to NET_LOCAL_RCVBUF when the connection's peer is on this host and returns 1;
  * leaves other connections to the kernel's autotuning (a WAN window must grow) and returns 0. */
 int net_bound_local_rcvbuf(int fd);
+/* @return 0, or -PERR_IO (errno set). */
 int net_set_nonblock(int fd, int on);
 /* SO_RCVTIMEO / SO_SNDTIMEO in ms (0 = none). */
 void net_set_timeouts(int fd, int ms);
-/* Full send/receive on a blocking fd; -1 on error, timeout or EOF. */
+/* Full send/receive on a blocking fd. @return 0; -PERR_TIMEOUT (SO_RCVTIMEO/SO_SNDTIMEO passed); -PERR_IO (an
+ * error, errno set, or the end of the stream). */
 int net_send_all(int fd, const void *buf, size_t len);
 int net_recv_all(int fd, void *buf, size_t len);
 

@@ -20,7 +20,7 @@ int comm_addr_from_env(pcclComm_t *c) {
     }
     const char *adv = getenv("PCCL_ADVERTISE_ADDRESS");
     if (adv && *adv) {
-        if (addr_parse_advertised(adv, &c->adv, err, sizeof err) != ADDR_OK) {
+        if (addr_parse_advertised(adv, &c->adv, err, sizeof err) != 0) {
             PLOG_ERROR("pccl", "PCCL_ADVERTISE_ADDRESS: %s", err);
             return -1;
         }

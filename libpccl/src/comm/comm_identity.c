@@ -24,13 +24,14 @@ static void adopt(pcclComm_t *c, const ident_t *id) {
 static int load_file(pcclComm_t *c, const char *path, const char *what) {
     ident_t id;
     char err[320];
-    int rc = ident_load_file(path, &id, err, sizeof err);
+    int created;
+    int rc = ident_load_file(path, &id, &created, err, sizeof err);
     if (rc < 0) {
         PLOG_ERROR("pccl", "%s: %s", what, err);
         return -1;
     }
     adopt(c, &id);
-    if (rc == 1) PLOG_INFO(c->log_name, "created identity file '%s'", path);
+    if (created) PLOG_INFO(c->log_name, "created identity file '%s'", path);
     sodium_memzero(&id, sizeof id);
     return 0;
 }

@@ -87,7 +87,7 @@ static int handshake_step(p2p_greeting_t *g, int fd, sec_link_t **link, char *er
     }
     size_t used;
     int r = sec_hs_feed(g->hs, buf, (size_t)n, &used);
-    if (r == SEC_HS_FAIL) {
+    if (r != 0) {
         snprintf(err, errlen, "handshake: %s", g->hs->err);
         return -1;
     }
@@ -99,7 +99,7 @@ static int handshake_step(p2p_greeting_t *g, int fd, sec_link_t **link, char *er
         }
         g->hs->out_len = 0;
     }
-    if (r != SEC_HS_DONE) return 0;
+    if (!sec_hs_done(g->hs)) return 0;
     memcpy(g->hello, g->hs->peer_ctx, sizeof g->hello);
     int rc = finish(g->hs, link);
     free(g->hs);
@@ -145,7 +145,7 @@ int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], p2p_intro_t 
     int r = 0;
     while (r == 0) {
         int w = net_wait_until(fd, POLLIN, deadline, NULL);
-        if (w != 1) {
+        if (w != 0) {
             snprintf(err, errlen, "no hello in time");
             r = -1;
             break;

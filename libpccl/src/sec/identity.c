@@ -18,23 +18,25 @@ static const char sign_label[] = "pccl peer identity v6";
 #define IDENT_FILE_MAX 4096
 
 int ident_generate(ident_t *id) {
-    if (sodium_init() < 0) return -1;
-    return crypto_sign_keypair(id->pk, id->sk) == 0 ? 0 : -1;
+    if (sodium_init() < 0) return -PERR_FAILED;
+    return crypto_sign_keypair(id->pk, id->sk) == 0 ? 0 : -PERR_FAILED;
 }
 
 int ident_from_seed(ident_t *id, const uint8_t seed[32]) {
-    if (sodium_init() < 0) return -1;
-    return crypto_sign_seed_keypair(id->pk, id->sk, seed) == 0 ? 0 : -1;
+    if (sodium_init() < 0) return -PERR_FAILED;
+    return crypto_sign_seed_keypair(id->pk, id->sk, seed) == 0 ? 0 : -PERR_FAILED;
 }
 
 /* Creates path with a fresh seed; O_EXCL, so a file that appeared meanwhile is not overwritten.
- * @return 1 created, 0 it exists now (read it), -1 error. */
-static int create_file(const char *path, ident_t *id, char *err, size_t errlen) {
+ * @return 0 with *created 1 (id holds the new key pair) or 0 (it exists now: read it); -PERR_IO with a
+ * reason in err. */
+static int create_file(const char *path, ident_t *id, int *created, char *err, size_t errlen) {
+    *created = 0;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         if (errno == EEXIST) return 0;
         snprintf(err, errlen, "cannot create identity file '%s': %s", path, strerror(errno));
-        return -1;
+        return -PERR_IO;
     }
     uint8_t seed[32];
     randombytes_buf(seed, sizeof seed);
@@ -42,41 +44,51 @@ static int create_file(const char *path, ident_t *id, char *err, size_t errlen) 
     sodium_bin2base64(line, sizeof line - 1, seed, sizeof seed, sodium_base64_VARIANT_ORIGINAL);
     size_t n = strlen(line);
     line[n++] = '\n';
-    int rc = write(fd, line, n) == (ssize_t)n && fsync(fd) == 0 ? 1 : -1;
+    int rc = write(fd, line, n) == (ssize_t)n && fsync(fd) == 0 ? 0 : -PERR_IO;
     if (rc < 0) snprintf(err, errlen, "cannot write identity file '%s': %s", path, strerror(errno));
     close(fd);
-    if (rc > 0) ident_from_seed(id, seed);
-    else unlink(path);
+    if (rc == 0) {
+        ident_from_seed(id, seed);
+        *created = 1;
+    } else {
+        unlink(path);
+    }
     sodium_memzero(seed, sizeof seed);
     sodium_memzero(line, sizeof line);
     return rc;
 }
 
-int ident_load_file(const char *path, ident_t *id, char *err, size_t errlen) {
+int ident_load_file(const char *path, ident_t *id, int *created, char *err, size_t errlen) {
+    int made = 0;
+    if (created) *created = 0;
     if (sodium_init() < 0) {
         snprintf(err, errlen, "libsodium failed to initialize");
-        return -1;
+        return -PERR_FAILED;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && errno == ENOENT) {
-        int c = create_file(path, id, err, errlen);
-        if (c != 0) return c;
+        int c = create_file(path, id, &made, err, errlen);
+        if (c != 0 || made) {
+            if (created) *created = made;
+            return c;
+        }
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     }
     if (fd < 0) {
         snprintf(err, errlen, "cannot open identity file '%s': %s", path, strerror(errno));
-        return -1;
+        return -PERR_IO;
     }
     struct stat st = {0};
     if (fstat(fd, &st) != 0) {
         snprintf(err, errlen, "cannot stat identity file '%s': %s", path, strerror(errno));
         close(fd);
-        return -1;
+        return -PERR_IO;
     }
     /* The run key's rules: a regular file, private, owned by this user or root. */
-    if (sec_file_check(&st, geteuid(), "identity file", path, err, errlen) != 0) {
+    int rc = sec_file_check(&st, geteuid(), "identity file", path, err, errlen);
+    if (rc != 0) {
         close(fd);
-        return -1;
+        return rc;
     }
     char buf[IDENT_FILE_MAX + 1];
     size_t n = 0;
@@ -87,13 +99,13 @@ int ident_load_file(const char *path, ident_t *id, char *err, size_t errlen) {
     buf[n] = 0;
     uint8_t seed[32];
     size_t got = 0;
-    int rc = -1;
+    rc = -PERR_INVALID;
     if (sodium_base642bin(seed, sizeof seed, buf, n, NULL, &got, NULL, sodium_base64_VARIANT_ORIGINAL) != 0 ||
         got != sizeof seed)
         snprintf(err, errlen, "identity file '%s' is malformed: it must hold one line of base64, a 32-byte seed "
                  "(delete it to make a new identity)", path);
-    else if (ident_from_seed(id, seed) == 0) rc = 0;
-    else snprintf(err, errlen, "identity file '%s': cannot derive the key pair", path);
+    else if ((rc = ident_from_seed(id, seed)) != 0)
+        snprintf(err, errlen, "identity file '%s': cannot derive the key pair", path);
     sodium_memzero(seed, sizeof seed);
     sodium_memzero(buf, sizeof buf);
     return rc;
@@ -116,9 +128,9 @@ int ident_pk_parse(const char *s, size_t len, uint8_t pk[IDENT_PK_BYTES]) {
     const char *end = NULL;
     if (len == 2 * IDENT_PK_BYTES)
         return sodium_hex2bin(pk, IDENT_PK_BYTES, s, len, NULL, &got, &end) == 0 && got == IDENT_PK_BYTES &&
-                       end == s + len ? 0 : -1;
+                       end == s + len ? 0 : -PERR_INVALID;
     return sodium_base642bin(pk, IDENT_PK_BYTES, s, len, NULL, &got, &end, sodium_base64_VARIANT_ORIGINAL) == 0 &&
-                   got == IDENT_PK_BYTES && end == s + len ? 0 : -1;
+                   got == IDENT_PK_BYTES && end == s + len ? 0 : -PERR_INVALID;
 }
 
 /* label | nonce | digest */
@@ -140,13 +152,14 @@ int ident_verify(const uint8_t pk[IDENT_PK_BYTES], const uint8_t nonce[IDENT_NON
                  const uint8_t digest[IDENT_DIGEST_BYTES], const uint8_t sig[IDENT_SIG_BYTES]) {
     uint8_t msg[SIGNED_LEN];
     signed_message(nonce, digest, msg);
-    return crypto_sign_verify_detached(sig, msg, sizeof msg, pk) == 0 ? 0 : -1;
+    return crypto_sign_verify_detached(sig, msg, sizeof msg, pk) == 0 ? 0 : -PERR_REFUSED;
 }
 
 int ident_encode_signed(const ident_t *id, const uint8_t nonce[IDENT_NONCE_BYTES], const wire_msg_t *m,
                         wbuf_t *out) {
     size_t start = out->len;
-    if (wire_encode(m, out) != 0) return -1;
+    int rc = wire_encode(m, out);
+    if (rc != 0) return rc;
     /* The frame: u32 length, then the body, whose last WIRE_SIG_LEN bytes are the signature. */
     uint8_t *body = out->data + start + 4, *sig = out->data + out->len - WIRE_SIG_LEN;
     uint8_t digest[IDENT_DIGEST_BYTES];
@@ -184,7 +197,7 @@ int ident_keys_load(const char *path, ident_keys_t *keys, char *err, size_t errl
     FILE *f = fopen(path, "re");
     if (!f) {
         snprintf(err, errlen, "cannot open allow-keys file '%s': %s", path, strerror(errno));
-        return -1;
+        return -PERR_IO;
     }
     ident_keys_t k = {0};
     int cap = 0, lineno = 0, rc = 0;
@@ -194,7 +207,7 @@ int ident_keys_load(const char *path, ident_keys_t *keys, char *err, size_t errl
         size_t len = strlen(line);
         if (len == sizeof line - 1 && line[len - 1] != '\n') {
             snprintf(err, errlen, "allow-keys file '%s' line %d: too long", path, lineno);
-            rc = -1;
+            rc = -PERR_INVALID;
             break;
         }
         char *p = line;
@@ -205,7 +218,7 @@ int ident_keys_load(const char *path, ident_keys_t *keys, char *err, size_t errl
         if (ident_pk_parse(p, tok, pk) != 0) {
             snprintf(err, errlen, "allow-keys file '%s' line %d: not a public key (base64 or 64 hex digits, as "
                      "`pccl identity FILE` prints)", path, lineno);
-            rc = -1;
+            rc = -PERR_INVALID;
             break;
         }
         if (k.n == cap) {
@@ -213,7 +226,7 @@ int ident_keys_load(const char *path, ident_keys_t *keys, char *err, size_t errl
             void *g = realloc(k.pk, (size_t)cap * IDENT_PK_BYTES);
             if (!g) {
                 snprintf(err, errlen, "out of memory reading '%s'", path);
-                rc = -1;
+                rc = -PERR_NOMEM;
                 break;
             }
             k.pk = g;
@@ -222,12 +235,12 @@ int ident_keys_load(const char *path, ident_keys_t *keys, char *err, size_t errl
     }
     if (rc == 0 && ferror(f)) {
         snprintf(err, errlen, "cannot read allow-keys file '%s'", path);
-        rc = -1;
+        rc = -PERR_IO;
     }
     fclose(f);
     if (rc != 0) {
         free(k.pk);
-        return -1;
+        return rc;
     }
     ident_keys_free(keys);
     *keys = k;

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
+
 #define IDENT_PK_BYTES 32
 #define IDENT_SK_BYTES 64
 #define IDENT_SIG_BYTES 64
@@ -26,34 +28,36 @@ typedef struct ident {
     uint8_t sk[IDENT_SK_BYTES];
 } ident_t;
 
-/* A fresh key pair. @return 0, or -1 (libsodium failed to initialize). */
+/* A fresh key pair. @return 0, or -PERR_FAILED (libsodium failed to initialize). */
 int ident_generate(ident_t *id);
-/* The key pair of a 32-byte seed. */
+/* The key pair of a 32-byte seed. @return 0, or -PERR_FAILED (libsodium failed). */
 int ident_from_seed(ident_t *id, const uint8_t seed[32]);
 /* Loads the identity file at path, creating it (mode 0600, a fresh seed) when missing. A file that group or
  * others may access, that another user owns, or that is not one base64 seed line is refused.
- * @return 0 (loaded), 1 (created), or -1 with a one-line reason in err. */
-int ident_load_file(const char *path, ident_t *id, char *err, size_t errlen);
+ * *created (may be NULL) says whether it was created now.
+ * @return 0; -PERR_IO (cannot create, open or read it); -PERR_INVALID (refused by sec_file_check, or malformed);
+ *         -PERR_FAILED (libsodium failed). A failure leaves a one-line reason in err. */
+int ident_load_file(const char *path, ident_t *id, int *created, char *err, size_t errlen);
 
 /* The uuid of a public key: the first 16 bytes of its BLAKE2b-256. */
 void ident_uuid(const uint8_t pk[IDENT_PK_BYTES], uint8_t uuid[16]);
 /* The public key as one base64 line (no newline). */
 void ident_pk_str(const uint8_t pk[IDENT_PK_BYTES], char out[IDENT_PK_STRLEN]);
-/* A public key written as base64 or 64 hex digits (surrounding blanks ignored). @return 0, or -1. */
+/* A public key written as base64 or 64 hex digits (surrounding blanks ignored). @return 0, or -PERR_INVALID. */
 int ident_pk_parse(const char *s, size_t len, uint8_t pk[IDENT_PK_BYTES]);
 
 /* The proof of a HELLO or RESUME: sig over a domain label, the master's nonce and digest (BLAKE2b-256 of
  * the message's body up to the signature, wire.c). */
 void ident_sign(const ident_t *id, const uint8_t nonce[IDENT_NONCE_BYTES], const uint8_t digest[IDENT_DIGEST_BYTES],
                 uint8_t sig[IDENT_SIG_BYTES]);
-/* @return 0 when sig proves pk's possession for this nonce and digest, -1 otherwise. */
+/* @return 0 when sig proves pk's possession for this nonce and digest, -PERR_REFUSED otherwise. */
 int ident_verify(const uint8_t pk[IDENT_PK_BYTES], const uint8_t nonce[IDENT_NONCE_BYTES],
                  const uint8_t digest[IDENT_DIGEST_BYTES], const uint8_t sig[IDENT_SIG_BYTES]);
 
 struct wire_msg;
 struct wbuf;
 /* Appends the framed encoding of HELLO or RESUME m (its id.sig ignored) signed by id for the master's nonce;
- * m's id.pubkey must be id's. @return 0, or -1 (as wire_encode). */
+ * m's id.pubkey must be id's. @return 0, or wire_encode's code. */
 int ident_encode_signed(const ident_t *id, const uint8_t nonce[IDENT_NONCE_BYTES], const struct wire_msg *m,
                         struct wbuf *out);
 
@@ -70,8 +74,8 @@ typedef struct ident_keys {
     int n;
 } ident_keys_t;
 /* Reads an allow-keys file: one public key per line, optionally followed by blanks and a comment; blank
- * lines and lines starting with '#' are skipped. @return 0, or -1 with the file and line in err (keys
- * untouched). */
+ * lines and lines starting with '#' are skipped. @return 0; -PERR_IO (cannot open or read it); -PERR_INVALID
+ * (a line that is no key, with the file and line in err); -PERR_NOMEM. On failure keys are untouched. */
 int ident_keys_load(const char *path, ident_keys_t *keys, char *err, size_t errlen);
 int ident_keys_has(const ident_keys_t *keys, const uint8_t pk[IDENT_PK_BYTES]);
 void ident_keys_free(ident_keys_t *keys);

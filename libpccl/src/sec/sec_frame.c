@@ -73,7 +73,7 @@ int sec_aead_init(sec_aead_t *a, const sec_session_t *s) {
         EVP_EncryptInit_ex(a->tx, c, NULL, s->tx_key, NULL) != 1 ||
         EVP_DecryptInit_ex(a->rx, c, NULL, s->rx_key, NULL) != 1) {
         sec_aead_free(a);
-        return -1;
+        return -PERR_FAILED;
     }
     a->cipher = s->cipher;
     a->tx_seq = s->tx_seq;
@@ -89,7 +89,7 @@ static void nonce_of(uint64_t seq, uint8_t n[NONCE]) {
 
 int sec_frame_seal(sec_aead_t *a, const uint8_t *pt, size_t len, uint8_t *out) {
     /* The last counter value is never used: the connection closes instead of wrapping. */
-    if (!a->tx || a->tx_seq == UINT64_MAX || len == 0 || len > SEC_FRAME_MAX) return -1;
+    if (!a->tx || a->tx_seq == UINT64_MAX || len == 0 || len > SEC_FRAME_MAX) return -PERR_INVALID;
     uint8_t n[NONCE], hdr[SEC_FRAME_HDR];
     nonce_of(a->tx_seq, n);
     wire_put_u32(hdr, (uint32_t)len);
@@ -98,7 +98,7 @@ int sec_frame_seal(sec_aead_t *a, const uint8_t *pt, size_t len, uint8_t *out) {
         EVP_EncryptUpdate(a->tx, out + SEC_FRAME_HDR, &ol, pt, (int)len) != 1 ||
         EVP_EncryptFinal_ex(a->tx, out + SEC_FRAME_HDR + len, &ol) != 1 ||
         EVP_CIPHER_CTX_ctrl(a->tx, EVP_CTRL_AEAD_GET_TAG, SEC_FRAME_TAG, out + SEC_FRAME_HDR + len) != 1)
-        return -1;
+        return -PERR_FAILED;
     memcpy(out, hdr, sizeof hdr); /* after the cipher read pt: out may overlap pt's header room only */
     a->tx_seq++;
     return 0;
@@ -111,7 +111,7 @@ size_t sec_frame_size(const uint8_t *hdr) {
 
 int sec_frame_open_to(sec_aead_t *a, const uint8_t *frame, size_t frame_len, uint8_t *out) {
     if (!a->rx || a->rx_seq == UINT64_MAX || frame_len < SEC_FRAME_OVERHEAD || sec_frame_size(frame) != frame_len)
-        return -1;
+        return -PERR_REFUSED;
     size_t len = frame_len - SEC_FRAME_OVERHEAD;
     uint8_t n[NONCE], tag[SEC_FRAME_TAG];
     nonce_of(a->rx_seq, n);
@@ -124,7 +124,7 @@ int sec_frame_open_to(sec_aead_t *a, const uint8_t *frame, size_t frame_len, uin
         EVP_CIPHER_CTX_ctrl(a->rx, EVP_CTRL_AEAD_SET_TAG, SEC_FRAME_TAG, tag) != 1 ||
         EVP_DecryptFinal_ex(a->rx, out + len, &ol) != 1) {
         OPENSSL_cleanse(out, len);
-        return -1;
+        return -PERR_REFUSED;
     }
     a->rx_seq++;
     return 0;

@@ -34,20 +34,22 @@ typedef struct sec_aead {
 } sec_aead_t;
 
 /* Keys a's two directions from an encrypted session (the session's keys may be wiped after).
- * @return 0, or -1 (unknown cipher, out of memory; a is then empty and safe to free). */
+ * @return 0, or -PERR_FAILED (unknown cipher, out of memory; a is then empty and safe to free). */
 int sec_aead_init(sec_aead_t *a, const sec_session_t *s);
 /* Frees the contexts (which wipe their keys); a may be zeroed or half-initialized. */
 void sec_aead_free(sec_aead_t *a);
 
 /* Seals len (1..SEC_FRAME_MAX) bytes of pt into out (len + SEC_FRAME_OVERHEAD bytes; out may be
- * pt - SEC_FRAME_HDR, i.e. in place) and advances the send counter. @return 0, or -1 (cipher
- * failure, or the counter is spent: the connection must be closed, a nonce is never reused). */
+ * pt - SEC_FRAME_HDR, i.e. in place) and advances the send counter. @return 0; -PERR_INVALID (no
+ * key, a length out of range, or the counter is spent); -PERR_FAILED (the cipher failed). After a
+ * failure the connection must be closed: a nonce is never reused. */
 int sec_frame_seal(sec_aead_t *a, const uint8_t *pt, size_t len, uint8_t *out);
 /* Size of the whole frame whose 4-byte header is hdr; 0 when its length is 0 or over the maximum. */
 size_t sec_frame_size(const uint8_t *hdr);
 /* Opens a whole frame (frame_len = sec_frame_size) into out (frame_len - SEC_FRAME_OVERHEAD
  * bytes; out may be frame + SEC_FRAME_HDR, i.e. in place). @return 0 and advances the receive
- * counter, or -1 (out's bytes are then zeroed: nothing unauthenticated is left there). */
+ * counter, or -PERR_REFUSED for a frame that does not open (out's bytes are then zeroed: nothing
+ * unauthenticated is left there). */
 int sec_frame_open_to(sec_aead_t *a, const uint8_t *frame, size_t frame_len, uint8_t *out);
 /* sec_frame_open_to in place: the plaintext is then at frame + SEC_FRAME_HDR. */
 int sec_frame_open(sec_aead_t *a, uint8_t *frame, size_t frame_len);

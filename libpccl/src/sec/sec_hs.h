@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
 #include "sec/sec_key.h"
 
 #define SEC_HS_MAGIC 0x50435348u /* "PCSH" */
@@ -38,7 +39,6 @@ enum { SEC_FLAG_ENCRYPT = 1 };
 /* Bulk ciphers of encrypted runs (sec_frame.c); the wire carries these numbers. */
 enum { SEC_CIPHER_NONE = 0, SEC_CIPHER_AES256GCM = 1, SEC_CIPHER_CHACHA20POLY1305 = 2 };
 enum { SEC_INITIATOR = 1, SEC_RESPONDER = 2 };
-enum { SEC_HS_FAIL = -1, SEC_HS_MORE = 0, SEC_HS_DONE = 1 };
 
 /* Keys of one established connection; each direction has its own key and counter. */
 typedef struct sec_session {
@@ -78,20 +78,27 @@ typedef struct sec_hs {
     uint8_t out[SEC_HS_MSG2];           /* bytes to send now; the driver sends them and sets out_len 0 */
     size_t out_len;
     sec_session_t session;              /* valid when done */
+    int rc;                             /* the failure, once failed */
     char err[96];
 } sec_hs_t;
 
-/* Starts a handshake with cfg's key. An initiator has MSG1 in out afterwards. @return 0 or -1. */
+/* Starts a handshake with cfg's key. An initiator has MSG1 in out afterwards.
+ * @return 0, or -PERR_INVALID for parameters no handshake can have (reason in err). */
 int sec_hs_start(sec_hs_t *hs, const sec_cfg_t *cfg, const sec_hs_params_t *p);
 /* Bytes still missing of the message expected next (0 when done or failed). */
 size_t sec_hs_want(const sec_hs_t *hs);
 /*
  * Feeds received bytes; *used says how many it took (never more than sec_hs_want). After each
- * call, out holds what to send (MSG2 or MSG3). @return SEC_HS_MORE, SEC_HS_DONE (session and
- * peer_ctx valid; the initiator still has MSG3 to send), or SEC_HS_FAIL (reason in err; the
- * connection must be closed).
+ * call, out holds what to send (MSG2 or MSG3), and sec_hs_done says whether the handshake is
+ * complete (session and peer_ctx valid; the initiator still has MSG3 to send).
+ * @return 0 (more bytes wanted, or done); -PERR_PROTOCOL for bytes that are no handshake of this
+ *         version; -PERR_REFUSED for a side without the run key, the expected context or the same
+ *         encryption. A failure leaves the reason in err and repeats on every later feed; the
+ *         connection must be closed.
  */
 int sec_hs_feed(sec_hs_t *hs, const uint8_t *in, size_t len, size_t *used);
+/* 1 once the handshake is complete, else 0 (still running, or failed). */
+int sec_hs_done(const sec_hs_t *hs);
 /* Wipes every secret of the handshake (the session too: copy it first). */
 void sec_hs_wipe(sec_hs_t *hs);
 

@@ -19,11 +19,11 @@ int sec_key_from_bytes(const void *key, size_t len, sec_cfg_t *cfg, char *err, s
     if (len < SEC_KEY_MIN_BYTES) {
         snprintf(err, errlen, "the run key has %zu bytes; at least %d are needed (e.g. `head -c 32 /dev/urandom "
                  "| base64 > FILE`)", len, SEC_KEY_MIN_BYTES);
-        return -1;
+        return -PERR_INVALID;
     }
     if (sodium_init() < 0) {
         snprintf(err, errlen, "libsodium failed to initialize");
-        return -1;
+        return -PERR_FAILED;
     }
     static const char label[] = "pccl run key v1";
     crypto_generichash_state st;
@@ -39,22 +39,22 @@ int sec_key_from_bytes(const void *key, size_t len, sec_cfg_t *cfg, char *err, s
 int sec_file_check(const struct stat *st, uid_t me, const char *what, const char *path, char *err, size_t errlen) {
     if (!S_ISREG(st->st_mode)) {
         snprintf(err, errlen, "%s '%s' is not a regular file", what, path);
-        return -1;
+        return -PERR_INVALID;
     }
     if (st->st_mode & (S_IRWXG | S_IRWXO)) {
         snprintf(err, errlen, "%s '%s' is accessible by group or others (mode %04o); it must be private "
                  "(chmod 600 '%s')", what, path, (unsigned)(st->st_mode & 07777), path);
-        return -1;
+        return -PERR_INVALID;
     }
     /* Like ssh: a file another user owns could be rewritten by that user, whatever its mode. */
     if (st->st_uid != me && st->st_uid != 0) {
         snprintf(err, errlen, "%s '%s' is owned by uid %u, not by this user (uid %u) or root; it must be yours "
                  "(chown)", what, path, (unsigned)st->st_uid, (unsigned)me);
-        return -1;
+        return -PERR_INVALID;
     }
     if (st->st_size > (off_t)SEC_KEY_MAX_FILE) {
         snprintf(err, errlen, "%s '%s' is larger than %u bytes", what, path, SEC_KEY_MAX_FILE);
-        return -1;
+        return -PERR_INVALID;
     }
     return 0;
 }
@@ -110,10 +110,9 @@ static uint8_t *read_secret_file(const char *path, const char *what, size_t *n, 
 int sec_key_from_file(const char *path, sec_cfg_t *cfg, char *err, size_t errlen) {
     size_t n;
     uint8_t *buf = read_secret_file(path, "key file", &n, err, errlen);
-    if (!buf) return -1;
-    int rc = -1;
-    if (sec_key_from_bytes(buf, n, cfg, err, errlen) == 0) rc = 0;
-    else {
+    if (!buf) return -PERR_INVALID;
+    int rc = sec_key_from_bytes(buf, n, cfg, err, errlen);
+    if (rc != 0) {
         char why[160];
         snprintf(why, sizeof why, "%s", err);
         snprintf(err, errlen, "key file '%s': %s", path, why);
@@ -125,11 +124,11 @@ int sec_key_from_file(const char *path, sec_cfg_t *cfg, char *err, size_t errlen
 int sec_token_from_file(const char *path, char *out, size_t cap, char *err, size_t errlen) {
     size_t n;
     uint8_t *buf = read_secret_file(path, "token file", &n, err, errlen);
-    if (!buf) return -1;
+    if (!buf) return -PERR_INVALID;
     size_t len = 0; /* the first line, trailing blanks stripped */
     while (len < n && buf[len] != '\n') len++;
     while (len && (buf[len - 1] == '\r' || buf[len - 1] == ' ' || buf[len - 1] == '\t')) len--;
-    int rc = -1;
+    int rc = -PERR_INVALID;
     if (len < SEC_TOKEN_MIN_BYTES)
         snprintf(err, errlen, "token file '%s': its first line has %zu bytes; at least %d are needed (e.g. `head -c "
                  "32 /dev/urandom | base64 > FILE`)", path, len, SEC_TOKEN_MIN_BYTES);
@@ -147,16 +146,17 @@ int sec_token_from_file(const char *path, char *out, size_t cap, char *err, size
 int sec_key_from_env(sec_cfg_t *cfg, char *err, size_t errlen) {
     const char *path = getenv("PCCL_KEY_FILE");
     if (!path || !*path) return 0;
-    return sec_key_from_file(path, cfg, err, errlen) == 0 ? 1 : -1;
+    return sec_key_from_file(path, cfg, err, errlen);
 }
 
 int sec_key_from_api(const void *key, size_t len, sec_cfg_t *cfg) {
     char err[256];
     memset(cfg, 0, sizeof *cfg);
     if (!key && !len) return 0;
-    if (!key || sec_key_from_bytes(key, len, cfg, err, sizeof err) != 0) {
+    int rc = key ? sec_key_from_bytes(key, len, cfg, err, sizeof err) : -PERR_INVALID;
+    if (rc != 0) {
         PLOG_ERROR("pccl", "run key refused: %s", key ? err : "NULL key");
-        return -1;
+        return rc;
     }
     return 0;
 }

@@ -34,20 +34,20 @@ void sec_link_free(sec_link_t *l) {
 int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cancel_t *cancel, char *err,
                      size_t errlen) {
     uint8_t buf[SEC_HS_MSG2];
-    int r = SEC_HS_MORE;
     for (;;) {
         if (hs->out_len) {
-            if (net_send_all(fd, hs->out, hs->out_len) != 0) {
+            int rc = net_send_all(fd, hs->out, hs->out_len);
+            if (rc != 0) {
                 snprintf(err, errlen, "handshake: send failed: %s", strerror(errno));
-                return -1;
+                return rc;
             }
             hs->out_len = 0;
         }
-        if (r == SEC_HS_DONE) return 0;
+        if (sec_hs_done(hs)) return 0;
         int w = net_wait_until(fd, POLLIN, deadline_ms, cancel);
-        if (w != 1) {
-            snprintf(err, errlen, "handshake: %s", w == 0 ? "no answer in time" : "cancelled");
-            return -1;
+        if (w != 0) {
+            snprintf(err, errlen, "handshake: %s", w == -PERR_TIMEOUT ? "no answer in time" : "cancelled");
+            return w;
         }
         /* Only the handshake's own bytes: what follows belongs to the protocol after it. */
         ssize_t n = recv(fd, buf, sec_hs_want(hs), MSG_DONTWAIT);
@@ -55,13 +55,13 @@ int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cance
         if (n <= 0) {
             snprintf(err, errlen, "handshake: %s", n == 0 ? "the other side closed the connection (no key, or "
                                                             "another key?)" : strerror(errno));
-            return -1;
+            return -PERR_IO;
         }
         size_t used;
-        r = sec_hs_feed(hs, buf, (size_t)n, &used);
-        if (r == SEC_HS_FAIL) {
+        int r = sec_hs_feed(hs, buf, (size_t)n, &used);
+        if (r != 0) {
             snprintf(err, errlen, "handshake: %s", hs->err);
-            return -1;
+            return r;
         }
     }
 }
@@ -123,12 +123,11 @@ ssize_t sec_link_recv(sec_link_t *l, int fd, void *buf, size_t len) {
     }
 }
 
-/* Writes sealed bytes: 0 when all are out, 1 when some wait (EAGAIN), -1 on error. */
+/* Writes sealed bytes, as send(2): 0 when all are out, else -1 with errno (EAGAIN: some wait for the socket). */
 static int flush(sec_link_t *l, int fd) {
     while (l->woff < l->wlen) {
         ssize_t n = send(fd, l->wbuf + l->woff, l->wlen - l->woff, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == EAGAIN) return 1;
         if (n <= 0) return -1;
         l->woff += (size_t)n;
     }
@@ -138,12 +137,7 @@ static int flush(sec_link_t *l, int fd) {
 
 ssize_t sec_link_send(sec_link_t *l, int fd, const void *buf, size_t len) {
     if (!l) return send(fd, buf, len, MSG_NOSIGNAL);
-    int f = flush(l, fd);
-    if (f < 0) return -1;
-    if (f > 0) {
-        errno = EAGAIN;
-        return -1;
-    }
+    if (flush(l, fd) < 0) return -1;
     if (!len) return 0;
     if (!l->wbuf && !(l->wbuf = malloc(WCAP))) return -1;
     size_t n = len < SEC_FRAME_MAX ? len : SEC_FRAME_MAX;
@@ -153,23 +147,32 @@ ssize_t sec_link_send(sec_link_t *l, int fd, const void *buf, size_t len) {
     }
     l->woff = 0;
     l->wlen = n + SEC_FRAME_OVERHEAD;
-    if (flush(l, fd) < 0) return -1;
+    if (flush(l, fd) < 0 && errno != EAGAIN) return -1; /* the rest waits in the link */
     return (ssize_t)n;
 }
 
 size_t sec_link_pending(const sec_link_t *l) { return l ? l->wlen - l->woff : 0; }
 
+/* The code of a failed sec_link_recv/sec_link_send on a blocking socket, from its errno (EAGAIN: the socket's
+ * timeout passed); n 0 is the end of the stream. */
+static int link_code(ssize_t n) {
+    if (n == 0) return -PERR_IO;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return -PERR_TIMEOUT;
+    if (errno == EBADMSG) return -PERR_REFUSED;
+    if (errno == EPROTO) return -PERR_PROTOCOL;
+    return -PERR_IO;
+}
+
 int link_send_all(sec_link_t *l, int fd, const void *buf, size_t len) {
     if (!l) return net_send_all(fd, buf, len);
     const uint8_t *p = buf;
-    /* On a blocking socket EAGAIN means its send timeout passed. */
     while (len) {
         ssize_t n = sec_link_send(l, fd, p, len);
-        if (n <= 0) return -1;
+        if (n <= 0) return link_code(n);
         p += n;
         len -= (size_t)n;
     }
-    return flush(l, fd) == 0 ? 0 : -1;
+    return flush(l, fd) == 0 ? 0 : link_code(-1);
 }
 
 int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len) {
@@ -177,7 +180,7 @@ int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len) {
     uint8_t *p = buf;
     while (len) {
         ssize_t n = sec_link_recv(l, fd, p, len);
-        if (n <= 0) return -1;
+        if (n <= 0) return link_code(n);
         p += n;
         len -= (size_t)n;
     }
@@ -186,30 +189,32 @@ int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len) {
 
 int link_send_msg(sec_link_t *l, int fd, const wire_msg_t *m) {
     wbuf_t b = {0};
-    int rc = wire_encode(m, &b) == 0 ? link_send_all(l, fd, b.data, b.len) : -1;
+    int rc = wire_encode(m, &b);
+    if (rc == 0) rc = link_send_all(l, fd, b.data, b.len);
     wbuf_free(&b);
     return rc;
 }
 
 int link_recv_msg(sec_link_t *l, int fd, wire_msg_t *out, char *err, size_t errlen) {
     uint8_t hdr[4];
-    if (link_recv_all(l, fd, hdr, 4) != 0) {
-        snprintf(err, errlen, errno == EBADMSG ? "a frame failed authentication" : "connection closed");
-        return -1;
+    int rc = link_recv_all(l, fd, hdr, 4);
+    if (rc != 0) {
+        snprintf(err, errlen, rc == -PERR_REFUSED ? "a frame failed authentication" : "connection closed");
+        return rc;
     }
     uint32_t body = wire_get_u32(hdr);
     if (body < 2 || body > WIRE_MAX_BODY) {
         snprintf(err, errlen, "packet length %u out of range", body);
-        return -1;
+        return -PERR_PROTOCOL;
     }
     uint8_t *b = malloc(body);
     if (!b) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return -PERR_NOMEM;
     }
-    int rc = -1;
-    if (link_recv_all(l, fd, b, body) != 0)
-        snprintf(err, errlen, errno == EBADMSG ? "a frame failed authentication" : "connection closed mid-packet");
+    rc = link_recv_all(l, fd, b, body);
+    if (rc != 0)
+        snprintf(err, errlen, rc == -PERR_REFUSED ? "a frame failed authentication" : "connection closed mid-packet");
     else rc = wire_decode(b, body, out, err, errlen);
     free(b);
     return rc;

@@ -5,7 +5,8 @@
  * sealed bytes the socket has not taken yet; its send and receive halves are
  * independent, so one thread may send while another receives. Every call that
  * takes `sec_link_t *` also accepts NULL: the socket is then used as it is
- * (an open run, or a keyed run that does not encrypt).
+ * (an open run, or a keyed run that does not encrypt). sec_link_recv and sec_link_send behave as recv(2) and
+ * send(2) (-1 and errno); the rest return err.h codes.
  */
 #ifndef PCCL_SEC_LINK_H
 #define PCCL_SEC_LINK_H
@@ -36,7 +37,9 @@ void sec_link_free(sec_link_t *l);
 /*
  * Runs a handshake on a connected socket until done, deadline_ms (net_now_ms clock) or cancel
  * (may be NULL). Reads exactly the handshake's bytes. @return 0 with hs->session and
- * hs->peer_ctx valid, or -1 with a reason in err (the caller closes the socket).
+ * hs->peer_ctx valid; -PERR_TIMEOUT; -PERR_CANCELLED; -PERR_IO (sending or receiving failed, or
+ * the other side closed); sec_hs_feed's -PERR_PROTOCOL or -PERR_REFUSED. A failure leaves a reason
+ * in err (the caller closes the socket).
  */
 int sec_handshake_fd(int fd, sec_hs_t *hs, uint64_t deadline_ms, const net_cancel_t *cancel, char *err,
                      size_t errlen);
@@ -52,11 +55,15 @@ ssize_t sec_link_send(sec_link_t *l, int fd, const void *buf, size_t len);
 /* Sealed bytes the socket has not taken yet (0 for NULL). */
 size_t sec_link_pending(const sec_link_t *l);
 
-/* Blocking (SO_RCVTIMEO/SO_SNDTIMEO bound them) whole transfers; -1 on error, timeout or EOF. */
+/* Blocking (SO_RCVTIMEO/SO_SNDTIMEO bound them) whole transfers. @return 0; -PERR_TIMEOUT; -PERR_IO (an error,
+ * errno set, or the end of the stream); -PERR_REFUSED (a frame that does not open); -PERR_PROTOCOL (the stream
+ * ended mid-frame). */
 int link_send_all(sec_link_t *l, int fd, const void *buf, size_t len);
 int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len);
-/* One framed control message (net_send_msg / net_recv_msg through the link). */
+/* One framed control message through the link. @return 0, link_send_all's code or wire_encode's. */
 int link_send_msg(sec_link_t *l, int fd, const wire_msg_t *m);
+/* @return 0; link_recv_all's code; -PERR_PROTOCOL (a length out of range); -PERR_NOMEM; wire_decode's code. A
+ * failure leaves a reason in err. */
 int link_recv_msg(sec_link_t *l, int fd, wire_msg_t *out, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""check_conventions.py - lists what breaks the one internal error convention (libpccl/src/base/err.h): an
+internal function returns 0 or -PERR_<NAME> (a count or size >= 0 with the same codes), never a private
+result enum or a bare negative number.
+
+Reported, as PATH:LINE: KIND: TEXT
+  - result-enum:  an enum with a member X_OK = 0 or a member set to a negative number (a private result
+                  enum; states that are not results start at 0 and stay non-negative);
+  - magic-return: `return -N;` with N >= 2 (with --strict also `return -1;`, which libc-like functions
+                  documented as such, and comparators, still use);
+  - magic-compare: a comparison with a bare -N, N >= 2 (`rc == -2`);
+  - minus-one-compare: the result of a function defined in the scanned tree compared with -1
+                  (`foo(...) == -1`, `!= -1`).
+
+Usage: check_conventions.py [--strict] [ROOT [PATH...]]. ROOT defaults to the repository this script is in;
+PATHs (relative to ROOT) default to libpccl/src and master. Exit status 1 when anything is reported.
+"""
+import os
+import re
+import sys
+
+DEFAULT_PATHS = ('libpccl/src', 'master')
+# Enums that look like results but are not a function's: what they are, and where that is written.
+NOT_RESULTS = {
+    'SS_OK': "the shared-state status byte of the wire protocol (docs/protocol.md), not a function's result",
+}
+ENUM = re.compile(r'\benum\b[^{;()]*\{([^}]*)\}', re.S)
+OK_ZERO = re.compile(r'\b[A-Z][A-Z0-9_]*_OK\s*=\s*0\b')
+NEG_MEMBER = re.compile(r'\b[A-Z][A-Z0-9_]*\s*=\s*-\s*\d')
+MAGIC_RETURN = re.compile(r'\breturn\s+-\s*([2-9]|[1-9]\d+)\s*;')
+MINUS_ONE_RETURN = re.compile(r'\breturn\s+-\s*1\s*;')
+MAGIC_COMPARE = re.compile(r'[=!]=\s*-\s*([2-9]|[1-9]\d+)\b(?!\s*[.\w])')
+DEFINITION = re.compile(r'^[A-Za-z_][\w \t\*]*?\b([a-z_][a-z0-9_]*)\s*\([^;{]*\)\s*\{', re.M)
+CALL_MINUS_ONE = re.compile(r'\b([a-z_][a-z0-9_]*)\s*\(')
+
+
+def strip_comments(text):
+    """Comments and string literals blanked (newlines kept, so line numbers stay)."""
+    def blank(m):
+        return re.sub(r'[^\n]', ' ', m.group(0))
+    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', blank, text, flags=re.S)
+
+
+def sources(root, paths):
+    for p in paths:
+        top = os.path.join(root, p)
+        if os.path.isfile(top):
+            yield top
+            continue
+        for d, _, files in os.walk(top):
+            for f in sorted(files):
+                if f.endswith(('.c', '.h')):
+                    yield os.path.join(d, f)
+
+
+def line_of(text, pos):
+    return text.count('\n', 0, pos) + 1
+
+
+def call_compared_minus_one(code, defined):
+    """(position, function) of each `f(...) == -1` / `!= -1` where f is defined in the tree."""
+    out = []
+    for m in re.finditer(r'[=!]=\s*-\s*1\b(?!\s*[.\w])', code):
+        # Walk back over the left operand: it must end with ')' closing a call of a defined function.
+        i = m.start() - 1
+        while i >= 0 and code[i] in ' \t\n':
+            i -= 1
+        if i < 0 or code[i] != ')':
+            continue
+        depth = 0
+        while i >= 0:
+            if code[i] == ')':
+                depth += 1
+            elif code[i] == '(':
+                depth -= 1
+                if depth == 0:
+                    break
+            i -= 1
+        j = i - 1
+        while j >= 0 and code[j] in ' \t':
+            j -= 1
+        k = j
+        while k >= 0 and (code[k].isalnum() or code[k] == '_'):
+            k -= 1
+        name = code[k + 1:j + 1]
+        if name in defined:
+            out.append((m.start(), name))
+    return out
+
+
+def main(argv):
+    strict = '--strict' in argv
+    args = [a for a in argv if a != '--strict']
+    root = args[0] if args else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = args[1:] or DEFAULT_PATHS
+    files = list(sources(root, paths))
+    code_of = {}
+    defined = set()
+    for f in files:
+        with open(f, encoding='utf-8', errors='replace') as fh:
+            code_of[f] = strip_comments(fh.read())
+        if f.endswith('.c'):
+            defined.update(DEFINITION.findall(code_of[f]))
+    found = []
+    for f in files:
+        code, rel = code_of[f], os.path.relpath(f, root)
+        lines = code.split('\n')
+
+        def report(pos, kind, text=None):
+            n = line_of(code, pos)
+            found.append('%s:%d: %s: %s' % (rel, n, kind, text or lines[n - 1].strip()))
+
+        for m in ENUM.finditer(code):
+            body = m.group(1)
+            if any(re.search(r'\b%s\b' % name, body) for name in NOT_RESULTS):
+                continue
+            if OK_ZERO.search(body) or NEG_MEMBER.search(body):
+                report(m.start(), 'result-enum', ' '.join(m.group(0).split())[:120])
+        for m in MAGIC_RETURN.finditer(code):
+            report(m.start(), 'magic-return')
+        if strict:
+            for m in MINUS_ONE_RETURN.finditer(code):
+                report(m.start(), 'minus-one-return')
+        for m in MAGIC_COMPARE.finditer(code):
+            report(m.start(), 'magic-compare')
+        for pos, name in call_compared_minus_one(code, defined):
+            report(pos, 'minus-one-compare', '%s() compared with -1' % name)
+    def order(line):
+        path, n = line.split(':', 2)[:2]
+        return path, int(n)
+    for line in sorted(found, key=order):
+        print(line)
+    print('%d finding(s) in %d files' % (len(found), len(files)), file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
