@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_function_length.py - no C function longer than a limit (issue 30: a function does one thing).
+"""check_function_length.py - no C function longer than a limit: a function does one thing.
 
 Counts the lines of each top-level function definition in the C files under the given folders (default:
 libpccl, master, cli), from the line of its name to the line of its closing brace, and prints each one over

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# test_house_rules.sh - the tree keeps two rules its checkers derive from the code, and each checker can fail:
+#  - scripts/check_function_length.py: no function in libpccl/, master/ or cli/ longer than 120 lines;
+#  - scripts/check_conventions.py: internal functions return 0 or -PERR_<NAME> (libpccl/src/base/err.h), no
+#    private result enum, no bare negative result.
+# A copy with a 130-line function, and one with a private result enum and a `return -2;`, is each reported.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+python3 "$root/scripts/check_function_length.py" "$root/libpccl" "$root/master" "$root/cli"
+python3 "$root/scripts/check_conventions.py" "$root"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/libpccl/src/base" "$tmp/master"
+{
+    echo 'int too_long(int x) {'
+    for i in $(seq 1 130); do echo "    x += $i;"; done
+    echo '    return x;'
+    echo '}'
+} > "$tmp/libpccl/src/base/long.c"
+rc=0; out=$(python3 "$root/scripts/check_function_length.py" "$tmp/libpccl") || rc=$?
+[ "$rc" = 1 ] && grep -q 'too_long 13[0-9] lines' <<<"$out" || { echo "FAIL: a 130-line function passed: $out"; exit 1; }
+echo "ok: a 130-line function is reported"
+printf 'enum { FOO_OK = 0, FOO_BAD = -1 };\nint foo(int x) {\n    if (x) return -2;\n    return 0;\n}\n' \
+    > "$tmp/libpccl/src/base/conv.c"
+rc=0; out=$(python3 "$root/scripts/check_conventions.py" "$tmp") || rc=$?
+[ "$rc" = 1 ] && grep -q 'result-enum' <<<"$out" && grep -q 'magic-return' <<<"$out" ||
+    { echo "FAIL: a private result enum and return -2 passed: $out"; exit 1; }
+echo "ok: a private result enum and a bare negative return are reported"
