@@ -120,7 +120,7 @@ static int read_master(pcclComm_t *c) {
         wire_msg_t msg;
         char err[160];
         if (link_recv_msg(c->master_link, c->master_fd, &msg, err, sizeof err) != 0) {
-            if (atomic_load(&c->leaving)) PLOG_INFO(c->log_name, "left the run");
+            if (comm_state(c) == PEER_LEAVING) PLOG_INFO(c->log_name, "left the run");
             else if (!comm_cancelled(c)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
             return 0;
         }
@@ -130,7 +130,7 @@ static int read_master(pcclComm_t *c) {
             return 1;
         }
         if (msg.type == M2C_KICK) {
-            atomic_store(&c->kicked, 1);
+            atomic_fetch_or(&c->departed, DEPARTED_KICKED);
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
             wire_msg_free(&msg);
             return 1;
@@ -164,13 +164,10 @@ static int read_master(pcclComm_t *c) {
 static void *reader_main(void *arg) {
     pcclComm_t *c = arg;
     /* A peer that is leaving takes the master's close as the end of its run. */
-    while (!read_master(c) && !comm_cancelled(c) && !atomic_load(&c->leaving) && c->reconnect_ms > 0 &&
-           atomic_load(&c->registered) && comm_reconnect(c) == 0) {
+    while (!read_master(c) && !comm_cancelled(c) && comm_state(c) != PEER_LEAVING && c->reconnect_ms > 0 &&
+           comm_reconnect(c) == 0) {
     }
-    pthread_mutex_lock(&c->mu);
-    atomic_store(&c->master_lost, 1);
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    comm_transition(c, ~PEER_BIT(PEER_ENDED), PEER_ENDED);
     allreduce_abort_all(c);
     return NULL;
 }
@@ -179,7 +176,7 @@ static void *reader_main(void *arg) {
 static void *heartbeat_main(void *arg) {
     pcclComm_t *c = arg;
     pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->shutting_down) && !atomic_load(&c->master_lost)) {
+    while (!atomic_load(&c->shutting_down) && !comm_ended(c)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += c->heartbeat_ms / 1000;
@@ -189,10 +186,10 @@ static void *heartbeat_main(void *arg) {
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        if (atomic_load(&c->shutting_down) || atomic_load(&c->master_lost)) break;
+        if (atomic_load(&c->shutting_down) || comm_ended(c)) break;
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
-        if (!atomic_load(&c->master_down)) comm_send(c, atomic_load(&c->master_epoch), &hb);
+        if (comm_state(c) != PEER_MASTER_DOWN) comm_send(c, atomic_load(&c->master_epoch), &hb);
         bufpool_trim(&c->buffers, BUFPOOL_IDLE_MS); /* give back all-reduce buffers nobody used lately */
         pthread_mutex_lock(&c->mu);
     }
@@ -206,7 +203,8 @@ static void *heartbeat_main(void *arg) {
  * member left, and that member may be the successor this peer is still waiting on. */
 static int round_over(void *arg) {
     pcclComm_t *c = arg;
-    if (atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)) return 1;
+    peer_state_t s = comm_state(c);
+    if (s == PEER_ENDED || atomic_load(&c->shutting_down) || s == PEER_MASTER_DOWN) return 1;
     int over = 0;
     pthread_mutex_lock(&c->mu);
     for (inbox_item_t *it = c->inbox_head; it && !over; it = it->next)
@@ -290,8 +288,12 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
         if (ok) break;
         PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
     }
-    atomic_store(&c->rejoining, 0);
-    atomic_store(&c->accepted, 1);
+    /* Accepted during an outage: the peer returns to the run as a member (it re-registers as one). */
+    pthread_mutex_lock(&c->mu);
+    if (comm_transition_locked(c, PEER_BIT(PEER_REGISTERED) | PEER_BIT(PEER_REJOINING), PEER_ACCEPTED) < 0 &&
+        comm_state(c) == PEER_MASTER_DOWN)
+        atomic_store(&c->before, PEER_ACCEPTED);
+    pthread_mutex_unlock(&c->mu);
     PLOG_INFO(c->log_name, "accepted into the run");
     return pcclSuccess;
 }
@@ -299,10 +301,10 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
 pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
-    if (atomic_load(&c->connected) || atomic_exchange(&c->connecting, 1)) return pcclInvalidUsage;
-    /* After connecting is set: a pcclExtLeave from then on cancels this call, one before it is seen here. */
+    if (comm_transition(c, PEER_BIT(PEER_CREATED), PEER_CONNECTING) < 0) return pcclInvalidUsage;
+    /* After CONNECTING: a pcclExtLeave from then on cancels this call, one before it is seen here. */
     if (atomic_load(&c->stopping)) {
-        atomic_store(&c->connecting, 0);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_CREATED);
         return pcclMasterConnectionFailed;
     }
     if (p2p_start(c) != 0) {
@@ -311,7 +313,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
                        strerror(errno));
         else
             PLOG_ERROR(c->log_name, "cannot open the p2p listening socket: %s", strerror(errno));
-        atomic_store(&c->connecting, 0);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_CREATED);
         return pcclInternalError;
     }
     pcclResult_t r = comm_register_first(c);
@@ -319,13 +321,11 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     if (r != pcclSuccess) {
         pthread_mutex_lock(&c->send_mu);
         comm_close_master_locked(c);
-        atomic_store(&c->registered, 0);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING) | PEER_BIT(PEER_REGISTERED), PEER_CREATED);
         pthread_mutex_unlock(&c->send_mu);
         p2p_stop(c);
-        atomic_store(&c->connecting, 0);
         return r;
     }
-    atomic_store(&c->connected, 1);
     c->reader_started = 1;
     /* The master answers heartbeats, so silence longer than the timeout means it is gone or hung;
      * the send timeout bounds writes to a master that stopped reading. */
@@ -338,7 +338,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
 }
 
 pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
-    if (c && pccl__initialized() && atomic_load(&c->rejoining) && !atomic_load(&c->master_lost))
+    if (c && pccl__initialized() && comm_role(c) == PEER_REJOINING)
         return await_acceptance(c);
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
@@ -365,7 +365,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
 pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
     pcclComm_t *c = (pcclComm_t *)cc;
     if (!pending_out) return pcclInvalidArgument;
-    if (c && atomic_load(&c->rejoining) && !atomic_load(&c->master_lost)) {
+    if (c && comm_role(c) == PEER_REJOINING) {
         *pending_out = true; /* this peer itself: the caller's pcclUpdateTopology gets it accepted */
         return pcclSuccess;
     }

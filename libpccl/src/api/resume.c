@@ -31,7 +31,7 @@
 static void begin_outage(pcclComm_t *c) {
     pthread_mutex_lock(&c->send_mu);
     pthread_mutex_lock(&c->mu);
-    atomic_store(&c->master_down, 1);
+    comm_transition_locked(c, PEER_REGISTERED_UP, PEER_MASTER_DOWN);
     atomic_fetch_add(&c->master_epoch, 1);
     c->down_since_ms = net_now_ms();
     comm_inbox_clear(c); /* the old master's answers mean nothing to the new one */
@@ -45,7 +45,7 @@ static void begin_outage(pcclComm_t *c) {
 /* RESUME for an accepted peer, HELLO for one that was only registered. */
 static int send_registration(pcclComm_t *c, int fd) {
     wire_msg_t m = {.type = C2M_HELLO};
-    int accepted = atomic_load(&c->accepted);
+    int accepted = comm_role(c) == PEER_ACCEPTED;
     if (!accepted) {
         m.u.hello.magic = WIRE_MAGIC;
         m.u.hello.version = WIRE_VERSION;
@@ -111,8 +111,9 @@ static int await_answer(pcclComm_t *c, int fd) {
                  * for an accept round, and the sync after it repairs this peer's state if it fell behind. */
                 PLOG_WARN(c->log_name, "the restarted master rebuilt the run without this peer; "
                                        "joining again as a new peer");
-                atomic_store(&c->accepted, 0);
-                atomic_store(&c->rejoining, 1);
+                pthread_mutex_lock(&c->mu);
+                atomic_store(&c->before, PEER_REJOINING); /* the state the outage ends in */
+                pthread_mutex_unlock(&c->mu);
                 rc = 0;
             }
             break;
@@ -165,15 +166,14 @@ int comm_reconnect(pcclComm_t *c) {
             if (rc == 0) {
                 net_set_timeouts(fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
                 pthread_mutex_lock(&c->mu);
-                atomic_store(&c->master_down, 0);
-                pthread_cond_broadcast(&c->cv);
+                comm_transition_locked(c, PEER_BIT(PEER_MASTER_DOWN), (peer_state_t)atomic_load(&c->before));
                 uint64_t rev = c->last_revision;
                 int has_rev = c->has_revision;
                 pthread_mutex_unlock(&c->mu);
                 pthread_mutex_unlock(&c->send_mu);
                 PLOG_WARN(c->log_name, "master back after %llu ms (%d connection attempts); %s at revision %llu%s",
                           (unsigned long long)(net_now_ms() - start), tries,
-                          atomic_load(&c->accepted) ? "resumed" : "registered again", (unsigned long long)rev,
+                          comm_state(c) == PEER_ACCEPTED ? "resumed" : "registered again", (unsigned long long)rev,
                           has_rev ? "" : " (no sync yet)");
                 return 0;
             }

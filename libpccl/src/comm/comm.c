@@ -94,17 +94,44 @@ void comm_close_master_locked(pcclComm_t *c) {
     c->master_link = NULL;
 }
 
+peer_state_t comm_state(const pcclComm_t *c) { return (peer_state_t)atomic_load(&c->state); }
+
+peer_state_t comm_role(const pcclComm_t *c) {
+    peer_state_t s = comm_state(c);
+    if (s == PEER_MASTER_DOWN) return (peer_state_t)atomic_load(&c->before);
+    if (s == PEER_ENDED && atomic_load(&c->before) == PEER_LEAVING) return PEER_LEAVING;
+    return s;
+}
+
+int comm_ended(const pcclComm_t *c) { return comm_state(c) == PEER_ENDED; }
+
+int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to) {
+    peer_state_t was = comm_state(c);
+    if (!(from & PEER_BIT(was))) return -PERR_INVALID;
+    if (to == PEER_MASTER_DOWN || to == PEER_ENDED) atomic_store(&c->before, was);
+    atomic_store(&c->state, to);
+    pthread_cond_broadcast(&c->cv);
+    return (int)was;
+}
+
+int comm_transition(pcclComm_t *c, unsigned from, peer_state_t to) {
+    pthread_mutex_lock(&c->mu);
+    int rc = comm_transition_locked(c, from, to);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 int comm_cancelled(const pcclComm_t *c) { return atomic_load(&c->stopping) || atomic_load(&c->shutting_down); }
 
 int comm_cancel_fn(void *arg) { return comm_cancelled(arg); }
 
 void comm_note_shutdown(pcclComm_t *c, const char *reason) {
-    atomic_store(&c->shut_down, 1);
+    atomic_fetch_or(&c->departed, DEPARTED_SHUT_DOWN);
     PLOG_WARN(c->log_name, "the run was shut down by the master: %s", reason[0] ? reason : "no reason given");
 }
 
 pcclResult_t comm_lost_result(const pcclComm_t *c) {
-    return atomic_load(&c->shut_down) ? pcclExtRunShutDown : pcclMasterConnectionFailed;
+    return atomic_load(&c->departed) & DEPARTED_SHUT_DOWN ? pcclExtRunShutDown : pcclMasterConnectionFailed;
 }
 
 void comm_pause(pcclComm_t *c, int ms) {
@@ -119,10 +146,10 @@ int comm_begin(pcclComm_t *c, unsigned *epoch) {
      * A peer that is leaving starts nothing new (its votes would not be sent). */
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
     pthread_mutex_lock(&c->mu);
-    while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !comm_cancelled(c) &&
-           net_now_ms() < deadline)
+    while (comm_state(c) == PEER_MASTER_DOWN && !comm_cancelled(c) && net_now_ms() < deadline)
         comm_cv_wait_50ms(c);
-    int rc = atomic_load(&c->master_lost) || comm_cancelled(c) || atomic_load(&c->master_down) ? COMM_LOST : COMM_OK;
+    peer_state_t s = comm_state(c);
+    int rc = s == PEER_ENDED || comm_cancelled(c) || s == PEER_MASTER_DOWN ? COMM_LOST : COMM_OK;
     *epoch = atomic_load(&c->master_epoch);
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -135,19 +162,20 @@ static int is_vote(uint16_t type) {
 }
 
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
-    if (atomic_load(&c->master_lost)) return COMM_LOST;
+    if (comm_ended(c)) return COMM_LOST;
     pthread_mutex_lock(&c->send_mu);
-    /* leaving is set under send_mu before LEAVE goes out, so no vote follows it on the wire. */
-    if (atomic_load(&c->leaving) && is_vote(m->type)) {
+    /* PEER_LEAVING is entered under send_mu before LEAVE goes out, so no vote follows it on the wire. */
+    peer_state_t s = comm_state(c);
+    if (s == PEER_LEAVING && is_vote(m->type)) {
         pthread_mutex_unlock(&c->send_mu);
         return COMM_LOST;
     }
     int rc = COMM_RESTARTED;
     /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
      * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
-    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
+    int may_send = s != PEER_REJOINING || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
                    m->type == C2M_LEAVE;
-    if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
+    if (may_send && atomic_load(&c->master_epoch) == epoch && s != PEER_MASTER_DOWN) {
         rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
         if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
@@ -207,7 +235,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
     pthread_mutex_lock(&c->mu);
     for (;;) {
         /* The inbox was emptied when the epoch moved: nothing in it answers this wait any more. */
-        if (atomic_load(&c->master_epoch) != epoch && !atomic_load(&c->master_lost)) {
+        if (atomic_load(&c->master_epoch) != epoch && !comm_ended(c)) {
             pthread_mutex_unlock(&c->mu);
             return COMM_RESTARTED;
         }
@@ -224,7 +252,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
             pthread_mutex_unlock(&c->mu);
             return 0;
         }
-        if (atomic_load(&c->master_lost)) {
+        if (comm_ended(c)) {
             pthread_mutex_unlock(&c->mu);
             return COMM_LOST;
         }
@@ -253,10 +281,12 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
 pcclResult_t comm_check_ready(const pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
-    if (atomic_load(&c->leaving)) return pcclInvalidUsage;
+    peer_state_t role = comm_role(c);
+    if (role == PEER_LEAVING) return pcclInvalidUsage;
     /* A peer waiting to be accepted again after a master restart is in no ring yet. */
-    if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
-    if (atomic_load(&c->master_lost)) return comm_lost_result(c);
+    if (role == PEER_REJOINING) return pcclTooFewPeers;
+    if (role == PEER_ENDED) return comm_lost_result(c);
+    if (role != PEER_ACCEPTED) return pcclInvalidUsage;
     return pcclSuccess;
 }
 
@@ -292,7 +322,7 @@ static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
     sec_hs_t hs;
     sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
     char err[160] = "handshake: cannot start";
-    int first = !atomic_load(&c->registered), why = EACCES;
+    int first = comm_state(c) == PEER_CONNECTING, why = EACCES;
     net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
     int started = sec_hs_start(&hs, &c->sec, &p) == 0;
     int rc = started && sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err) == 0

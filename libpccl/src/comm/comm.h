@@ -83,6 +83,37 @@ typedef struct ss_serving {
                   * shuts them down so the sync need not wait for a stalled requester */
 } ss_serving_t;
 
+/*
+ * The peer's lifecycle (c->state). Transitions, each made by comm_transition under mu:
+ *
+ *   from                          to              when (who)
+ *   CREATED                       CONNECTING      pcclConnect begins (user thread)
+ *   CONNECTING, REGISTERED        CREATED         pcclConnect fails; it may be called again
+ *   CONNECTING                    REGISTERED      the master's WELCOME (connect.c; under send_mu)
+ *   REGISTERED, REJOINING         ACCEPTED        an accept round wired this peer (pcclConnect, pcclUpdateTopology)
+ *   REGISTERED, ACCEPTED,         MASTER_DOWN     the master connection broke and the reconnect window is
+ *     REJOINING                                   open (reader; under send_mu); before keeps the state left
+ *   MASTER_DOWN                   before          re-registered (reader; under send_mu): ACCEPTED after RESUMED,
+ *                                                 REJOINING if the restarted master rebuilt without this peer
+ *   REGISTERED, ACCEPTED,         LEAVING         pcclExtLeave with the master up (under send_mu): no more votes,
+ *     REJOINING                                   and the master's close ends the run instead of a reconnect
+ *   every state the reader runs   ENDED           the master connection is closed for good (reader's end);
+ *     in (REGISTERED and after)                   departed says why, before what it was; final
+ */
+typedef enum peer_state {
+    PEER_CREATED = 0,
+    PEER_CONNECTING,
+    PEER_REGISTERED, /* welcomed: the master knows this peer (it may re-register), not yet in a ring */
+    PEER_ACCEPTED,   /* a member of the run */
+    PEER_REJOINING,  /* a restarted master rebuilt the run without this peer: it waits to be accepted again */
+    PEER_MASTER_DOWN,
+    PEER_LEAVING,
+    PEER_ENDED,
+} peer_state_t;
+
+/* Why a run ended (c->departed bits; pcclExtGetDeparture reports the first of them in this order). */
+enum { DEPARTED_LEFT = 1, DEPARTED_KICKED = 2, DEPARTED_SHUT_DOWN = 4 };
+
 #define FAILED_OPS_MAX 256
 
 struct pcclComm_t {
@@ -111,24 +142,20 @@ struct pcclComm_t {
     /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
      * pcclConnect and read-only afterwards. */
     sec_cfg_t sec;
-    atomic_int connected, accepted, master_lost, shutting_down;
+    /* Where this peer is in its run: one value (peer_state_t), written under mu by comm_transition and read
+     * anywhere through comm_state/comm_role. before: the state left for PEER_MASTER_DOWN (the one the peer
+     * returns to once re-registered: what it tells the restarted master it is) or for PEER_ENDED. */
+    atomic_int state, before;
+    /* Why the run ended for this peer (DEPARTED_* bits, for pcclExtGetDeparture and comm_lost_result): set
+     * once each by whoever learns it, independent of state (a KICK can come while connecting, a leave in
+     * any state). */
+    atomic_int departed;
+    /* Cancellation requests (not states: set from any thread in any state, and the waits end on them):
+     * stopping once pcclExtLeave was called, shutting_down once pcclDestroyCommunicator was. */
+    atomic_int stopping, shutting_down;
     /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
-     * epoch is never sent, and a wait that began in one ends when it moves. master_down is set
-     * while reconnecting, for at most reconnect_ms (PCCL_MASTER_RECONNECT_MS; 0: a lost master ends
-     * the run). registered: the master welcomed this peer, so it may re-register. rejoining: the
-     * restarted master rebuilt the run without this peer; it waits, as a newcomer, to be accepted
-     * again at the next pcclUpdateTopology. */
+     * epoch is never sent, and a wait that began in one ends when it moves. */
     atomic_uint master_epoch;
-    atomic_int master_down, registered, rejoining;
-    /* Departure (leave.c): leaving once LEAVE is about to go out (the reader then takes the master's
-     * close as the end, not as an outage to reconnect through), left once it went out; kicked when the
-     * master sent KICK. */
-    atomic_int leaving, left, kicked;
-    /* Stopping (leave.c): connecting once pcclConnect began (until it fails); stopping once pcclExtLeave
-     * was called, from any thread: every wait of the library ends (connects, the reconnect loop, waits
-     * for a lost master, shared-state transfers), and votes are no longer sent. shut_down: the master
-     * ended the run (SHUTDOWN): calls return pcclExtRunShutDown and nobody reconnects. */
-    atomic_int connecting, stopping, shut_down;
     int reconnect_ms;
     int connect_retry_ms; /* PCCL_CONNECT_RETRY_MS: how long pcclConnect retries an unreachable master */
     uint64_t down_since_ms;
@@ -171,6 +198,21 @@ struct pcclComm_t {
     struct { uint64_t tag, op_seq; unsigned epoch; } failed_ops[FAILED_OPS_MAX];
     uint32_t nfailed_ops;
 };
+
+/* The peer's state (any thread). */
+peer_state_t comm_state(const pcclComm_t *c);
+/* The state, or while the master is down the state the peer returns to (its membership), or once ended
+ * PEER_LEAVING if LEAVE went out (calls after it are misuse) and PEER_ENDED otherwise. */
+peer_state_t comm_role(const pcclComm_t *c);
+/* The master connection is closed for good (PEER_ENDED). */
+int comm_ended(const pcclComm_t *c);
+/* Moves to state to if the state is one of the bits (1 << PEER_*) of from; takes mu (the _locked variant: the
+ * caller holds it) and wakes the inbox waiters. @return the state it left, or -PERR_INVALID (not moved). */
+int comm_transition(pcclComm_t *c, unsigned from, peer_state_t to);
+int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to);
+#define PEER_BIT(s) (1u << (s))
+/* The states in which the master knows this peer and the connection is up. */
+#define PEER_REGISTERED_UP (PEER_BIT(PEER_REGISTERED) | PEER_BIT(PEER_ACCEPTED) | PEER_BIT(PEER_REJOINING))
 
 /* Whether the communicator's waits must end: pcclExtLeave was called, or it is being destroyed. */
 int comm_cancelled(const pcclComm_t *c);

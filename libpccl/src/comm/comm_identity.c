@@ -97,20 +97,20 @@ int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m) {
 
 pcclResult_t pcclExtCommSetName(pcclComm_t *c, const char *name) {
     if (!c || !name || !ident_name_valid(name)) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     snprintf(c->name, sizeof c->name, "%s", name);
     return pcclSuccess;
 }
 
 pcclResult_t pcclExtCommSetIdentityFile(pcclComm_t *c, const char *path) {
     if (!c || !path || !*path) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     return load_file(c, path, "identity") == 0 ? pcclSuccess : pcclInvalidArgument;
 }
 
 pcclResult_t pcclExtCommSetIdentitySeed(pcclComm_t *c, const void *seed, size_t len) {
     if (!c || !seed || len != 32) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     ident_t id;
     if (ident_from_seed(&id, seed) != 0) return pcclInternalError;
     adopt(c, &id);

@@ -61,12 +61,12 @@ static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
     case M2C_WELCOME:
         comm_set_uuid(c, m.u.welcome.uuid);
         pthread_mutex_lock(&c->send_mu); /* pcclExtLeave decides under send_mu whether LEAVE can go out */
-        atomic_store(&c->registered, 1);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_REGISTERED);
         pthread_mutex_unlock(&c->send_mu);
         rc = TRY_OK;
         break;
     case M2C_KICK:
-        atomic_store(&c->kicked, 1);
+        atomic_fetch_or(&c->departed, DEPARTED_KICKED);
         snprintf(why, whylen, "it refused this peer: %s", m.u.kick.reason);
         break;
     case M2C_SHUTDOWN:
@@ -145,7 +145,7 @@ pcclResult_t comm_register_first(pcclComm_t *c) {
         }
         now = net_now_ms();
         if (rc == TRY_FAILED || now >= deadline) {
-            if (atomic_load(&c->shut_down)) return pcclExtRunShutDown;
+            if (atomic_load(&c->departed) & DEPARTED_SHUT_DOWN) return pcclExtRunShutDown;
             if (rc == TRY_AGAIN && attempt > 1)
                 PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s (gave up after %d attempts in %.1f s, "
                            "PCCL_CONNECT_RETRY_MS)", where, why, attempt, (double)(now - start) / 1000.0);

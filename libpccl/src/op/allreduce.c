@@ -174,7 +174,7 @@ void allreduce_abort_all(pcclComm_t *c) {
 static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
     pcclComm_t *c = o->comm;
     pthread_mutex_lock(&c->mu);
-    while (!pred(o) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
+    while (!pred(o) && !comm_ended(c) && !atomic_load(&c->shutting_down) &&
            atomic_load(&c->master_epoch) == o->epoch)
         pthread_cond_wait(&o->cv, &c->mu);
     int ok = pred(o);
@@ -188,7 +188,7 @@ static int started(const pccl_op_t *o) { return o->got_commence || o->got_reject
 static int mark_ring_done(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     pthread_mutex_lock(&c->mu);
-    int in_time = atomic_load(&c->master_epoch) == o->epoch && !atomic_load(&c->master_lost);
+    int in_time = atomic_load(&c->master_epoch) == o->epoch && !comm_ended(c);
     o->ring_done = in_time;
     pthread_mutex_unlock(&c->mu);
     return in_time;
@@ -201,7 +201,7 @@ static int await_verdict(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     uint64_t deadline = 0;
     pthread_mutex_lock(&c->mu);
-    while (!o->got_end && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down)) {
+    while (!o->got_end && !comm_ended(c) && !atomic_load(&c->shutting_down)) {
         if (atomic_load(&c->master_epoch) == o->epoch) {
             pthread_cond_wait(&o->cv, &c->mu);
             continue;
@@ -313,7 +313,7 @@ static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 /* Connecting to the successor stops when the master aborts the op (it may be the one that left). */
 static int op_cancelled(void *arg) {
     pccl_op_t *o = arg;
-    return atomic_load(&o->aborted) || atomic_load(&o->comm->master_lost) ||
+    return atomic_load(&o->aborted) || comm_ended(o->comm) ||
            atomic_load(&o->comm->master_epoch) != o->epoch;
 }
 
@@ -385,11 +385,11 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     o->info.rx_bytes = io->rx_bytes;
     pcclResult_t result = pcclSuccess;
     if (rc == RING_OK && !mark_ring_done(o)) {
-        result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
+        result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
     } else if (rc == RING_OK) {
         send_done(o, 1);
         /* Keep the backup until everyone confirmed: another peer may still fail. */
-        if (await_verdict(o) != 0) result = atomic_load(&c->master_lost) ? comm_lost_result(c)
+        if (await_verdict(o) != 0) result = comm_ended(c) ? comm_lost_result(c)
                                                                           : pcclRankConnectionLost;
         else if (!o->end_ok) {
             result = pcclRankConnectionLost;
@@ -404,7 +404,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
             PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
                       (unsigned long long)o->tag);
         }
-        result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
+        result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
     }
     if (result != pcclSuccess) note_failed(o);
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
@@ -460,8 +460,8 @@ static void run_op(pccl_op_t *o) {
          * holds it back), so no COMMENCE can come: the op ends as for a peer not yet accepted. A
          * leaving peer sends no vote either: nothing will come for it. */
         int sent = comm_send(c, o->epoch, &init);
-        held_back = sent != COMM_OK && atomic_load(&c->rejoining);
-        withdrawn = sent != COMM_OK && atomic_load(&c->leaving);
+        held_back = sent != COMM_OK && comm_role(c) == PEER_REJOINING;
+        withdrawn = sent != COMM_OK && comm_role(c) == PEER_LEAVING;
     } else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
     if (backup && !ring_backs_up(o) && !held_back && !withdrawn) memcpy(backup, o->recvbuf, bytes);
     if (held_back) {
@@ -469,7 +469,7 @@ static void run_op(pccl_op_t *o) {
     } else if (withdrawn) {
         o->result = comm_lost_result(c);
     } else if (wait_for(o, started) != 0) {
-        o->result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
+        o->result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;
