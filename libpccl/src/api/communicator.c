@@ -23,6 +23,9 @@
 #include "pccl_leave.h"
 
 
+/* The verdicts of an accept or optimize round, which end its wiring (c->wiring). */
+static int round_verdict(uint16_t type) { return type == M2C_TOPOLOGY_DONE || type == M2C_OPTIMIZE_DONE; }
+
 /* ---------- creation / destruction ---------- */
 
 pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclComm_t **comm_out) {
@@ -68,10 +71,11 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     snprintf(c->log_name, sizeof c->log_name, "peer");
     pthread_mutex_init(&c->send_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
+    pwait_cond_init(&c->cv); /* waits on these have deadlines on net_now_ms's clock */
     pthread_cond_init(&c->work_cv, NULL);
     pthread_mutex_init(&c->p2p.mu, NULL);
-    pthread_cond_init(&c->p2p.cv, NULL);
+    pwait_cond_init(&c->p2p.cv);
+    pwait_set_init(&c->waits, &c->mu);
     bufpool_init(&c->buffers);
     if (comm_identity_init(c) != 0) {
         pcclDestroyCommunicator(c);
@@ -83,11 +87,11 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
 
 pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     if (!c) return pcclInvalidArgument;
-    atomic_store(&c->shutting_down, 1);
+    comm_stop(c, &c->shutting_down);
     pthread_mutex_lock(&c->send_mu); /* the reader may be swapping in a new master connection */
     if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
     pthread_mutex_unlock(&c->send_mu);
-    allreduce_abort_all(c);
+    allreduce_abort_all(c, -PERR_CANCELLED);
     allreduce_join_all(c);
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cv); /* wakes the heartbeat thread */
@@ -156,6 +160,7 @@ static int read_master(pcclComm_t *c) {
         if (c->inbox_tail) c->inbox_tail->next = it;
         else c->inbox_head = it;
         c->inbox_tail = it;
+        if (c->wiring && round_verdict(it->msg.type)) pwait_cancel_locked(c->wiring, -PERR_ABORTED);
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
     }
@@ -168,7 +173,7 @@ static void *reader_main(void *arg) {
            comm_reconnect(c) == 0) {
     }
     comm_transition(c, ~PEER_BIT(PEER_ENDED), PEER_ENDED);
-    allreduce_abort_all(c);
+    allreduce_abort_all(c, -PERR_LOST);
     return NULL;
 }
 
@@ -177,15 +182,7 @@ static void *heartbeat_main(void *arg) {
     pcclComm_t *c = arg;
     pthread_mutex_lock(&c->mu);
     while (!atomic_load(&c->shutting_down) && !comm_ended(c)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += c->heartbeat_ms / 1000;
-        ts.tv_nsec += (long)(c->heartbeat_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        pwait_cond_sleep(&c->cv, &c->mu, net_now_ms() + (uint64_t)c->heartbeat_ms);
         if (atomic_load(&c->shutting_down) || comm_ended(c)) break;
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
@@ -199,35 +196,36 @@ static void *heartbeat_main(void *arg) {
 
 /* ---------- ring wiring ---------- */
 
-/* A round's wiring is moot once its verdict is in the inbox: the master ends a round early when a
- * member left, and that member may be the successor this peer is still waiting on. */
-static int round_over(void *arg) {
-    pcclComm_t *c = arg;
-    peer_state_t s = comm_state(c);
-    if (s == PEER_ENDED || atomic_load(&c->shutting_down) || s == PEER_MASTER_DOWN) return 1;
-    int over = 0;
-    pthread_mutex_lock(&c->mu);
-    for (inbox_item_t *it = c->inbox_head; it && !over; it = it->next)
-        over = it->msg.type == M2C_TOPOLOGY_DONE || it->msg.type == M2C_OPTIMIZE_DONE;
-    pthread_mutex_unlock(&c->mu);
-    return over;
+static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w);
+
+/* Wires the ring of e through one of the communicator's waits. watch_verdict: the wiring is moot once the
+ * round's verdict came (the master ends a round early when a member left, and that member may be the
+ * successor this peer still waits on), so the reader ends it then (c->wiring). */
+static int establish_within(pcclComm_t *c, const wire_msg_t *e, int watch_verdict) {
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) return -1;
+    if (watch_verdict) {
+        pthread_mutex_lock(&c->mu);
+        c->wiring = &w;
+        for (inbox_item_t *it = c->inbox_head; it; it = it->next)
+            if (round_verdict(it->msg.type)) pwait_cancel_locked(&w, -PERR_ABORTED);
+        pthread_mutex_unlock(&c->mu);
+    }
+    int rc = establish(c, e, &w);
+    if (watch_verdict) {
+        pthread_mutex_lock(&c->mu);
+        c->wiring = NULL;
+        pthread_mutex_unlock(&c->mu);
+    }
+    comm_wait_close(c, &w);
+    return rc;
 }
 
-static int shutting_down(void *arg) { return atomic_load(&((pcclComm_t *)arg)->shutting_down); }
+int comm_establish(pcclComm_t *c, const wire_msg_t *e) { return establish_within(c, e, 1); }
 
-static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *cancel);
+int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *e) { return establish_within(c, e, 0); }
 
-int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
-    net_cancel_t cancel = {.fn = round_over, .arg = c};
-    return establish(c, e, &cancel);
-}
-
-int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *e) {
-    net_cancel_t cancel = {.fn = shutting_down, .arg = c};
-    return establish(c, e, &cancel);
-}
-
-static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *cancel) {
+static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w) {
     const wire_peer_t *peers = e->u.establish.peers;
     uint32_t n = e->u.establish.n;
     p2p_set_peers(c, peers, n);
@@ -245,7 +243,7 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *can
     if (n < 2) return 0;
     const uint8_t *next = peers[(me + 1) % n].uuid;
     for (uint32_t slot = 0; slot < c->pool_size; slot++) {
-        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, cancel);
+        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, w);
         if (!k) return -1;
         p2p_release(c, k, 0);
     }

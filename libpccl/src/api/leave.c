@@ -20,7 +20,9 @@
 /* Waits until the reader saw the master connection end, at most until deadline (net_now_ms). */
 static int await_close(pcclComm_t *c, uint64_t deadline) {
     pthread_mutex_lock(&c->mu);
-    while (!comm_ended(c) && net_now_ms() < deadline) comm_cv_wait_50ms(c);
+    /* Not one of the communicator's waits (the leave ended those): the reader's end wakes c->cv. */
+    while (!comm_ended(c) && pwait_cond_sleep(&c->cv, &c->mu, deadline) == 0) {
+    }
     int closed = comm_ended(c);
     pthread_mutex_unlock(&c->mu);
     return closed;
@@ -48,7 +50,7 @@ pcclResult_t pcclExtLeave(pcclComm_t *c) {
         pthread_mutex_unlock(&c->send_mu);
         return comm_lost_result(c);
     }
-    atomic_store(&c->stopping, 1);
+    comm_stop(c, &c->stopping);
     int up = (PEER_REGISTERED_UP & PEER_BIT(was)) && c->master_fd >= 0;
     int sent = 0;
     if (up) {
@@ -75,7 +77,7 @@ pcclResult_t pcclExtLeave(pcclComm_t *c) {
          * grace is aborted, and closing the connection makes this peer a departure. */
         PLOG_WARN(c->log_name, "the master did not remove this peer within %d ms; departing without it",
                   PCCL_EXT_LEAVE_GRACE_MS);
-        allreduce_abort_all(c);
+        allreduce_abort_all(c, -PERR_CANCELLED);
         close_master(c);
         await_close(c, net_now_ms() + (uint64_t)c->connect_timeout_ms);
     }

@@ -39,7 +39,7 @@ static void begin_outage(pcclComm_t *c) {
     pthread_mutex_unlock(&c->mu);
     comm_close_master_locked(c);
     pthread_mutex_unlock(&c->send_mu);
-    allreduce_abort_all(c);
+    allreduce_abort_all(c, -PERR_RESTARTED);
 }
 
 /* RESUME for an accepted peer, HELLO for one that was only registered. */

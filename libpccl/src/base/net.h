@@ -20,10 +20,12 @@ int net_listen(const ccoip_socket_address_t *a, uint16_t *port_out);
 int net_listen_any(uint16_t port, uint16_t *port_out);
 /* Connects with a timeout; returns a blocking fd with TCP_NODELAY, or -1 (errno set). */
 int net_connect(const ccoip_socket_address_t *to, int timeout_ms);
-/* Asked every NET_CANCEL_POLL_MS while a wait lasts; nonzero ends it with ECANCELED. */
+/* What ends a wait early with ECANCELED: wait (wait.h), whose eventfd joins the poll (no slices), or
+ * else fn, asked every NET_CANCEL_POLL_MS while the wait lasts (nonzero: cancelled). */
 typedef struct net_cancel {
     int (*fn)(void *arg);
     void *arg;
+    const struct pwait *wait;
 } net_cancel_t;
 #define NET_CANCEL_POLL_MS 20
 /* net_connect that also ends when cancel (may be NULL) says so. */

@@ -72,9 +72,27 @@ void comm_inbox_clear(pcclComm_t *c) {
 
 /* ---------- control connection ---------- */
 
-void comm_cv_wait_50ms(pcclComm_t *c) { comm_cond_wait_50ms(c, &c->cv); }
+int comm_wait_open(pcclComm_t *c, pwait_t *w, int with_fd) {
+    if (pwait_init(w, &c->mu, &c->cv, with_fd) != 0) return -PERR_FAILED;
+    pthread_mutex_lock(&c->mu);
+    pwait_set_add_locked(&c->waits, w);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
 
-void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) { cond_wait_50ms(cv, &c->mu); }
+void comm_wait_close(pcclComm_t *c, pwait_t *w) {
+    pthread_mutex_lock(&c->mu);
+    pwait_set_remove_locked(w);
+    pthread_mutex_unlock(&c->mu);
+    pwait_destroy(w);
+}
+
+void comm_stop(pcclComm_t *c, atomic_int *flag) {
+    pthread_mutex_lock(&c->mu);
+    atomic_store(flag, 1);
+    pwait_set_cancel_locked(&c->waits, -PERR_CANCELLED, 1);
+    pthread_mutex_unlock(&c->mu);
+}
 
 void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu) {
     struct timespec ts;
@@ -109,6 +127,9 @@ int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to) {
     peer_state_t was = comm_state(c);
     if (!(from & PEER_BIT(was))) return -PERR_INVALID;
     if (to == PEER_MASTER_DOWN || to == PEER_ENDED) atomic_store(&c->before, was);
+    /* The waits of the lost connection end: for good once ended, else the peer waits for the next one. */
+    if (to == PEER_MASTER_DOWN) pwait_set_cancel_locked(&c->waits, -PERR_RESTARTED, 0);
+    if (to == PEER_ENDED) pwait_set_cancel_locked(&c->waits, -PERR_LOST, 0);
     atomic_store(&c->state, to);
     pthread_cond_broadcast(&c->cv);
     return (int)was;
@@ -121,7 +142,7 @@ int comm_transition(pcclComm_t *c, unsigned from, peer_state_t to) {
     return rc;
 }
 
-int comm_cancelled(const pcclComm_t *c) { return atomic_load(&c->stopping) || atomic_load(&c->shutting_down); }
+int comm_cancelled(const pcclComm_t *c) { return pwait_set_sticky(&c->waits) != 0; }
 
 int comm_cancel_fn(void *arg) { return comm_cancelled(arg); }
 
@@ -135,23 +156,27 @@ pcclResult_t comm_lost_result(const pcclComm_t *c) {
 }
 
 void comm_pause(pcclComm_t *c, int ms) {
-    uint64_t until = net_now_ms() + (uint64_t)(ms > 0 ? ms : 0);
-    pthread_mutex_lock(&c->mu);
-    while (!comm_cancelled(c) && net_now_ms() < until) comm_cv_wait_50ms(c);
-    pthread_mutex_unlock(&c->mu);
+    pwait_t w;
+    if (comm_wait_open(c, &w, 0) != 0) return;
+    pwait_pause(&w, ms);
+    comm_wait_close(c, &w);
 }
 
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
     /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader.
      * A peer that is leaving starts nothing new (its votes would not be sent). */
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
+    pwait_t w;
+    *epoch = atomic_load(&c->master_epoch);
+    if (comm_wait_open(c, &w, 0) != 0) return COMM_LOST;
     pthread_mutex_lock(&c->mu);
-    while (comm_state(c) == PEER_MASTER_DOWN && !comm_cancelled(c) && net_now_ms() < deadline)
-        comm_cv_wait_50ms(c);
+    while (comm_state(c) == PEER_MASTER_DOWN && pwait_sleep(&w, deadline) == 0) {
+    }
     peer_state_t s = comm_state(c);
     int rc = s == PEER_ENDED || comm_cancelled(c) || s == PEER_MASTER_DOWN ? COMM_LOST : COMM_OK;
     *epoch = atomic_load(&c->master_epoch);
     pthread_mutex_unlock(&c->mu);
+    comm_wait_close(c, &w);
     return rc;
 }
 
@@ -232,50 +257,45 @@ void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
 
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
     uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
+    pwait_t w;
+    if (comm_wait_open(c, &w, 0) != 0) return COMM_LOST;
+    int rc = 0;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        /* The inbox was emptied when the epoch moved: nothing in it answers this wait any more. */
+        /* A wait for an older connection's answer: the inbox was emptied when the epoch moved. */
         if (atomic_load(&c->master_epoch) != epoch && !comm_ended(c)) {
-            pthread_mutex_unlock(&c->mu);
-            return COMM_RESTARTED;
+            rc = COMM_RESTARTED;
+            break;
         }
-        inbox_item_t *prev = NULL;
-        for (inbox_item_t *it = c->inbox_head; it; prev = it, it = it->next) {
+        inbox_item_t *prev = NULL, *it = c->inbox_head;
+        for (; it; prev = it, it = it->next) {
             int match = 0;
             for (int i = 0; i < ntypes; i++) match |= it->msg.type == types[i];
-            if (!match) continue;
+            if (match) break;
+        }
+        if (it) {
             if (prev) prev->next = it->next;
             else c->inbox_head = it->next;
             if (c->inbox_tail == it) c->inbox_tail = prev;
             *msg = it->msg;
             free(it);
-            pthread_mutex_unlock(&c->mu);
-            return 0;
+            break;
         }
         if (comm_ended(c)) {
-            pthread_mutex_unlock(&c->mu);
-            return COMM_LOST;
+            rc = COMM_LOST;
+            break;
         }
-        if (timeout_ms >= 0) {
-            uint64_t now = net_now_ms();
-            if (now >= deadline) {
-                pthread_mutex_unlock(&c->mu);
-                return COMM_TIMEOUT;
-            }
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t left = deadline - now;
-            ts.tv_sec += (time_t)(left / 1000);
-            ts.tv_nsec += (long)(left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        } else {
-            pthread_cond_wait(&c->cv, &c->mu);
-        }
+        /* Woken by the reader for each message; ended by a lost connection (-PERR_RESTARTED: the new master
+         * knows nothing of the request), the end of the run, a leave or destroy, or the deadline. */
+        int r = pwait_sleep(&w, timeout_ms >= 0 ? (deadline ? deadline : 1) : 0);
+        if (r == -PERR_TIMEOUT) rc = COMM_TIMEOUT;
+        else if (r == -PERR_RESTARTED) rc = COMM_RESTARTED;
+        else if (r) rc = COMM_LOST;
+        if (r) break;
     }
+    pthread_mutex_unlock(&c->mu);
+    comm_wait_close(c, &w);
+    return rc;
 }
 
 pcclResult_t comm_check_ready(const pcclComm_t *c) {
@@ -297,11 +317,15 @@ static int connect_retrying(pcclComm_t *c, int timeout_ms) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t now = net_now_ms();
-        net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+        pwait_t w;
+        if (comm_wait_open(c, &w, 1) != 0) return -1;
+        net_cancel_t cancel = {.wait = &w};
         int fd = net_connect_cancellable(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1,
                                          &cancel);
-        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
         int e = errno;
+        comm_wait_close(c, &w);
+        errno = e;
+        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
         if (net_now_ms() + 100 >= deadline) {
             errno = e;
             return -1;
@@ -323,10 +347,13 @@ static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
     sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
     char err[160] = "handshake: cannot start";
     int first = comm_state(c) == PEER_CONNECTING, why = EACCES;
-    net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) return -1;
+    net_cancel_t cancel = {.wait = &w};
     int started = sec_hs_start(&hs, &c->sec, &p) == 0;
     int rc = started && sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err) == 0
                  ? 0 : -1;
+    comm_wait_close(c, &w);
     if (rc != 0 && started && !hs.err[0]) {
         /* The master did not finish it: no proof was refused. */
         why = comm_cancelled(c) ? ECANCELED : strstr(err, "no answer") ? ETIME : ECONNRESET;

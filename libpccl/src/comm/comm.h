@@ -150,9 +150,17 @@ struct pcclComm_t {
      * once each by whoever learns it, independent of state (a KICK can come while connecting, a leave in
      * any state). */
     atomic_int departed;
-    /* Cancellation requests (not states: set from any thread in any state, and the waits end on them):
-     * stopping once pcclExtLeave was called, shutting_down once pcclDestroyCommunicator was. */
+    /* Cancellation requests (not states: set from any thread in any state, by comm_stop, which ends every
+     * wait in waits for good): stopping once pcclExtLeave was called, shutting_down once
+     * pcclDestroyCommunicator was (the heartbeat and the p2p acceptor end only then). */
     atomic_int stopping, shutting_down;
+    /* The outstanding waits of the control path (comm_wait_open; guarded by mu): inbox waits, waits for the
+     * master to come back, connects and handshakes to the master, backoffs, ring wiring, shared-state
+     * fetches. A leave or destroy ends them all (sticky), a lost master connection those of its epoch
+     * (-PERR_RESTARTED), the end of the run (-PERR_LOST) those still open. Operations have their own
+     * wait (op/), ended by allreduce_abort_all. */
+    pwait_set_t waits;
+    pwait_t *wiring; /* the wait of the accept or optimize round's wiring, which its verdict ends (mu) */
     /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
      * epoch is never sent, and a wait that began in one ends when it moves. */
     atomic_uint master_epoch;
@@ -223,7 +231,7 @@ void comm_note_shutdown(pcclComm_t *c, const char *reason);
 /* What a call returns when the run ended for this peer: pcclExtRunShutDown after SHUTDOWN, else
  * pcclMasterConnectionFailed. */
 pcclResult_t comm_lost_result(const pcclComm_t *c);
-/* Waits on cv until ms passed or comm_cancelled (caller holds nothing). */
+/* Waits until ms passed or a leave or destroy (caller holds nothing). */
 void comm_pause(pcclComm_t *c, int ms);
 /* The first registration of pcclConnect (connect.c): connects, proves the key, sends HELLO and reads
  * the WELCOME, retrying an unreachable master for connect_retry_ms. pcclSuccess (master_fd is
@@ -239,11 +247,14 @@ enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
  * @return COMM_OK, or COMM_LOST (the master is gone for good or the peer is shutting down).
  */
 int comm_begin(pcclComm_t *c, unsigned *epoch);
+/* Opens w as one of the communicator's waits (cv and mu; with_fd: with an eventfd for poll()-based I/O):
+ * it starts cancelled after a leave or destroy. @return 0, or -PERR_FAILED. */
+int comm_wait_open(pcclComm_t *c, pwait_t *w, int with_fd);
+/* Takes w out of the communicator's waits and releases it. */
+void comm_wait_close(pcclComm_t *c, pwait_t *w);
+/* A leave (flag &c->stopping) or destroy (&c->shutting_down): sets flag and ends every wait for good. */
+void comm_stop(pcclComm_t *c, atomic_int *flag);
 /* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
-void comm_cv_wait_50ms(pcclComm_t *c);
-/* The same on another condition variable used with mu (an op's). */
-void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv);
-/* The same on any condition variable and its mutex. */
 void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
 /* Closes the master connection and frees its link (caller holds send_mu). */
 void comm_close_master_locked(pcclComm_t *c);

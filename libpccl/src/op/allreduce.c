@@ -18,17 +18,17 @@
 #define STAGING_BYTES (1u << 20)
 
 typedef struct pccl_op {
-    /* Kept when the record is recycled (op_get clears everything from `comm` on). */
-    int abort_fd;
-    /* Signalled (with comm->mu) for this op's master messages, its abort and its end, so a message
-     * wakes only the thread that waits for it. */
-    pthread_cond_t cv;
+    /* Kept when the record is recycled (op_get clears everything from `comm` on). The op's wait: cancelled
+     * (-PERR_ABORTED, -PERR_RESTARTED, -PERR_LOST, -PERR_CANCELLED) for an abort from the master, a lost
+     * master or destroy, which wakes its ring's poll (w.fd) and its thread (w.cv); w.cv is also signalled
+     * (with comm->mu) for this op's master messages and its end, so a message wakes only the thread that
+     * waits for it. */
+    pwait_t w;
     pcclComm_t *comm;
     uint64_t tag;
     const void *sendbuf;
     void *recvbuf;
     pcclReduceDescriptor_t desc;
-    atomic_int aborted; /* set with the eventfd: lets the ring check without a syscall */
     int is_async; /* run by a pool worker (else on the caller's thread) */
     /* filled by the reader under comm->mu */
     int got_commence, got_reject, got_end, end_ok;
@@ -61,12 +61,6 @@ int comm_ops_outstanding(pcclComm_t *c) {
     return any;
 }
 
-static void signal_abort(pccl_op_t *o) {
-    atomic_store(&o->aborted, 1);
-    uint64_t one = 1;
-    ssize_t w = write(o->abort_fd, &one, sizeof one);
-    (void)w;
-}
 
 static void unlink_op_locked(pcclComm_t *c, pccl_op_t *o) {
     for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
@@ -87,27 +81,21 @@ static pccl_op_t *op_get(pcclComm_t *c) {
     }
     pthread_mutex_unlock(&c->mu);
     if (o) {
-        uint64_t v;
-        /* signal_abort sets the flag before it writes, so an unset flag means nothing to drain */
-        if (atomic_load(&o->aborted))
-            while (read(o->abort_fd, &v, sizeof v) > 0) {}
+        if (pwait_result(&o->w)) pwait_reset(&o->w); /* an open wait has nothing to drain */
         memset((char *)o + offsetof(pccl_op_t, comm), 0, sizeof *o - offsetof(pccl_op_t, comm));
         return o;
     }
     o = calloc(1, sizeof *o);
     if (!o) return NULL;
-    o->abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (o->abort_fd < 0) {
+    if (pwait_init(&o->w, &c->mu, NULL, 1) != 0) {
         free(o);
         return NULL;
     }
-    pthread_cond_init(&o->cv, NULL);
     return o;
 }
 
 static void op_destroy(pccl_op_t *o) {
-    close(o->abort_fd);
-    pthread_cond_destroy(&o->cv);
+    pwait_destroy(&o->w);
     free(o);
 }
 
@@ -151,22 +139,23 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
             /* An ABORT/COMPLETE for an older attempt of the same tag is ignored by the op_seq check. */
             o->got_end = 1;
             o->end_ok = msg->type == M2C_COLL_COMPLETE && msg->u.coll.ok;
-            if (!o->end_ok) signal_abort(o);
+            if (!o->end_ok) pwait_cancel_locked(&o->w, -PERR_ABORTED);
         }
-        pthread_cond_broadcast(&o->cv);
+        pthread_cond_broadcast(o->w.cv);
     }
+    int woke = o && pwait_result(&o->w);
     pthread_mutex_unlock(&c->mu);
+    if (woke) p2p_wake(c); /* a ring waiting for its predecessor's connection */
     if (!taken) wire_msg_free(msg);
     return 1;
 }
 
-void allreduce_abort_all(pcclComm_t *c) {
+void allreduce_abort_all(pcclComm_t *c, int reason) {
     pthread_mutex_lock(&c->mu);
-    for (pccl_op_t *o = c->ops; o; o = o->next) {
-        signal_abort(o);
-        pthread_cond_broadcast(&o->cv);
-    }
+    for (pccl_op_t *o = c->ops; o; o = o->next)
+        if (!pwait_cancel_locked(&o->w, reason)) pthread_cond_broadcast(o->w.cv); /* its waits look again */
     pthread_mutex_unlock(&c->mu);
+    p2p_wake(c);
 }
 
 /* Waits until pred(o) holds or the master of the op's epoch is gone; returns 0 or -1. Holds no lock on
@@ -176,7 +165,7 @@ static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
     pthread_mutex_lock(&c->mu);
     while (!pred(o) && !comm_ended(c) && !atomic_load(&c->shutting_down) &&
            atomic_load(&c->master_epoch) == o->epoch)
-        pthread_cond_wait(&o->cv, &c->mu);
+        pwait_cond_sleep(o->w.cv, &c->mu, 0);
     int ok = pred(o);
     pthread_mutex_unlock(&c->mu);
     return ok ? 0 : -1;
@@ -203,14 +192,14 @@ static int await_verdict(pccl_op_t *o) {
     pthread_mutex_lock(&c->mu);
     while (!o->got_end && !comm_ended(c) && !atomic_load(&c->shutting_down)) {
         if (atomic_load(&c->master_epoch) == o->epoch) {
-            pthread_cond_wait(&o->cv, &c->mu);
+            pwait_cond_sleep(o->w.cv, &c->mu, 0);
             continue;
         }
         if (c->reconnect_ms <= 0 || atomic_load(&c->stopping)) break;
         uint64_t now = net_now_ms();
         if (!deadline) deadline = now + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
         if (now >= deadline) break;
-        comm_cond_wait_50ms(c, &o->cv);
+        pwait_cond_sleep(o->w.cv, &c->mu, deadline);
     }
     int got = o->got_end;
     pthread_mutex_unlock(&c->mu);
@@ -262,7 +251,7 @@ void allreduce_settle_unanswered(pcclComm_t *c) {
         if (o->ring_done && !o->got_end && o->epoch != atomic_load(&c->master_epoch)) {
             o->got_end = 1;
             o->end_ok = 0;
-            pthread_cond_broadcast(&o->cv);
+            pthread_cond_broadcast(o->w.cv);
         }
     pthread_mutex_unlock(&c->mu);
 }
@@ -310,13 +299,6 @@ static int ring_backs_up(const pccl_op_t *o) {
  * restored; the plain ring also reads sendbuf directly, so it copies nothing either. */
 static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 
-/* Connecting to the successor stops when the master aborts the op (it may be the one that left). */
-static int op_cancelled(void *arg) {
-    pccl_op_t *o = arg;
-    return atomic_load(&o->aborted) || comm_ended(o->comm) ||
-           atomic_load(&o->comm->master_epoch) != o->epoch;
-}
-
 /* Runs the ring for a commenced op; returns the result code. */
 static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     pcclComm_t *c = o->comm;
@@ -336,20 +318,19 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     uint32_t k = 0, slot_of[64];
     for (uint32_t i = 0; i < 64; i++)
         if (cm->slots >> i & 1) slot_of[k++] = i;
-    net_cancel_t cancel = {.fn = op_cancelled, .arg = o};
     p2p_conn_t *tx[64] = {0}, *rx[64] = {0};
     int connected = 1;
     for (uint32_t s = 0; s < k && connected; s++)
-        connected = (tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &cancel)) != 0;
+        connected = (tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &o->w)) != 0;
     int have_tx = connected;
     for (uint32_t s = 0; s < k && connected; s++)
-        connected = (rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, o->abort_fd)) != 0;
+        connected = (rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, &o->w)) != 0;
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)k * STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
     ring_io_t ios[64];
     for (uint32_t s = 0; s < k; s++)
-        ios[s] = (ring_io_t){.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms,
+        ios[s] = (ring_io_t){.abort_fd = o->w.fd, .abort_flag = &o->w.result, .timeout_ms = c->timeout_ms,
                              .staging = staging ? staging + (size_t)s * STAGING_BYTES : NULL,
                              .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
     ring_io_t *io = &ios[0];
@@ -371,14 +352,12 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
                                                 : !connected ? "ring predecessor did not connect"
                                                              : "out of memory");
         /* Tell the master who could not be reached; two such reports about one peer remove it. */
-        uint64_t dummy;
-        int aborted = read(o->abort_fd, &dummy, sizeof dummy) > 0;
+        int aborted = pwait_result(&o->w) != 0;
         if (!have_tx || (!connected && !aborted)) {
             wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
             memcpy(rep.u.welcome.uuid, cm->ring[!have_tx ? (me + 1) % n : (me + n - 1) % n], 16);
             comm_send(c, o->epoch, &rep);
         }
-        if (aborted) signal_abort(o); /* keep the abort visible to the code below */
     }
     bufpool_put(&c->buffers, staging, staging_cap);
     o->info.tx_bytes = io->tx_bytes;
@@ -424,12 +403,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
  * COMMENCE lets the new master abort it, so nothing of this epoch is lost. */
 static void clear_stale_abort(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
-    uint64_t v;
     pthread_mutex_lock(&c->mu);
-    if (atomic_load(&o->aborted)) {
-        while (read(o->abort_fd, &v, sizeof v) > 0) {}
-        atomic_store(&o->aborted, 0);
-    }
+    if (pwait_result(&o->w)) pwait_reset(&o->w);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -510,7 +485,7 @@ static void *worker_main(void *arg) {
         run_op(o);
         pthread_mutex_lock(&c->mu);
         o->finished = 1; /* the awaiter may free o as soon as mu is released */
-        pthread_cond_broadcast(&o->cv);
+        pthread_cond_broadcast(o->w.cv);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -636,7 +611,7 @@ static pcclResult_t finish_op(pcclComm_t *c, pccl_op_t *o, pcclReduceInfo_t *inf
         pthread_mutex_lock(&c->mu);
         o->finished = 1;
     }
-    while (o->is_async && !o->finished) pthread_cond_wait(&o->cv, &c->mu);
+    while (o->is_async && !o->finished) pwait_cond_sleep(o->w.cv, &c->mu, 0);
     unlink_op_locked(c, o);
     pthread_mutex_unlock(&c->mu);
     pcclResult_t r = o->result;

@@ -236,17 +236,23 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
         comm_note_sync(c, st->revision, vote.u.sync.tensors, vote.u.sync.n);
     }
     wire_msg_free(&fin);
-out:
+out:;
+    /* Servers have bounded socket timeouts and signal cv as they finish; a leave or destroy (which ends w)
+     * does not wait for them: it ends their connections. */
+    pwait_t w;
+    int have_w = comm_wait_open(c, &w, 0) == 0;
     pthread_mutex_lock(&c->mu);
     c->serving = NULL;
-    /* Servers have bounded socket timeouts; a leave does not wait for them: it ends their connections. */
+    int shut = 0;
     while (serving.refs > 0) {
-        if (comm_cancelled(c))
+        if (!shut && (shut = comm_cancelled(c)))
             for (int i = 0; i < 16; i++)
                 if (serving.fds[i] >= 0) shutdown(serving.fds[i], SHUT_RDWR);
-        comm_cv_wait_50ms(c);
+        if (have_w && !pwait_result(&w)) pwait_sleep(&w, 0);
+        else pwait_cond_sleep(&c->cv, &c->mu, 0);
     }
     pthread_mutex_unlock(&c->mu);
+    if (have_w) comm_wait_close(c, &w);
     wire_msg_free(&vote);
     wire_msg_free(&plan);
     if (info) {
