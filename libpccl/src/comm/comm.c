@@ -91,6 +91,7 @@ void comm_stop(pcclComm_t *c, atomic_int *flag) {
     pthread_mutex_lock(&c->mu);
     atomic_store(flag, 1);
     pwait_set_cancel_locked(&c->waits, -PERR_CANCELLED, 1);
+    pthread_cond_broadcast(&c->cv); /* also the waits that had ended already and sleep on cv alone */
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -286,12 +287,15 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
             break;
         }
         /* Woken by the reader for each message; ended by a lost connection (-PERR_RESTARTED: the new master
-         * knows nothing of the request), the end of the run, a leave or destroy, or the deadline. */
-        int r = pwait_sleep(&w, timeout_ms >= 0 ? (deadline ? deadline : 1) : 0);
+         * knows nothing of the request), the end of the run, a leave or destroy, or the deadline. A message
+         * that came before the end is still taken: the inbox is looked at first. */
+        int r = pwait_result(&w);
+        if (!r && timeout_ms >= 0 && net_now_ms() >= deadline) r = -PERR_TIMEOUT;
         if (r == -PERR_TIMEOUT) rc = COMM_TIMEOUT;
         else if (r == -PERR_RESTARTED) rc = COMM_RESTARTED;
         else if (r) rc = COMM_LOST;
         if (r) break;
+        pwait_sleep(&w, timeout_ms >= 0 ? deadline : 0);
     }
     pthread_mutex_unlock(&c->mu);
     comm_wait_close(c, &w);
