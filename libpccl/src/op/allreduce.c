@@ -299,8 +299,9 @@ static int ring_backs_up(const pccl_op_t *o) {
  * restored; the plain ring also reads sendbuf directly, so it copies nothing either. */
 static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 
-/* Runs the ring for a commenced op; returns the result code. */
-static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
+/* This peer's rank in the op's ring (records the ring and the world for a RESUME). @return 0, or -PERR_PROTOCOL
+ * when the master's ring is unusable (logged). */
+static int op_rank(pccl_op_t *o, uint32_t *me_out) {
     pcclComm_t *c = o->comm;
     const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
     uint32_t n = cm->n, me = n;
@@ -311,20 +312,91 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     o->info.local_world_size = n;
     if (me == n || n < 2) {
         PLOG_ERROR(c->log_name, "tag %llu: ring from the master is unusable", (unsigned long long)o->tag);
+        return -PERR_PROTOCOL;
+    }
+    *me_out = me;
+    return 0;
+}
+
+/* The op's k streams to the successor and from the predecessor, one pair per slot, through the op's wait.
+ * @return 0, -PERR_IO when a successor's stream could not be opened, or -PERR_TIMEOUT when a predecessor's
+ * did not arrive (or the op was cancelled meanwhile). */
+static int open_streams(pccl_op_t *o, uint32_t me, const uint32_t *slot_of, uint32_t k, p2p_conn_t **tx,
+                        p2p_conn_t **rx) {
+    pcclComm_t *c = o->comm;
+    const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
+    uint32_t n = cm->n;
+    for (uint32_t s = 0; s < k; s++)
+        if (!(tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &o->w)))
+            return -PERR_IO;
+    for (uint32_t s = 0; s < k; s++)
+        if (!(rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, &o->w)))
+            return -PERR_TIMEOUT;
+    return 0;
+}
+
+/* The pacing policy of an op of `bytes` bytes on its streams: the unsent-bytes cap of same-host sends,
+ * bounded receive buffers, and spliced sends from the size where they pay off (p2p.h). */
+static void pace_streams(pcclComm_t *c, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t **rx, uint32_t k, size_t bytes) {
+    for (uint32_t s = 0; s < k; s++) {
+        ios[s].tx_fd = tx[s]->fd;
+        ios[s].rx_fd = rx[s]->fd;
+        ios[s].tx_link = tx[s]->link;
+        ios[s].rx_link = rx[s]->link;
+        p2p_pace_tx(c, tx[s]);
+        p2p_bound_rx(c, rx[s], bytes);
+        if (p2p_splices(c, tx[s], bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
+    }
+}
+
+/* Tells the master which neighbour could not be reached (opened: what open_streams returned); two such
+ * reports about one peer remove it. A predecessor's stream missing because the op was aborted is no report. */
+static void report_unreachable(pccl_op_t *o, uint32_t me, int opened) {
+    const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
+    uint32_t n = cm->n;
+    if (opened == -PERR_TIMEOUT && pwait_result(&o->w)) return;
+    wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
+    memcpy(rep.u.welcome.uuid, cm->ring[opened == -PERR_IO ? (me + 1) % n : (me + n - 1) % n], 16);
+    comm_send(o->comm, o->epoch, &rep);
+}
+
+/* The op's result after its ring returned rc: a finished ring reports and waits for the group's verdict
+ * (another peer may still fail), a failed one reports its failure unless the master aborted it. */
+static pcclResult_t verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
+    pcclComm_t *c = o->comm;
+    if (rc == RING_OK && !mark_ring_done(o)) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+    if (rc == RING_OK) {
+        send_done(o, 1);
+        if (await_verdict(o) != 0) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+        if (o->end_ok) return pcclSuccess;
+        PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
+                  (unsigned long long)o->tag);
+        return pcclRankConnectionLost;
+    }
+    if (rc != RING_ABORTED) {
+        PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io->err);
+        send_done(o, 0);
+    } else {
+        PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
+                  (unsigned long long)o->tag);
+    }
+    return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+}
+
+/* Runs the ring for a commenced op: rank, streams, pacing, ring, reports, verdict, restore. */
+static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
+    pcclComm_t *c = o->comm;
+    uint32_t me;
+    if (op_rank(o, &me) != 0) {
         send_done(o, 0);
         return pcclInternalError;
     }
     /* One stripe per slot the master assigned (ring_stripe.c); every peer got the same slots. */
     uint32_t k = 0, slot_of[64];
     for (uint32_t i = 0; i < 64; i++)
-        if (cm->slots >> i & 1) slot_of[k++] = i;
+        if (o->commence.u.commence.slots >> i & 1) slot_of[k++] = i;
     p2p_conn_t *tx[64] = {0}, *rx[64] = {0};
-    int connected = 1;
-    for (uint32_t s = 0; s < k && connected; s++)
-        connected = (tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &o->w)) != 0;
-    int have_tx = connected;
-    for (uint32_t s = 0; s < k && connected; s++)
-        connected = (rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, &o->w)) != 0;
+    int opened = open_streams(o, me, slot_of, k, tx, rx);
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)k * STAGING_BYTES, &staging_cap);
     int rc = RING_IO_ERROR;
@@ -334,57 +406,21 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
                              .staging = staging ? staging + (size_t)s * STAGING_BYTES : NULL,
                              .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
     ring_io_t *io = &ios[0];
-    if (connected && staging) {
-        for (uint32_t s = 0; s < k; s++) {
-            ios[s].tx_fd = tx[s]->fd;
-            ios[s].rx_fd = rx[s]->fd;
-            ios[s].tx_link = tx[s]->link;
-            ios[s].rx_link = rx[s]->link;
-            p2p_pace_tx(c, tx[s]);
-            p2p_bound_rx(c, rx[s], bytes);
-            if (p2p_splices(c, tx[s], bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
-        }
+    if (opened == 0 && staging) {
+        pace_streams(c, ios, tx, rx, k, bytes);
         if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)
             memcpy(o->recvbuf, o->sendbuf, bytes); /* the quantized ring works in place */
-        rc = run_ring(o, ios, k, me, n);
+        rc = run_ring(o, ios, k, me, o->commence.u.commence.n);
     } else {
-        snprintf(io->err, sizeof io->err, "%s", !have_tx    ? "cannot connect to ring successor"
-                                                : !connected ? "ring predecessor did not connect"
-                                                             : "out of memory");
-        /* Tell the master who could not be reached; two such reports about one peer remove it. */
-        int aborted = pwait_result(&o->w) != 0;
-        if (!have_tx || (!connected && !aborted)) {
-            wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
-            memcpy(rep.u.welcome.uuid, cm->ring[!have_tx ? (me + 1) % n : (me + n - 1) % n], 16);
-            comm_send(c, o->epoch, &rep);
-        }
+        snprintf(io->err, sizeof io->err, "%s", opened == -PERR_IO        ? "cannot connect to ring successor"
+                                                : opened == -PERR_TIMEOUT ? "ring predecessor did not connect"
+                                                                          : "out of memory");
+        if (opened != 0) report_unreachable(o, me, opened);
     }
     bufpool_put(&c->buffers, staging, staging_cap);
     o->info.tx_bytes = io->tx_bytes;
     o->info.rx_bytes = io->rx_bytes;
-    pcclResult_t result = pcclSuccess;
-    if (rc == RING_OK && !mark_ring_done(o)) {
-        result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
-    } else if (rc == RING_OK) {
-        send_done(o, 1);
-        /* Keep the backup until everyone confirmed: another peer may still fail. */
-        if (await_verdict(o) != 0) result = comm_ended(c) ? comm_lost_result(c)
-                                                                          : pcclRankConnectionLost;
-        else if (!o->end_ok) {
-            result = pcclRankConnectionLost;
-            PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
-                      (unsigned long long)o->tag);
-        }
-    } else {
-        if (rc != RING_ABORTED) {
-            PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io->err);
-            send_done(o, 0);
-        } else {
-            PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
-                      (unsigned long long)o->tag);
-        }
-        result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
-    }
+    pcclResult_t result = verdict(o, rc, io);
     if (result != pcclSuccess) note_failed(o);
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
     for (uint32_t s = 0; s < k; s++) {
