@@ -250,20 +250,20 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w) {
     return 0;
 }
 
-/* One accept round from the peer's side: wire the ring, report, await the verdict. A COMM_* code. */
+/* One accept round from the peer's side: wire the ring, report, await the verdict. 0 or -PERR_<NAME> (comm_wait). */
 static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, int *ok_out) {
     int ok = comm_establish(c, establish) == 0;
     wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
     r.u.flag.value = (uint8_t)ok;
     int rc = comm_send(c, ep, &r);
-    if (rc != COMM_OK) return rc;
+    if (rc != 0) return rc;
     uint16_t t[] = {M2C_TOPOLOGY_DONE};
     wire_msg_t done;
-    if ((rc = comm_wait(c, ep, t, 1, -1, &done)) != COMM_OK) return rc;
+    if ((rc = comm_wait(c, ep, t, 1, -1, &done)) != 0) return rc;
     *ok_out = done.u.topo_done.ok;
     if (done.u.topo_done.ok) comm_set_world(c, &done.u.topo_done.world);
     wire_msg_free(&done);
-    return COMM_OK;
+    return 0;
 }
 
 /* Waits, as a newcomer, for an accept round that succeeds. */
@@ -274,15 +274,15 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
         uint16_t te[] = {M2C_ESTABLISH_P2P};
         wire_msg_t e;
         unsigned ep;
-        if (comm_begin(c, &ep) != COMM_OK) return comm_lost_result(c);
+        if (comm_begin(c, &ep) != 0) return comm_lost_result(c);
         int rc = comm_wait(c, ep, te, 1, -1, &e);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return comm_lost_result(c);
+        if (rc == -PERR_RESTARTED) continue;
+        if (rc != 0) return comm_lost_result(c);
         int ok = 0;
         rc = run_round(c, ep, &e, &ok);
         wire_msg_free(&e);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return comm_lost_result(c);
+        if (rc == -PERR_RESTARTED) continue;
+        if (rc != 0) return comm_lost_result(c);
         if (ok) break;
         PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
     }
@@ -345,9 +345,9 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     wire_msg_t v = {.type = C2M_UPDATE_TOPOLOGY}, m;
     uint16_t t[] = {M2C_ESTABLISH_P2P, M2C_TOPOLOGY_DONE};
     int rc = comm_begin(c, &ep);
-    if (rc == COMM_OK) rc = comm_send(c, ep, &v);
-    if (rc == COMM_OK) rc = comm_wait(c, ep, t, 2, -1, &m);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc == 0) rc = comm_send(c, ep, &v);
+    if (rc == 0) rc = comm_wait(c, ep, t, 2, -1, &m);
+    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
     int ok = 1;
     if (m.type == M2C_TOPOLOGY_DONE) {
         ok = m.u.topo_done.ok;
@@ -356,7 +356,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
         rc = run_round(c, ep, &m, &ok);
     }
     wire_msg_free(&m);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
     return ok ? pcclSuccess : pcclUpdateTopologyFailed;
 }
 
@@ -375,10 +375,10 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
         wire_msg_t v = {.type = C2M_PEERS_PENDING}, m;
         uint16_t t[] = {M2C_PEERS_PENDING};
         int rc = comm_begin(c, &ep);
-        if (rc == COMM_OK) rc = comm_send(c, ep, &v);
-        if (rc == COMM_OK) rc = comm_wait(c, ep, t, 1, -1, &m);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return comm_lost_result(c);
+        if (rc == 0) rc = comm_send(c, ep, &v);
+        if (rc == 0) rc = comm_wait(c, ep, t, 1, -1, &m);
+        if (rc == -PERR_RESTARTED) continue;
+        if (rc != 0) return comm_lost_result(c);
         *pending_out = m.u.flag.value != 0;
         wire_msg_free(&m);
         return pcclSuccess;
@@ -419,12 +419,12 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
     unsigned ep;
     wire_msg_t v = {.type = C2M_OPTIMIZE_TOPOLOGY};
     int rc = comm_begin(c, &ep);
-    if (rc == COMM_OK) rc = comm_send(c, ep, &v);
+    if (rc == 0) rc = comm_send(c, ep, &v);
     /* The master may ask for measurements and then for re-wiring before it answers. */
-    while (rc == COMM_OK) {
+    while (rc == 0) {
         uint16_t t[] = {M2C_OPTIMIZE_DONE, M2C_BENCH_REQUEST, M2C_ESTABLISH_P2P};
         wire_msg_t m;
-        if ((rc = comm_wait(c, ep, t, 3, -1, &m)) != COMM_OK) break;
+        if ((rc = comm_wait(c, ep, t, 3, -1, &m)) != 0) break;
         if (m.type == M2C_OPTIMIZE_DONE) {
             int ok = m.u.flag.value;
             wire_msg_free(&m);
@@ -440,7 +440,7 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         }
         wire_msg_free(&m);
     }
-    return rc == COMM_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
+    return rc == -PERR_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

@@ -169,12 +169,12 @@ int comm_begin(pcclComm_t *c, unsigned *epoch) {
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
     pwait_t w;
     *epoch = atomic_load(&c->master_epoch);
-    if (comm_wait_open(c, &w, 0) != 0) return COMM_LOST;
+    if (comm_wait_open(c, &w, 0) != 0) return -PERR_LOST;
     pthread_mutex_lock(&c->mu);
     while (comm_state(c) == PEER_MASTER_DOWN && pwait_sleep(&w, deadline) == 0) {
     }
     peer_state_t s = comm_state(c);
-    int rc = s == PEER_ENDED || comm_cancelled(c) || s == PEER_MASTER_DOWN ? COMM_LOST : COMM_OK;
+    int rc = s == PEER_ENDED || comm_cancelled(c) || s == PEER_MASTER_DOWN ? -PERR_LOST : 0;
     *epoch = atomic_load(&c->master_epoch);
     pthread_mutex_unlock(&c->mu);
     comm_wait_close(c, &w);
@@ -188,26 +188,26 @@ static int is_vote(uint16_t type) {
 }
 
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
-    if (comm_ended(c)) return COMM_LOST;
+    if (comm_ended(c)) return -PERR_LOST;
     pthread_mutex_lock(&c->send_mu);
     /* PEER_LEAVING is entered under send_mu before LEAVE goes out, so no vote follows it on the wire. */
     peer_state_t s = comm_state(c);
     if (s == PEER_LEAVING && is_vote(m->type)) {
         pthread_mutex_unlock(&c->send_mu);
-        return COMM_LOST;
+        return -PERR_LOST;
     }
-    int rc = COMM_RESTARTED;
+    int rc = -PERR_RESTARTED;
     /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
      * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
     int may_send = s != PEER_REJOINING || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
                    m->type == C2M_LEAVE;
     if (may_send && atomic_load(&c->master_epoch) == epoch && s != PEER_MASTER_DOWN) {
-        rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
+        rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? 0 : c->reconnect_ms ? -PERR_RESTARTED : -PERR_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
-        if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
+        if (rc != 0) shutdown(c->master_fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&c->send_mu);
-    if (rc != COMM_OK && rc != COMM_RESTARTED)
+    if (rc != 0 && rc != -PERR_RESTARTED)
         PLOG_WARN(c->log_name, "sending %s to the master failed", wire_type_name(m->type));
     return rc;
 }
@@ -259,13 +259,13 @@ void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
     uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
     pwait_t w;
-    if (comm_wait_open(c, &w, 0) != 0) return COMM_LOST;
+    if (comm_wait_open(c, &w, 0) != 0) return -PERR_LOST;
     int rc = 0;
     pthread_mutex_lock(&c->mu);
     for (;;) {
         /* A wait for an older connection's answer: the inbox was emptied when the epoch moved. */
         if (atomic_load(&c->master_epoch) != epoch && !comm_ended(c)) {
-            rc = COMM_RESTARTED;
+            rc = -PERR_RESTARTED;
             break;
         }
         inbox_item_t *prev = NULL, *it = c->inbox_head;
@@ -283,7 +283,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
             break;
         }
         if (comm_ended(c)) {
-            rc = COMM_LOST;
+            rc = -PERR_LOST;
             break;
         }
         /* Woken by the reader for each message; ended by a lost connection (-PERR_RESTARTED: the new master
@@ -291,9 +291,9 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
          * that came before the end is still taken: the inbox is looked at first. */
         int r = pwait_result(&w);
         if (!r && timeout_ms >= 0 && net_now_ms() >= deadline) r = -PERR_TIMEOUT;
-        if (r == -PERR_TIMEOUT) rc = COMM_TIMEOUT;
-        else if (r == -PERR_RESTARTED) rc = COMM_RESTARTED;
-        else if (r) rc = COMM_LOST;
+        if (r == -PERR_TIMEOUT) rc = -PERR_TIMEOUT;
+        else if (r == -PERR_RESTARTED) rc = -PERR_RESTARTED;
+        else if (r) rc = -PERR_LOST;
         if (r) break;
         pwait_sleep(&w, timeout_ms >= 0 ? deadline : 0);
     }

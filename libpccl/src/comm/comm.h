@@ -238,13 +238,14 @@ void comm_pause(pcclComm_t *c, int ms);
  * registered; no thread reads it yet), or the result pcclConnect returns. */
 pcclResult_t comm_register_first(pcclComm_t *c);
 
-/* Return codes of comm_send / comm_wait / comm_begin. */
-enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
+/* comm_send, comm_wait and comm_begin return 0 or -PERR_<NAME>: -PERR_LOST (the master is gone for good, or the
+ * peer is leaving or being destroyed), -PERR_RESTARTED (the master connection of the epoch was lost: a restarted
+ * master knows nothing of the request), -PERR_TIMEOUT (comm_wait's deadline). */
 
 /*
  * Waits until the master connection is up (while it is re-established, at most the reconnect
  * window) and gives its epoch: an operation sends and waits within one epoch.
- * @return COMM_OK, or COMM_LOST (the master is gone for good or the peer is shutting down).
+ * @return 0, or -PERR_LOST (the master is gone for good or the peer is shutting down).
  */
 int comm_begin(pcclComm_t *c, unsigned *epoch);
 /* Opens w as one of the communicator's waits (cv and mu; with_fd: with an eventfd for poll()-based I/O):
@@ -258,12 +259,12 @@ void comm_stop(pcclComm_t *c, atomic_int *flag);
 void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
 /* Closes the master connection and frees its link (caller holds send_mu). */
 void comm_close_master_locked(pcclComm_t *c);
-/* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
+/* Sends one control message in epoch; -PERR_RESTARTED (dropped) if the master changed since. */
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*
  * Waits for the next inbox message whose type is one of types[0..ntypes).
  * timeout_ms < 0 waits until the master connection is lost.
- * @return COMM_OK (msg filled, caller frees), COMM_LOST, COMM_TIMEOUT, or COMM_RESTARTED when the
+ * @return 0 (msg filled, caller frees), -PERR_LOST, -PERR_TIMEOUT, or -PERR_RESTARTED when the
  *         master connection of epoch was lost (a restarted master knows nothing of the request).
  */
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);

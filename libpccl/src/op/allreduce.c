@@ -264,7 +264,7 @@ static void send_done(pccl_op_t *o, int ok) {
     comm_send(o->comm, o->epoch, &d);
 }
 
-/* The ring of this op (quantized or not) over its k stripes' connected sockets: a RING_* code. */
+/* The ring of this op (quantized or not) over its k stripes' connected sockets: 0 or -PERR_<NAME> (ring.h). */
 static int run_ring(pccl_op_t *o, ring_io_t *ios, uint32_t k, uint32_t me, uint32_t n) {
     const pcclReduceDescriptor_t *d = &o->desc;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
@@ -278,7 +278,7 @@ static int run_ring(pccl_op_t *o, ring_io_t *ios, uint32_t k, uint32_t me, uint3
     uint8_t *wire = bufpool_get(&o->comm->buffers, need, &cap);
     if (!wire) {
         snprintf(ios->err, sizeof ios->err, "out of memory for %zu bytes of quantized blocks", need);
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     int rc = k == 1 ? ring_allreduce_quant(ios, o->recvbuf, d->count, dt, d->op, qo->algorithm,
                                            qo->quantized_datatype, wire, me, n, o->op_seq)
@@ -364,8 +364,8 @@ static void report_unreachable(pccl_op_t *o, uint32_t me, int opened) {
  * (another peer may still fail), a failed one reports its failure unless the master aborted it. */
 static pcclResult_t verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
     pcclComm_t *c = o->comm;
-    if (rc == RING_OK && !mark_ring_done(o)) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
-    if (rc == RING_OK) {
+    if (rc == 0 && !mark_ring_done(o)) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+    if (rc == 0) {
         send_done(o, 1);
         if (await_verdict(o) != 0) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
         if (o->end_ok) return pcclSuccess;
@@ -373,7 +373,7 @@ static pcclResult_t verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
                   (unsigned long long)o->tag);
         return pcclRankConnectionLost;
     }
-    if (rc != RING_ABORTED) {
+    if (rc != -PERR_CANCELLED) {
         PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io->err);
         send_done(o, 0);
     } else {
@@ -399,7 +399,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     int opened = open_streams(o, me, slot_of, k, tx, rx);
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)k * STAGING_BYTES, &staging_cap);
-    int rc = RING_IO_ERROR;
+    int rc = -PERR_IO;
     ring_io_t ios[64];
     for (uint32_t s = 0; s < k; s++)
         ios[s] = (ring_io_t){.abort_fd = o->w.fd, .abort_flag = &o->w.result, .timeout_ms = c->timeout_ms,
@@ -429,7 +429,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     }
     /* With io->backup the ring restored what it modified when it failed; the whole backup is
      * only complete (and needed) when the ring finished and the group aborted afterwards. */
-    if (backup && result != pcclSuccess && (!io->backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
+    if (backup && result != pcclSuccess && (!io->backup || rc == 0)) memcpy(o->recvbuf, backup, bytes);
     return result;
 }
 
@@ -465,14 +465,14 @@ static void run_op(pccl_op_t *o) {
      * shows up as a lost or restarted master below. An upfront backup copy overlaps the master's
      * round trip. While a restarted master is awaited, comm_begin holds the vote back. */
     int held_back = 0, withdrawn = 0;
-    if (comm_begin(c, &o->epoch) == COMM_OK) {
+    if (comm_begin(c, &o->epoch) == 0) {
         clear_stale_abort(o);
         /* A restarted master that took this peer back as a newcomer gets no vote from it (comm_send
          * holds it back), so no COMMENCE can come: the op ends as for a peer not yet accepted. A
          * leaving peer sends no vote either: nothing will come for it. */
         int sent = comm_send(c, o->epoch, &init);
-        held_back = sent != COMM_OK && comm_role(c) == PEER_REJOINING;
-        withdrawn = sent != COMM_OK && comm_role(c) == PEER_LEAVING;
+        held_back = sent != 0 && comm_role(c) == PEER_REJOINING;
+        withdrawn = sent != 0 && comm_role(c) == PEER_LEAVING;
     } else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
     if (backup && !ring_backs_up(o) && !held_back && !withdrawn) memcpy(backup, o->recvbuf, bytes);
     if (held_back) {

@@ -47,22 +47,22 @@ int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
     uint64_t now = net_now_ms();
     if (now - last_progress >= (uint64_t)io->timeout_ms) {
         snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
-        return RING_TIMEOUT;
+        return -PERR_TIMEOUT;
     }
     int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
     if (n < 0) {
         if (errno == EINTR) return 1;
         snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     if (p[2].revents) {
         snprintf(io->err, sizeof io->err, "aborted");
-        return RING_ABORTED;
+        return -PERR_CANCELLED;
     }
     if (n == 0) return 1;
     if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
         snprintf(io->err, sizeof io->err, "socket error");
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     return 0;
 }
@@ -71,7 +71,7 @@ int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_
     if (wire_get_u32(hdr) == magic && wire_get_u32(hdr + 4) == world && wire_get_u64(hdr + 8) == op_seq) return 0;
     snprintf(io->err, sizeof io->err, "predecessor is on another operation (magic %08x, seq %llu; want %08x, %llu)",
              wire_get_u32(hdr), (unsigned long long)wire_get_u64(hdr + 8), magic, (unsigned long long)op_seq);
-    return -1;
+    return -PERR_PROTOCOL;
 }
 
 /* Copies with stores that bypass the cache: the backup is written once and read only after a
@@ -160,7 +160,7 @@ static ssize_t send_spliced(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, si
     if (w < 0) {
         if (errno == EAGAIN || errno == EINTR) return moved;
         snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     t->piped -= (size_t)w;
     io->tx_bytes += (uint64_t)w;
@@ -184,7 +184,7 @@ ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t 
     if (w < 0) {
         if (errno == EAGAIN || errno == EINTR) return 0;
         snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     if (w == 0) return 0; /* a flush of sealed bytes only */
     if (t->hdr_done < RING_HDR) {
@@ -266,7 +266,7 @@ static ssize_t recv_gather(ring_run_t *r, uint32_t c, size_t clen) {
 }
 
 /* One receive from the predecessor: the stream's header, or bytes of the current element.
- * @return bytes received (> 0), 0 when none were ready, or a RING_* failure (io->err says why). */
+ * @return bytes received (> 0), 0 when none were ready, or -PERR_<NAME> (io->err says why). */
 static ssize_t recv_step(ring_run_t *r) {
     ring_io_t *io = r->io;
     ssize_t n;
@@ -274,7 +274,7 @@ static ssize_t recv_step(ring_run_t *r) {
         n = ring_recv(io, r->rhdr + r->rhdr_done, RING_HDR - r->rhdr_done);
         if (n > 0 && (r->rhdr_done += (size_t)n) == RING_HDR &&
             ring_check_header(io, r->rhdr, RING_MAGIC, r->N, r->op_seq) != 0)
-            return RING_PROTOCOL;
+            return -PERR_PROTOCOL;
     } else {
         uint32_t c = chunk_of_recv(r, r->rk);
         size_t clen = chunk_len(&r->ck, c);
@@ -289,12 +289,12 @@ static ssize_t recv_step(ring_run_t *r) {
     }
     if (n == 0) {
         snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     if (n > 0) return n;
     if (errno == EAGAIN || errno == EINTR) return 0;
     snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-    return RING_IO_ERROR;
+    return -PERR_IO;
 }
 
 /* After a failure in place: puts back exactly what was modified, the chunks reduced so far (the current one up
@@ -332,7 +332,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
     int try_io = 1; /* the last round moved bytes: try again before sleeping */
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
-    int rc = RING_OK;
+    int rc = 0;
     for (;;) {
         /* Skip empty chunks (count < world size). */
         while (r.rk < total && chunk_len(&r.ck, chunk_of_recv(&r, r.rk)) == 0 && r.rhdr_done == RING_HDR) r.rk++;
@@ -362,7 +362,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
                               {.fd = io->abort_fd, .events = POLLIN}};
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
-            rc = RING_ABORTED;
+            rc = -PERR_CANCELLED;
             break;
         }
         if (!try_io) {
@@ -399,14 +399,14 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
             }
         }
     }
-    if (rc != RING_OK) {
+    if (rc != 0) {
         if (r.backup) restore_modified(&r);
         return rc;
     }
     if (op == pcclAvg) /* this ring's slices only: the other stripes divide theirs */
         for (uint32_t c = 0; c < N; c++)
             pccl_reduce_finalize_avg(r.buf + chunk_off(&r.ck, c), chunk_len(&r.ck, c) / r.esz, dt, world);
-    return RING_OK;
+    return 0;
 }
 
 void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world) {

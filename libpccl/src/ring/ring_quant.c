@@ -174,7 +174,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
 
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
-            return RING_ABORTED;
+            return -PERR_CANCELLED;
         }
         struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
                               {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
@@ -204,7 +204,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
                 r = ring_recv(io, rhdr + rhdr_done, RING_HDR - rhdr_done);
                 if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
                     ring_check_header(io, rhdr, RINGQ_MAGIC, N, op_seq) != 0)
-                    return RING_PROTOCOL;
+                    return -PERR_PROTOCOL;
             } else {
                 uint32_t c = RECV_CHUNK(rk);
                 size_t clen = q_wire_len(&q.l, c), want = clen - rdone;
@@ -215,7 +215,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
                     rdone += (size_t)r;
                     if (process(&q, rk, c, rdone, &rproc) != 0) {
                         snprintf(io->err, sizeof io->err, "malformed quantized block from predecessor");
-                        return RING_PROTOCOL;
+                        return -PERR_PROTOCOL;
                     }
                     if (rproc == clen) {
                         rk++;
@@ -225,16 +225,16 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
             }
             if (r == 0) {
                 snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-                return RING_IO_ERROR;
+                return -PERR_IO;
             }
             if (r > 0) {
                 try_io = 1;
                 last_progress = net_now_ms();
             } else if (errno != EAGAIN && errno != EINTR) {
                 snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-                return RING_IO_ERROR;
+                return -PERR_IO;
             }
         }
     }
-    return RING_OK;
+    return 0;
 }

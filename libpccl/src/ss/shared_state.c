@@ -196,8 +196,8 @@ static pcclResult_t fetch_and_finish(pcclComm_t *c, unsigned ep, pcclSharedState
     done.u.flag.value = (uint8_t)ok;
     uint16_t tf[] = {M2C_SS_DONE};
     int rc = comm_send(c, ep, &done);
-    if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
+    if (rc == 0) rc = comm_wait(c, ep, tf, 1, -1, &fin);
+    if (rc != 0) return rc == -PERR_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
     pcclResult_t result = pcclRankConnectionLost;
     if (ok && fin.u.flag.value) {
         st->revision = plan->u.ss_plan.revision;
@@ -255,10 +255,10 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     uint16_t tp[] = {M2C_SS_PLAN};
     unsigned ep;
     int rc = comm_begin(c, &ep);
-    if (rc == COMM_OK) rc = comm_send(c, ep, &vote);
-    if (rc == COMM_OK) rc = comm_wait(c, ep, tp, 1, -1, &plan);
+    if (rc == 0) rc = comm_send(c, ep, &vote);
+    if (rc == 0) rc = comm_wait(c, ep, tp, 1, -1, &plan);
     /* A restarted master knows nothing of this sync: the caller retries it. */
-    if (rc != COMM_OK) r = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
+    if (rc != 0) r = rc == -PERR_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
     else if ((r = plan_verdict(c, st, &plan)) == pcclSuccess) r = fetch_and_finish(c, ep, st, &vote, &plan, &rx);
     stop_serving(c, &serving);
     wire_msg_free(&vote);
