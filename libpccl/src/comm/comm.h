@@ -13,11 +13,13 @@
  *    concurrently running async all-reduce, parked between operations and
  *    joined on destroy; the blocking pcclAllReduce runs on the caller's thread;
  *  - one short-lived server thread per shared-state request (shared_state.c).
- * Locking: mu guards the inbox, ops list, work queue, world and flags; p2p.mu
+ * Locking: mu guards the inbox, ops list, work queue, world, state and waits; p2p.mu
  * guards the connection table. Never hold mu while doing network I/O.
- * Wake-ups: cv is for inbox waiters and the heartbeat only; each all-reduce has
- * its own condition variable (signalled by the reader for that op's messages)
- * and the worker pool has work_cv, so a collective message wakes one thread.
+ * Waits: every blocking path waits through a pwait_t (base/wait.h); the control
+ * waits are in waits, which one call cancels (comm_stop, an outage, the end).
+ * Wake-ups: cv is for the control waits and the heartbeat only; each all-reduce
+ * has its own wait (signalled by the reader for that op's messages) and the
+ * worker pool has work_cv, so a collective message wakes one thread.
  */
 #ifndef PCCL_COMM_H
 #define PCCL_COMM_H
@@ -185,7 +187,7 @@ struct pcclComm_t {
     uint32_t work_queued, workers_idle, nworkers, workers_cap;
     pthread_t *workers;
     int workers_stop;
-    struct pccl_op *op_free; /* recycled op records (keep their eventfd and condvar) */
+    struct pccl_op *op_free; /* recycled op records (keep their wait: eventfd and condvar) */
     uint32_t nop_free;
     wire_world_t world;
     ss_serving_t *serving;
@@ -255,7 +257,8 @@ int comm_wait_open(pcclComm_t *c, pwait_t *w, int with_fd);
 void comm_wait_close(pcclComm_t *c, pwait_t *w);
 /* A leave (flag &c->stopping) or destroy (&c->shutting_down): sets flag and ends every wait for good. */
 void comm_stop(pcclComm_t *c, atomic_int *flag);
-/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
+/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait (ss_fetch's
+ * workers, whose fetch a lost master must not end, so they are not among the communicator's waits). */
 void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
 /* Closes the master connection and frees its link (caller holds send_mu). */
 void comm_close_master_locked(pcclComm_t *c);
