@@ -78,13 +78,14 @@ static int send_registration(pcclComm_t *c, int fd) {
     return rc;
 }
 
-/* Waits for the answer to the registration: 0 back in the run, 1 try again, -1 the master refused. */
+/* Waits for the answer to the registration: 0 back in the run, -PERR_IO try again (the connection failed),
+ * -PERR_REFUSED the master refused this peer or ended the run. */
 static int await_answer(pcclComm_t *c, int fd) {
     for (;;) {
         wire_msg_t m;
         char err[160];
-        if (link_recv_msg(c->master_link, fd, &m, err, sizeof err) != 0) return 1;
-        int rc = 1;
+        if (link_recv_msg(c->master_link, fd, &m, err, sizeof err) != 0) return -PERR_IO;
+        int rc = -PERR_IO;
         switch (m.type) {
         case M2C_HEARTBEAT: wire_msg_free(&m); continue;
         case M2C_COLL_COMPLETE:
@@ -95,7 +96,7 @@ static int await_answer(pcclComm_t *c, int fd) {
             wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
             r.u.flag.value = comm_establish_resuming(c, &m) == 0;
             wire_msg_free(&m);
-            if (link_send_msg(c->master_link, fd, &r) != 0) return 1;
+            if (link_send_msg(c->master_link, fd, &r) != 0) return -PERR_IO;
             continue;
         }
         case M2C_WELCOME: /* registered again as a newcomer (its uuid is its key's: the same) */
@@ -119,15 +120,15 @@ static int await_answer(pcclComm_t *c, int fd) {
             break;
         case M2C_KICK:
             PLOG_ERROR(c->log_name, "the restarted master refused this peer: %s", m.u.kick.reason);
-            rc = -1;
+            rc = -PERR_REFUSED;
             break;
         case M2C_SHUTDOWN:
             comm_note_shutdown(c, m.u.kick.reason);
-            rc = -1;
+            rc = -PERR_REFUSED;
             break;
         default:
             PLOG_ERROR(c->log_name, "the restarted master answered %s to the registration", wire_type_name(m.type));
-            rc = -1;
+            rc = -PERR_REFUSED;
             break;
         }
         wire_msg_free(&m);
@@ -156,13 +157,13 @@ int comm_reconnect(pcclComm_t *c) {
             pthread_mutex_unlock(&c->send_mu);
             /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
             net_set_timeouts(fd, left);
-            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : 1;
+            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : -PERR_IO;
             /* Verdicts came before RESUMED: an op still waiting has none (it rejoins, or is new). */
             if (rc == 0) allreduce_settle_unanswered(c);
             /* Back only if nobody asked to leave meanwhile: pcclExtLeave decides under send_mu whether
              * the master is up to hear LEAVE, so the decision and this one cannot cross. */
             pthread_mutex_lock(&c->send_mu);
-            if (rc == 0 && comm_cancelled(c)) rc = -1;
+            if (rc == 0 && comm_cancelled(c)) rc = -PERR_CANCELLED;
             if (rc == 0) {
                 net_set_timeouts(fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
                 pthread_mutex_lock(&c->mu);
@@ -179,7 +180,7 @@ int comm_reconnect(pcclComm_t *c) {
             }
             comm_close_master_locked(c);
             pthread_mutex_unlock(&c->send_mu);
-            if (rc < 0) return -1;
+            if (rc != -PERR_IO) return rc; /* refused, or cancelled: no further try */
         } else if (errno != ECONNREFUSED && errno != EACCES && errno != ETIMEDOUT && errno != EHOSTUNREACH &&
                    errno != ENETUNREACH && errno != ECONNRESET && errno != ECANCELED && errno != ETIME) {
             PLOG_WARN(c->log_name, "reconnecting to the master: %s", strerror(errno));
@@ -189,5 +190,5 @@ int comm_reconnect(pcclComm_t *c) {
     }
     if (!comm_cancelled(c))
         PLOG_ERROR(c->log_name, "the master did not come back within %d ms (%d attempts)", c->reconnect_ms, tries);
-    return -1;
+    return comm_cancelled(c) ? -PERR_CANCELLED : -PERR_TIMEOUT;
 }
