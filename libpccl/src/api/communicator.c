@@ -203,7 +203,7 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w);
  * successor this peer still waits on), so the reader ends it then (c->wiring). */
 static int establish_within(pcclComm_t *c, const wire_msg_t *e, int watch_verdict) {
     pwait_t w;
-    if (comm_wait_open(c, &w, 1) != 0) return -1;
+    if (comm_wait_open(c, &w, 1) != 0) return -PERR_FAILED;
     if (watch_verdict) {
         pthread_mutex_lock(&c->mu);
         c->wiring = &w;
@@ -238,13 +238,13 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w) {
         if (memcmp(peers[i].uuid, c->uuid, 16) == 0) me = i;
     if (me == n) {
         PLOG_ERROR(c->log_name, "ring from the master does not contain this peer");
-        return -1;
+        return -PERR_PROTOCOL;
     }
     if (n < 2) return 0;
     const uint8_t *next = peers[(me + 1) % n].uuid;
     for (uint32_t slot = 0; slot < c->pool_size; slot++) {
         p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, w);
-        if (!k) return -1;
+        if (!k) return -PERR_IO;
         p2p_release(c, k, 0);
     }
     return 0;
@@ -393,7 +393,7 @@ pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcc
 static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     uint32_t n = req->u.bench_req.n;
     wire_bw_t *res = calloc(n ? n : 1, sizeof *res);
-    if (!res) return -1;
+    if (!res) return -PERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r;

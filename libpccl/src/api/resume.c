@@ -72,7 +72,7 @@ static int send_registration(pcclComm_t *c, int fd) {
     int nops = allreduce_unsettled_locked(c, &r->ops);
     r->nops = nops > 0 ? (uint32_t)nops : 0;
     /* Without its list the master could complete an op this peer did not finish: try again later. */
-    int rc = nops < 0 ? -1 : comm_send_signed(c, fd, c->master_link, &m); /* under mu: the arrays are the communicator's */
+    int rc = nops < 0 ? nops : comm_send_signed(c, fd, c->master_link, &m); /* under mu: the arrays are the communicator's */
     pthread_mutex_unlock(&c->mu);
     free(r->ops);
     return rc;

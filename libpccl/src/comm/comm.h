@@ -285,7 +285,7 @@ void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, ui
  * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
 /* Sets c's identity from PCCL_IDENTITY_FILE (or a fresh key pair) and its name from PCCL_NAME (or the host
- * name) at creation. @return 0, or -1 (logged). */
+ * name) at creation. @return 0, or -PERR_FAILED (logged). */
 int comm_identity_init(pcclComm_t *c);
 /* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
  * @return 0, or -1 (logged; errno EACCES: refused or not a CHALLENGE; ETIME: nothing came; ECONNRESET: closed). */
@@ -298,7 +298,8 @@ int pccl__initialized(void);
 /* Checks common preconditions of main-thread API calls. */
 pcclResult_t comm_check_ready(const pcclComm_t *c);
 int comm_env_int(const char *name, int def, int min, int max);
-/* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -1 (logged) when one is malformed or does not resolve. */
+/* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -PERR_INVALID (logged) when one is malformed or does
+ * not resolve. */
 int comm_addr_from_env(pcclComm_t *c);
 /* What HELLO and RESUME announce: the port other peers dial, and the address when one is advertised. */
 void comm_addr_announce(const pcclComm_t *c, uint16_t *port, uint8_t *has_adv, ccoip_inet_address_t *adv_ip);

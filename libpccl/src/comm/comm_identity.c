@@ -27,7 +27,7 @@ static int load_file(pcclComm_t *c, const char *path, const char *what) {
     int rc = ident_load_file(path, &id, err, sizeof err);
     if (rc < 0) {
         PLOG_ERROR("pccl", "%s: %s", what, err);
-        return -1;
+        return -PERR_FAILED;
     }
     adopt(c, &id);
     if (rc == 1) PLOG_INFO(c->log_name, "created identity file '%s'", path);
@@ -42,7 +42,7 @@ int comm_identity_init(pcclComm_t *c) {
     ident_t id;
     if (ident_generate(&id) != 0) {
         PLOG_ERROR("pccl", "cannot make an identity key pair (libsodium failed to initialize)");
-        return -1;
+        return -PERR_FAILED;
     }
     adopt(c, &id);
     sodium_memzero(&id, sizeof id);

@@ -224,7 +224,7 @@ int allreduce_unsettled_locked(pcclComm_t *c, wire_op_outcome_t **out) {
     *out = NULL;
     if (cap == 0) return 0;
     wire_op_outcome_t *v = calloc(cap, sizeof *v);
-    if (!v) return -1;
+    if (!v) return -PERR_NOMEM;
     for (uint32_t k = 0; k < nfailed; k++)
         if (c->failed_ops[k].epoch == lost)
             v[n++] = (wire_op_outcome_t){.tag = c->failed_ops[k].tag, .op_seq = c->failed_ops[k].op_seq};
@@ -536,11 +536,11 @@ static int enqueue_locked(pcclComm_t *c, pccl_op_t *o) {
         if (c->nworkers == c->workers_cap) {
             uint32_t cap = c->workers_cap ? 2 * c->workers_cap : 4;
             pthread_t *w = realloc(c->workers, cap * sizeof *w);
-            if (!w) return -1;
+            if (!w) return -PERR_NOMEM;
             c->workers = w;
             c->workers_cap = cap;
         }
-        if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0) return -1;
+        if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0) return -PERR_FAILED;
         c->nworkers++;
     }
     o->next_work = NULL;

@@ -22,7 +22,7 @@ void allreduce_abort_all(pcclComm_t *c, int reason);
 /* For a RESUME (caller holds mu): the all-reduces of the lost master (the epoch before the current
  * one) that have no verdict: finished 1 for those whose ring finished (they wait for the verdict),
  * 0 for those that commenced and did not finish. *out is malloc'd (NULL when none).
- * @return the count, or -1 when out of memory. */
+ * @return the count, or -PERR_NOMEM. */
 int allreduce_unsettled_locked(pcclComm_t *c, wire_op_outcome_t **out);
 /* The registration was answered and no verdict came for an op still waiting: it restores. */
 void allreduce_settle_unanswered(pcclComm_t *c);

@@ -106,18 +106,18 @@ void p2p_wake(pcclComm_t *c) {
 
 int p2p_start(pcclComm_t *c) {
     c->p2p.listen_fd = net_listen_any(c->p2p_listen_port, &c->p2p.port);
-    if (c->p2p.listen_fd < 0) return -1;
+    if (c->p2p.listen_fd < 0) return -PERR_IO;
     if (pipe2(c->p2p.wake_pipe, O_CLOEXEC) != 0) {
         close(c->p2p.listen_fd);
         c->p2p.listen_fd = -1;
-        return -1;
+        return -PERR_FAILED;
     }
     if (p2p_acceptor_start(c) != 0) {
         close(c->p2p.listen_fd);
         close(c->p2p.wake_pipe[0]);
         close(c->p2p.wake_pipe[1]);
         c->p2p.listen_fd = -1;
-        return -1;
+        return -PERR_FAILED;
     }
     c->p2p.acceptor_started = 1;
     return 0;
@@ -178,7 +178,7 @@ void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
 }
 
 int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
-    int rc = -1;
+    int rc = -PERR_INVALID;
     pthread_mutex_lock(&c->p2p.mu);
     for (uint32_t i = 0; i < c->p2p.npeers; i++)
         if (memcmp(c->p2p.peers[i].uuid, uuid, 16) == 0) {

@@ -23,11 +23,13 @@
 #include "p2p/bandwidth.h"
 #include "p2p/p2p_hello.h"
 
+/* Listens for p2p connections and starts the acceptor: 0, -PERR_IO (cannot listen; errno says why) or
+ * -PERR_FAILED (no wake pipe or thread). */
 int p2p_start(pcclComm_t *c);
 void p2p_stop(pcclComm_t *c);
 /* Replaces the known peers (own group) and closes connections to peers no longer in it. */
 void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n);
-/* Address of a known peer; returns 0 and fills out, or -1. */
+/* Address of a known peer; returns 0 and fills out, or -PERR_INVALID (not a known peer). */
 int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out);
 /* TX connection to uuid for slot, connecting if needed (connect and handshake bounded by
  * timeout_ms; cancelling w, which may be NULL, ends them early: its eventfd joins their polls). NULL on failure. */

@@ -110,12 +110,12 @@ static int process(const qring_t *q, uint32_t k, uint32_t c, size_t rdone, size_
         if (rdone - *proc < blen) break;
         uint8_t *blk = w + *proc, *dst = dst0 + e0 * q->l.esz;
         if (k + 1 < N) { /* reduce-scatter */
-            if (pccl_dequant_reduce_block(blk, nb, q->qdt, dst, q->dt, q->op) != 0) return -1;
+            if (pccl_dequant_reduce_block(blk, nb, q->qdt, dst, q->dt, q->op) != 0) return -PERR_PROTOCOL;
             if (k + 2 == N && q->op == pcclAvg) pccl_reduce_finalize_avg(dst, nb, q->dt, N);
             pccl_quant_block(dst, nb, q->dt, q->algo, q->qdt, blk);
             if (k + 2 == N) pccl_dequant_block(blk, nb, q->qdt, dst, q->dt); /* owner keeps what others get */
         } else if (pccl_dequant_block(blk, nb, q->qdt, dst, q->dt) != 0) {
-            return -1;
+            return -PERR_PROTOCOL;
         }
         *proc += blen;
     }

@@ -60,9 +60,9 @@ static void serving_put(pcclComm_t *c, ss_serving_t *s, int fd) {
  * silent past the socket timeout, or this peer is not serving a sync any more. */
 static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     uint8_t b4[4];
-    if (link_recv_all(link, fd, b4, 4) != 0) return -1;
+    if (link_recv_all(link, fd, b4, 4) != 0) return -PERR_IO;
     uint32_t n = wire_get_u32(b4);
-    if (n > WIRE_MAX_SS_RANGES) return -1;
+    if (n > WIRE_MAX_SS_RANGES) return -PERR_PROTOCOL;
     /* Read the whole request before answering: a requester that writes a long list
      * before reading must not block on a full socket while we block writing to it. */
     ss_range_req_t *req = NULL;
@@ -73,14 +73,14 @@ static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
             ss_range_req_t *g = realloc(req, (size_t)cap * sizeof *req);
             if (!g) {
                 free(req);
-                return -1;
+                return -PERR_NOMEM;
             }
             req = g;
         }
         if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, req[i].key, kl) != 0 ||
             link_recv_all(link, fd, pos, 16) != 0) {
             free(req);
-            return -1;
+            return -PERR_IO;
         }
         req[i].key[kl] = 0;
         req[i].off = wire_get_u64(pos);
