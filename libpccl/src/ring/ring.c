@@ -173,6 +173,17 @@ ssize_t ring_recv(ring_io_t *io, void *buf, size_t len) {
     return io->rx_link ? sec_link_recv(io->rx_link, io->rx_fd, buf, len) : recv(io->rx_fd, buf, len, MSG_DONTWAIT);
 }
 
+ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n) {
+    if (n == 0) {
+        snprintf(io->err, sizeof io->err, "predecessor closed the connection");
+        return -PERR_IO;
+    }
+    if (n > 0) return n;
+    if (errno == EAGAIN || errno == EINTR) return 0;
+    snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
+    return -PERR_IO;
+}
+
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
     if (t->pipe && t->hdr_done == RING_HDR) return send_spliced(io, t, elem, ready, elem_len);
     const uint8_t *src = t->hdr_done < RING_HDR ? t->hdr + t->hdr_done : elem + t->off;
@@ -287,14 +298,7 @@ static ssize_t recv_step(ring_run_t *r) {
             }
         }
     }
-    if (n == 0) {
-        snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-        return -PERR_IO;
-    }
-    if (n > 0) return n;
-    if (errno == EAGAIN || errno == EINTR) return 0;
-    snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-    return -PERR_IO;
+    return ring_recv_outcome(io, n);
 }
 
 /* After a failure in place: puts back exactly what was modified, the chunks reduced so far (the current one up

@@ -125,6 +125,9 @@ ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t 
 int ring_tx_flushed(const ring_io_t *io);
 /* A non-blocking receive from the predecessor (through rx_link when set), as recv(2). */
 ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
+/* What ring_recv's return n means once its own failures are handled: n (> 0) bytes, 0 when none were ready, or
+ * -PERR_IO (the predecessor closed the connection, or the receive failed; io->err says which). */
+ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
 /* Sleeps in poll until a socket or the abort fd is ready:
  * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = -PERR_<NAME>. */
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);
