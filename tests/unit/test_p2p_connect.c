@@ -20,7 +20,7 @@
 static pcclComm_t *comm_stub(void) {
     pcclComm_t *c = calloc(1, sizeof *c);
     pthread_mutex_init(&c->p2p.mu, NULL);
-    pthread_cond_init(&c->p2p.cv, NULL);
+    pwait_cond_init(&c->p2p.cv);
     memset(c->uuid, 1, 16);
     snprintf(c->log_name, sizeof c->log_name, "test");
     return c;
@@ -98,6 +98,46 @@ static void test_silent_successor_times_out(void) {
 }
 
 typedef struct {
+    pwait_t *w;
+    int after_ms;
+} canceller_t;
+
+static void *cancel_later(void *arg) {
+    canceller_t *k = arg;
+    usleep((useconds_t)k->after_ms * 1000);
+    pwait_cancel(k->w, -PERR_CANCELLED);
+    return NULL;
+}
+
+static void test_cancel_ends_the_wait(void) {
+    pcclComm_t *c = comm_stub();
+    int ls;
+    uint8_t next[16];
+    CHECK(successor(c, &ls, next) == 0);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pwait_t w;
+    CHECK(pwait_init(&w, &mu, NULL, 1) == 0);
+    canceller_t k = {.w = &w, .after_ms = 150};
+    pthread_t th;
+    uint64_t t0 = net_now_ms();
+    CHECK(pthread_create(&th, NULL, cancel_later, &k) == 0);
+    CHECK(p2p_get_tx(c, next, 0, 10000, &w) == NULL);
+    uint64_t took = net_now_ms() - t0;
+    pthread_join(th, NULL);
+    CHECK(pwait_result(&w) == -PERR_CANCELLED);
+    /* the wait's eventfd is in the poll: it ends when cancelled, not at a slice's end */
+    CHECK(took >= 140 && took < 150 + 100);
+    CHECK(c->p2p.conns == NULL);
+    /* already cancelled: no connection is even tried */
+    t0 = net_now_ms();
+    CHECK(p2p_get_tx(c, next, 0, 10000, &w) == NULL);
+    CHECK(net_now_ms() - t0 < 10 * NET_CANCEL_POLL_MS);
+    pwait_destroy(&w);
+    close(ls);
+    comm_stub_free(c);
+}
+
+typedef struct {
     atomic_int fired;
     uint64_t at_ms;
 } after_t;
@@ -106,27 +146,6 @@ static int fires_after(void *arg) {
     after_t *a = arg;
     if (net_now_ms() >= a->at_ms) atomic_store(&a->fired, 1);
     return atomic_load(&a->fired);
-}
-
-static void test_cancel_ends_the_wait(void) {
-    pcclComm_t *c = comm_stub();
-    int ls;
-    uint8_t next[16];
-    CHECK(successor(c, &ls, next) == 0);
-    uint64_t t0 = net_now_ms();
-    after_t a = {.at_ms = t0 + 150};
-    net_cancel_t cancel = {.fn = fires_after, .arg = &a};
-    CHECK(p2p_get_tx(c, next, 0, 10000, &cancel) == NULL);
-    uint64_t took = net_now_ms() - t0;
-    CHECK(atomic_load(&a.fired));
-    CHECK(took >= 140 && took < 150 + 10 * NET_CANCEL_POLL_MS);
-    CHECK(c->p2p.conns == NULL);
-    /* already cancelled: no connection is even tried */
-    t0 = net_now_ms();
-    CHECK(p2p_get_tx(c, next, 0, 10000, &cancel) == NULL);
-    CHECK(net_now_ms() - t0 < 10 * NET_CANCEL_POLL_MS);
-    close(ls);
-    comm_stub_free(c);
 }
 
 static void test_wait_until(void) {
@@ -142,6 +161,20 @@ static void test_wait_until(void) {
     CHECK(errno == ETIMEDOUT);
     CHECK(write(sv[1], "x", 1) == 1);
     CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, NULL) == 0);
+    /* a wait's eventfd ends it at once, the fd's readiness is not mistaken for it */
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pwait_t w;
+    CHECK(pwait_init(&w, &mu, NULL, 1) == 0);
+    net_cancel_t by_wait = {.wait = &w};
+    char x;
+    CHECK(read(sv[0], &x, 1) == 1);
+    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 30, &by_wait) == -PERR_TIMEOUT);
+    CHECK(pwait_cancel(&w, -PERR_ABORTED) == 1 && pwait_cancel(&w, -PERR_LOST) == 0);
+    uint64_t t0 = net_now_ms();
+    errno = 0;
+    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, &by_wait) == -PERR_CANCELLED && errno == ECANCELED);
+    CHECK(net_now_ms() - t0 < 100 && pwait_result(&w) == -PERR_ABORTED);
+    pwait_destroy(&w);
     close(sv[0]);
     close(sv[1]);
 }

@@ -80,7 +80,7 @@ static void full_ring(int splice, pcclRedOp_t op, size_t count, size_t staging) 
     for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
     size_t bad = 0, backup_bad = 0;
     for (uint32_t r = 0; r < N; r++) {
-        CHECK(a[r].rc == RING_OK);
+        CHECK(a[r].rc == 0);
         for (size_t i = 0; i < count; i++) {
             float want = 0; /* small integers: exact in any order */
             for (uint32_t q = 0; q < N; q++) want += (float)((i * 7 + q) % 13);
@@ -128,7 +128,7 @@ static void out_of_place(int splice) {
     for (int r = 0; r < N; r++) pthread_join(t[r], NULL);
     int ok = 1, src_ok = 1, no_backup = 1;
     for (uint32_t r = 0; r < N; r++) {
-        CHECK(a[r].rc == RING_OK);
+        CHECK(a[r].rc == 0);
         for (size_t i = 0; i < count; i++) {
             float want = 0;
             for (uint32_t q = 0; q < N; q++) want += (float)((i * 5 + q) % 17) - 3.0f;
@@ -214,10 +214,10 @@ static void test_restore_at(size_t payload, int in_place, size_t count, int spli
     close(out[0]);
     pthread_join(td, NULL);
     if (payload < 4 * chunk) {
-        CHECK(rc == RING_IO_ERROR);
+        CHECK(rc == -PERR_IO);
         CHECK(memcmp(in_buf, orig, count * sizeof(float)) == 0);
     } else {
-        CHECK(rc == RING_OK);
+        CHECK(rc == 0);
         CHECK(memcmp(in_buf, orig, count * sizeof(float)) == 0 || in_place);
         if (in_place) CHECK(memcmp(io.backup, orig, count * sizeof(float)) == 0); /* the whole input */
     }
@@ -293,7 +293,7 @@ static void successor_gone_spliced(void) {
     close(in[1]); /* the predecessor may still be writing */
     pthread_join(tp, NULL);
     pthread_join(ts, NULL);
-    CHECK(rc == RING_IO_ERROR);
+    CHECK(rc == -PERR_IO);
     CHECK(memcmp(buf, orig, count * sizeof(float)) == 0);
     CHECK(sigismember(&after, SIGPIPE) == sigismember(&before, SIGPIPE));
     CHECK(sigpending(&pending) == 0 && !sigismember(&pending, SIGPIPE));

@@ -80,7 +80,7 @@ static void test_back_to_back(void) {
         for (uint32_t r = 0; r < N; r++) pthread_join(t[r], NULL);
         size_t bad = 0, differ = 0;
         for (uint32_t r = 0; r < N; r++) {
-            CHECK(a[r].rc == RING_OK);
+            CHECK(a[r].rc == 0);
             for (size_t i = 0; i < count; i++) {
                 float want = 0;
                 for (uint32_t q = 0; q < N; q++) want += (float)((i * 7 + q + op) % 13);

@@ -11,8 +11,9 @@
 
 #include "comm/comm.h"
 
-/* Re-establishes a lost master connection (resume.c); 0 when back, -1 when the run is over for
- * this peer (window passed, refused, shutting down). Called by the reader thread only. */
+/* Re-establishes a lost master connection (resume.c); 0 when back, else the run is over for this peer:
+ * -PERR_TIMEOUT (the window passed), -PERR_REFUSED, -PERR_CANCELLED (leave or destroy). Called by the reader
+ * thread only. */
 int comm_reconnect(pcclComm_t *c);
 /* Establishes ring connections for a new peer list (ESTABLISH_P2P); 0 on success. Gives up when the
  * round's verdict arrived or the master is lost. */

@@ -23,6 +23,9 @@
 #include "pccl_leave.h"
 
 
+/* The verdicts of an accept or optimize round, which end its wiring (c->wiring). */
+static int round_verdict(uint16_t type) { return type == M2C_TOPOLOGY_DONE || type == M2C_OPTIMIZE_DONE; }
+
 /* ---------- creation / destruction ---------- */
 
 pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclComm_t **comm_out) {
@@ -68,10 +71,11 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     snprintf(c->log_name, sizeof c->log_name, "peer");
     pthread_mutex_init(&c->send_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
+    pwait_cond_init(&c->cv); /* waits on these have deadlines on net_now_ms's clock */
     pthread_cond_init(&c->work_cv, NULL);
     pthread_mutex_init(&c->p2p.mu, NULL);
-    pthread_cond_init(&c->p2p.cv, NULL);
+    pwait_cond_init(&c->p2p.cv);
+    pwait_set_init(&c->waits, &c->mu);
     bufpool_init(&c->buffers);
     if (comm_identity_init(c) != 0) {
         pcclDestroyCommunicator(c);
@@ -83,11 +87,11 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
 
 pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     if (!c) return pcclInvalidArgument;
-    atomic_store(&c->shutting_down, 1);
+    comm_stop(c, &c->shutting_down);
     pthread_mutex_lock(&c->send_mu); /* the reader may be swapping in a new master connection */
     if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
     pthread_mutex_unlock(&c->send_mu);
-    allreduce_abort_all(c);
+    allreduce_abort_all(c, -PERR_CANCELLED);
     allreduce_join_all(c);
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cv); /* wakes the heartbeat thread */
@@ -120,7 +124,7 @@ static int read_master(pcclComm_t *c) {
         wire_msg_t msg;
         char err[160];
         if (link_recv_msg(c->master_link, c->master_fd, &msg, err, sizeof err) != 0) {
-            if (atomic_load(&c->leaving)) PLOG_INFO(c->log_name, "left the run");
+            if (comm_state(c) == PEER_LEAVING) PLOG_INFO(c->log_name, "left the run");
             else if (!comm_cancelled(c)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
             return 0;
         }
@@ -130,7 +134,7 @@ static int read_master(pcclComm_t *c) {
             return 1;
         }
         if (msg.type == M2C_KICK) {
-            atomic_store(&c->kicked, 1);
+            atomic_fetch_or(&c->departed, DEPARTED_KICKED);
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
             wire_msg_free(&msg);
             return 1;
@@ -156,6 +160,7 @@ static int read_master(pcclComm_t *c) {
         if (c->inbox_tail) c->inbox_tail->next = it;
         else c->inbox_head = it;
         c->inbox_tail = it;
+        if (c->wiring && round_verdict(it->msg.type)) pwait_cancel_locked(c->wiring, -PERR_ABORTED);
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
     }
@@ -164,14 +169,11 @@ static int read_master(pcclComm_t *c) {
 static void *reader_main(void *arg) {
     pcclComm_t *c = arg;
     /* A peer that is leaving takes the master's close as the end of its run. */
-    while (!read_master(c) && !comm_cancelled(c) && !atomic_load(&c->leaving) && c->reconnect_ms > 0 &&
-           atomic_load(&c->registered) && comm_reconnect(c) == 0) {
+    while (!read_master(c) && !comm_cancelled(c) && comm_state(c) != PEER_LEAVING && c->reconnect_ms > 0 &&
+           comm_reconnect(c) == 0) {
     }
-    pthread_mutex_lock(&c->mu);
-    atomic_store(&c->master_lost, 1);
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    allreduce_abort_all(c);
+    comm_transition(c, ~PEER_BIT(PEER_ENDED), PEER_ENDED);
+    allreduce_abort_all(c, -PERR_LOST);
     return NULL;
 }
 
@@ -179,20 +181,12 @@ static void *reader_main(void *arg) {
 static void *heartbeat_main(void *arg) {
     pcclComm_t *c = arg;
     pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->shutting_down) && !atomic_load(&c->master_lost)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += c->heartbeat_ms / 1000;
-        ts.tv_nsec += (long)(c->heartbeat_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        if (atomic_load(&c->shutting_down) || atomic_load(&c->master_lost)) break;
+    while (!atomic_load(&c->shutting_down) && !comm_ended(c)) {
+        pwait_cond_sleep(&c->cv, &c->mu, net_now_ms() + (uint64_t)c->heartbeat_ms);
+        if (atomic_load(&c->shutting_down) || comm_ended(c)) break;
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
-        if (!atomic_load(&c->master_down)) comm_send(c, atomic_load(&c->master_epoch), &hb);
+        if (comm_state(c) != PEER_MASTER_DOWN) comm_send(c, atomic_load(&c->master_epoch), &hb);
         bufpool_trim(&c->buffers, BUFPOOL_IDLE_MS); /* give back all-reduce buffers nobody used lately */
         pthread_mutex_lock(&c->mu);
     }
@@ -202,34 +196,36 @@ static void *heartbeat_main(void *arg) {
 
 /* ---------- ring wiring ---------- */
 
-/* A round's wiring is moot once its verdict is in the inbox: the master ends a round early when a
- * member left, and that member may be the successor this peer is still waiting on. */
-static int round_over(void *arg) {
-    pcclComm_t *c = arg;
-    if (atomic_load(&c->master_lost) || atomic_load(&c->shutting_down) || atomic_load(&c->master_down)) return 1;
-    int over = 0;
-    pthread_mutex_lock(&c->mu);
-    for (inbox_item_t *it = c->inbox_head; it && !over; it = it->next)
-        over = it->msg.type == M2C_TOPOLOGY_DONE || it->msg.type == M2C_OPTIMIZE_DONE;
-    pthread_mutex_unlock(&c->mu);
-    return over;
+static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w);
+
+/* Wires the ring of e through one of the communicator's waits. watch_verdict: the wiring is moot once the
+ * round's verdict came (the master ends a round early when a member left, and that member may be the
+ * successor this peer still waits on), so the reader ends it then (c->wiring). */
+static int establish_within(pcclComm_t *c, const wire_msg_t *e, int watch_verdict) {
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) return -PERR_FAILED;
+    if (watch_verdict) {
+        pthread_mutex_lock(&c->mu);
+        c->wiring = &w;
+        for (inbox_item_t *it = c->inbox_head; it; it = it->next)
+            if (round_verdict(it->msg.type)) pwait_cancel_locked(&w, -PERR_ABORTED);
+        pthread_mutex_unlock(&c->mu);
+    }
+    int rc = establish(c, e, &w);
+    if (watch_verdict) {
+        pthread_mutex_lock(&c->mu);
+        c->wiring = NULL;
+        pthread_mutex_unlock(&c->mu);
+    }
+    comm_wait_close(c, &w);
+    return rc;
 }
 
-static int shutting_down(void *arg) { return atomic_load(&((pcclComm_t *)arg)->shutting_down); }
+int comm_establish(pcclComm_t *c, const wire_msg_t *e) { return establish_within(c, e, 1); }
 
-static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *cancel);
+int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *e) { return establish_within(c, e, 0); }
 
-int comm_establish(pcclComm_t *c, const wire_msg_t *e) {
-    net_cancel_t cancel = {.fn = round_over, .arg = c};
-    return establish(c, e, &cancel);
-}
-
-int comm_establish_resuming(pcclComm_t *c, const wire_msg_t *e) {
-    net_cancel_t cancel = {.fn = shutting_down, .arg = c};
-    return establish(c, e, &cancel);
-}
-
-static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *cancel) {
+static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w) {
     const wire_peer_t *peers = e->u.establish.peers;
     uint32_t n = e->u.establish.n;
     p2p_set_peers(c, peers, n);
@@ -242,32 +238,32 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, const net_cancel_t *can
         if (memcmp(peers[i].uuid, c->uuid, 16) == 0) me = i;
     if (me == n) {
         PLOG_ERROR(c->log_name, "ring from the master does not contain this peer");
-        return -1;
+        return -PERR_PROTOCOL;
     }
     if (n < 2) return 0;
     const uint8_t *next = peers[(me + 1) % n].uuid;
     for (uint32_t slot = 0; slot < c->pool_size; slot++) {
-        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, cancel);
-        if (!k) return -1;
+        p2p_conn_t *k = p2p_get_tx(c, next, slot, c->connect_timeout_ms, w);
+        if (!k) return -PERR_IO;
         p2p_release(c, k, 0);
     }
     return 0;
 }
 
-/* One accept round from the peer's side: wire the ring, report, await the verdict. A COMM_* code. */
+/* One accept round from the peer's side: wire the ring, report, await the verdict. 0 or -PERR_<NAME> (comm_wait). */
 static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, int *ok_out) {
     int ok = comm_establish(c, establish) == 0;
     wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
     r.u.flag.value = (uint8_t)ok;
     int rc = comm_send(c, ep, &r);
-    if (rc != COMM_OK) return rc;
+    if (rc != 0) return rc;
     uint16_t t[] = {M2C_TOPOLOGY_DONE};
     wire_msg_t done;
-    if ((rc = comm_wait(c, ep, t, 1, -1, &done)) != COMM_OK) return rc;
+    if ((rc = comm_wait(c, ep, t, 1, -1, &done)) != 0) return rc;
     *ok_out = done.u.topo_done.ok;
     if (done.u.topo_done.ok) comm_set_world(c, &done.u.topo_done.world);
     wire_msg_free(&done);
-    return COMM_OK;
+    return 0;
 }
 
 /* Waits, as a newcomer, for an accept round that succeeds. */
@@ -278,20 +274,24 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
         uint16_t te[] = {M2C_ESTABLISH_P2P};
         wire_msg_t e;
         unsigned ep;
-        if (comm_begin(c, &ep) != COMM_OK) return comm_lost_result(c);
+        if (comm_begin(c, &ep) != 0) return comm_lost_result(c);
         int rc = comm_wait(c, ep, te, 1, -1, &e);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return comm_lost_result(c);
+        if (rc == -PERR_RESTARTED) continue;
+        if (rc != 0) return comm_lost_result(c);
         int ok = 0;
         rc = run_round(c, ep, &e, &ok);
         wire_msg_free(&e);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return comm_lost_result(c);
+        if (rc == -PERR_RESTARTED) continue;
+        if (rc != 0) return comm_lost_result(c);
         if (ok) break;
         PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
     }
-    atomic_store(&c->rejoining, 0);
-    atomic_store(&c->accepted, 1);
+    /* Accepted during an outage: the peer returns to the run as a member (it re-registers as one). */
+    pthread_mutex_lock(&c->mu);
+    if (comm_transition_locked(c, PEER_BIT(PEER_REGISTERED) | PEER_BIT(PEER_REJOINING), PEER_ACCEPTED) < 0 &&
+        comm_state(c) == PEER_MASTER_DOWN)
+        atomic_store(&c->before, PEER_ACCEPTED);
+    pthread_mutex_unlock(&c->mu);
     PLOG_INFO(c->log_name, "accepted into the run");
     return pcclSuccess;
 }
@@ -299,10 +299,10 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
 pcclResult_t pcclConnect(pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
-    if (atomic_load(&c->connected) || atomic_exchange(&c->connecting, 1)) return pcclInvalidUsage;
-    /* After connecting is set: a pcclExtLeave from then on cancels this call, one before it is seen here. */
+    if (comm_transition(c, PEER_BIT(PEER_CREATED), PEER_CONNECTING) < 0) return pcclInvalidUsage;
+    /* After CONNECTING: a pcclExtLeave from then on cancels this call, one before it is seen here. */
     if (atomic_load(&c->stopping)) {
-        atomic_store(&c->connecting, 0);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_CREATED);
         return pcclMasterConnectionFailed;
     }
     if (p2p_start(c) != 0) {
@@ -311,7 +311,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
                        strerror(errno));
         else
             PLOG_ERROR(c->log_name, "cannot open the p2p listening socket: %s", strerror(errno));
-        atomic_store(&c->connecting, 0);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_CREATED);
         return pcclInternalError;
     }
     pcclResult_t r = comm_register_first(c);
@@ -319,13 +319,11 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     if (r != pcclSuccess) {
         pthread_mutex_lock(&c->send_mu);
         comm_close_master_locked(c);
-        atomic_store(&c->registered, 0);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING) | PEER_BIT(PEER_REGISTERED), PEER_CREATED);
         pthread_mutex_unlock(&c->send_mu);
         p2p_stop(c);
-        atomic_store(&c->connecting, 0);
         return r;
     }
-    atomic_store(&c->connected, 1);
     c->reader_started = 1;
     /* The master answers heartbeats, so silence longer than the timeout means it is gone or hung;
      * the send timeout bounds writes to a master that stopped reading. */
@@ -338,7 +336,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
 }
 
 pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
-    if (c && pccl__initialized() && atomic_load(&c->rejoining) && !atomic_load(&c->master_lost))
+    if (c && pccl__initialized() && comm_role(c) == PEER_REJOINING)
         return await_acceptance(c);
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
@@ -347,9 +345,9 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     wire_msg_t v = {.type = C2M_UPDATE_TOPOLOGY}, m;
     uint16_t t[] = {M2C_ESTABLISH_P2P, M2C_TOPOLOGY_DONE};
     int rc = comm_begin(c, &ep);
-    if (rc == COMM_OK) rc = comm_send(c, ep, &v);
-    if (rc == COMM_OK) rc = comm_wait(c, ep, t, 2, -1, &m);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc == 0) rc = comm_send(c, ep, &v);
+    if (rc == 0) rc = comm_wait(c, ep, t, 2, -1, &m);
+    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
     int ok = 1;
     if (m.type == M2C_TOPOLOGY_DONE) {
         ok = m.u.topo_done.ok;
@@ -358,14 +356,14 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
         rc = run_round(c, ep, &m, &ok);
     }
     wire_msg_free(&m);
-    if (rc != COMM_OK) return rc == COMM_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
     return ok ? pcclSuccess : pcclUpdateTopologyFailed;
 }
 
 pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
     pcclComm_t *c = (pcclComm_t *)cc;
     if (!pending_out) return pcclInvalidArgument;
-    if (c && atomic_load(&c->rejoining) && !atomic_load(&c->master_lost)) {
+    if (c && comm_role(c) == PEER_REJOINING) {
         *pending_out = true; /* this peer itself: the caller's pcclUpdateTopology gets it accepted */
         return pcclSuccess;
     }
@@ -377,10 +375,10 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
         wire_msg_t v = {.type = C2M_PEERS_PENDING}, m;
         uint16_t t[] = {M2C_PEERS_PENDING};
         int rc = comm_begin(c, &ep);
-        if (rc == COMM_OK) rc = comm_send(c, ep, &v);
-        if (rc == COMM_OK) rc = comm_wait(c, ep, t, 1, -1, &m);
-        if (rc == COMM_RESTARTED) continue;
-        if (rc != COMM_OK) return comm_lost_result(c);
+        if (rc == 0) rc = comm_send(c, ep, &v);
+        if (rc == 0) rc = comm_wait(c, ep, t, 1, -1, &m);
+        if (rc == -PERR_RESTARTED) continue;
+        if (rc != 0) return comm_lost_result(c);
         *pending_out = m.u.flag.value != 0;
         wire_msg_free(&m);
         return pcclSuccess;
@@ -395,7 +393,7 @@ pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcc
 static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     uint32_t n = req->u.bench_req.n;
     wire_bw_t *res = calloc(n ? n : 1, sizeof *res);
-    if (!res) return -1;
+    if (!res) return -PERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r;
@@ -421,12 +419,12 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
     unsigned ep;
     wire_msg_t v = {.type = C2M_OPTIMIZE_TOPOLOGY};
     int rc = comm_begin(c, &ep);
-    if (rc == COMM_OK) rc = comm_send(c, ep, &v);
+    if (rc == 0) rc = comm_send(c, ep, &v);
     /* The master may ask for measurements and then for re-wiring before it answers. */
-    while (rc == COMM_OK) {
+    while (rc == 0) {
         uint16_t t[] = {M2C_OPTIMIZE_DONE, M2C_BENCH_REQUEST, M2C_ESTABLISH_P2P};
         wire_msg_t m;
-        if ((rc = comm_wait(c, ep, t, 3, -1, &m)) != COMM_OK) break;
+        if ((rc = comm_wait(c, ep, t, 3, -1, &m)) != 0) break;
         if (m.type == M2C_OPTIMIZE_DONE) {
             int ok = m.u.flag.value;
             wire_msg_free(&m);
@@ -442,7 +440,7 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         }
         wire_msg_free(&m);
     }
-    return rc == COMM_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
+    return rc == -PERR_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

@@ -20,8 +20,10 @@
 /* Waits until the reader saw the master connection end, at most until deadline (net_now_ms). */
 static int await_close(pcclComm_t *c, uint64_t deadline) {
     pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->master_lost) && net_now_ms() < deadline) comm_cv_wait_50ms(c);
-    int closed = atomic_load(&c->master_lost);
+    /* Not one of the communicator's waits (the leave ended those): the reader's end wakes c->cv. */
+    while (!comm_ended(c) && pwait_cond_sleep(&c->cv, &c->mu, deadline) == 0) {
+    }
+    int closed = comm_ended(c);
     pthread_mutex_unlock(&c->mu);
     return closed;
 }
@@ -39,30 +41,31 @@ pcclResult_t pcclExtLeave(pcclComm_t *c) {
     /* Decided under send_mu: the reader re-registers with a restarted master, and pcclConnect
      * publishes its connection, under it too, so LEAVE goes out exactly when the master knows us. */
     pthread_mutex_lock(&c->send_mu);
-    if ((!atomic_load(&c->connecting) && !atomic_load(&c->registered)) || atomic_load(&c->stopping)) {
+    peer_state_t was = comm_state(c);
+    if (was == PEER_CREATED || was == PEER_LEAVING || atomic_load(&c->stopping)) {
         pthread_mutex_unlock(&c->send_mu);
         return pcclInvalidUsage;
     }
-    if (atomic_load(&c->master_lost)) {
+    if (was == PEER_ENDED) {
         pthread_mutex_unlock(&c->send_mu);
         return comm_lost_result(c);
     }
-    atomic_store(&c->stopping, 1);
-    int up = atomic_load(&c->registered) && !atomic_load(&c->master_down) && c->master_fd >= 0;
+    comm_stop(c, &c->stopping);
+    int up = (PEER_REGISTERED_UP & PEER_BIT(was)) && c->master_fd >= 0;
     int sent = 0;
     if (up) {
-        atomic_store(&c->leaving, 1);
+        comm_transition(c, PEER_REGISTERED_UP, PEER_LEAVING);
         wire_msg_t m = {.type = C2M_LEAVE};
         sent = link_send_msg(c->master_link, c->master_fd, &m) == 0;
     }
     /* A connect, a registration in progress or a failed send: nothing more will come on it. */
     if (!sent && c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
     pthread_mutex_unlock(&c->send_mu);
-    atomic_store(&c->left, 1);
+    atomic_fetch_or(&c->departed, DEPARTED_LEFT);
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cv); /* waits for the master, the reconnect and connect backoffs */
     pthread_mutex_unlock(&c->mu);
-    if (!atomic_load(&c->registered)) return pcclSuccess; /* pcclConnect ends on its own (it was cancelled) */
+    if (was == PEER_CONNECTING) return pcclSuccess; /* pcclConnect ends on its own (it was cancelled) */
     if (!sent) {
         /* Between masters: the reconnect loop ends at once, and a restarted master rebuilds without this peer. */
         PLOG_INFO(c->log_name, "left the run while the master was unreachable");
@@ -74,7 +77,7 @@ pcclResult_t pcclExtLeave(pcclComm_t *c) {
          * grace is aborted, and closing the connection makes this peer a departure. */
         PLOG_WARN(c->log_name, "the master did not remove this peer within %d ms; departing without it",
                   PCCL_EXT_LEAVE_GRACE_MS);
-        allreduce_abort_all(c);
+        allreduce_abort_all(c, -PERR_CANCELLED);
         close_master(c);
         await_close(c, net_now_ms() + (uint64_t)c->connect_timeout_ms);
     }
@@ -83,10 +86,11 @@ pcclResult_t pcclExtLeave(pcclComm_t *c) {
 
 pcclResult_t pcclExtGetDeparture(const pcclComm_t *c, pcclExtDeparture_t *out) {
     if (!c || !out) return pcclInvalidArgument;
-    *out = atomic_load(&c->left)             ? pcclExtLeft
-           : atomic_load(&c->kicked)         ? pcclExtKicked
-           : atomic_load(&c->shut_down)      ? pcclExtShutDown
-           : atomic_load(&c->master_lost)    ? pcclExtMasterLost
-                                              : pcclExtInRun;
+    int why = atomic_load(&c->departed);
+    *out = why & DEPARTED_LEFT        ? pcclExtLeft
+           : why & DEPARTED_KICKED    ? pcclExtKicked
+           : why & DEPARTED_SHUT_DOWN ? pcclExtShutDown
+           : comm_ended(c)            ? pcclExtMasterLost
+                                      : pcclExtInRun;
     return pcclSuccess;
 }

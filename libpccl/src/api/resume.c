@@ -31,7 +31,7 @@
 static void begin_outage(pcclComm_t *c) {
     pthread_mutex_lock(&c->send_mu);
     pthread_mutex_lock(&c->mu);
-    atomic_store(&c->master_down, 1);
+    comm_transition_locked(c, PEER_REGISTERED_UP, PEER_MASTER_DOWN);
     atomic_fetch_add(&c->master_epoch, 1);
     c->down_since_ms = net_now_ms();
     comm_inbox_clear(c); /* the old master's answers mean nothing to the new one */
@@ -39,13 +39,13 @@ static void begin_outage(pcclComm_t *c) {
     pthread_mutex_unlock(&c->mu);
     comm_close_master_locked(c);
     pthread_mutex_unlock(&c->send_mu);
-    allreduce_abort_all(c);
+    allreduce_abort_all(c, -PERR_RESTARTED);
 }
 
 /* RESUME for an accepted peer, HELLO for one that was only registered. */
 static int send_registration(pcclComm_t *c, int fd) {
     wire_msg_t m = {.type = C2M_HELLO};
-    int accepted = atomic_load(&c->accepted);
+    int accepted = comm_role(c) == PEER_ACCEPTED;
     if (!accepted) {
         m.u.hello.magic = WIRE_MAGIC;
         m.u.hello.version = WIRE_VERSION;
@@ -72,19 +72,20 @@ static int send_registration(pcclComm_t *c, int fd) {
     int nops = allreduce_unsettled_locked(c, &r->ops);
     r->nops = nops > 0 ? (uint32_t)nops : 0;
     /* Without its list the master could complete an op this peer did not finish: try again later. */
-    int rc = nops < 0 ? -1 : comm_send_signed(c, fd, c->master_link, &m); /* under mu: the arrays are the communicator's */
+    int rc = nops < 0 ? nops : comm_send_signed(c, fd, c->master_link, &m); /* under mu: the arrays are the communicator's */
     pthread_mutex_unlock(&c->mu);
     free(r->ops);
     return rc;
 }
 
-/* Waits for the answer to the registration: 0 back in the run, 1 try again, -1 the master refused. */
+/* Waits for the answer to the registration: 0 back in the run, -PERR_IO try again (the connection failed),
+ * -PERR_REFUSED the master refused this peer or ended the run. */
 static int await_answer(pcclComm_t *c, int fd) {
     for (;;) {
         wire_msg_t m;
         char err[160];
-        if (link_recv_msg(c->master_link, fd, &m, err, sizeof err) != 0) return 1;
-        int rc = 1;
+        if (link_recv_msg(c->master_link, fd, &m, err, sizeof err) != 0) return -PERR_IO;
+        int rc = -PERR_IO;
         switch (m.type) {
         case M2C_HEARTBEAT: wire_msg_free(&m); continue;
         case M2C_COLL_COMPLETE:
@@ -95,7 +96,7 @@ static int await_answer(pcclComm_t *c, int fd) {
             wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
             r.u.flag.value = comm_establish_resuming(c, &m) == 0;
             wire_msg_free(&m);
-            if (link_send_msg(c->master_link, fd, &r) != 0) return 1;
+            if (link_send_msg(c->master_link, fd, &r) != 0) return -PERR_IO;
             continue;
         }
         case M2C_WELCOME: /* registered again as a newcomer (its uuid is its key's: the same) */
@@ -111,22 +112,23 @@ static int await_answer(pcclComm_t *c, int fd) {
                  * for an accept round, and the sync after it repairs this peer's state if it fell behind. */
                 PLOG_WARN(c->log_name, "the restarted master rebuilt the run without this peer; "
                                        "joining again as a new peer");
-                atomic_store(&c->accepted, 0);
-                atomic_store(&c->rejoining, 1);
+                pthread_mutex_lock(&c->mu);
+                atomic_store(&c->before, PEER_REJOINING); /* the state the outage ends in */
+                pthread_mutex_unlock(&c->mu);
                 rc = 0;
             }
             break;
         case M2C_KICK:
             PLOG_ERROR(c->log_name, "the restarted master refused this peer: %s", m.u.kick.reason);
-            rc = -1;
+            rc = -PERR_REFUSED;
             break;
         case M2C_SHUTDOWN:
             comm_note_shutdown(c, m.u.kick.reason);
-            rc = -1;
+            rc = -PERR_REFUSED;
             break;
         default:
             PLOG_ERROR(c->log_name, "the restarted master answered %s to the registration", wire_type_name(m.type));
-            rc = -1;
+            rc = -PERR_REFUSED;
             break;
         }
         wire_msg_free(&m);
@@ -155,31 +157,30 @@ int comm_reconnect(pcclComm_t *c) {
             pthread_mutex_unlock(&c->send_mu);
             /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
             net_set_timeouts(fd, left);
-            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : 1;
+            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : -PERR_IO;
             /* Verdicts came before RESUMED: an op still waiting has none (it rejoins, or is new). */
             if (rc == 0) allreduce_settle_unanswered(c);
             /* Back only if nobody asked to leave meanwhile: pcclExtLeave decides under send_mu whether
              * the master is up to hear LEAVE, so the decision and this one cannot cross. */
             pthread_mutex_lock(&c->send_mu);
-            if (rc == 0 && comm_cancelled(c)) rc = -1;
+            if (rc == 0 && comm_cancelled(c)) rc = -PERR_CANCELLED;
             if (rc == 0) {
                 net_set_timeouts(fd, c->timeout_ms > c->heartbeat_ms * 3 ? c->timeout_ms : c->heartbeat_ms * 3);
                 pthread_mutex_lock(&c->mu);
-                atomic_store(&c->master_down, 0);
-                pthread_cond_broadcast(&c->cv);
+                comm_transition_locked(c, PEER_BIT(PEER_MASTER_DOWN), (peer_state_t)atomic_load(&c->before));
                 uint64_t rev = c->last_revision;
                 int has_rev = c->has_revision;
                 pthread_mutex_unlock(&c->mu);
                 pthread_mutex_unlock(&c->send_mu);
                 PLOG_WARN(c->log_name, "master back after %llu ms (%d connection attempts); %s at revision %llu%s",
                           (unsigned long long)(net_now_ms() - start), tries,
-                          atomic_load(&c->accepted) ? "resumed" : "registered again", (unsigned long long)rev,
+                          comm_state(c) == PEER_ACCEPTED ? "resumed" : "registered again", (unsigned long long)rev,
                           has_rev ? "" : " (no sync yet)");
                 return 0;
             }
             comm_close_master_locked(c);
             pthread_mutex_unlock(&c->send_mu);
-            if (rc < 0) return -1;
+            if (rc != -PERR_IO) return rc; /* refused, or cancelled: no further try */
         } else if (errno != ECONNREFUSED && errno != EACCES && errno != ETIMEDOUT && errno != EHOSTUNREACH &&
                    errno != ENETUNREACH && errno != ECONNRESET && errno != ECANCELED && errno != ETIME) {
             PLOG_WARN(c->log_name, "reconnecting to the master: %s", strerror(errno));
@@ -189,5 +190,5 @@ int comm_reconnect(pcclComm_t *c) {
     }
     if (!comm_cancelled(c))
         PLOG_ERROR(c->log_name, "the master did not come back within %d ms (%d attempts)", c->reconnect_ms, tries);
-    return -1;
+    return comm_cancelled(c) ? -PERR_CANCELLED : -PERR_TIMEOUT;
 }

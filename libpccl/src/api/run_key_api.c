@@ -7,7 +7,7 @@
 
 pcclResult_t pcclExtCommSetRunKey(pcclComm_t *c, const void *key, size_t len) {
     if (!c) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     sec_cfg_t sec;
     if (sec_key_from_api(key, len, &sec) != 0) return pcclInvalidArgument;
     c->sec = sec;

@@ -1,7 +1,7 @@
 /*
  * base/ - what every other layer of the library and the master stand on: logging (log.h), sockets with
- * deadlines and cancellation (net.h), address parsing and formatting (addr.h), the buffer pool (bufpool.h),
- * the stranger gate (gate.h), the wire codec of the control protocol (wire.h), and the one internal error
+ * deadlines and cancellation (net.h), the cancellable wait a peer's blocking paths wait through (wait.h),
+ * address parsing and formatting (addr.h), the buffer pool (bufpool.h), the stranger gate (gate.h), the wire codec of the control protocol (wire.h), and the one internal error
  * convention (err.h: 0 or -PERR_<NAME>, mapped to pcclResult_t at the API edge).
  *
  * Owns no threads and no global state beyond the log sink. Every function here is safe to call from any
@@ -20,6 +20,7 @@
 #include "base/gate.h"
 #include "base/log.h"
 #include "base/net.h"
+#include "base/wait.h"
 #include "base/wire.h"
 
 #endif

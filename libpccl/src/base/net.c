@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/addr.h"
+#include "base/wait.h"
 
 uint64_t net_now_ms(void) {
     struct timespec ts;
@@ -98,8 +99,9 @@ int net_listen_any(uint16_t port, uint16_t *port_out) {
 }
 
 int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel) {
+    const pwait_t *w = cancel ? cancel->wait : NULL;
     for (;;) {
-        if (cancel && cancel->fn && cancel->fn(cancel->arg)) {
+        if (cancel && ((w && pwait_result(w)) || (cancel->fn && cancel->fn(cancel->arg)))) {
             errno = ECANCELED;
             return -PERR_CANCELLED;
         }
@@ -110,10 +112,11 @@ int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_
         }
         uint64_t left = deadline_ms - now;
         /* Slices only when someone may cancel: a plain wait is one poll. */
-        int step = cancel && left > NET_CANCEL_POLL_MS ? NET_CANCEL_POLL_MS : (int)(left > INT32_MAX ? INT32_MAX : left);
-        struct pollfd p = {.fd = fd, .events = events};
-        int n = poll(&p, 1, step);
-        if (n > 0) return 0;
+        int step = cancel && cancel->fn && left > NET_CANCEL_POLL_MS ? NET_CANCEL_POLL_MS
+                                                                     : (int)(left > INT32_MAX ? INT32_MAX : left);
+        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = w ? w->fd : -1, .events = POLLIN}};
+        int n = poll(p, 2, step);
+        if (n > 0 && p[0].revents) return 0;
         if (n < 0 && errno != EINTR) return -PERR_IO;
     }
 }

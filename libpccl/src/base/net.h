@@ -22,10 +22,12 @@ int net_listen_any(uint16_t port, uint16_t *port_out);
 /* Connects with a timeout. @return a blocking fd with TCP_NODELAY; -PERR_TIMEOUT; -PERR_IO (errno set: refused,
  * unreachable, ...). */
 int net_connect(const ccoip_socket_address_t *to, int timeout_ms);
-/* Asked every NET_CANCEL_POLL_MS while a wait lasts; nonzero ends it with ECANCELED. */
+/* What ends a wait early with ECANCELED: wait (wait.h), whose eventfd joins the poll (no slices), or
+ * else fn, asked every NET_CANCEL_POLL_MS while the wait lasts (nonzero: cancelled). */
 typedef struct net_cancel {
     int (*fn)(void *arg);
     void *arg;
+    const struct pwait *wait;
 } net_cancel_t;
 #define NET_CANCEL_POLL_MS 20
 /* net_connect that also ends when cancel (may be NULL) says so (-PERR_CANCELLED). */

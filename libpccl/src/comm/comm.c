@@ -72,9 +72,28 @@ void comm_inbox_clear(pcclComm_t *c) {
 
 /* ---------- control connection ---------- */
 
-void comm_cv_wait_50ms(pcclComm_t *c) { comm_cond_wait_50ms(c, &c->cv); }
+int comm_wait_open(pcclComm_t *c, pwait_t *w, int with_fd) {
+    if (pwait_init(w, &c->mu, &c->cv, with_fd) != 0) return -PERR_FAILED;
+    pthread_mutex_lock(&c->mu);
+    pwait_set_add_locked(&c->waits, w);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
 
-void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv) { cond_wait_50ms(cv, &c->mu); }
+void comm_wait_close(pcclComm_t *c, pwait_t *w) {
+    pthread_mutex_lock(&c->mu);
+    pwait_set_remove_locked(w);
+    pthread_mutex_unlock(&c->mu);
+    pwait_destroy(w);
+}
+
+void comm_stop(pcclComm_t *c, atomic_int *flag) {
+    pthread_mutex_lock(&c->mu);
+    atomic_store(flag, 1);
+    pwait_set_cancel_locked(&c->waits, -PERR_CANCELLED, 1);
+    pthread_cond_broadcast(&c->cv); /* also the waits that had ended already and sleep on cv alone */
+    pthread_mutex_unlock(&c->mu);
+}
 
 void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu) {
     struct timespec ts;
@@ -94,37 +113,71 @@ void comm_close_master_locked(pcclComm_t *c) {
     c->master_link = NULL;
 }
 
-int comm_cancelled(const pcclComm_t *c) { return atomic_load(&c->stopping) || atomic_load(&c->shutting_down); }
+peer_state_t comm_state(const pcclComm_t *c) { return (peer_state_t)atomic_load(&c->state); }
+
+peer_state_t comm_role(const pcclComm_t *c) {
+    peer_state_t s = comm_state(c);
+    if (s == PEER_MASTER_DOWN) return (peer_state_t)atomic_load(&c->before);
+    if (s == PEER_ENDED && atomic_load(&c->before) == PEER_LEAVING) return PEER_LEAVING;
+    return s;
+}
+
+int comm_ended(const pcclComm_t *c) { return comm_state(c) == PEER_ENDED; }
+
+int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to) {
+    peer_state_t was = comm_state(c);
+    if (!(from & PEER_BIT(was))) return -PERR_INVALID;
+    if (to == PEER_MASTER_DOWN || to == PEER_ENDED) atomic_store(&c->before, was);
+    /* The waits of the lost connection end: for good once ended, else the peer waits for the next one. */
+    if (to == PEER_MASTER_DOWN) pwait_set_cancel_locked(&c->waits, -PERR_RESTARTED, 0);
+    if (to == PEER_ENDED) pwait_set_cancel_locked(&c->waits, -PERR_LOST, 0);
+    atomic_store(&c->state, to);
+    pthread_cond_broadcast(&c->cv);
+    return (int)was;
+}
+
+int comm_transition(pcclComm_t *c, unsigned from, peer_state_t to) {
+    pthread_mutex_lock(&c->mu);
+    int rc = comm_transition_locked(c, from, to);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+int comm_cancelled(const pcclComm_t *c) { return pwait_set_sticky(&c->waits) != 0; }
 
 int comm_cancel_fn(void *arg) { return comm_cancelled(arg); }
 
 void comm_note_shutdown(pcclComm_t *c, const char *reason) {
-    atomic_store(&c->shut_down, 1);
+    atomic_fetch_or(&c->departed, DEPARTED_SHUT_DOWN);
     PLOG_WARN(c->log_name, "the run was shut down by the master: %s", reason[0] ? reason : "no reason given");
 }
 
 pcclResult_t comm_lost_result(const pcclComm_t *c) {
-    return atomic_load(&c->shut_down) ? pcclExtRunShutDown : pcclMasterConnectionFailed;
+    return atomic_load(&c->departed) & DEPARTED_SHUT_DOWN ? pcclExtRunShutDown : pcclMasterConnectionFailed;
 }
 
 void comm_pause(pcclComm_t *c, int ms) {
-    uint64_t until = net_now_ms() + (uint64_t)(ms > 0 ? ms : 0);
-    pthread_mutex_lock(&c->mu);
-    while (!comm_cancelled(c) && net_now_ms() < until) comm_cv_wait_50ms(c);
-    pthread_mutex_unlock(&c->mu);
+    pwait_t w;
+    if (comm_wait_open(c, &w, 0) != 0) return;
+    pwait_pause(&w, ms);
+    comm_wait_close(c, &w);
 }
 
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
     /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader.
      * A peer that is leaving starts nothing new (its votes would not be sent). */
     uint64_t deadline = net_now_ms() + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
+    pwait_t w;
+    *epoch = atomic_load(&c->master_epoch);
+    if (comm_wait_open(c, &w, 0) != 0) return -PERR_LOST;
     pthread_mutex_lock(&c->mu);
-    while (atomic_load(&c->master_down) && !atomic_load(&c->master_lost) && !comm_cancelled(c) &&
-           net_now_ms() < deadline)
-        comm_cv_wait_50ms(c);
-    int rc = atomic_load(&c->master_lost) || comm_cancelled(c) || atomic_load(&c->master_down) ? COMM_LOST : COMM_OK;
+    while (comm_state(c) == PEER_MASTER_DOWN && pwait_sleep(&w, deadline) == 0) {
+    }
+    peer_state_t s = comm_state(c);
+    int rc = s == PEER_ENDED || comm_cancelled(c) || s == PEER_MASTER_DOWN ? -PERR_LOST : 0;
     *epoch = atomic_load(&c->master_epoch);
     pthread_mutex_unlock(&c->mu);
+    comm_wait_close(c, &w);
     return rc;
 }
 
@@ -135,25 +188,26 @@ static int is_vote(uint16_t type) {
 }
 
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m) {
-    if (atomic_load(&c->master_lost)) return COMM_LOST;
+    if (comm_ended(c)) return -PERR_LOST;
     pthread_mutex_lock(&c->send_mu);
-    /* leaving is set under send_mu before LEAVE goes out, so no vote follows it on the wire. */
-    if (atomic_load(&c->leaving) && is_vote(m->type)) {
+    /* PEER_LEAVING is entered under send_mu before LEAVE goes out, so no vote follows it on the wire. */
+    peer_state_t s = comm_state(c);
+    if (s == PEER_LEAVING && is_vote(m->type)) {
         pthread_mutex_unlock(&c->send_mu);
-        return COMM_LOST;
+        return -PERR_LOST;
     }
-    int rc = COMM_RESTARTED;
+    int rc = -PERR_RESTARTED;
     /* A peer the restarted master took back as a newcomer may not vote: a call that began before the
      * outage ends with its retryable failure instead of being kicked for an out-of-state vote. It may leave. */
-    int may_send = !atomic_load(&c->rejoining) || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
+    int may_send = s != PEER_REJOINING || m->type == C2M_HEARTBEAT || m->type == C2M_P2P_ESTABLISHED ||
                    m->type == C2M_LEAVE;
-    if (may_send && atomic_load(&c->master_epoch) == epoch && !atomic_load(&c->master_down)) {
-        rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? COMM_OK : c->reconnect_ms ? COMM_RESTARTED : COMM_LOST;
+    if (may_send && atomic_load(&c->master_epoch) == epoch && s != PEER_MASTER_DOWN) {
+        rc = link_send_msg(c->master_link, c->master_fd, m) == 0 ? 0 : c->reconnect_ms ? -PERR_RESTARTED : -PERR_LOST;
         /* A master that stopped reading: make the reader notice now rather than at its next read. */
-        if (rc != COMM_OK) shutdown(c->master_fd, SHUT_RDWR);
+        if (rc != 0) shutdown(c->master_fd, SHUT_RDWR);
     }
     pthread_mutex_unlock(&c->send_mu);
-    if (rc != COMM_OK && rc != COMM_RESTARTED)
+    if (rc != 0 && rc != -PERR_RESTARTED)
         PLOG_WARN(c->log_name, "sending %s to the master failed", wire_type_name(m->type));
     return rc;
 }
@@ -204,59 +258,59 @@ void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
 
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
     uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
+    pwait_t w;
+    if (comm_wait_open(c, &w, 0) != 0) return -PERR_LOST;
+    int rc = 0;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        /* The inbox was emptied when the epoch moved: nothing in it answers this wait any more. */
-        if (atomic_load(&c->master_epoch) != epoch && !atomic_load(&c->master_lost)) {
-            pthread_mutex_unlock(&c->mu);
-            return COMM_RESTARTED;
+        /* A wait for an older connection's answer: the inbox was emptied when the epoch moved. */
+        if (atomic_load(&c->master_epoch) != epoch && !comm_ended(c)) {
+            rc = -PERR_RESTARTED;
+            break;
         }
-        inbox_item_t *prev = NULL;
-        for (inbox_item_t *it = c->inbox_head; it; prev = it, it = it->next) {
+        inbox_item_t *prev = NULL, *it = c->inbox_head;
+        for (; it; prev = it, it = it->next) {
             int match = 0;
             for (int i = 0; i < ntypes; i++) match |= it->msg.type == types[i];
-            if (!match) continue;
+            if (match) break;
+        }
+        if (it) {
             if (prev) prev->next = it->next;
             else c->inbox_head = it->next;
             if (c->inbox_tail == it) c->inbox_tail = prev;
             *msg = it->msg;
             free(it);
-            pthread_mutex_unlock(&c->mu);
-            return 0;
+            break;
         }
-        if (atomic_load(&c->master_lost)) {
-            pthread_mutex_unlock(&c->mu);
-            return COMM_LOST;
+        if (comm_ended(c)) {
+            rc = -PERR_LOST;
+            break;
         }
-        if (timeout_ms >= 0) {
-            uint64_t now = net_now_ms();
-            if (now >= deadline) {
-                pthread_mutex_unlock(&c->mu);
-                return COMM_TIMEOUT;
-            }
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t left = deadline - now;
-            ts.tv_sec += (time_t)(left / 1000);
-            ts.tv_nsec += (long)(left % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-        } else {
-            pthread_cond_wait(&c->cv, &c->mu);
-        }
+        /* Woken by the reader for each message; ended by a lost connection (-PERR_RESTARTED: the new master
+         * knows nothing of the request), the end of the run, a leave or destroy, or the deadline. A message
+         * that came before the end is still taken: the inbox is looked at first. */
+        int r = pwait_result(&w);
+        if (!r && timeout_ms >= 0 && net_now_ms() >= deadline) r = -PERR_TIMEOUT;
+        if (r == -PERR_TIMEOUT) rc = -PERR_TIMEOUT;
+        else if (r == -PERR_RESTARTED) rc = -PERR_RESTARTED;
+        else if (r) rc = -PERR_LOST;
+        if (r) break;
+        pwait_sleep(&w, timeout_ms >= 0 ? deadline : 0);
     }
+    pthread_mutex_unlock(&c->mu);
+    comm_wait_close(c, &w);
+    return rc;
 }
 
 pcclResult_t comm_check_ready(const pcclComm_t *c) {
     if (!pccl__initialized()) return pcclNotInitialized;
     if (!c) return pcclInvalidArgument;
-    if (atomic_load(&c->leaving)) return pcclInvalidUsage;
+    peer_state_t role = comm_role(c);
+    if (role == PEER_LEAVING) return pcclInvalidUsage;
     /* A peer waiting to be accepted again after a master restart is in no ring yet. */
-    if (!atomic_load(&c->accepted)) return atomic_load(&c->rejoining) ? pcclTooFewPeers : pcclInvalidUsage;
-    if (atomic_load(&c->master_lost)) return comm_lost_result(c);
+    if (role == PEER_REJOINING) return pcclTooFewPeers;
+    if (role == PEER_ENDED) return comm_lost_result(c);
+    if (role != PEER_ACCEPTED) return pcclInvalidUsage;
     return pcclSuccess;
 }
 
@@ -267,11 +321,15 @@ static int connect_retrying(pcclComm_t *c, int timeout_ms) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t now = net_now_ms();
-        net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+        pwait_t w;
+        if (comm_wait_open(c, &w, 1) != 0) return -1;
+        net_cancel_t cancel = {.wait = &w};
         int fd = net_connect_cancellable(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1,
                                          &cancel);
-        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
         int e = errno;
+        comm_wait_close(c, &w);
+        errno = e;
+        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
         if (net_now_ms() + 100 >= deadline) {
             errno = e;
             return -1;
@@ -292,11 +350,14 @@ static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
     sec_hs_t hs;
     sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
     char err[160] = "handshake: cannot start";
-    int first = !atomic_load(&c->registered), why = EACCES;
-    net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = c};
+    int first = comm_state(c) == PEER_CONNECTING, why = EACCES;
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) return -1;
+    net_cancel_t cancel = {.wait = &w};
     int started = sec_hs_start(&hs, &c->sec, &p) == 0;
     int rc = started && sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err) == 0
                  ? 0 : -1;
+    comm_wait_close(c, &w);
     if (rc != 0 && started && !hs.err[0]) {
         /* The master did not finish it: no proof was refused. */
         why = comm_cancelled(c) ? ECANCELED : strstr(err, "no answer") ? ETIME : ECONNRESET;

@@ -13,11 +13,13 @@
  *    concurrently running async all-reduce, parked between operations and
  *    joined on destroy; the blocking pcclAllReduce runs on the caller's thread;
  *  - one short-lived server thread per shared-state request (shared_state.c).
- * Locking: mu guards the inbox, ops list, work queue, world and flags; p2p.mu
+ * Locking: mu guards the inbox, ops list, work queue, world, state and waits; p2p.mu
  * guards the connection table. Never hold mu while doing network I/O.
- * Wake-ups: cv is for inbox waiters and the heartbeat only; each all-reduce has
- * its own condition variable (signalled by the reader for that op's messages)
- * and the worker pool has work_cv, so a collective message wakes one thread.
+ * Waits: every blocking path waits through a pwait_t (base/wait.h); the control
+ * waits are in waits, which one call cancels (comm_stop, an outage, the end).
+ * Wake-ups: cv is for the control waits and the heartbeat only; each all-reduce
+ * has its own wait (signalled by the reader for that op's messages) and the
+ * worker pool has work_cv, so a collective message wakes one thread.
  */
 #ifndef PCCL_COMM_H
 #define PCCL_COMM_H
@@ -83,6 +85,37 @@ typedef struct ss_serving {
                   * shuts them down so the sync need not wait for a stalled requester */
 } ss_serving_t;
 
+/*
+ * The peer's lifecycle (c->state). Transitions, each made by comm_transition under mu:
+ *
+ *   from                          to              when (who)
+ *   CREATED                       CONNECTING      pcclConnect begins (user thread)
+ *   CONNECTING, REGISTERED        CREATED         pcclConnect fails; it may be called again
+ *   CONNECTING                    REGISTERED      the master's WELCOME (connect.c; under send_mu)
+ *   REGISTERED, REJOINING         ACCEPTED        an accept round wired this peer (pcclConnect, pcclUpdateTopology)
+ *   REGISTERED, ACCEPTED,         MASTER_DOWN     the master connection broke and the reconnect window is
+ *     REJOINING                                   open (reader; under send_mu); before keeps the state left
+ *   MASTER_DOWN                   before          re-registered (reader; under send_mu): ACCEPTED after RESUMED,
+ *                                                 REJOINING if the restarted master rebuilt without this peer
+ *   REGISTERED, ACCEPTED,         LEAVING         pcclExtLeave with the master up (under send_mu): no more votes,
+ *     REJOINING                                   and the master's close ends the run instead of a reconnect
+ *   every state the reader runs   ENDED           the master connection is closed for good (reader's end);
+ *     in (REGISTERED and after)                   departed says why, before what it was; final
+ */
+typedef enum peer_state {
+    PEER_CREATED = 0,
+    PEER_CONNECTING,
+    PEER_REGISTERED, /* welcomed: the master knows this peer (it may re-register), not yet in a ring */
+    PEER_ACCEPTED,   /* a member of the run */
+    PEER_REJOINING,  /* a restarted master rebuilt the run without this peer: it waits to be accepted again */
+    PEER_MASTER_DOWN,
+    PEER_LEAVING,
+    PEER_ENDED,
+} peer_state_t;
+
+/* Why a run ended (c->departed bits; pcclExtGetDeparture reports the first of them in this order). */
+enum { DEPARTED_LEFT = 1, DEPARTED_KICKED = 2, DEPARTED_SHUT_DOWN = 4 };
+
 #define FAILED_OPS_MAX 256
 
 struct pcclComm_t {
@@ -111,24 +144,28 @@ struct pcclComm_t {
     /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
      * pcclConnect and read-only afterwards. */
     sec_cfg_t sec;
-    atomic_int connected, accepted, master_lost, shutting_down;
+    /* Where this peer is in its run: one value (peer_state_t), written under mu by comm_transition and read
+     * anywhere through comm_state/comm_role. before: the state left for PEER_MASTER_DOWN (the one the peer
+     * returns to once re-registered: what it tells the restarted master it is) or for PEER_ENDED. */
+    atomic_int state, before;
+    /* Why the run ended for this peer (DEPARTED_* bits, for pcclExtGetDeparture and comm_lost_result): set
+     * once each by whoever learns it, independent of state (a KICK can come while connecting, a leave in
+     * any state). */
+    atomic_int departed;
+    /* Cancellation requests (not states: set from any thread in any state, by comm_stop, which ends every
+     * wait in waits for good): stopping once pcclExtLeave was called, shutting_down once
+     * pcclDestroyCommunicator was (the heartbeat and the p2p acceptor end only then). */
+    atomic_int stopping, shutting_down;
+    /* The outstanding waits of the control path (comm_wait_open; guarded by mu): inbox waits, waits for the
+     * master to come back, connects and handshakes to the master, backoffs, ring wiring, shared-state
+     * fetches. A leave or destroy ends them all (sticky), a lost master connection those of its epoch
+     * (-PERR_RESTARTED), the end of the run (-PERR_LOST) those still open. Operations have their own
+     * wait (op/), ended by allreduce_abort_all. */
+    pwait_set_t waits;
+    pwait_t *wiring; /* the wait of the accept or optimize round's wiring, which its verdict ends (mu) */
     /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
-     * epoch is never sent, and a wait that began in one ends when it moves. master_down is set
-     * while reconnecting, for at most reconnect_ms (PCCL_MASTER_RECONNECT_MS; 0: a lost master ends
-     * the run). registered: the master welcomed this peer, so it may re-register. rejoining: the
-     * restarted master rebuilt the run without this peer; it waits, as a newcomer, to be accepted
-     * again at the next pcclUpdateTopology. */
+     * epoch is never sent, and a wait that began in one ends when it moves. */
     atomic_uint master_epoch;
-    atomic_int master_down, registered, rejoining;
-    /* Departure (leave.c): leaving once LEAVE is about to go out (the reader then takes the master's
-     * close as the end, not as an outage to reconnect through), left once it went out; kicked when the
-     * master sent KICK. */
-    atomic_int leaving, left, kicked;
-    /* Stopping (leave.c): connecting once pcclConnect began (until it fails); stopping once pcclExtLeave
-     * was called, from any thread: every wait of the library ends (connects, the reconnect loop, waits
-     * for a lost master, shared-state transfers), and votes are no longer sent. shut_down: the master
-     * ended the run (SHUTDOWN): calls return pcclExtRunShutDown and nobody reconnects. */
-    atomic_int connecting, stopping, shut_down;
     int reconnect_ms;
     int connect_retry_ms; /* PCCL_CONNECT_RETRY_MS: how long pcclConnect retries an unreachable master */
     uint64_t down_since_ms;
@@ -150,7 +187,7 @@ struct pcclComm_t {
     uint32_t work_queued, workers_idle, nworkers, workers_cap;
     pthread_t *workers;
     int workers_stop;
-    struct pccl_op *op_free; /* recycled op records (keep their eventfd and condvar) */
+    struct pccl_op *op_free; /* recycled op records (keep their wait: eventfd and condvar) */
     uint32_t nop_free;
     wire_world_t world;
     ss_serving_t *serving;
@@ -172,6 +209,21 @@ struct pcclComm_t {
     uint32_t nfailed_ops;
 };
 
+/* The peer's state (any thread). */
+peer_state_t comm_state(const pcclComm_t *c);
+/* The state, or while the master is down the state the peer returns to (its membership), or once ended
+ * PEER_LEAVING if LEAVE went out (calls after it are misuse) and PEER_ENDED otherwise. */
+peer_state_t comm_role(const pcclComm_t *c);
+/* The master connection is closed for good (PEER_ENDED). */
+int comm_ended(const pcclComm_t *c);
+/* Moves to state to if the state is one of the bits (1 << PEER_*) of from; takes mu (the _locked variant: the
+ * caller holds it) and wakes the inbox waiters. @return the state it left, or -PERR_INVALID (not moved). */
+int comm_transition(pcclComm_t *c, unsigned from, peer_state_t to);
+int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to);
+#define PEER_BIT(s) (1u << (s))
+/* The states in which the master knows this peer and the connection is up. */
+#define PEER_REGISTERED_UP (PEER_BIT(PEER_REGISTERED) | PEER_BIT(PEER_ACCEPTED) | PEER_BIT(PEER_REJOINING))
+
 /* Whether the communicator's waits must end: pcclExtLeave was called, or it is being destroyed. */
 int comm_cancelled(const pcclComm_t *c);
 /* net_cancel_t callback of comm_cancelled (arg: the communicator). */
@@ -181,36 +233,41 @@ void comm_note_shutdown(pcclComm_t *c, const char *reason);
 /* What a call returns when the run ended for this peer: pcclExtRunShutDown after SHUTDOWN, else
  * pcclMasterConnectionFailed. */
 pcclResult_t comm_lost_result(const pcclComm_t *c);
-/* Waits on cv until ms passed or comm_cancelled (caller holds nothing). */
+/* Waits until ms passed or a leave or destroy (caller holds nothing). */
 void comm_pause(pcclComm_t *c, int ms);
 /* The first registration of pcclConnect (connect.c): connects, proves the key, sends HELLO and reads
  * the WELCOME, retrying an unreachable master for connect_retry_ms. pcclSuccess (master_fd is
  * registered; no thread reads it yet), or the result pcclConnect returns. */
 pcclResult_t comm_register_first(pcclComm_t *c);
 
-/* Return codes of comm_send / comm_wait / comm_begin. */
-enum { COMM_OK = 0, COMM_LOST = -1, COMM_TIMEOUT = -2, COMM_RESTARTED = -3 };
+/* comm_send, comm_wait and comm_begin return 0 or -PERR_<NAME>: -PERR_LOST (the master is gone for good, or the
+ * peer is leaving or being destroyed), -PERR_RESTARTED (the master connection of the epoch was lost: a restarted
+ * master knows nothing of the request), -PERR_TIMEOUT (comm_wait's deadline). */
 
 /*
  * Waits until the master connection is up (while it is re-established, at most the reconnect
  * window) and gives its epoch: an operation sends and waits within one epoch.
- * @return COMM_OK, or COMM_LOST (the master is gone for good or the peer is shutting down).
+ * @return 0, or -PERR_LOST (the master is gone for good or the peer is shutting down).
  */
 int comm_begin(pcclComm_t *c, unsigned *epoch);
-/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait. */
-void comm_cv_wait_50ms(pcclComm_t *c);
-/* The same on another condition variable used with mu (an op's). */
-void comm_cond_wait_50ms(pcclComm_t *c, pthread_cond_t *cv);
-/* The same on any condition variable and its mutex. */
+/* Opens w as one of the communicator's waits (cv and mu; with_fd: with an eventfd for poll()-based I/O):
+ * it starts cancelled after a leave or destroy. @return 0, or -PERR_FAILED. */
+int comm_wait_open(pcclComm_t *c, pwait_t *w, int with_fd);
+/* Takes w out of the communicator's waits and releases it. */
+void comm_wait_close(pcclComm_t *c, pwait_t *w);
+/* A leave (flag &c->stopping) or destroy (&c->shutting_down): sets flag and ends every wait for good. */
+void comm_stop(pcclComm_t *c, atomic_int *flag);
+/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait (ss_fetch's
+ * workers, whose fetch a lost master must not end, so they are not among the communicator's waits). */
 void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
 /* Closes the master connection and frees its link (caller holds send_mu). */
 void comm_close_master_locked(pcclComm_t *c);
-/* Sends one control message in epoch; COMM_RESTARTED (dropped) if the master changed since. */
+/* Sends one control message in epoch; -PERR_RESTARTED (dropped) if the master changed since. */
 int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
 /*
  * Waits for the next inbox message whose type is one of types[0..ntypes).
  * timeout_ms < 0 waits until the master connection is lost.
- * @return COMM_OK (msg filled, caller frees), COMM_LOST, COMM_TIMEOUT, or COMM_RESTARTED when the
+ * @return 0 (msg filled, caller frees), -PERR_LOST, -PERR_TIMEOUT, or -PERR_RESTARTED when the
  *         master connection of epoch was lost (a restarted master knows nothing of the request).
  */
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
@@ -228,7 +285,7 @@ void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, ui
  * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
 /* Sets c's identity from PCCL_IDENTITY_FILE (or a fresh key pair) and its name from PCCL_NAME (or the host
- * name) at creation. @return 0, or -1 (logged). */
+ * name) at creation. @return 0, or -PERR_FAILED (logged). */
 int comm_identity_init(pcclComm_t *c);
 /* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
  * @return 0, or -1 (logged; errno EACCES: refused or not a CHALLENGE; ETIME: nothing came; ECONNRESET: closed). */
@@ -241,7 +298,8 @@ int pccl__initialized(void);
 /* Checks common preconditions of main-thread API calls. */
 pcclResult_t comm_check_ready(const pcclComm_t *c);
 int comm_env_int(const char *name, int def, int min, int max);
-/* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -1 (logged) when one is malformed or does not resolve. */
+/* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -PERR_INVALID (logged) when one is malformed or does
+ * not resolve. */
 int comm_addr_from_env(pcclComm_t *c);
 /* What HELLO and RESUME announce: the port other peers dial, and the address when one is advertised. */
 void comm_addr_announce(const pcclComm_t *c, uint16_t *port, uint8_t *has_adv, ccoip_inet_address_t *adv_ip);

@@ -14,7 +14,7 @@ int comm_addr_from_env(pcclComm_t *c) {
         long v = strtol(port, &end, 10);
         if (*end || v < 1 || v > 65535) {
             PLOG_ERROR("pccl", "PCCL_P2P_PORT=%s is not a port (1..65535)", port);
-            return -1;
+            return -PERR_INVALID;
         }
         c->p2p_listen_port = (uint16_t)v;
     }
@@ -22,7 +22,7 @@ int comm_addr_from_env(pcclComm_t *c) {
     if (adv && *adv) {
         if (addr_parse_advertised(adv, &c->adv, err, sizeof err) != 0) {
             PLOG_ERROR("pccl", "PCCL_ADVERTISE_ADDRESS: %s", err);
-            return -1;
+            return -PERR_INVALID;
         }
         c->has_adv = 1;
     }

@@ -28,7 +28,7 @@ static int load_file(pcclComm_t *c, const char *path, const char *what) {
     int rc = ident_load_file(path, &id, &created, err, sizeof err);
     if (rc < 0) {
         PLOG_ERROR("pccl", "%s: %s", what, err);
-        return -1;
+        return -PERR_FAILED;
     }
     adopt(c, &id);
     if (created) PLOG_INFO(c->log_name, "created identity file '%s'", path);
@@ -43,7 +43,7 @@ int comm_identity_init(pcclComm_t *c) {
     ident_t id;
     if (ident_generate(&id) != 0) {
         PLOG_ERROR("pccl", "cannot make an identity key pair (libsodium failed to initialize)");
-        return -1;
+        return -PERR_FAILED;
     }
     adopt(c, &id);
     sodium_memzero(&id, sizeof id);
@@ -98,20 +98,20 @@ int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m) {
 
 pcclResult_t pcclExtCommSetName(pcclComm_t *c, const char *name) {
     if (!c || !name || !ident_name_valid(name)) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     snprintf(c->name, sizeof c->name, "%s", name);
     return pcclSuccess;
 }
 
 pcclResult_t pcclExtCommSetIdentityFile(pcclComm_t *c, const char *path) {
     if (!c || !path || !*path) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     return load_file(c, path, "identity") == 0 ? pcclSuccess : pcclInvalidArgument;
 }
 
 pcclResult_t pcclExtCommSetIdentitySeed(pcclComm_t *c, const void *seed, size_t len) {
     if (!c || !seed || len != 32) return pcclInvalidArgument;
-    if (atomic_load(&c->connected)) return pcclInvalidUsage;
+    if (comm_state(c) >= PEER_REGISTERED) return pcclInvalidUsage;
     ident_t id;
     if (ident_from_seed(&id, seed) != 0) return pcclInternalError;
     adopt(c, &id);

@@ -24,7 +24,6 @@
 #define CONNECT_BACKOFF_FIRST_MS 250
 #define CONNECT_BACKOFF_MAX_MS 5000
 
-enum { TRY_OK = 0, TRY_AGAIN = 1, TRY_FAILED = -1 };
 
 /* Whether a failed connect (errno) may succeed later: nobody listens yet, the master restarts, the
  * route comes up (ETIMEDOUT: no answer to the connect). A refused proof of the key (EACCES) or a
@@ -40,8 +39,8 @@ static void drop_fd(pcclComm_t *c) {
     pthread_mutex_unlock(&c->send_mu);
 }
 
-/* Reads the master's answer to HELLO. TRY_OK registered; TRY_AGAIN the connection closed first;
- * TRY_FAILED refused, the run is over, silence past the timeout, or a protocol error. */
+/* Reads the master's answer to HELLO. 0 registered; -PERR_IO the connection closed first;
+ * -PERR_REFUSED refused, the run is over, silence past the timeout, or a protocol error. */
 static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
     wire_msg_t m;
     char err[160];
@@ -54,19 +53,19 @@ static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
                      c->connect_timeout_ms);
         else
             snprintf(why, whylen, "it closed the connection before welcoming this peer (%s)", err);
-        return silent || comm_cancelled(c) ? TRY_FAILED : TRY_AGAIN;
+        return silent || comm_cancelled(c) ? -PERR_REFUSED : -PERR_IO;
     }
-    int rc = TRY_FAILED;
+    int rc = -PERR_REFUSED;
     switch (m.type) {
     case M2C_WELCOME:
         comm_set_uuid(c, m.u.welcome.uuid);
         pthread_mutex_lock(&c->send_mu); /* pcclExtLeave decides under send_mu whether LEAVE can go out */
-        atomic_store(&c->registered, 1);
+        comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_REGISTERED);
         pthread_mutex_unlock(&c->send_mu);
-        rc = TRY_OK;
+        rc = 0;
         break;
     case M2C_KICK:
-        atomic_store(&c->kicked, 1);
+        atomic_fetch_or(&c->departed, DEPARTED_KICKED);
         snprintf(why, whylen, "it refused this peer: %s", m.u.kick.reason);
         break;
     case M2C_SHUTDOWN:
@@ -81,7 +80,7 @@ static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
     return rc;
 }
 
-/* One attempt within timeout_ms: TRY_OK, TRY_AGAIN or TRY_FAILED, with the reason in why. */
+/* One attempt within timeout_ms: 0, -PERR_IO or -PERR_REFUSED, with the reason in why. */
 static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen) {
     sec_link_t *link = NULL;
     int fd = comm_connect_master(c, timeout_ms, &link);
@@ -93,7 +92,7 @@ static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen)
             snprintf(why, whylen, "it accepted the connection but did not answer within %d ms (PCCL_CONNECT_TIMEOUT_MS)",
                      timeout_ms);
         else snprintf(why, whylen, "%s", strerror(e));
-        return retryable(e) && !comm_cancelled(c) ? TRY_AGAIN : TRY_FAILED;
+        return retryable(e) && !comm_cancelled(c) ? -PERR_IO : -PERR_REFUSED;
     }
     /* Published under send_mu so that pcclExtLeave and pcclDestroyCommunicator can end the wait below. */
     pthread_mutex_lock(&c->send_mu);
@@ -103,7 +102,7 @@ static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen)
     pthread_mutex_unlock(&c->send_mu);
     if (cancelled) {
         snprintf(why, whylen, "cancelled");
-        return TRY_FAILED;
+        return -PERR_REFUSED;
     }
     net_set_timeouts(fd, c->connect_timeout_ms);
     wire_msg_t hello = {.type = C2M_HELLO};
@@ -114,7 +113,7 @@ static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen)
     hello.u.hello.pool_size = c->pool_size;
     if (comm_send_signed(c, fd, c->master_link, &hello) != 0) {
         snprintf(why, whylen, "sending HELLO failed: %s", strerror(errno));
-        return comm_cancelled(c) ? TRY_FAILED : TRY_AGAIN;
+        return comm_cancelled(c) ? -PERR_REFUSED : -PERR_IO;
     }
     return await_welcome(c, why, whylen);
 }
@@ -137,16 +136,16 @@ pcclResult_t comm_register_first(pcclComm_t *c) {
         int timeout = c->connect_timeout_ms;
         if (attempt > 1 && deadline - now < (uint64_t)timeout) timeout = (int)(deadline - now) > 100 ? (int)(deadline - now) : 100;
         int rc = try_register(c, timeout, why, sizeof why);
-        if (rc == TRY_OK) return pcclSuccess;
+        if (rc == 0) return pcclSuccess;
         drop_fd(c);
         if (comm_cancelled(c)) {
             PLOG_INFO(c->log_name, "connecting to the master at %s: cancelled", where);
             return pcclMasterConnectionFailed;
         }
         now = net_now_ms();
-        if (rc == TRY_FAILED || now >= deadline) {
-            if (atomic_load(&c->shut_down)) return pcclExtRunShutDown;
-            if (rc == TRY_AGAIN && attempt > 1)
+        if (rc == -PERR_REFUSED || now >= deadline) {
+            if (atomic_load(&c->departed) & DEPARTED_SHUT_DOWN) return pcclExtRunShutDown;
+            if (rc == -PERR_IO && attempt > 1)
                 PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s (gave up after %d attempts in %.1f s, "
                            "PCCL_CONNECT_RETRY_MS)", where, why, attempt, (double)(now - start) / 1000.0);
             else

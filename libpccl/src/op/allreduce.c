@@ -18,17 +18,17 @@
 #define STAGING_BYTES (1u << 20)
 
 typedef struct pccl_op {
-    /* Kept when the record is recycled (op_get clears everything from `comm` on). */
-    int abort_fd;
-    /* Signalled (with comm->mu) for this op's master messages, its abort and its end, so a message
-     * wakes only the thread that waits for it. */
-    pthread_cond_t cv;
+    /* Kept when the record is recycled (op_get clears everything from `comm` on). The op's wait: cancelled
+     * (-PERR_ABORTED, -PERR_RESTARTED, -PERR_LOST, -PERR_CANCELLED) for an abort from the master, a lost
+     * master or destroy, which wakes its ring's poll (w.fd) and its thread (w.cv); w.cv is also signalled
+     * (with comm->mu) for this op's master messages and its end, so a message wakes only the thread that
+     * waits for it. */
+    pwait_t w;
     pcclComm_t *comm;
     uint64_t tag;
     const void *sendbuf;
     void *recvbuf;
     pcclReduceDescriptor_t desc;
-    atomic_int aborted; /* set with the eventfd: lets the ring check without a syscall */
     int is_async; /* run by a pool worker (else on the caller's thread) */
     /* filled by the reader under comm->mu */
     int got_commence, got_reject, got_end, end_ok;
@@ -61,12 +61,6 @@ int comm_ops_outstanding(pcclComm_t *c) {
     return any;
 }
 
-static void signal_abort(pccl_op_t *o) {
-    atomic_store(&o->aborted, 1);
-    uint64_t one = 1;
-    ssize_t w = write(o->abort_fd, &one, sizeof one);
-    (void)w;
-}
 
 static void unlink_op_locked(pcclComm_t *c, pccl_op_t *o) {
     for (pccl_op_t **pp = &c->ops; *pp; pp = &(*pp)->next)
@@ -87,27 +81,21 @@ static pccl_op_t *op_get(pcclComm_t *c) {
     }
     pthread_mutex_unlock(&c->mu);
     if (o) {
-        uint64_t v;
-        /* signal_abort sets the flag before it writes, so an unset flag means nothing to drain */
-        if (atomic_load(&o->aborted))
-            while (read(o->abort_fd, &v, sizeof v) > 0) {}
+        if (pwait_result(&o->w)) pwait_reset(&o->w); /* an open wait has nothing to drain */
         memset((char *)o + offsetof(pccl_op_t, comm), 0, sizeof *o - offsetof(pccl_op_t, comm));
         return o;
     }
     o = calloc(1, sizeof *o);
     if (!o) return NULL;
-    o->abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (o->abort_fd < 0) {
+    if (pwait_init(&o->w, &c->mu, NULL, 1) != 0) {
         free(o);
         return NULL;
     }
-    pthread_cond_init(&o->cv, NULL);
     return o;
 }
 
 static void op_destroy(pccl_op_t *o) {
-    close(o->abort_fd);
-    pthread_cond_destroy(&o->cv);
+    pwait_destroy(&o->w);
     free(o);
 }
 
@@ -151,22 +139,23 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
             /* An ABORT/COMPLETE for an older attempt of the same tag is ignored by the op_seq check. */
             o->got_end = 1;
             o->end_ok = msg->type == M2C_COLL_COMPLETE && msg->u.coll.ok;
-            if (!o->end_ok) signal_abort(o);
+            if (!o->end_ok) pwait_cancel_locked(&o->w, -PERR_ABORTED);
         }
-        pthread_cond_broadcast(&o->cv);
+        pthread_cond_broadcast(o->w.cv);
     }
+    int woke = o && pwait_result(&o->w);
     pthread_mutex_unlock(&c->mu);
+    if (woke) p2p_wake(c); /* a ring waiting for its predecessor's connection */
     if (!taken) wire_msg_free(msg);
     return 1;
 }
 
-void allreduce_abort_all(pcclComm_t *c) {
+void allreduce_abort_all(pcclComm_t *c, int reason) {
     pthread_mutex_lock(&c->mu);
-    for (pccl_op_t *o = c->ops; o; o = o->next) {
-        signal_abort(o);
-        pthread_cond_broadcast(&o->cv);
-    }
+    for (pccl_op_t *o = c->ops; o; o = o->next)
+        if (!pwait_cancel_locked(&o->w, reason)) pthread_cond_broadcast(o->w.cv); /* its waits look again */
     pthread_mutex_unlock(&c->mu);
+    p2p_wake(c);
 }
 
 /* Waits until pred(o) holds or the master of the op's epoch is gone; returns 0 or -1. Holds no lock on
@@ -174,9 +163,9 @@ void allreduce_abort_all(pcclComm_t *c) {
 static int wait_for(pccl_op_t *o, int (*pred)(const pccl_op_t *)) {
     pcclComm_t *c = o->comm;
     pthread_mutex_lock(&c->mu);
-    while (!pred(o) && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down) &&
+    while (!pred(o) && !comm_ended(c) && !atomic_load(&c->shutting_down) &&
            atomic_load(&c->master_epoch) == o->epoch)
-        pthread_cond_wait(&o->cv, &c->mu);
+        pwait_cond_sleep(o->w.cv, &c->mu, 0);
     int ok = pred(o);
     pthread_mutex_unlock(&c->mu);
     return ok ? 0 : -1;
@@ -188,7 +177,7 @@ static int started(const pccl_op_t *o) { return o->got_commence || o->got_reject
 static int mark_ring_done(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     pthread_mutex_lock(&c->mu);
-    int in_time = atomic_load(&c->master_epoch) == o->epoch && !atomic_load(&c->master_lost);
+    int in_time = atomic_load(&c->master_epoch) == o->epoch && !comm_ended(c);
     o->ring_done = in_time;
     pthread_mutex_unlock(&c->mu);
     return in_time;
@@ -201,16 +190,16 @@ static int await_verdict(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     uint64_t deadline = 0;
     pthread_mutex_lock(&c->mu);
-    while (!o->got_end && !atomic_load(&c->master_lost) && !atomic_load(&c->shutting_down)) {
+    while (!o->got_end && !comm_ended(c) && !atomic_load(&c->shutting_down)) {
         if (atomic_load(&c->master_epoch) == o->epoch) {
-            pthread_cond_wait(&o->cv, &c->mu);
+            pwait_cond_sleep(o->w.cv, &c->mu, 0);
             continue;
         }
         if (c->reconnect_ms <= 0 || atomic_load(&c->stopping)) break;
         uint64_t now = net_now_ms();
         if (!deadline) deadline = now + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
         if (now >= deadline) break;
-        comm_cond_wait_50ms(c, &o->cv);
+        pwait_cond_sleep(o->w.cv, &c->mu, deadline);
     }
     int got = o->got_end;
     pthread_mutex_unlock(&c->mu);
@@ -235,7 +224,7 @@ int allreduce_unsettled_locked(pcclComm_t *c, wire_op_outcome_t **out) {
     *out = NULL;
     if (cap == 0) return 0;
     wire_op_outcome_t *v = calloc(cap, sizeof *v);
-    if (!v) return -1;
+    if (!v) return -PERR_NOMEM;
     for (uint32_t k = 0; k < nfailed; k++)
         if (c->failed_ops[k].epoch == lost)
             v[n++] = (wire_op_outcome_t){.tag = c->failed_ops[k].tag, .op_seq = c->failed_ops[k].op_seq};
@@ -262,7 +251,7 @@ void allreduce_settle_unanswered(pcclComm_t *c) {
         if (o->ring_done && !o->got_end && o->epoch != atomic_load(&c->master_epoch)) {
             o->got_end = 1;
             o->end_ok = 0;
-            pthread_cond_broadcast(&o->cv);
+            pthread_cond_broadcast(o->w.cv);
         }
     pthread_mutex_unlock(&c->mu);
 }
@@ -275,7 +264,7 @@ static void send_done(pccl_op_t *o, int ok) {
     comm_send(o->comm, o->epoch, &d);
 }
 
-/* The ring of this op (quantized or not) over its k stripes' connected sockets: a RING_* code. */
+/* The ring of this op (quantized or not) over its k stripes' connected sockets: 0 or -PERR_<NAME> (ring.h). */
 static int run_ring(pccl_op_t *o, ring_io_t *ios, uint32_t k, uint32_t me, uint32_t n) {
     const pcclReduceDescriptor_t *d = &o->desc;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
@@ -289,7 +278,7 @@ static int run_ring(pccl_op_t *o, ring_io_t *ios, uint32_t k, uint32_t me, uint3
     uint8_t *wire = bufpool_get(&o->comm->buffers, need, &cap);
     if (!wire) {
         snprintf(ios->err, sizeof ios->err, "out of memory for %zu bytes of quantized blocks", need);
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     int rc = k == 1 ? ring_allreduce_quant(ios, o->recvbuf, d->count, dt, d->op, qo->algorithm,
                                            qo->quantized_datatype, wire, me, n, o->op_seq)
@@ -310,15 +299,9 @@ static int ring_backs_up(const pccl_op_t *o) {
  * restored; the plain ring also reads sendbuf directly, so it copies nothing either. */
 static int needs_backup(const pccl_op_t *o) { return o->sendbuf == o->recvbuf; }
 
-/* Connecting to the successor stops when the master aborts the op (it may be the one that left). */
-static int op_cancelled(void *arg) {
-    pccl_op_t *o = arg;
-    return atomic_load(&o->aborted) || atomic_load(&o->comm->master_lost) ||
-           atomic_load(&o->comm->master_epoch) != o->epoch;
-}
-
-/* Runs the ring for a commenced op; returns the result code. */
-static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
+/* This peer's rank in the op's ring (records the ring and the world for a RESUME). @return 0, or -PERR_PROTOCOL
+ * when the master's ring is unusable (logged). */
+static int op_rank(pccl_op_t *o, uint32_t *me_out) {
     pcclComm_t *c = o->comm;
     const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
     uint32_t n = cm->n, me = n;
@@ -329,83 +312,115 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     o->info.local_world_size = n;
     if (me == n || n < 2) {
         PLOG_ERROR(c->log_name, "tag %llu: ring from the master is unusable", (unsigned long long)o->tag);
+        return -PERR_PROTOCOL;
+    }
+    *me_out = me;
+    return 0;
+}
+
+/* The op's k streams to the successor and from the predecessor, one pair per slot, through the op's wait.
+ * @return 0, -PERR_IO when a successor's stream could not be opened, or -PERR_TIMEOUT when a predecessor's
+ * did not arrive (or the op was cancelled meanwhile). */
+static int open_streams(pccl_op_t *o, uint32_t me, const uint32_t *slot_of, uint32_t k, p2p_conn_t **tx,
+                        p2p_conn_t **rx) {
+    pcclComm_t *c = o->comm;
+    const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
+    uint32_t n = cm->n;
+    for (uint32_t s = 0; s < k; s++)
+        if (!(tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &o->w)))
+            return -PERR_IO;
+    for (uint32_t s = 0; s < k; s++)
+        if (!(rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, &o->w)))
+            return -PERR_TIMEOUT;
+    return 0;
+}
+
+/* The pacing policy of an op of `bytes` bytes on its streams: the unsent-bytes cap of same-host sends,
+ * bounded receive buffers, and spliced sends from the size where they pay off (p2p.h). */
+static void pace_streams(pcclComm_t *c, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t **rx, uint32_t k, size_t bytes) {
+    for (uint32_t s = 0; s < k; s++) {
+        ios[s].tx_fd = tx[s]->fd;
+        ios[s].rx_fd = rx[s]->fd;
+        ios[s].tx_link = tx[s]->link;
+        ios[s].rx_link = rx[s]->link;
+        p2p_pace_tx(c, tx[s]);
+        p2p_bound_rx(c, rx[s], bytes);
+        if (p2p_splices(c, tx[s], bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
+    }
+}
+
+/* Tells the master which neighbour could not be reached (opened: what open_streams returned); two such
+ * reports about one peer remove it. A predecessor's stream missing because the op was aborted is no report. */
+static void report_unreachable(pccl_op_t *o, uint32_t me, int opened) {
+    const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
+    uint32_t n = cm->n;
+    if (opened == -PERR_TIMEOUT && pwait_result(&o->w)) return;
+    wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
+    memcpy(rep.u.welcome.uuid, cm->ring[opened == -PERR_IO ? (me + 1) % n : (me + n - 1) % n], 16);
+    comm_send(o->comm, o->epoch, &rep);
+}
+
+/* The op's result after its ring returned rc: a finished ring reports and waits for the group's verdict
+ * (another peer may still fail), a failed one reports its failure unless the master aborted it. */
+static pcclResult_t verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
+    pcclComm_t *c = o->comm;
+    if (rc == 0 && !mark_ring_done(o)) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+    if (rc == 0) {
+        send_done(o, 1);
+        if (await_verdict(o) != 0) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+        if (o->end_ok) return pcclSuccess;
+        PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
+                  (unsigned long long)o->tag);
+        return pcclRankConnectionLost;
+    }
+    if (rc != -PERR_CANCELLED) {
+        PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io->err);
+        send_done(o, 0);
+    } else {
+        PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
+                  (unsigned long long)o->tag);
+    }
+    return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+}
+
+/* Runs the ring for a commenced op: rank, streams, pacing, ring, reports, verdict, restore. */
+static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
+    pcclComm_t *c = o->comm;
+    uint32_t me;
+    if (op_rank(o, &me) != 0) {
         send_done(o, 0);
         return pcclInternalError;
     }
     /* One stripe per slot the master assigned (ring_stripe.c); every peer got the same slots. */
     uint32_t k = 0, slot_of[64];
     for (uint32_t i = 0; i < 64; i++)
-        if (cm->slots >> i & 1) slot_of[k++] = i;
-    net_cancel_t cancel = {.fn = op_cancelled, .arg = o};
+        if (o->commence.u.commence.slots >> i & 1) slot_of[k++] = i;
     p2p_conn_t *tx[64] = {0}, *rx[64] = {0};
-    int connected = 1;
-    for (uint32_t s = 0; s < k && connected; s++)
-        connected = (tx[s] = p2p_get_tx(c, cm->ring[(me + 1) % n], slot_of[s], c->connect_timeout_ms, &cancel)) != 0;
-    int have_tx = connected;
-    for (uint32_t s = 0; s < k && connected; s++)
-        connected = (rx[s] = p2p_get_rx(c, cm->ring[(me + n - 1) % n], slot_of[s], c->timeout_ms, o->abort_fd)) != 0;
+    int opened = open_streams(o, me, slot_of, k, tx, rx);
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)k * STAGING_BYTES, &staging_cap);
-    int rc = RING_IO_ERROR;
+    int rc = -PERR_IO;
     ring_io_t ios[64];
     for (uint32_t s = 0; s < k; s++)
-        ios[s] = (ring_io_t){.abort_fd = o->abort_fd, .abort_flag = &o->aborted, .timeout_ms = c->timeout_ms,
+        ios[s] = (ring_io_t){.abort_fd = o->w.fd, .abort_flag = &o->w.result, .timeout_ms = c->timeout_ms,
                              .staging = staging ? staging + (size_t)s * STAGING_BYTES : NULL,
                              .staging_size = STAGING_BYTES, .backup = ring_backs_up(o) ? backup : NULL};
     ring_io_t *io = &ios[0];
-    if (connected && staging) {
-        for (uint32_t s = 0; s < k; s++) {
-            ios[s].tx_fd = tx[s]->fd;
-            ios[s].rx_fd = rx[s]->fd;
-            ios[s].tx_link = tx[s]->link;
-            ios[s].rx_link = rx[s]->link;
-            p2p_pace_tx(c, tx[s]);
-            p2p_bound_rx(c, rx[s], bytes);
-            if (p2p_splices(c, tx[s], bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
-        }
+    if (opened == 0 && staging) {
+        pace_streams(c, ios, tx, rx, k, bytes);
         if (o->sendbuf != o->recvbuf && o->desc.quantization_options.algorithm != pcclQuantNone)
             memcpy(o->recvbuf, o->sendbuf, bytes); /* the quantized ring works in place */
-        rc = run_ring(o, ios, k, me, n);
+        rc = run_ring(o, ios, k, me, o->commence.u.commence.n);
     } else {
-        snprintf(io->err, sizeof io->err, "%s", !have_tx    ? "cannot connect to ring successor"
-                                                : !connected ? "ring predecessor did not connect"
-                                                             : "out of memory");
-        /* Tell the master who could not be reached; two such reports about one peer remove it. */
-        uint64_t dummy;
-        int aborted = read(o->abort_fd, &dummy, sizeof dummy) > 0;
-        if (!have_tx || (!connected && !aborted)) {
-            wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
-            memcpy(rep.u.welcome.uuid, cm->ring[!have_tx ? (me + 1) % n : (me + n - 1) % n], 16);
-            comm_send(c, o->epoch, &rep);
-        }
-        if (aborted) signal_abort(o); /* keep the abort visible to the code below */
+        snprintf(io->err, sizeof io->err, "%s", opened == -PERR_IO        ? "cannot connect to ring successor"
+                                                : opened == -PERR_TIMEOUT ? "ring predecessor did not connect"
+                                                                          : "out of memory");
+        if (opened != 0) report_unreachable(o, me, opened);
     }
     bufpool_put(&c->buffers, staging, staging_cap);
     o->info.tx_bytes = io->tx_bytes;
     o->info.rx_bytes = io->rx_bytes;
-    pcclResult_t result = pcclSuccess;
-    if (rc == RING_OK && !mark_ring_done(o)) {
-        result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
-    } else if (rc == RING_OK) {
-        send_done(o, 1);
-        /* Keep the backup until everyone confirmed: another peer may still fail. */
-        if (await_verdict(o) != 0) result = atomic_load(&c->master_lost) ? comm_lost_result(c)
-                                                                          : pcclRankConnectionLost;
-        else if (!o->end_ok) {
-            result = pcclRankConnectionLost;
-            PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
-                      (unsigned long long)o->tag);
-        }
-    } else {
-        if (rc != RING_ABORTED) {
-            PLOG_WARN(c->log_name, "all-reduce tag %llu failed: %s", (unsigned long long)o->tag, io->err);
-            send_done(o, 0);
-        } else {
-            PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
-                      (unsigned long long)o->tag);
-        }
-        result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
-    }
+    pcclResult_t result = verdict(o, rc, io);
     if (result != pcclSuccess) note_failed(o);
     /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
     for (uint32_t s = 0; s < k; s++) {
@@ -414,7 +429,7 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
     }
     /* With io->backup the ring restored what it modified when it failed; the whole backup is
      * only complete (and needed) when the ring finished and the group aborted afterwards. */
-    if (backup && result != pcclSuccess && (!io->backup || rc == RING_OK)) memcpy(o->recvbuf, backup, bytes);
+    if (backup && result != pcclSuccess && (!io->backup || rc == 0)) memcpy(o->recvbuf, backup, bytes);
     return result;
 }
 
@@ -424,12 +439,8 @@ static pcclResult_t perform(pccl_op_t *o, void *backup, size_t bytes) {
  * COMMENCE lets the new master abort it, so nothing of this epoch is lost. */
 static void clear_stale_abort(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
-    uint64_t v;
     pthread_mutex_lock(&c->mu);
-    if (atomic_load(&o->aborted)) {
-        while (read(o->abort_fd, &v, sizeof v) > 0) {}
-        atomic_store(&o->aborted, 0);
-    }
+    if (pwait_result(&o->w)) pwait_reset(&o->w);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -454,14 +465,14 @@ static void run_op(pccl_op_t *o) {
      * shows up as a lost or restarted master below. An upfront backup copy overlaps the master's
      * round trip. While a restarted master is awaited, comm_begin holds the vote back. */
     int held_back = 0, withdrawn = 0;
-    if (comm_begin(c, &o->epoch) == COMM_OK) {
+    if (comm_begin(c, &o->epoch) == 0) {
         clear_stale_abort(o);
         /* A restarted master that took this peer back as a newcomer gets no vote from it (comm_send
          * holds it back), so no COMMENCE can come: the op ends as for a peer not yet accepted. A
          * leaving peer sends no vote either: nothing will come for it. */
         int sent = comm_send(c, o->epoch, &init);
-        held_back = sent != COMM_OK && atomic_load(&c->rejoining);
-        withdrawn = sent != COMM_OK && atomic_load(&c->leaving);
+        held_back = sent != 0 && comm_role(c) == PEER_REJOINING;
+        withdrawn = sent != 0 && comm_role(c) == PEER_LEAVING;
     } else o->epoch = atomic_load(&c->master_epoch) - 1; /* lost for good: the wait below ends at once */
     if (backup && !ring_backs_up(o) && !held_back && !withdrawn) memcpy(backup, o->recvbuf, bytes);
     if (held_back) {
@@ -469,7 +480,7 @@ static void run_op(pccl_op_t *o) {
     } else if (withdrawn) {
         o->result = comm_lost_result(c);
     } else if (wait_for(o, started) != 0) {
-        o->result = atomic_load(&c->master_lost) ? comm_lost_result(c) : pcclRankConnectionLost;
+        o->result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;
@@ -510,7 +521,7 @@ static void *worker_main(void *arg) {
         run_op(o);
         pthread_mutex_lock(&c->mu);
         o->finished = 1; /* the awaiter may free o as soon as mu is released */
-        pthread_cond_broadcast(&o->cv);
+        pthread_cond_broadcast(o->w.cv);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -525,11 +536,11 @@ static int enqueue_locked(pcclComm_t *c, pccl_op_t *o) {
         if (c->nworkers == c->workers_cap) {
             uint32_t cap = c->workers_cap ? 2 * c->workers_cap : 4;
             pthread_t *w = realloc(c->workers, cap * sizeof *w);
-            if (!w) return -1;
+            if (!w) return -PERR_NOMEM;
             c->workers = w;
             c->workers_cap = cap;
         }
-        if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0) return -1;
+        if (pthread_create(&c->workers[c->nworkers], NULL, worker_main, c) != 0) return -PERR_FAILED;
         c->nworkers++;
     }
     o->next_work = NULL;
@@ -636,7 +647,7 @@ static pcclResult_t finish_op(pcclComm_t *c, pccl_op_t *o, pcclReduceInfo_t *inf
         pthread_mutex_lock(&c->mu);
         o->finished = 1;
     }
-    while (o->is_async && !o->finished) pthread_cond_wait(&o->cv, &c->mu);
+    while (o->is_async && !o->finished) pwait_cond_sleep(o->w.cv, &c->mu, 0);
     unlink_op_locked(c, o);
     pthread_mutex_unlock(&c->mu);
     pcclResult_t r = o->result;

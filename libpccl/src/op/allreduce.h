@@ -16,12 +16,13 @@
 
 /* Called by the control reader: takes msg if it belongs to an operation (returns 1). */
 int allreduce_route(pcclComm_t *c, wire_msg_t *msg);
-/* Signals every operation to stop (master lost / destroy). */
-void allreduce_abort_all(pcclComm_t *c);
+/* Cancels every operation's wait with reason (-PERR_RESTARTED: the master connection was lost; -PERR_LOST:
+ * for good; -PERR_CANCELLED: destroy, or a leave past its grace). */
+void allreduce_abort_all(pcclComm_t *c, int reason);
 /* For a RESUME (caller holds mu): the all-reduces of the lost master (the epoch before the current
  * one) that have no verdict: finished 1 for those whose ring finished (they wait for the verdict),
  * 0 for those that commenced and did not finish. *out is malloc'd (NULL when none).
- * @return the count, or -1 when out of memory. */
+ * @return the count, or -PERR_NOMEM. */
 int allreduce_unsettled_locked(pcclComm_t *c, wire_op_outcome_t **out);
 /* The registration was answered and no verdict came for an op still waiting: it restores. */
 void allreduce_settle_unanswered(pcclComm_t *c);

@@ -98,32 +98,26 @@ void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16],
     pthread_mutex_unlock(&c->p2p.mu);
 }
 
-/* Waits on p2p.cv for at most ms (a short slice: callers re-check their condition). */
-static void timedwait_ms(pcclComm_t *c, uint64_t ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)(ms * 1000000);
-    while (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+void p2p_wake(pcclComm_t *c) {
+    pthread_mutex_lock(&c->p2p.mu);
+    pthread_cond_broadcast(&c->p2p.cv);
+    pthread_mutex_unlock(&c->p2p.mu);
 }
 
 int p2p_start(pcclComm_t *c) {
     c->p2p.listen_fd = net_listen_any(c->p2p_listen_port, &c->p2p.port);
-    if (c->p2p.listen_fd < 0) return -1;
+    if (c->p2p.listen_fd < 0) return -PERR_IO;
     if (pipe2(c->p2p.wake_pipe, O_CLOEXEC) != 0) {
         close(c->p2p.listen_fd);
         c->p2p.listen_fd = -1;
-        return -1;
+        return -PERR_FAILED;
     }
     if (p2p_acceptor_start(c) != 0) {
         close(c->p2p.listen_fd);
         close(c->p2p.wake_pipe[0]);
         close(c->p2p.wake_pipe[1]);
         c->p2p.listen_fd = -1;
-        return -1;
+        return -PERR_FAILED;
     }
     c->p2p.acceptor_started = 1;
     return 0;
@@ -184,7 +178,7 @@ void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n) {
 }
 
 int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
-    int rc = -1;
+    int rc = -PERR_INVALID;
     pthread_mutex_lock(&c->p2p.mu);
     for (uint32_t i = 0; i < c->p2p.npeers; i++)
         if (memcmp(c->p2p.peers[i].uuid, uuid, 16) == 0) {
@@ -196,8 +190,8 @@ int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
     return rc;
 }
 
-p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms,
-                       const net_cancel_t *cancel) {
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w) {
+    net_cancel_t cancel_w = {.wait = w}, *cancel = w ? &cancel_w : NULL;
     pthread_mutex_lock(&c->p2p.mu);
     p2p_conn_t *k = find_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;
@@ -242,19 +236,13 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     return k;
 }
 
-p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd) {
-    uint64_t deadline = net_now_ms() + (uint64_t)timeout_ms;
+p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
     pthread_mutex_lock(&c->p2p.mu);
     p2p_conn_t *k;
-    while (!(k = find_locked(c, uuid, P2P_RX, slot))) {
-        uint64_t now = net_now_ms();
-        if (now >= deadline || atomic_load(&c->shutting_down)) break;
-        if (abort_fd >= 0) {
-            struct pollfd p = {.fd = abort_fd, .events = POLLIN};
-            if (poll(&p, 1, 0) > 0) break;
-        }
-        /* Short waits so an abort is noticed promptly without a second wake-up channel. */
-        timedwait_ms(c, deadline - now < 20 ? deadline - now : 20);
+    /* Woken by each new connection and by p2p_wake after w is cancelled. */
+    while (!(k = find_locked(c, uuid, P2P_RX, slot)) && !atomic_load(&c->shutting_down) && !(w && pwait_result(w)) &&
+           pwait_cond_sleep(&c->p2p.cv, &c->p2p.mu, deadline) == 0) {
     }
     if (k) k->refs++;
     pthread_mutex_unlock(&c->p2p.mu);

@@ -23,18 +23,22 @@
 #include "p2p/bandwidth.h"
 #include "p2p/p2p_hello.h"
 
+/* Listens for p2p connections and starts the acceptor: 0, -PERR_IO (cannot listen; errno says why) or
+ * -PERR_FAILED (no wake pipe or thread). */
 int p2p_start(pcclComm_t *c);
 void p2p_stop(pcclComm_t *c);
 /* Replaces the known peers (own group) and closes connections to peers no longer in it. */
 void p2p_set_peers(pcclComm_t *c, const wire_peer_t *peers, uint32_t n);
-/* Address of a known peer; returns 0 and fills out, or -1. */
+/* Address of a known peer; returns 0 and fills out, or -PERR_INVALID (not a known peer). */
 int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out);
 /* TX connection to uuid for slot, connecting if needed (connect and handshake bounded by
- * timeout_ms; cancel, which may be NULL, ends them early). NULL on failure. */
-p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms,
-                       const net_cancel_t *cancel);
-/* RX connection from uuid for slot, waiting for it to arrive (bounded; abort_fd readable cancels). */
-p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, int abort_fd);
+ * timeout_ms; cancelling w, which may be NULL, ends them early: its eventfd joins their polls). NULL on failure. */
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w);
+/* RX connection from uuid for slot, waiting for it to arrive up to timeout_ms, or until w (may be NULL) is
+ * cancelled (whoever cancels it calls p2p_wake) or the communicator is destroyed. NULL on failure. */
+p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w);
+/* Wakes every p2p_get_rx so that it looks at its wait again (after a cancel; takes p2p.mu). */
+void p2p_wake(pcclComm_t *c);
 /* The TX connection's pipe for zero-copy ring sends, created on first use ({read, write}); NULL
  * when no pipe can be made (the ring then copies with send()). Closed with the connection. */
 const int *p2p_tx_pipe(p2p_conn_t *conn);

@@ -91,7 +91,7 @@ static void take_new(acceptor_t *a, int fd) {
     comm_uuid(a->c, self);
     /* Before the master's welcome this peer has no group (and may not know yet whether the run
      * encrypts: the master's handshake says so): nobody may connect. */
-    int early = a->c->sec.keyed && !atomic_load(&a->c->registered);
+    int early = a->c->sec.keyed && comm_state(a->c) < PEER_REGISTERED;
     if (!p || early || gate_admit(&a->gate, id, addr, net_now_ms(), &evict) != 0 ||
         p2p_greeting_start(&p->greeting, &a->c->sec, self) != 0) {
         if (p) gate_remove(&a->gate, id);

@@ -47,22 +47,22 @@ int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
     uint64_t now = net_now_ms();
     if (now - last_progress >= (uint64_t)io->timeout_ms) {
         snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
-        return RING_TIMEOUT;
+        return -PERR_TIMEOUT;
     }
     int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
     if (n < 0) {
         if (errno == EINTR) return 1;
         snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     if (p[2].revents) {
         snprintf(io->err, sizeof io->err, "aborted");
-        return RING_ABORTED;
+        return -PERR_CANCELLED;
     }
     if (n == 0) return 1;
     if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
         snprintf(io->err, sizeof io->err, "socket error");
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     return 0;
 }
@@ -71,7 +71,7 @@ int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_
     if (wire_get_u32(hdr) == magic && wire_get_u32(hdr + 4) == world && wire_get_u64(hdr + 8) == op_seq) return 0;
     snprintf(io->err, sizeof io->err, "predecessor is on another operation (magic %08x, seq %llu; want %08x, %llu)",
              wire_get_u32(hdr), (unsigned long long)wire_get_u64(hdr + 8), magic, (unsigned long long)op_seq);
-    return -1;
+    return -PERR_PROTOCOL;
 }
 
 /* Copies with stores that bypass the cache: the backup is written once and read only after a
@@ -160,7 +160,7 @@ static ssize_t send_spliced(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, si
     if (w < 0) {
         if (errno == EAGAIN || errno == EINTR) return moved;
         snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     t->piped -= (size_t)w;
     io->tx_bytes += (uint64_t)w;
@@ -171,6 +171,17 @@ int ring_tx_flushed(const ring_io_t *io) { return sec_link_pending(io->tx_link) 
 
 ssize_t ring_recv(ring_io_t *io, void *buf, size_t len) {
     return io->rx_link ? sec_link_recv(io->rx_link, io->rx_fd, buf, len) : recv(io->rx_fd, buf, len, MSG_DONTWAIT);
+}
+
+ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n) {
+    if (n == 0) {
+        snprintf(io->err, sizeof io->err, "predecessor closed the connection");
+        return -PERR_IO;
+    }
+    if (n > 0) return n;
+    if (errno == EAGAIN || errno == EINTR) return 0;
+    snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
+    return -PERR_IO;
 }
 
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len) {
@@ -184,7 +195,7 @@ ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t 
     if (w < 0) {
         if (errno == EAGAIN || errno == EINTR) return 0;
         snprintf(io->err, sizeof io->err, "send to successor: %s", strerror(errno));
-        return RING_IO_ERROR;
+        return -PERR_IO;
     }
     if (w == 0) return 0; /* a flush of sealed bytes only */
     if (t->hdr_done < RING_HDR) {
@@ -200,55 +211,143 @@ ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t 
     return w;
 }
 
+/* One ring over one connection pair: what it moves and how far it got. */
+typedef struct ring_run {
+    ring_io_t *io;
+    uint8_t *buf;
+    const uint8_t *src;
+    uint8_t *backup; /* in place with a backup: where the ring saves what it modifies */
+    size_t esz;
+    uint32_t N, rank, total; /* total: stream elements per direction */
+    pcclDataType_t dt;
+    pcclRedOp_t op;
+    uint64_t op_seq;
+    chunking_t ck;
+    uint8_t rhdr[RING_HDR];
+    size_t rhdr_done;
+    uint32_t rk;   /* current receive element */
+    size_t rdone;  /* bytes processed of the current receive element */
+    size_t sfill;  /* partial element bytes waiting in staging */
+    size_t own_bk; /* bytes of the own chunk (first modified in the all-gather) in backup */
+} ring_run_t;
+
+static uint32_t chunk_of_send(const ring_run_t *r, uint32_t k) {
+    return (uint32_t)(((int64_t)r->rank - (int64_t)(k % r->N) + 2 * (int64_t)r->N) % r->N);
+}
+
+static uint32_t chunk_of_recv(const ring_run_t *r, uint32_t k) {
+    return (uint32_t)(((int64_t)r->rank - (int64_t)(k % r->N) - 1 + 2 * (int64_t)r->N) % r->N);
+}
+
+/* A receive of the reduce-scatter: into staging, whole elements reduced into buf (backed up first). */
+static ssize_t recv_reduce(ring_run_t *r, uint32_t c, size_t clen) {
+    ring_io_t *io = r->io;
+    size_t want = clen - r->rdone - r->sfill;
+    if (want > io->staging_size - r->sfill) want = io->staging_size - r->sfill;
+    ssize_t n = ring_recv(io, io->staging + r->sfill, want);
+    if (n > 0) {
+        size_t have = r->sfill + (size_t)n, whole = have / r->esz * r->esz;
+        size_t at = chunk_off(&r->ck, c) + r->rdone;
+        reduce_chunk(r->backup ? r->backup + at : NULL, r->buf + at, r->src + at, io->staging, whole, r->esz, r->dt,
+                     r->op);
+        r->rdone += whole;
+        r->sfill = have - whole;
+        if (r->sfill) memmove(io->staging, io->staging + whole, r->sfill);
+    }
+    return n;
+}
+
+/* A receive of the all-gather: straight into buf. */
+static ssize_t recv_gather(ring_run_t *r, uint32_t c, size_t clen) {
+    uint8_t *dst = r->buf + chunk_off(&r->ck, c);
+    size_t want = clen - r->rdone;
+    if (want > MAX_IO) want = MAX_IO;
+    if (r->backup && c == r->rank) {
+        /* Every other chunk was backed up when the reduce-scatter reduced it. The own chunk is saved just
+         * ahead of each receive, in cache-sized steps, so the receive writes lines the copy has just read. */
+        if (want > OWN_STEP) want = OWN_STEP;
+        if (r->rdone + want > r->own_bk) {
+            copy_nt(r->backup + chunk_off(&r->ck, c) + r->own_bk, dst + r->own_bk, r->rdone + want - r->own_bk);
+            r->own_bk = r->rdone + want;
+        }
+    }
+    ssize_t n = ring_recv(r->io, dst + r->rdone, want);
+    if (n > 0) r->rdone += (size_t)n;
+    return n;
+}
+
+/* One receive from the predecessor: the stream's header, or bytes of the current element.
+ * @return bytes received (> 0), 0 when none were ready, or -PERR_<NAME> (io->err says why). */
+static ssize_t recv_step(ring_run_t *r) {
+    ring_io_t *io = r->io;
+    ssize_t n;
+    if (r->rhdr_done < RING_HDR) {
+        n = ring_recv(io, r->rhdr + r->rhdr_done, RING_HDR - r->rhdr_done);
+        if (n > 0 && (r->rhdr_done += (size_t)n) == RING_HDR &&
+            ring_check_header(io, r->rhdr, RING_MAGIC, r->N, r->op_seq) != 0)
+            return -PERR_PROTOCOL;
+    } else {
+        uint32_t c = chunk_of_recv(r, r->rk);
+        size_t clen = chunk_len(&r->ck, c);
+        n = r->rk < r->N - 1 ? recv_reduce(r, c, clen) : recv_gather(r, c, clen);
+        if (n > 0) {
+            io->rx_bytes += (uint64_t)n;
+            if (r->rdone == clen) {
+                r->rk++;
+                r->rdone = 0;
+            }
+        }
+    }
+    return ring_recv_outcome(io, n);
+}
+
+/* After a failure in place: puts back exactly what was modified, the chunks reduced so far (the current one up
+ * to rdone; elements before rk are whole) and the saved part of the own chunk (all the all-gather has written
+ * into it). */
+static void restore_modified(const ring_run_t *r) {
+    for (uint32_t k = 0; k < r->N - 1 && k <= r->rk; k++) {
+        uint32_t c = chunk_of_recv(r, k);
+        size_t len = k < r->rk ? chunk_len(&r->ck, c) : r->rdone;
+        memcpy(r->buf + chunk_off(&r->ck, c), r->backup + chunk_off(&r->ck, c), len);
+    }
+    if (r->own_bk) memcpy(r->buf + chunk_off(&r->ck, r->rank), r->backup + chunk_off(&r->ck, r->rank), r->own_bk);
+}
+
+/* How many bytes of the current send element are ready (*slen: its length): element 0 is the own input, a
+ * later one is ready as far as the element before it was received. */
+static size_t send_ready(const ring_run_t *r, const ring_tx_t *tx, size_t *slen) {
+    *slen = 0;
+    if (tx->k >= r->total || tx->hdr_done != RING_HDR) return 0;
+    *slen = chunk_len(&r->ck, chunk_of_send(r, tx->k));
+    if (tx->k == 0 || r->rk > tx->k - 1) return *slen;
+    return r->rk == tx->k - 1 ? r->rdone : 0;
+}
+
 static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
                     uint32_t rank, uint32_t world, uint64_t op_seq) {
-    uint8_t *buf = vbuf;
-    const uint8_t *src = vsrc ? vsrc : vbuf;
-    uint8_t *backup = src == buf ? io->backup : NULL; /* out of place nothing the caller owns needs restoring */
-    const size_t esz = pccl_dtype_size(dt);
-    const uint32_t N = world;
-    chunking_t ck = {count / N, count % N, esz, N, io->stripe, io->nstripes ? io->nstripes : 1};
-    const uint32_t total = 2 * (N - 1); /* stream elements per direction */
-
+    ring_run_t r = {.io = io, .buf = vbuf, .src = vsrc ? vsrc : vbuf, .esz = pccl_dtype_size(dt), .N = world,
+                    .rank = rank, .total = 2 * (world - 1), .dt = dt, .op = op, .op_seq = op_seq};
+    r.backup = r.src == r.buf ? io->backup : NULL; /* out of place nothing the caller owns needs restoring */
+    r.ck = (chunking_t){count / world, count % world, r.esz, world, io->stripe, io->nstripes ? io->nstripes : 1};
+    const uint32_t N = world, total = r.total;
     ring_tx_t tx;
     ring_tx_init(&tx, RING_MAGIC, N, op_seq);
-    uint8_t rhdr[RING_HDR];
-    size_t rhdr_done = 0;
-    uint32_t rk = 0;    /* current receive element */
-    size_t rdone = 0;   /* bytes processed of the current receive element */
-    size_t sfill = 0;             /* partial element bytes waiting in staging */
     uint64_t last_progress = net_now_ms();
     int try_io = 1; /* the last round moved bytes: try again before sleeping */
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
-
-    int rc = RING_OK;
-    size_t own_bk = 0; /* bytes of the own chunk (first modified in the all-gather) in backup */
-#define FAIL(code)                                                                                                    \
-    do {                                                                                                              \
-        rc = (code);                                                                                                  \
-        goto out;                                                                                                     \
-    } while (0)
-#define CHUNK_OF_SEND(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N + 2 * N) % N))
-#define CHUNK_OF_RECV(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N - 1 + 2 * N) % N))
-
+    int rc = 0;
     for (;;) {
         /* Skip empty chunks (count < world size). */
-        while (rk < total && chunk_len(&ck, CHUNK_OF_RECV(rk)) == 0 && rhdr_done == RING_HDR) rk++;
-        while (tx.k < total && chunk_len(&ck, CHUNK_OF_SEND(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
+        while (r.rk < total && chunk_len(&r.ck, chunk_of_recv(&r, r.rk)) == 0 && r.rhdr_done == RING_HDR) r.rk++;
+        while (tx.k < total && chunk_len(&r.ck, chunk_of_send(&r, tx.k)) == 0 && (tx.k == 0 || r.rk > tx.k - 1))
+            tx.k++;
         /* All elements handed over; the stream ends once the pipe and an encrypted link are empty. */
         int all_given = tx.hdr_done == RING_HDR && tx.k >= total;
         int send_done = all_given && !tx.piped && ring_tx_flushed(io);
-        int recv_done = rhdr_done == RING_HDR && rk >= total;
+        int recv_done = r.rhdr_done == RING_HDR && r.rk >= total;
         if (send_done && recv_done) break;
-
-        /* How many bytes of the current send element are ready. */
-        size_t ready = 0, slen = 0;
-        if (tx.k < total && tx.hdr_done == RING_HDR) {
-            slen = chunk_len(&ck, CHUNK_OF_SEND(tx.k));
-            if (tx.k == 0 || rk > tx.k - 1) ready = slen;
-            else if (rk == tx.k - 1) ready = rdone;
-        }
+        size_t slen, ready = send_ready(&r, &tx, &slen);
         int want_send =
             tx.hdr_done < RING_HDR || tx.piped || (!all_given && ready > tx.off) || !ring_tx_flushed(io);
         /* Pages may go by reference while nothing changes them before the successor has consumed
@@ -267,110 +366,51 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
                               {.fd = io->abort_fd, .events = POLLIN}};
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
-            FAIL(RING_ABORTED);
+            rc = -PERR_CANCELLED;
+            break;
         }
         if (!try_io) {
             int waited = ring_wait(io, p, last_progress);
             if (waited == 1) continue;
-            if (waited != 0) FAIL(waited);
+            if ((rc = waited) != 0) break;
         } else {
             p[0].revents = want_send ? POLLOUT : 0;
             p[1].revents = recv_done ? 0 : POLLIN;
         }
         try_io = 0;
-
         if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
             /* Element 0 is this peer's own input; every later one was reduced or received into buf. */
-            const uint8_t *from = tx.k == 0 ? src : buf;
-            ssize_t w = ring_send_step(io, &tx, from + chunk_off(&ck, CHUNK_OF_SEND(tx.k)), ready, slen);
-            if (w < 0) FAIL((int)w);
+            const uint8_t *from = tx.k == 0 ? r.src : r.buf;
+            ssize_t w = ring_send_step(io, &tx, from + chunk_off(&r.ck, chunk_of_send(&r, tx.k)), ready, slen);
+            if (w < 0) {
+                rc = (int)w;
+                break;
+            }
             if (w > 0) {
                 try_io = 1;
                 last_progress = net_now_ms();
             }
         }
-
         if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
-            ssize_t r;
-            if (rhdr_done < RING_HDR) {
-                r = ring_recv(io, rhdr + rhdr_done, RING_HDR - rhdr_done);
-                if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
-                    ring_check_header(io, rhdr, RING_MAGIC, N, op_seq) != 0)
-                    FAIL(RING_PROTOCOL);
-            } else {
-                uint32_t c = CHUNK_OF_RECV(rk);
-                size_t clen = chunk_len(&ck, c);
-                uint8_t *dst = buf + chunk_off(&ck, c);
-                int reduce = rk < N - 1;
-                if (reduce) {
-                    size_t want = clen - rdone - sfill;
-                    if (want > io->staging_size - sfill) want = io->staging_size - sfill;
-                    r = ring_recv(io, io->staging + sfill, want);
-                    if (r > 0) {
-                        size_t have = sfill + (size_t)r, whole = have / esz * esz;
-                        size_t at = chunk_off(&ck, c) + rdone;
-                        reduce_chunk(backup ? backup + at : NULL, buf + at, src + at, io->staging, whole,
-                                     esz, dt, op);
-                        rdone += whole;
-                        sfill = have - whole;
-                        if (sfill) memmove(io->staging, io->staging + whole, sfill);
-                    }
-                } else {
-                    size_t want = clen - rdone;
-                    if (want > MAX_IO) want = MAX_IO;
-                    if (backup && c == rank) {
-                        /* Every other chunk was backed up when the reduce-scatter reduced it. The own
-                         * chunk is saved just ahead of each receive, in cache-sized steps, so the
-                         * receive writes lines the copy has just read. */
-                        if (want > OWN_STEP) want = OWN_STEP;
-                        if (rdone + want > own_bk) {
-                            copy_nt(backup + chunk_off(&ck, c) + own_bk, dst + own_bk, rdone + want - own_bk);
-                            own_bk = rdone + want;
-                        }
-                    }
-                    r = ring_recv(io, dst + rdone, want);
-                    if (r > 0) rdone += (size_t)r;
-                }
-                if (r > 0) {
-                    io->rx_bytes += (uint64_t)r;
-                    if (rdone == clen) {
-                        rk++;
-                        rdone = 0;
-                    }
-                }
+            ssize_t n = recv_step(&r);
+            if (n < 0) {
+                rc = (int)n;
+                break;
             }
-            if (r == 0) {
-                snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-                FAIL(RING_IO_ERROR);
-            }
-            if (r > 0) {
+            if (n > 0) {
                 try_io = 1;
                 last_progress = net_now_ms();
             }
-            else if (errno != EAGAIN && errno != EINTR) {
-                snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-                FAIL(RING_IO_ERROR);
-            }
         }
+    }
+    if (rc != 0) {
+        if (r.backup) restore_modified(&r);
+        return rc;
     }
     if (op == pcclAvg) /* this ring's slices only: the other stripes divide theirs */
         for (uint32_t c = 0; c < N; c++)
-            pccl_reduce_finalize_avg(buf + chunk_off(&ck, c), chunk_len(&ck, c) / esz, dt, world);
-    return RING_OK;
-out:
-    if (backup) {
-        /* Put back exactly what was modified: the chunks reduced so far (the current one up to
-         * rdone; elements before rk are whole) and the saved part of the own chunk (all the
-         * all-gather has written into it). */
-        for (uint32_t k = 0; k < N - 1 && k <= rk; k++) {
-            uint32_t c = CHUNK_OF_RECV(k);
-            size_t len = k < rk ? chunk_len(&ck, c) : rdone;
-            memcpy(buf + chunk_off(&ck, c), backup + chunk_off(&ck, c), len);
-        }
-        if (own_bk) memcpy(buf + chunk_off(&ck, rank), backup + chunk_off(&ck, rank), own_bk);
-    }
-    return rc;
-#undef FAIL
+            pccl_reduce_finalize_avg(r.buf + chunk_off(&r.ck, c), chunk_len(&r.ck, c) / r.esz, dt, world);
+    return 0;
 }
 
 void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world) {

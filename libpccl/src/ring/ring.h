@@ -26,7 +26,9 @@
 #include "pccl.h"
 #include "sec/sec.h"
 
-enum { RING_OK = 0, RING_IO_ERROR = -1, RING_ABORTED = -2, RING_TIMEOUT = -3, RING_PROTOCOL = -4 };
+/* The ring's functions return 0 or -PERR_<NAME> (base/err.h): -PERR_IO (a socket failed or closed), -PERR_CANCELLED
+ * (abort_fd/abort_flag: the operation's wait was cancelled), -PERR_TIMEOUT (no progress for timeout_ms),
+ * -PERR_PROTOCOL (the predecessor is on another operation, or sent a malformed block); io->err says more. */
 
 typedef struct ring_io {
     int tx_fd, rx_fd; /* non-blocking sockets to the successor / from the predecessor */
@@ -37,7 +39,7 @@ typedef struct ring_io {
     size_t staging_size;
     /* Optional, as large as buf: the ring copies each byte range of buf here just before it first
      * modifies it (so no separate pass over the whole buffer is needed before the ring starts, and
-     * the copy is cache-hot for the reduce that follows). On RING_OK it holds all of buf's input; on
+     * the copy is cache-hot for the reduce that follows). On 0 it holds all of buf's input; on
      * any failure the ring has already restored buf from it. NULL: buf is left partial on failure. */
     uint8_t *backup;
     /* Optional pipe {read end, write end} of the TX connection: the plain ring then sends the
@@ -66,7 +68,7 @@ typedef struct ring_io {
  * written, buf needs no initial content and is undefined on failure, and
  * io->backup is ignored: with the input intact a retry needs nothing restored,
  * which saves both the input copy and the backup. buf holds the result on
- * RING_OK. pcclAvg divides by world_size at the end. op_seq is exchanged first
+ * 0. pcclAvg divides by world_size at the end. op_seq is exchanged first
  * so a stale stream is detected.
  */
 int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
@@ -94,8 +96,8 @@ void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t es
  * calling thread, the others on threads of their own. A failing stripe shuts its siblings'
  * sockets down so they (and the neighbours' stripes) fail at once. With io->backup (in place,
  * plain ring) buf is restored on any failure, as with one ring. wire: as ring_allreduce_quant,
- * NULL for the plain ring. Returns the first failure's RING_* code (its reason in ios[0].err)
- * or RING_OK; tx_bytes/rx_bytes of ios[0] are the sums.
+ * NULL for the plain ring. Returns the first failure's -PERR_<NAME> (its reason in ios[0].err)
+ * or 0; tx_bytes/rx_bytes of ios[0] are the sums.
  */
 int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t count,
                            pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
@@ -116,15 +118,18 @@ typedef struct ring_tx {
 void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world_size, uint64_t op_seq);
 /* Sends what it can of the header, then of element k's bytes [off, ready) starting at elem
  * (elem_len bytes in all; k advances when they are sent). Returns the bytes sent (0 when the
- * socket is full) or RING_IO_ERROR with io->err set. With tx_link, "sent" means sealed: the
+ * socket is full) or -PERR_IO with io->err set. With tx_link, "sent" means sealed: the
  * stream is over only when ring_tx_flushed says so too. */
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len);
 /* 1 when nothing sealed still waits for the TX socket. */
 int ring_tx_flushed(const ring_io_t *io);
 /* A non-blocking receive from the predecessor (through rx_link when set), as recv(2). */
 ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
+/* What ring_recv's return n means once its own failures are handled: n (> 0) bytes, 0 when none were ready, or
+ * -PERR_IO (the predecessor closed the connection, or the receive failed; io->err says which). */
+ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
 /* Sleeps in poll until a socket or the abort fd is ready:
- * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = RING_* error. */
+ * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = -PERR_<NAME>. */
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);
 /* 0 if the predecessor's stream header matches; else -1 with io->err set. */
 int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world_size, uint64_t op_seq);

@@ -110,16 +110,61 @@ static int process(const qring_t *q, uint32_t k, uint32_t c, size_t rdone, size_
         if (rdone - *proc < blen) break;
         uint8_t *blk = w + *proc, *dst = dst0 + e0 * q->l.esz;
         if (k + 1 < N) { /* reduce-scatter */
-            if (pccl_dequant_reduce_block(blk, nb, q->qdt, dst, q->dt, q->op) != 0) return -1;
+            if (pccl_dequant_reduce_block(blk, nb, q->qdt, dst, q->dt, q->op) != 0) return -PERR_PROTOCOL;
             if (k + 2 == N && q->op == pcclAvg) pccl_reduce_finalize_avg(dst, nb, q->dt, N);
             pccl_quant_block(dst, nb, q->dt, q->algo, q->qdt, blk);
             if (k + 2 == N) pccl_dequant_block(blk, nb, q->qdt, dst, q->dt); /* owner keeps what others get */
         } else if (pccl_dequant_block(blk, nb, q->qdt, dst, q->dt) != 0) {
-            return -1;
+            return -PERR_PROTOCOL;
         }
         *proc += blen;
     }
     return 0;
+}
+
+/* How far the predecessor's stream got: its header, the current element, its received and decoded bytes. */
+typedef struct qrecv {
+    uint8_t hdr[RING_HDR];
+    size_t hdr_done;
+    uint32_t k;     /* current receive element */
+    size_t done;    /* bytes received of it */
+    size_t proc;    /* bytes of it decoded (whole blocks) */
+} qrecv_t;
+
+static uint32_t q_chunk_of(uint32_t rank, uint32_t n, uint32_t k, uint32_t back) {
+    return (uint32_t)(((int64_t)rank - (int64_t)(k % n) - back + 2 * (int64_t)n) % n);
+}
+
+/* One receive from the predecessor: the header, or encoded bytes of the current element, whose complete
+ * blocks are handled at once (process). @return bytes received (> 0), 0 when none were ready, or -PERR_<NAME>
+ * (io->err says why). */
+static ssize_t qrecv_step(const qring_t *q, qrecv_t *r, uint32_t rank, uint64_t op_seq) {
+    ring_io_t *io = q->io;
+    ssize_t n;
+    if (r->hdr_done < RING_HDR) {
+        n = ring_recv(io, r->hdr + r->hdr_done, RING_HDR - r->hdr_done);
+        if (n > 0 && (r->hdr_done += (size_t)n) == RING_HDR &&
+            ring_check_header(io, r->hdr, RINGQ_MAGIC, q->l.n, op_seq) != 0)
+            return -PERR_PROTOCOL;
+    } else {
+        uint32_t c = q_chunk_of(rank, q->l.n, r->k, 1);
+        size_t clen = q_wire_len(&q->l, c), want = clen - r->done;
+        if (want > MAX_RECV) want = MAX_RECV;
+        n = ring_recv(io, q->wire + q_wire_off(&q->l, c) + r->done, want);
+        if (n > 0) {
+            io->rx_bytes += (uint64_t)n;
+            r->done += (size_t)n;
+            if (process(q, r->k, c, r->done, &r->proc) != 0) {
+                snprintf(io->err, sizeof io->err, "malformed quantized block from predecessor");
+                return -PERR_PROTOCOL;
+            }
+            if (r->proc == clen) {
+                r->k++;
+                r->done = r->proc = 0;
+            }
+        }
+    }
+    return ring_recv_outcome(io, n);
 }
 
 int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
@@ -136,26 +181,23 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
 
     ring_tx_t tx;
     ring_tx_init(&tx, RINGQ_MAGIC, N, op_seq);
-    uint8_t rhdr[RING_HDR];
-    size_t rhdr_done = 0;
-    uint32_t rk = 0;
-    size_t rdone = 0, rproc = 0, own_done = 0;
+    qrecv_t r = {.hdr_done = 0};
+    size_t own_done = 0;
     uint64_t last_progress = net_now_ms();
     int try_io = 1;
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
 
-#define SEND_CHUNK(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N + 2 * N) % N))
-#define RECV_CHUNK(k) ((uint32_t)(((int64_t)rank - (int64_t)(k) % N - 1 + 2 * N) % N))
-
+#define SEND_CHUNK(k) q_chunk_of(rank, N, (k), 0)
+#define RECV_CHUNK(k) q_chunk_of(rank, N, (k), 1)
     for (;;) {
-        while (rk < total && q_elems(&q.l, RECV_CHUNK(rk)) == 0 && rhdr_done == RING_HDR) rk++;
-        while (tx.k < total && q_elems(&q.l, SEND_CHUNK(tx.k)) == 0 && (tx.k == 0 || rk > tx.k - 1)) tx.k++;
+        while (r.k < total && q_elems(&q.l, RECV_CHUNK(r.k)) == 0 && r.hdr_done == RING_HDR) r.k++;
+        while (tx.k < total && q_elems(&q.l, SEND_CHUNK(tx.k)) == 0 && (tx.k == 0 || r.k > tx.k - 1)) tx.k++;
         /* Everything handed to the socket (or sealed: an encrypted link may still hold it). Only
          * then may the stream end, but nothing past its last element may be sent meanwhile. */
         int all_given = tx.hdr_done == RING_HDR && tx.k >= total;
         int send_done = all_given && ring_tx_flushed(io);
-        int recv_done = rhdr_done == RING_HDR && rk >= total;
+        int recv_done = r.hdr_done == RING_HDR && r.k >= total;
         if (send_done && recv_done) break;
 
         size_t ready = 0, slen = 0;
@@ -164,17 +206,17 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
             if (tx.k == 0) {
                 if (tx.off == own_done && own_done < slen) own_done = prequantize(&q, SEND_CHUNK(0), own_done);
                 ready = own_done;
-            } else if (rk > tx.k - 1) {
+            } else if (r.k > tx.k - 1) {
                 ready = slen;
-            } else if (rk == tx.k - 1) {
-                ready = rproc;
+            } else if (r.k == tx.k - 1) {
+                ready = r.proc;
             }
         }
         int want_send = tx.hdr_done < RING_HDR || (!all_given && ready > tx.off) || !ring_tx_flushed(io);
 
         if (io->abort_flag && atomic_load(io->abort_flag)) {
             snprintf(io->err, sizeof io->err, "aborted");
-            return RING_ABORTED;
+            return -PERR_CANCELLED;
         }
         struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
                               {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
@@ -199,42 +241,15 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
         }
 
         if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
-            ssize_t r;
-            if (rhdr_done < RING_HDR) {
-                r = ring_recv(io, rhdr + rhdr_done, RING_HDR - rhdr_done);
-                if (r > 0 && (rhdr_done += (size_t)r) == RING_HDR &&
-                    ring_check_header(io, rhdr, RINGQ_MAGIC, N, op_seq) != 0)
-                    return RING_PROTOCOL;
-            } else {
-                uint32_t c = RECV_CHUNK(rk);
-                size_t clen = q_wire_len(&q.l, c), want = clen - rdone;
-                if (want > MAX_RECV) want = MAX_RECV;
-                r = ring_recv(io, wire + q_wire_off(&q.l, c) + rdone, want);
-                if (r > 0) {
-                    io->rx_bytes += (uint64_t)r;
-                    rdone += (size_t)r;
-                    if (process(&q, rk, c, rdone, &rproc) != 0) {
-                        snprintf(io->err, sizeof io->err, "malformed quantized block from predecessor");
-                        return RING_PROTOCOL;
-                    }
-                    if (rproc == clen) {
-                        rk++;
-                        rdone = rproc = 0;
-                    }
-                }
-            }
-            if (r == 0) {
-                snprintf(io->err, sizeof io->err, "predecessor closed the connection");
-                return RING_IO_ERROR;
-            }
-            if (r > 0) {
+            ssize_t n = qrecv_step(&q, &r, rank, op_seq);
+            if (n < 0) return (int)n;
+            if (n > 0) {
                 try_io = 1;
                 last_progress = net_now_ms();
-            } else if (errno != EAGAIN && errno != EINTR) {
-                snprintf(io->err, sizeof io->err, "receive from predecessor: %s", strerror(errno));
-                return RING_IO_ERROR;
             }
         }
     }
-    return RING_OK;
+#undef SEND_CHUNK
+#undef RECV_CHUNK
+    return 0;
 }

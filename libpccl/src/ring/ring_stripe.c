@@ -60,7 +60,7 @@ static void *stripe_main(void *arg) {
                 ? ring_allreduce(r->io, g->src, g->buf, g->count, g->dt, g->op, g->rank, g->world, g->op_seq)
                 : ring_allreduce_quant(r->io, g->buf, g->count, g->dt, g->op, g->algo, g->qdt, g->wire, g->rank,
                                        g->world, g->op_seq);
-    if (r->rc != RING_OK) fail_all(g);
+    if (r->rc != 0) fail_all(g);
     return NULL;
 }
 
@@ -70,7 +70,7 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *bu
     enum { MAX_STRIPES = 64 };
     if (n < 1 || n > MAX_STRIPES) {
         snprintf(ios[0].err, sizeof ios[0].err, "%u stripes (1..%d)", n, MAX_STRIPES);
-        return RING_PROTOCOL;
+        return -PERR_PROTOCOL;
     }
     stripe_group_t g = {.ios = ios, .n = n, .src = src, .buf = buf, .count = count, .dt = dt, .qdt = qdt,
                         .op = op, .algo = algo, .wire = wire, .rank = rank, .world = world, .op_seq = op_seq};
@@ -80,7 +80,7 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *bu
     for (uint32_t s = 0; s < n; s++) {
         ios[s].stripe = s;
         ios[s].nstripes = n;
-        runs[s] = (stripe_run_t){.io = &ios[s], .g = &g, .rc = RING_IO_ERROR};
+        runs[s] = (stripe_run_t){.io = &ios[s], .g = &g, .rc = -PERR_IO};
     }
     for (uint32_t s = 1; s < n; s++) {
         started[s] = pthread_create(&threads[s], NULL, stripe_main, &runs[s]) == 0;
@@ -94,16 +94,16 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *bu
     for (uint32_t s = 1; s < n; s++) {
         if (started[s]) pthread_join(threads[s], NULL);
         /* The reason worth reporting is the first real one, not a sibling's shut-down socket. */
-        if (rc == RING_OK && runs[s].rc != RING_OK) {
+        if (rc == 0 && runs[s].rc != 0) {
             rc = runs[s].rc;
             memcpy(ios[0].err, ios[s].err, sizeof ios[0].err);
         }
         ios[0].tx_bytes += ios[s].tx_bytes;
         ios[0].rx_bytes += ios[s].rx_bytes;
     }
-    if (rc != RING_OK && algo == pcclQuantNone && ios[0].backup && (!src || src == buf))
+    if (rc != 0 && algo == pcclQuantNone && ios[0].backup && (!src || src == buf))
         /* A failed stripe restored what it modified; a finished one holds results to put back. */
         for (uint32_t s = 0; s < n; s++)
-            if (runs[s].rc == RING_OK) ring_restore_stripe(&ios[s], buf, count, pccl_dtype_size(dt), world);
+            if (runs[s].rc == 0) ring_restore_stripe(&ios[s], buf, count, pccl_dtype_size(dt), world);
     return rc;
 }

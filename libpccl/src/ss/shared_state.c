@@ -60,9 +60,9 @@ static void serving_put(pcclComm_t *c, ss_serving_t *s, int fd) {
  * silent past the socket timeout, or this peer is not serving a sync any more. */
 static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     uint8_t b4[4];
-    if (link_recv_all(link, fd, b4, 4) != 0) return -1;
+    if (link_recv_all(link, fd, b4, 4) != 0) return -PERR_IO;
     uint32_t n = wire_get_u32(b4);
-    if (n > WIRE_MAX_SS_RANGES) return -1;
+    if (n > WIRE_MAX_SS_RANGES) return -PERR_PROTOCOL;
     /* Read the whole request before answering: a requester that writes a long list
      * before reading must not block on a full socket while we block writing to it. */
     ss_range_req_t *req = NULL;
@@ -73,14 +73,14 @@ static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
             ss_range_req_t *g = realloc(req, (size_t)cap * sizeof *req);
             if (!g) {
                 free(req);
-                return -1;
+                return -PERR_NOMEM;
             }
             req = g;
         }
         if (link_recv_all(link, fd, &kl, 1) != 0 || link_recv_all(link, fd, req[i].key, kl) != 0 ||
             link_recv_all(link, fd, pos, 16) != 0) {
             free(req);
-            return -1;
+            return -PERR_IO;
         }
         req[i].key[kl] = 0;
         req[i].off = wire_get_u64(pos);
@@ -133,6 +133,105 @@ static pcclResult_t validate(const pcclSharedState_t *s) {
     return pcclSuccess;
 }
 
+/* The SYNC_SHARED_STATE vote of st: its revision, the strategy and every tensor's key, layout and hash. */
+static pcclResult_t make_vote(pcclComm_t *c, const pcclSharedState_t *st, pcclSharedStateSyncStrategy_t strategy,
+                              wire_msg_t *vote) {
+    *vote = (wire_msg_t){.type = C2M_SYNC_SHARED_STATE};
+    vote->u.sync.revision = st->revision;
+    vote->u.sync.strategy = (uint8_t)strategy;
+    vote->u.sync.n = (uint32_t)st->count;
+    vote->u.sync.tensors = calloc(st->count ? st->count : 1, sizeof(wire_tensor_t));
+    if (!vote->u.sync.tensors) return pcclInternalError;
+    for (size_t i = 0; i < st->count; i++) {
+        const pcclTensorInfo_t *t = &st->infos[i];
+        wire_tensor_t *w = &vote->u.sync.tensors[i];
+        snprintf(w->key, sizeof w->key, "%s", t->name);
+        w->dtype = (uint8_t)t->datatype;
+        w->count = t->count;
+        w->allow_inequality = t->allow_content_inequality;
+        if (ss_hash(t, &w->hash) != 0) {
+            PLOG_ERROR(c->log_name, "cannot hash shared-state tensor '%s'", t->name);
+            wire_msg_free(vote);
+            return pcclInternalError;
+        }
+    }
+    return pcclSuccess;
+}
+
+/* What the master's plan says of this sync: pcclSuccess (go on with it), or why it cannot be done (logged). */
+static pcclResult_t plan_verdict(pcclComm_t *c, const pcclSharedState_t *st, const wire_msg_t *plan) {
+    switch (plan->u.ss_plan.status) {
+    case SS_OK: return pcclSuccess;
+    case SS_REVISION_REFUSED:
+        PLOG_ERROR(c->log_name, "shared-state revision %llu refused: the group expects revision %llu",
+                   (unsigned long long)st->revision, (unsigned long long)plan->u.ss_plan.revision);
+        return pcclInvalidUsage;
+    case SS_LAYOUT_MISMATCH:
+        PLOG_ERROR(c->log_name, "shared-state keys, dtypes or counts differ from the group's popular state");
+        return pcclInvalidUsage;
+    case SS_CONFLICT:
+        PLOG_ERROR(c->log_name,
+                   "SEND_ONLY shared state refused: another SEND_ONLY peer holds different content (the master "
+                   "kicks both), or this peer is behind revision %llu and would have to receive",
+                   (unsigned long long)plan->u.ss_plan.revision);
+        return pcclInvalidUsage;
+    case SS_ABORTED:
+        PLOG_ERROR(c->log_name, "shared-state sync aborted: other peers are in a different operation "
+                   "(the run's peers are out of lockstep)");
+        return pcclInvalidUsage;
+    default:
+        PLOG_ERROR(c->log_name, "no peer of the group can provide shared state revision %llu",
+                   (unsigned long long)plan->u.ss_plan.revision);
+        return pcclNoSharedStateAvailable;
+    }
+}
+
+/* Fetches what the plan says, tells the master, and waits for SS_DONE while serving (the master says when
+ * every peer is done). SS_DONE carries this peer's own outcome: a failed fetch fails only this call (the
+ * revision stays; the caller retries). On success st takes the plan's revision. */
+static pcclResult_t fetch_and_finish(pcclComm_t *c, unsigned ep, pcclSharedState_t *st, wire_msg_t *vote,
+                                     const wire_msg_t *plan, uint64_t *rx) {
+    int ok = plan->u.ss_plan.n == 0 || ss_fetch(c, st, plan, rx) == 0;
+    wire_msg_t done = {.type = C2M_SS_DIST_DONE}, fin = {0};
+    done.u.flag.value = (uint8_t)ok;
+    uint16_t tf[] = {M2C_SS_DONE};
+    int rc = comm_send(c, ep, &done);
+    if (rc == 0) rc = comm_wait(c, ep, tf, 1, -1, &fin);
+    if (rc != 0) return rc == -PERR_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
+    pcclResult_t result = pcclRankConnectionLost;
+    if (ok && fin.u.flag.value) {
+        st->revision = plan->u.ss_plan.revision;
+        /* What this peer holds now: its own hashes, but the fetched tensors' are the source's. */
+        for (uint32_t f = 0; f < plan->u.ss_plan.n; f++)
+            for (uint32_t i = 0; i < vote->u.sync.n; i++)
+                if (strcmp(vote->u.sync.tensors[i].key, plan->u.ss_plan.fetch[f].key) == 0)
+                    vote->u.sync.tensors[i].hash = plan->u.ss_plan.fetch[f].hash;
+        comm_note_sync(c, st->revision, vote->u.sync.tensors, vote->u.sync.n);
+        result = pcclSuccess;
+    }
+    wire_msg_free(&fin);
+    return result;
+}
+
+/* Stops serving st and waits for the servers still holding it. They have bounded socket timeouts and signal
+ * cv as they finish; a leave or destroy (which ends w) does not wait for them: it ends their connections. */
+static void stop_serving(pcclComm_t *c, ss_serving_t *serving) {
+    pwait_t w;
+    int have_w = comm_wait_open(c, &w, 0) == 0;
+    pthread_mutex_lock(&c->mu);
+    c->serving = NULL;
+    int shut = 0;
+    while (serving->refs > 0) {
+        if (!shut && (shut = comm_cancelled(c)))
+            for (int i = 0; i < 16; i++)
+                if (serving->fds[i] >= 0) shutdown(serving->fds[i], SHUT_RDWR);
+        if (have_w && !pwait_result(&w)) pwait_sleep(&w, 0);
+        else pwait_cond_sleep(&c->cv, &c->mu, 0);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (have_w) comm_wait_close(c, &w);
+}
+
 pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t *st,
                                         pcclSharedStateSyncStrategy_t strategy, pcclSharedStateSyncInfo_t *info) {
     pcclComm_t *c = (pcclComm_t *)cc;
@@ -141,26 +240,8 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     if ((r = validate(st)) != pcclSuccess) return r;
     if ((unsigned)strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return pcclInvalidArgument;
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
-
-    wire_msg_t vote = {.type = C2M_SYNC_SHARED_STATE};
-    vote.u.sync.revision = st->revision;
-    vote.u.sync.strategy = (uint8_t)strategy;
-    vote.u.sync.n = (uint32_t)st->count;
-    vote.u.sync.tensors = calloc(st->count ? st->count : 1, sizeof(wire_tensor_t));
-    if (!vote.u.sync.tensors) return pcclInternalError;
-    for (size_t i = 0; i < st->count; i++) {
-        const pcclTensorInfo_t *t = &st->infos[i];
-        wire_tensor_t *w = &vote.u.sync.tensors[i];
-        snprintf(w->key, sizeof w->key, "%s", t->name);
-        w->dtype = (uint8_t)t->datatype;
-        w->count = t->count;
-        w->allow_inequality = t->allow_content_inequality;
-        if (ss_hash(t, &w->hash) != 0) {
-            PLOG_ERROR(c->log_name, "cannot hash shared-state tensor '%s'", t->name);
-            wire_msg_free(&vote);
-            return pcclInternalError;
-        }
-    }
+    wire_msg_t vote;
+    if ((r = make_vote(c, st, strategy, &vote)) != pcclSuccess) return r;
 
     ss_serving_t serving = {.state = st, .refs = 0};
     atomic_init(&serving.tx_bytes, 0);
@@ -170,88 +251,21 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     pthread_mutex_unlock(&c->mu);
 
     uint64_t rx = 0;
-    pcclResult_t result = pcclSuccess;
     wire_msg_t plan = {0};
     uint16_t tp[] = {M2C_SS_PLAN};
     unsigned ep;
     int rc = comm_begin(c, &ep);
-    if (rc == COMM_OK) rc = comm_send(c, ep, &vote);
-    if (rc == COMM_OK) rc = comm_wait(c, ep, tp, 1, -1, &plan);
-    if (rc != COMM_OK) {
-        /* A restarted master knows nothing of this sync: the caller retries it. */
-        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
-        goto out;
-    }
-    switch (plan.u.ss_plan.status) {
-    case SS_OK: break;
-    case SS_REVISION_REFUSED:
-        PLOG_ERROR(c->log_name, "shared-state revision %llu refused: the group expects revision %llu",
-                   (unsigned long long)st->revision, (unsigned long long)plan.u.ss_plan.revision);
-        result = pcclInvalidUsage;
-        goto out;
-    case SS_LAYOUT_MISMATCH:
-        PLOG_ERROR(c->log_name, "shared-state keys, dtypes or counts differ from the group's popular state");
-        result = pcclInvalidUsage;
-        goto out;
-    case SS_CONFLICT:
-        PLOG_ERROR(c->log_name,
-                   "SEND_ONLY shared state refused: another SEND_ONLY peer holds different content (the master "
-                   "kicks both), or this peer is behind revision %llu and would have to receive",
-                   (unsigned long long)plan.u.ss_plan.revision);
-        result = pcclInvalidUsage;
-        goto out;
-    case SS_ABORTED:
-        PLOG_ERROR(c->log_name, "shared-state sync aborted: other peers are in a different operation "
-                   "(the run's peers are out of lockstep)");
-        result = pcclInvalidUsage;
-        goto out;
-    default:
-        PLOG_ERROR(c->log_name, "no peer of the group can provide shared state revision %llu",
-                   (unsigned long long)plan.u.ss_plan.revision);
-        result = pcclNoSharedStateAvailable;
-        goto out;
-    }
-    int ok = plan.u.ss_plan.n == 0 || ss_fetch(c, st, &plan, &rx) == 0;
-    wire_msg_t done = {.type = C2M_SS_DIST_DONE};
-    done.u.flag.value = (uint8_t)ok;
-    wire_msg_t fin = {0};
-    uint16_t tf[] = {M2C_SS_DONE};
-    /* Keep serving until the master says every peer is done. SS_DONE carries this peer's own
-     * outcome: a failed fetch fails only this call (the revision stays; the caller retries). */
-    rc = comm_send(c, ep, &done);
-    if (rc == COMM_OK) rc = comm_wait(c, ep, tf, 1, -1, &fin);
-    if (rc != COMM_OK) {
-        result = rc == COMM_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
-        goto out;
-    }
-    if (!ok || !fin.u.flag.value) {
-        result = pcclRankConnectionLost;
-    } else {
-        st->revision = plan.u.ss_plan.revision;
-        /* What this peer holds now: its own hashes, but the fetched tensors' are the source's. */
-        for (uint32_t f = 0; f < plan.u.ss_plan.n; f++)
-            for (uint32_t i = 0; i < vote.u.sync.n; i++)
-                if (strcmp(vote.u.sync.tensors[i].key, plan.u.ss_plan.fetch[f].key) == 0)
-                    vote.u.sync.tensors[i].hash = plan.u.ss_plan.fetch[f].hash;
-        comm_note_sync(c, st->revision, vote.u.sync.tensors, vote.u.sync.n);
-    }
-    wire_msg_free(&fin);
-out:
-    pthread_mutex_lock(&c->mu);
-    c->serving = NULL;
-    /* Servers have bounded socket timeouts; a leave does not wait for them: it ends their connections. */
-    while (serving.refs > 0) {
-        if (comm_cancelled(c))
-            for (int i = 0; i < 16; i++)
-                if (serving.fds[i] >= 0) shutdown(serving.fds[i], SHUT_RDWR);
-        comm_cv_wait_50ms(c);
-    }
-    pthread_mutex_unlock(&c->mu);
+    if (rc == 0) rc = comm_send(c, ep, &vote);
+    if (rc == 0) rc = comm_wait(c, ep, tp, 1, -1, &plan);
+    /* A restarted master knows nothing of this sync: the caller retries it. */
+    if (rc != 0) r = rc == -PERR_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
+    else if ((r = plan_verdict(c, st, &plan)) == pcclSuccess) r = fetch_and_finish(c, ep, st, &vote, &plan, &rx);
+    stop_serving(c, &serving);
     wire_msg_free(&vote);
     wire_msg_free(&plan);
     if (info) {
         info->tx_bytes = atomic_load(&serving.tx_bytes);
         info->rx_bytes = rx;
     }
-    return result;
+    return r;
 }
