@@ -1,8 +1,9 @@
 /*
  * base/ - what every other layer of the library and the master stand on: logging (log.h), sockets with
  * deadlines and cancellation (net.h), the cancellable wait a peer's blocking paths wait through (wait.h),
- * address parsing and formatting (addr.h), the buffer pool (bufpool.h), the stranger gate (gate.h), the wire codec of the control protocol (wire.h), and the one internal error
- * convention (err.h: 0 or -PERR_<NAME>, mapped to pcclResult_t at the API edge).
+ * address parsing and formatting (addr.h), the buffer pool (bufpool.h), the stranger gate (gate.h), the wire
+ * codec of the control protocol (wire.h), and the one internal error convention (err.h: 0 or -PERR_<NAME>,
+ * mapped to pcclResult_t at the API edge).
  *
  * Owns no threads and no global state beyond the log sink. Every function here is safe to call from any
  * thread on distinct objects; a gate or a buffer pool is guarded by its owner. Nothing here includes a header
