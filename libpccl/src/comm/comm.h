@@ -281,16 +281,27 @@ void comm_uuid(pcclComm_t *c, uint8_t out[16]);
 void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n);
 /* Records a completed sync (revision and the entries voted) for a later RESUME. */
 void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, uint32_t n);
-/* Connects to the master within timeout_ms and, in a keyed run, runs the handshake; the fd (and
- * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
+/* Connects to the master within timeout_ms and, in a keyed run, runs the handshake, then reads its CHALLENGE;
+ * every wait is one of the communicator's (a leave or destroy ends it at once). @return the fd (and in *link the
+ * AEAD stream when the run encrypts, else NULL), or: -PERR_IO (no connection, or the master closed it before its
+ * CHALLENGE: worth another try; errno set, ETIMEDOUT when the connect had no answer, ECONNRESET when it
+ * closed), -PERR_TIMEOUT (it accepted and did not answer), -PERR_REFUSED (a refused proof of the key, a KICK,
+ * or not a CHALLENGE; logged), -PERR_CANCELLED. */
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
+/* Reads one control message from the master on fd (not yet the reader's) by deadline_ms (net_now_ms clock),
+ * waiting through one of the communicator's waits, so a leave or destroy ends it at once.
+ * @return 0 (m filled, caller frees), -PERR_TIMEOUT, -PERR_CANCELLED, or link_recv_msg's code (reason in err). */
+int comm_master_recv(pcclComm_t *c, int fd, sec_link_t *link, uint64_t deadline_ms, wire_msg_t *m, char *err,
+                     size_t errlen);
 /* Sets c's identity from PCCL_IDENTITY_FILE (or a fresh key pair) and its name from PCCL_NAME (or the host
  * name) at creation. @return 0, or -PERR_FAILED (logged). */
 int comm_identity_init(pcclComm_t *c);
-/* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
- * @return 0, or -1 (logged; errno EACCES: refused or not a CHALLENGE; ETIME: nothing came; ECONNRESET: closed). */
-int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms);
-/* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or -1. */
+/* Reads the master's CHALLENGE on a new control connection into c->master_nonce by deadline_ms (comm_master_recv).
+ * @return 0, or (logged) -PERR_REFUSED (a KICK, or not a CHALLENGE), -PERR_TIMEOUT (nothing came), -PERR_IO
+ * (closed first), -PERR_CANCELLED. */
+int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, uint64_t deadline_ms);
+/* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or
+ * ident_encode_signed's or link_send_all's code. */
 int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 /* pcclInit was called. */

@@ -150,10 +150,14 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
     return 1;
 }
 
-void allreduce_abort_all(pcclComm_t *c, int reason) {
-    pthread_mutex_lock(&c->mu);
+void allreduce_abort_all_locked(pcclComm_t *c, int reason) {
     for (pccl_op_t *o = c->ops; o; o = o->next)
         if (!pwait_cancel_locked(&o->w, reason)) pthread_cond_broadcast(o->w.cv); /* its waits look again */
+}
+
+void allreduce_abort_all(pcclComm_t *c, int reason) {
+    pthread_mutex_lock(&c->mu);
+    allreduce_abort_all_locked(c, reason);
     pthread_mutex_unlock(&c->mu);
     p2p_wake(c);
 }
