@@ -364,7 +364,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     int rc = comm_begin(c, &ep);
     if (rc == 0) rc = comm_send(c, ep, &v);
     if (rc == 0) rc = comm_wait(c, ep, t, 2, -1, &m);
-    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc != 0) return comm_call_result(c, rc, pcclUpdateTopologyFailed);
     int ok = 1;
     if (m.type == M2C_TOPOLOGY_DONE) {
         ok = m.u.topo_done.ok;
@@ -373,7 +373,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
         rc = run_round(c, ep, &m, &ok);
     }
     wire_msg_free(&m);
-    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc != 0) return comm_call_result(c, rc, pcclUpdateTopologyFailed);
     return ok ? pcclSuccess : pcclUpdateTopologyFailed;
 }
 
@@ -457,7 +457,7 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         }
         wire_msg_free(&m);
     }
-    return rc == -PERR_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
+    return comm_call_result(c, rc, pcclTopologyOptimizationFailed);
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

@@ -156,6 +156,11 @@ pcclResult_t comm_lost_result(const pcclComm_t *c) {
     return atomic_load(&c->departed) & DEPARTED_SHUT_DOWN ? pcclExtRunShutDown : pcclMasterConnectionFailed;
 }
 
+pcclResult_t comm_call_result(const pcclComm_t *c, int rc, pcclResult_t restarted) {
+    if (rc == 0) return pcclSuccess;
+    return rc == -PERR_RESTARTED ? restarted : comm_lost_result(c);
+}
+
 void comm_pause(pcclComm_t *c, int ms) {
     pwait_t w;
     if (comm_wait_open(c, &w, 0) != 0) return;
