@@ -1,11 +1,10 @@
 /* test_p2p_connect.c - opening a ring (TX) connection: the handshake succeeds
  * against a successor that acks, ends at its deadline against one whose kernel
  * completes the connect but that never answers (a stopped process), and ends
- * within a poll slice of its cancel firing (the accept round it served is over). */
+ * at once when its wait is cancelled (the accept round it served is over). */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,31 +130,15 @@ static void test_cancel_ends_the_wait(void) {
     /* already cancelled: no connection is even tried */
     t0 = net_now_ms();
     CHECK(p2p_get_tx(c, next, 0, 10000, &w) == NULL);
-    CHECK(net_now_ms() - t0 < 10 * NET_CANCEL_POLL_MS);
+    CHECK(net_now_ms() - t0 < 200);
     pwait_destroy(&w);
     close(ls);
     comm_stub_free(c);
 }
 
-typedef struct {
-    atomic_int fired;
-    uint64_t at_ms;
-} after_t;
-
-static int fires_after(void *arg) {
-    after_t *a = arg;
-    if (net_now_ms() >= a->at_ms) atomic_store(&a->fired, 1);
-    return atomic_load(&a->fired);
-}
-
 static void test_wait_until(void) {
     int sv[2];
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    after_t a = {.at_ms = net_now_ms() + 60};
-    net_cancel_t cancel = {.fn = fires_after, .arg = &a};
-    errno = 0;
-    CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 5000, &cancel) == -PERR_CANCELLED);
-    CHECK(errno == ECANCELED);
     errno = 0;
     CHECK(net_wait_until(sv[0], POLLIN, net_now_ms() + 50, NULL) == -PERR_TIMEOUT);
     CHECK(errno == ETIMEDOUT);

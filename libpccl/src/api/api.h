@@ -11,6 +11,20 @@
 
 #include "comm/comm.h"
 
+/*
+ * Cancelling is this one call: it ends every control wait of the communicator (c->waits) and aborts every
+ * operation, with reason:
+ *  -PERR_CANCELLED  pcclDestroyCommunicator: for good (shutting_down is set; a wait opened afterwards starts
+ *                   cancelled);
+ *  -PERR_RESTARTED  the master connection was lost (the reader, holding send_mu): in the same critical section
+ *                   the peer moves to PEER_MASTER_DOWN, the epoch moves and the inbox is emptied, so the waits of
+ *                   the lost connection end and those of the next one do not;
+ *  -PERR_LOST       the run ended for this peer (the reader's end: the master closed, shut the run down, or did
+ *                   not come back): the peer moves to PEER_ENDED.
+ * A leave is not this call: it ends the control waits (comm_stop) but lets running operations finish, and aborts
+ * them only past its grace (pcclExtLeave).
+ */
+void comm_cancel_all(pcclComm_t *c, int reason);
 /* Re-establishes a lost master connection (resume.c); 0 when back, else the run is over for this peer:
  * -PERR_TIMEOUT (the window passed), -PERR_REFUSED, -PERR_CANCELLED (leave or destroy). Called by the reader
  * thread only. */

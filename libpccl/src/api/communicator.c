@@ -85,13 +85,31 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     return pcclSuccess;
 }
 
+void comm_cancel_all(pcclComm_t *c, int reason) {
+    pthread_mutex_lock(&c->mu);
+    if (reason == -PERR_RESTARTED) {
+        comm_transition_locked(c, PEER_REGISTERED_UP, PEER_MASTER_DOWN);
+        atomic_fetch_add(&c->master_epoch, 1);
+        c->down_since_ms = net_now_ms();
+        comm_inbox_clear(c); /* the old master's answers mean nothing to the new one */
+    } else if (reason == -PERR_LOST) {
+        comm_transition_locked(c, ~PEER_BIT(PEER_ENDED), PEER_ENDED);
+    } else {
+        atomic_store(&c->shutting_down, 1);
+    }
+    pwait_set_cancel_locked(&c->waits, reason, reason == -PERR_CANCELLED);
+    pthread_cond_broadcast(&c->cv); /* also the waits that had ended already and sleep on cv alone */
+    allreduce_abort_all_locked(c, reason);
+    pthread_mutex_unlock(&c->mu);
+    p2p_wake(c); /* a ring waiting for its predecessor's connection */
+}
+
 pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     if (!c) return pcclInvalidArgument;
-    comm_stop(c, &c->shutting_down);
+    comm_cancel_all(c, -PERR_CANCELLED);
     pthread_mutex_lock(&c->send_mu); /* the reader may be swapping in a new master connection */
     if (c->master_fd >= 0) shutdown(c->master_fd, SHUT_RDWR);
     pthread_mutex_unlock(&c->send_mu);
-    allreduce_abort_all(c, -PERR_CANCELLED);
     allreduce_join_all(c);
     pthread_mutex_lock(&c->mu);
     pthread_cond_broadcast(&c->cv); /* wakes the heartbeat thread */
@@ -172,8 +190,7 @@ static void *reader_main(void *arg) {
     while (!read_master(c) && !comm_cancelled(c) && comm_state(c) != PEER_LEAVING && c->reconnect_ms > 0 &&
            comm_reconnect(c) == 0) {
     }
-    comm_transition(c, ~PEER_BIT(PEER_ENDED), PEER_ENDED);
-    allreduce_abort_all(c, -PERR_LOST);
+    comm_cancel_all(c, -PERR_LOST);
     return NULL;
 }
 
@@ -347,7 +364,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     int rc = comm_begin(c, &ep);
     if (rc == 0) rc = comm_send(c, ep, &v);
     if (rc == 0) rc = comm_wait(c, ep, t, 2, -1, &m);
-    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc != 0) return comm_call_result(c, rc, pcclUpdateTopologyFailed);
     int ok = 1;
     if (m.type == M2C_TOPOLOGY_DONE) {
         ok = m.u.topo_done.ok;
@@ -356,7 +373,7 @@ pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
         rc = run_round(c, ep, &m, &ok);
     }
     wire_msg_free(&m);
-    if (rc != 0) return rc == -PERR_RESTARTED ? pcclUpdateTopologyFailed : comm_lost_result(c);
+    if (rc != 0) return comm_call_result(c, rc, pcclUpdateTopologyFailed);
     return ok ? pcclSuccess : pcclUpdateTopologyFailed;
 }
 
@@ -440,7 +457,7 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         }
         wire_msg_free(&m);
     }
-    return rc == -PERR_RESTARTED ? pcclTopologyOptimizationFailed : comm_lost_result(c);
+    return comm_call_result(c, rc, pcclTopologyOptimizationFailed);
 }
 
 pcclResult_t pcclGetAttribute(const pcclComm_t *cc, pcclAttribute_t attribute, int *out) {

@@ -30,16 +30,9 @@
 /* Marks the connection down and ends everything that was waiting on it. */
 static void begin_outage(pcclComm_t *c) {
     pthread_mutex_lock(&c->send_mu);
-    pthread_mutex_lock(&c->mu);
-    comm_transition_locked(c, PEER_REGISTERED_UP, PEER_MASTER_DOWN);
-    atomic_fetch_add(&c->master_epoch, 1);
-    c->down_since_ms = net_now_ms();
-    comm_inbox_clear(c); /* the old master's answers mean nothing to the new one */
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    comm_cancel_all(c, -PERR_RESTARTED);
     comm_close_master_locked(c);
     pthread_mutex_unlock(&c->send_mu);
-    allreduce_abort_all(c, -PERR_RESTARTED);
 }
 
 /* RESUME for an accepted peer, HELLO for one that was only registered. */
@@ -78,13 +71,15 @@ static int send_registration(pcclComm_t *c, int fd) {
     return rc;
 }
 
-/* Waits for the answer to the registration: 0 back in the run, -PERR_IO try again (the connection failed),
- * -PERR_REFUSED the master refused this peer or ended the run. */
-static int await_answer(pcclComm_t *c, int fd) {
+/* Waits for the answer to the registration, each message within wait_ms: 0 back in the run, -PERR_IO try again
+ * (the connection failed or stayed silent), -PERR_REFUSED the master refused this peer or ended the run,
+ * -PERR_CANCELLED a leave or destroy. */
+static int await_answer(pcclComm_t *c, int fd, int wait_ms) {
     for (;;) {
         wire_msg_t m;
         char err[160];
-        if (link_recv_msg(c->master_link, fd, &m, err, sizeof err) != 0) return -PERR_IO;
+        int got = comm_master_recv(c, fd, c->master_link, net_now_ms() + (uint64_t)wait_ms, &m, err, sizeof err);
+        if (got != 0) return got == -PERR_CANCELLED ? got : -PERR_IO;
         int rc = -PERR_IO;
         switch (m.type) {
         case M2C_HEARTBEAT: wire_msg_free(&m); continue;
@@ -157,7 +152,7 @@ int comm_reconnect(pcclComm_t *c) {
             pthread_mutex_unlock(&c->send_mu);
             /* The rebuild waits for the other peers (up to a few seconds): the answer may take that long. */
             net_set_timeouts(fd, left);
-            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd) : -PERR_IO;
+            int rc = send_registration(c, fd) == 0 ? await_answer(c, fd, left) : -PERR_IO;
             /* Verdicts came before RESUMED: an op still waiting has none (it rejoins, or is new). */
             if (rc == 0) allreduce_settle_unanswered(c);
             /* Back only if nobody asked to leave meanwhile: pcclExtLeave decides under send_mu whether
@@ -181,8 +176,8 @@ int comm_reconnect(pcclComm_t *c) {
             comm_close_master_locked(c);
             pthread_mutex_unlock(&c->send_mu);
             if (rc != -PERR_IO) return rc; /* refused, or cancelled: no further try */
-        } else if (errno != ECONNREFUSED && errno != EACCES && errno != ETIMEDOUT && errno != EHOSTUNREACH &&
-                   errno != ENETUNREACH && errno != ECONNRESET && errno != ECANCELED && errno != ETIME) {
+        } else if (fd == -PERR_IO && errno != ECONNREFUSED && errno != ETIMEDOUT && errno != EHOSTUNREACH &&
+                   errno != ENETUNREACH && errno != ECONNRESET) {
             PLOG_WARN(c->log_name, "reconnecting to the master: %s", strerror(errno));
         }
         comm_pause(c, delay);

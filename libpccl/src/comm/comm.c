@@ -156,6 +156,11 @@ pcclResult_t comm_lost_result(const pcclComm_t *c) {
     return atomic_load(&c->departed) & DEPARTED_SHUT_DOWN ? pcclExtRunShutDown : pcclMasterConnectionFailed;
 }
 
+pcclResult_t comm_call_result(const pcclComm_t *c, int rc, pcclResult_t restarted) {
+    if (rc == 0) return pcclSuccess;
+    return rc == -PERR_RESTARTED ? restarted : comm_lost_result(c);
+}
+
 void comm_pause(pcclComm_t *c, int ms) {
     pwait_t w;
     if (comm_wait_open(c, &w, 0) != 0) return;
@@ -316,64 +321,84 @@ pcclResult_t comm_check_ready(const pcclComm_t *c) {
 
 /* Connects within timeout_ms. "No route" errors are retried until then: a link that is coming up
  * (ARP not yet resolved, interface just restored) answers them for a moment. A refused connection
- * means nobody listens there and fails at once. */
+ * means nobody listens there and fails at once. @return fd, -PERR_CANCELLED, or -PERR_IO (errno set;
+ * ETIMEDOUT: no answer to the connect). */
 static int connect_retrying(pcclComm_t *c, int timeout_ms) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t now = net_now_ms();
         pwait_t w;
-        if (comm_wait_open(c, &w, 1) != 0) return -1;
+        if (comm_wait_open(c, &w, 1) != 0) return -PERR_IO;
         net_cancel_t cancel = {.wait = &w};
         int fd = net_connect_cancellable(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1,
                                          &cancel);
         int e = errno;
         comm_wait_close(c, &w);
         errno = e;
-        if (fd >= 0 || (errno != EHOSTUNREACH && errno != ENETUNREACH)) return fd;
-        if (net_now_ms() + 100 >= deadline) {
-            errno = e;
-            return -1;
-        }
+        if (fd == -PERR_TIMEOUT) fd = -PERR_IO; /* errno ETIMEDOUT: nobody answered the connect */
+        if (fd >= 0 || fd == -PERR_CANCELLED || (e != EHOSTUNREACH && e != ENETUNREACH)) return fd;
+        if (net_now_ms() + 100 >= deadline) return -PERR_IO;
         comm_pause(c, 100);
         if (comm_cancelled(c)) {
             errno = ECANCELED;
-            return -1;
+            return -PERR_CANCELLED;
         }
     }
 }
 
+int comm_master_recv(pcclComm_t *c, int fd, sec_link_t *link, uint64_t deadline_ms, wire_msg_t *m, char *err,
+                     size_t errlen) {
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) {
+        snprintf(err, errlen, "out of descriptors");
+        return -PERR_IO;
+    }
+    net_cancel_t cancel = {.wait = &w};
+    int rc = net_wait_until(fd, POLLIN, deadline_ms, &cancel);
+    comm_wait_close(c, &w);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s", rc == -PERR_TIMEOUT ? "no answer in time" : rc == -PERR_CANCELLED ? "cancelled"
+                                                                                     : strerror(errno));
+        return rc;
+    }
+    /* The message has begun: the rest of it comes within what is left of the deadline. */
+    uint64_t now = net_now_ms();
+    net_set_timeouts(fd, now < deadline_ms ? (int)(deadline_ms - now) : 1);
+    return link_recv_msg(link, fd, m, err, errlen);
+}
+
 /* The master's proof of the key, and whether it encrypts: a peer learns that here and uses it for
- * its p2p connections, so a restarted master must announce the same. On failure errno tells
- * whether another try may work: EACCES (a refused proof, a changed encryption) never does;
- * ECONNRESET (the master closed the handshake: restarting, or its gate), ETIME (no answer) or ECANCELED. */
+ * its p2p connections, so a restarted master must announce the same. @return 0, or whether another try
+ * may work: -PERR_REFUSED (a refused proof, a changed encryption) never does; -PERR_IO (the master closed the
+ * handshake: restarting, or its gate; errno ECONNRESET), -PERR_TIMEOUT (no answer) or -PERR_CANCELLED. */
 static int handshake_master(pcclComm_t *c, int fd, sec_link_t **link) {
     sec_hs_t hs;
     sec_hs_params_t p = {.role = SEC_INITIATOR, .purpose = SEC_PURPOSE_CONTROL, .flags = -1};
     char err[160] = "handshake: cannot start";
-    int first = comm_state(c) == PEER_CONNECTING, why = EACCES;
+    int first = comm_state(c) == PEER_CONNECTING, rc = -PERR_REFUSED;
     pwait_t w;
-    if (comm_wait_open(c, &w, 1) != 0) return -1;
+    if (comm_wait_open(c, &w, 1) != 0) return -PERR_IO;
     net_cancel_t cancel = {.wait = &w};
     int started = sec_hs_start(&hs, &c->sec, &p) == 0;
-    int rc = started && sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err) == 0
-                 ? 0 : -1;
+    if (started) rc = sec_handshake_fd(fd, &hs, net_now_ms() + SEC_HS_TIMEOUT_MS, &cancel, err, sizeof err);
     comm_wait_close(c, &w);
     if (rc != 0 && started && !hs.err[0]) {
         /* The master did not finish it: no proof was refused. */
-        why = comm_cancelled(c) ? ECANCELED : strstr(err, "no answer") ? ETIME : ECONNRESET;
+        rc = comm_cancelled(c) ? -PERR_CANCELLED : strstr(err, "no answer") ? -PERR_TIMEOUT : -PERR_IO;
+        errno = ECONNRESET;
         PLOG_INFO(c->log_name, "master %s", err);
     } else if (rc != 0) {
+        rc = -PERR_REFUSED;
         PLOG_ERROR(c->log_name, "master %s", err);
     } else if (!first && hs.session.encrypt != c->sec.encrypt) {
         PLOG_ERROR(c->log_name, "the restarted master %s encryption; this peer's run cannot go on",
                    hs.session.encrypt ? "turned on" : "turned off");
-        rc = -1;
+        rc = -PERR_REFUSED;
     } else {
         c->sec.encrypt = hs.session.encrypt;
-        if (hs.session.encrypt && !(*link = sec_link_new(&hs.session))) rc = -1;
+        if (hs.session.encrypt && !(*link = sec_link_new(&hs.session))) rc = -PERR_REFUSED;
     }
     if (started) sec_hs_wipe(&hs);
-    if (rc != 0) errno = why;
     return rc;
 }
 
@@ -382,19 +407,16 @@ int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     int fd = connect_retrying(c, timeout_ms);
     if (fd < 0) return fd;
-    if (c->sec.keyed && handshake_master(c, fd, link) != 0) {
-        close(fd);
-        return -1;
-    }
-    uint64_t now = net_now_ms();
+    int rc = c->sec.keyed ? handshake_master(c, fd, link) : 0;
     /* The master's first message: the nonce HELLO or RESUME signs (comm_identity.c). */
-    if (comm_read_challenge(c, fd, *link, now < deadline ? (int)(deadline - now) : 1) != 0) {
-        int e = errno; /* EACCES refused, ETIME silent, ECONNRESET closed (comm_read_challenge) */
+    if (rc == 0) rc = comm_read_challenge(c, fd, *link, deadline);
+    if (rc != 0) {
+        int e = errno;
         sec_link_free(*link);
         *link = NULL;
         close(fd);
         errno = e;
-        return -1;
+        return rc;
     }
     return fd;
 }

@@ -16,7 +16,8 @@
  * Locking: mu guards the inbox, ops list, work queue, world, state and waits; p2p.mu
  * guards the connection table. Never hold mu while doing network I/O.
  * Waits: every blocking path waits through a pwait_t (base/wait.h); the control
- * waits are in waits, which one call cancels (comm_stop, an outage, the end).
+ * waits are in waits, which one call cancels with the operations (comm_cancel_all in
+ * api/: destroy, an outage, the end); a leave ends them alone (comm_stop).
  * Wake-ups: cv is for the control waits and the heartbeat only; each all-reduce
  * has its own wait (signalled by the reader for that op's messages) and the
  * worker pool has work_cv, so a collective message wakes one thread.
@@ -152,15 +153,15 @@ struct pcclComm_t {
      * once each by whoever learns it, independent of state (a KICK can come while connecting, a leave in
      * any state). */
     atomic_int departed;
-    /* Cancellation requests (not states: set from any thread in any state, by comm_stop, which ends every
-     * wait in waits for good): stopping once pcclExtLeave was called, shutting_down once
-     * pcclDestroyCommunicator was (the heartbeat and the p2p acceptor end only then). */
+    /* Cancellation requests (not states: set from any thread in any state, with every wait in waits ended for
+     * good): stopping once pcclExtLeave was called (comm_stop), shutting_down once pcclDestroyCommunicator was
+     * (comm_cancel_all; the heartbeat and the p2p acceptor end only then). */
     atomic_int stopping, shutting_down;
     /* The outstanding waits of the control path (comm_wait_open; guarded by mu): inbox waits, waits for the
      * master to come back, connects and handshakes to the master, backoffs, ring wiring, shared-state
      * fetches. A leave or destroy ends them all (sticky), a lost master connection those of its epoch
      * (-PERR_RESTARTED), the end of the run (-PERR_LOST) those still open. Operations have their own
-     * wait (op/), ended by allreduce_abort_all. */
+     * wait (op/); comm_cancel_all (api/) ends both kinds at once. */
     pwait_set_t waits;
     pwait_t *wiring; /* the wait of the accept or optimize round's wiring, which its verdict ends (mu) */
     /* Master restarts (resume.c): the epoch counts lost master connections; a message of an older
@@ -233,6 +234,10 @@ void comm_note_shutdown(pcclComm_t *c, const char *reason);
 /* What a call returns when the run ended for this peer: pcclExtRunShutDown after SHUTDOWN, else
  * pcclMasterConnectionFailed. */
 pcclResult_t comm_lost_result(const pcclComm_t *c);
+/* The API edge's mapping of a control call's rc (comm_begin, comm_send, comm_wait: 0 or -PERR_<NAME>), where
+ * perr_result's default is wrong: 0 pcclSuccess; -PERR_RESTARTED (the master restarted meanwhile) the call's own
+ * retryable failure, restarted; anything else the run ended for this peer (comm_lost_result). */
+pcclResult_t comm_call_result(const pcclComm_t *c, int rc, pcclResult_t restarted);
 /* Waits until ms passed or a leave or destroy (caller holds nothing). */
 void comm_pause(pcclComm_t *c, int ms);
 /* The first registration of pcclConnect (connect.c): connects, proves the key, sends HELLO and reads
@@ -255,7 +260,8 @@ int comm_begin(pcclComm_t *c, unsigned *epoch);
 int comm_wait_open(pcclComm_t *c, pwait_t *w, int with_fd);
 /* Takes w out of the communicator's waits and releases it. */
 void comm_wait_close(pcclComm_t *c, pwait_t *w);
-/* A leave (flag &c->stopping) or destroy (&c->shutting_down): sets flag and ends every wait for good. */
+/* A leave (flag &c->stopping): sets flag and ends every wait in waits for good; operations go on (destroy,
+ * which ends them too, is comm_cancel_all). */
 void comm_stop(pcclComm_t *c, atomic_int *flag);
 /* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait (ss_fetch's
  * workers, whose fetch a lost master must not end, so they are not among the communicator's waits). */
@@ -281,16 +287,27 @@ void comm_uuid(pcclComm_t *c, uint8_t out[16]);
 void comm_note_ring(pcclComm_t *c, const uint8_t (*ring)[16], uint32_t n);
 /* Records a completed sync (revision and the entries voted) for a later RESUME. */
 void comm_note_sync(pcclComm_t *c, uint64_t revision, const wire_tensor_t *t, uint32_t n);
-/* Connects to the master within timeout_ms and, in a keyed run, runs the handshake; the fd (and
- * in *link the AEAD stream when the run encrypts, else NULL) or -1 (errno set, reason logged). */
+/* Connects to the master within timeout_ms and, in a keyed run, runs the handshake, then reads its CHALLENGE;
+ * every wait is one of the communicator's (a leave or destroy ends it at once). @return the fd (and in *link the
+ * AEAD stream when the run encrypts, else NULL), or: -PERR_IO (no connection, or the master closed it before its
+ * CHALLENGE: worth another try; errno set, ETIMEDOUT when the connect had no answer, ECONNRESET when it
+ * closed), -PERR_TIMEOUT (it accepted and did not answer), -PERR_REFUSED (a refused proof of the key, a KICK,
+ * or not a CHALLENGE; logged), -PERR_CANCELLED. */
 int comm_connect_master(pcclComm_t *c, int timeout_ms, sec_link_t **link);
+/* Reads one control message from the master on fd (not yet the reader's) by deadline_ms (net_now_ms clock),
+ * waiting through one of the communicator's waits, so a leave or destroy ends it at once.
+ * @return 0 (m filled, caller frees), -PERR_TIMEOUT, -PERR_CANCELLED, or link_recv_msg's code (reason in err). */
+int comm_master_recv(pcclComm_t *c, int fd, sec_link_t *link, uint64_t deadline_ms, wire_msg_t *m, char *err,
+                     size_t errlen);
 /* Sets c's identity from PCCL_IDENTITY_FILE (or a fresh key pair) and its name from PCCL_NAME (or the host
  * name) at creation. @return 0, or -PERR_FAILED (logged). */
 int comm_identity_init(pcclComm_t *c);
-/* Reads the master's CHALLENGE on a new control connection into c->master_nonce within timeout_ms.
- * @return 0, or -1 (logged; errno EACCES: refused or not a CHALLENGE; ETIME: nothing came; ECONNRESET: closed). */
-int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms);
-/* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or -1. */
+/* Reads the master's CHALLENGE on a new control connection into c->master_nonce by deadline_ms (comm_master_recv).
+ * @return 0, or (logged) -PERR_REFUSED (a KICK, or not a CHALLENGE), -PERR_TIMEOUT (nothing came), -PERR_IO
+ * (closed first), -PERR_CANCELLED. */
+int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, uint64_t deadline_ms);
+/* Sends HELLO or RESUME m with c's public key and name, signed over c->master_nonce. @return 0, or
+ * ident_encode_signed's or link_send_all's code. */
 int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m);
 void comm_set_world(pcclComm_t *c, const wire_world_t *w);
 /* pcclInit was called. */

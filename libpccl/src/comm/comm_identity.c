@@ -50,29 +50,29 @@ int comm_identity_init(pcclComm_t *c) {
     return 0;
 }
 
-int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms) {
-    net_set_timeouts(fd, timeout_ms > 0 ? timeout_ms : 1);
+int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, uint64_t deadline_ms) {
     wire_msg_t m;
     char err[160];
-    int rc = -1, why = EACCES;
     uint64_t t0 = net_now_ms();
     errno = 0;
-    if (link_recv_msg(link, fd, &m, err, sizeof err) != 0) {
+    int rc = comm_master_recv(c, fd, link, deadline_ms, &m, err, sizeof err);
+    if (rc == -PERR_CANCELLED) return rc;
+    if (rc != 0) {
         /* Silence, or a close at a keyed master's handshake deadline: it waits for a handshake this peer
          * cannot start (or speaks another protocol). An earlier close: a master that is restarting or
          * whose limits on strangers closed it, worth another try. */
-        int silent = errno == EAGAIN || errno == EWOULDBLOCK ||
-                     (!c->sec.keyed && net_now_ms() - t0 + 500 >= SEC_HS_TIMEOUT_MS);
-        why = silent ? ETIME : ECONNRESET;
+        int silent = rc == -PERR_TIMEOUT || (!c->sec.keyed && net_now_ms() - t0 + 500 >= SEC_HS_TIMEOUT_MS);
         if (silent)
             PLOG_ERROR(c->log_name, "the master sent no challenge (%s)%s", err,
                        c->sec.keyed ? "" : ": this run requires a run key (--key-file, PCCL_KEY_FILE), or the master "
                                            "does not speak protocol version " "6");
         else
             PLOG_INFO(c->log_name, "the master closed the connection before its challenge (%s)", err);
-        errno = why;
-        return -1;
-    } else if (m.type == M2C_KICK) {
+        errno = silent ? ETIME : ECONNRESET;
+        return silent ? -PERR_TIMEOUT : -PERR_IO;
+    }
+    rc = -PERR_REFUSED;
+    if (m.type == M2C_KICK) {
         PLOG_ERROR(c->log_name, "the master refused the connection: %s", m.u.kick.reason);
     } else if (m.type != M2C_CHALLENGE) {
         PLOG_ERROR(c->log_name, "the master opened the connection with %s, not CHALLENGE (protocol version %d "
@@ -82,7 +82,6 @@ int comm_read_challenge(pcclComm_t *c, int fd, sec_link_t *link, int timeout_ms)
         rc = 0;
     }
     wire_msg_free(&m);
-    if (rc != 0) errno = why;
     return rc;
 }
 
@@ -91,7 +90,8 @@ int comm_send_signed(pcclComm_t *c, int fd, sec_link_t *link, wire_msg_t *m) {
     memcpy(id->pubkey, c->ident.pk, sizeof id->pubkey);
     snprintf(id->name, sizeof id->name, "%s", c->name);
     wbuf_t b = {0};
-    int rc = ident_encode_signed(&c->ident, c->master_nonce, m, &b) == 0 ? link_send_all(link, fd, b.data, b.len) : -1;
+    int rc = ident_encode_signed(&c->ident, c->master_nonce, m, &b);
+    if (rc == 0) rc = link_send_all(link, fd, b.data, b.len);
     wbuf_free(&b);
     return rc;
 }

@@ -25,12 +25,13 @@
 #define CONNECT_BACKOFF_MAX_MS 5000
 
 
-/* Whether a failed connect (errno) may succeed later: nobody listens yet, the master restarts, the
- * route comes up (ETIMEDOUT: no answer to the connect). A refused proof of the key (EACCES) or a
- * master that accepted but never answers (ETIME) is a configuration to fix, not a wait. */
-static int retryable(int e) {
-    return e == ECONNREFUSED || e == ECONNRESET || e == ECONNABORTED || e == EPIPE || e == EHOSTUNREACH ||
-           e == ENETUNREACH || e == ETIMEDOUT;
+/* Whether a failed connect (-PERR_IO, errno the detail) may succeed later: nobody listens yet, the master
+ * restarts, the route comes up (ETIMEDOUT: no answer to the connect). A refused proof of the key
+ * (-PERR_REFUSED) or a master that accepted but never answers (-PERR_TIMEOUT) is a configuration to fix,
+ * not a wait. */
+static int retryable(int rc, int e) {
+    return rc == -PERR_IO && (e == ECONNREFUSED || e == ECONNRESET || e == ECONNABORTED || e == EPIPE ||
+                              e == EHOSTUNREACH || e == ENETUNREACH || e == ETIMEDOUT);
 }
 
 static void drop_fd(pcclComm_t *c) {
@@ -44,10 +45,11 @@ static void drop_fd(pcclComm_t *c) {
 static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
     wire_msg_t m;
     char err[160];
-    uint64_t t0 = net_now_ms();
-    if (link_recv_msg(c->master_link, c->master_fd, &m, err, sizeof err) != 0) {
-        /* The receive timeout is the connect timeout: a master that accepts and never answers is no wait. */
-        int silent = net_now_ms() - t0 + 50 >= (uint64_t)c->connect_timeout_ms;
+    /* Its deadline is the connect timeout: a master that accepts and never answers is no wait. */
+    int got = comm_master_recv(c, c->master_fd, c->master_link, net_now_ms() + (uint64_t)c->connect_timeout_ms, &m,
+                               err, sizeof err);
+    if (got != 0) {
+        int silent = got == -PERR_TIMEOUT;
         if (silent)
             snprintf(why, whylen, "it accepted the connection but did not answer within %d ms (PCCL_CONNECT_TIMEOUT_MS)",
                      c->connect_timeout_ms);
@@ -85,14 +87,16 @@ static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen)
     sec_link_t *link = NULL;
     int fd = comm_connect_master(c, timeout_ms, &link);
     if (fd < 0) {
-        int e = errno; /* comm_connect_master: ECONNRESET closed before its CHALLENGE, ETIME silent */
-        if (e == EACCES) snprintf(why, whylen, "the handshake failed (see above)");
-        else if (e == ECONNRESET) snprintf(why, whylen, "it closed the connection before welcoming this peer");
-        else if (e == ETIME)
+        int e = errno; /* the detail of -PERR_IO: ECONNRESET closed before its CHALLENGE */
+        if (fd == -PERR_REFUSED) snprintf(why, whylen, "the handshake failed (see above)");
+        else if (fd == -PERR_IO && e == ECONNRESET)
+            snprintf(why, whylen, "it closed the connection before welcoming this peer");
+        else if (fd == -PERR_TIMEOUT)
             snprintf(why, whylen, "it accepted the connection but did not answer within %d ms (PCCL_CONNECT_TIMEOUT_MS)",
                      timeout_ms);
+        else if (fd == -PERR_CANCELLED) snprintf(why, whylen, "cancelled");
         else snprintf(why, whylen, "%s", strerror(e));
-        return retryable(e) && !comm_cancelled(c) ? -PERR_IO : -PERR_REFUSED;
+        return retryable(fd, e) && !comm_cancelled(c) ? -PERR_IO : -PERR_REFUSED;
     }
     /* Published under send_mu so that pcclExtLeave and pcclDestroyCommunicator can end the wait below. */
     pthread_mutex_lock(&c->send_mu);

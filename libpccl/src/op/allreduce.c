@@ -150,10 +150,14 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
     return 1;
 }
 
-void allreduce_abort_all(pcclComm_t *c, int reason) {
-    pthread_mutex_lock(&c->mu);
+void allreduce_abort_all_locked(pcclComm_t *c, int reason) {
     for (pccl_op_t *o = c->ops; o; o = o->next)
         if (!pwait_cancel_locked(&o->w, reason)) pthread_cond_broadcast(o->w.cv); /* its waits look again */
+}
+
+void allreduce_abort_all(pcclComm_t *c, int reason) {
+    pthread_mutex_lock(&c->mu);
+    allreduce_abort_all_locked(c, reason);
     pthread_mutex_unlock(&c->mu);
     p2p_wake(c);
 }
@@ -360,14 +364,21 @@ static void report_unreachable(pccl_op_t *o, uint32_t me, int opened) {
     comm_send(o->comm, o->epoch, &rep);
 }
 
+/* The API edge's one mapping for an operation that failed here: once the run ended, what every call then
+ * returns (comm_lost_result); else a ring neighbour was lost (perr_result's default for -PERR_IO, whatever the
+ * code was: the master aborted it, its wait was cancelled, the ring failed). */
+static pcclResult_t op_failed_result(const pcclComm_t *c) {
+    return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+}
+
 /* The op's result after its ring returned rc: a finished ring reports and waits for the group's verdict
  * (another peer may still fail), a failed one reports its failure unless the master aborted it. */
 static pcclResult_t verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
     pcclComm_t *c = o->comm;
-    if (rc == 0 && !mark_ring_done(o)) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+    if (rc == 0 && !mark_ring_done(o)) return op_failed_result(c);
     if (rc == 0) {
         send_done(o, 1);
-        if (await_verdict(o) != 0) return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+        if (await_verdict(o) != 0) return op_failed_result(c);
         if (o->end_ok) return pcclSuccess;
         PLOG_INFO(c->log_name, "all-reduce tag %llu finished here but was aborted for the group; restoring",
                   (unsigned long long)o->tag);
@@ -380,7 +391,7 @@ static pcclResult_t verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
         PLOG_INFO(c->log_name, "all-reduce tag %llu aborted by the master (another peer failed)",
                   (unsigned long long)o->tag);
     }
-    return comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+    return op_failed_result(c);
 }
 
 /* Runs the ring for a commenced op: rank, streams, pacing, ring, reports, verdict, restore. */
@@ -480,7 +491,7 @@ static void run_op(pccl_op_t *o) {
     } else if (withdrawn) {
         o->result = comm_lost_result(c);
     } else if (wait_for(o, started) != 0) {
-        o->result = comm_ended(c) ? comm_lost_result(c) : pcclRankConnectionLost;
+        o->result = op_failed_result(c);
     } else if (o->got_reject) {
         switch (o->reject_reason) {
         case REJECT_TOO_FEW_PEERS: o->result = pcclTooFewPeers; break;

@@ -17,8 +17,10 @@
 /* Called by the control reader: takes msg if it belongs to an operation (returns 1). */
 int allreduce_route(pcclComm_t *c, wire_msg_t *msg);
 /* Cancels every operation's wait with reason (-PERR_RESTARTED: the master connection was lost; -PERR_LOST:
- * for good; -PERR_CANCELLED: destroy, or a leave past its grace). */
+ * for good; -PERR_CANCELLED: destroy, or a leave past its grace) and wakes the rings waiting for a connection.
+ * The _locked variant (caller holds mu: comm_cancel_all) leaves that wake-up (p2p_wake) to the caller. */
 void allreduce_abort_all(pcclComm_t *c, int reason);
+void allreduce_abort_all_locked(pcclComm_t *c, int reason);
 /* For a RESUME (caller holds mu): the all-reduces of the lost master (the epoch before the current
  * one) that have no verdict: finished 1 for those whose ring finished (they wait for the verdict),
  * 0 for those that commenced and did not finish. *out is malloc'd (NULL when none).

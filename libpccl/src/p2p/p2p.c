@@ -217,11 +217,13 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     net_set_timeouts(fd, timeout_ms);
     /* A stopped successor's kernel still completes the connect; only the ack tells, so its wait
      * must end when the caller gives up (the round it serves has ended), not only at the deadline. */
-    if (net_wait_until(fd, POLLIN, deadline, cancel) != 0 || link_recv_all(link, fd, &ack, 1) != 0 ||
-        (ack != 1 && (errno = EPROTO))) {
+    int rc = net_wait_until(fd, POLLIN, deadline, cancel);
+    if (rc == 0) rc = link_recv_all(link, fd, &ack, 1);
+    if (rc == 0 && ack != 1) rc = -PERR_PROTOCOL;
+    if (rc != 0) {
         PLOG_WARN(c->log_name, "p2p handshake with successor failed: %s",
-                  errno == ECANCELED ? "cancelled" : errno == ETIMEDOUT ? "no answer in time"
-                  : errno == EPROTO ? "bad answer" : "connection lost");
+                  rc == -PERR_CANCELLED ? "cancelled" : rc == -PERR_TIMEOUT ? "no answer in time"
+                  : rc == -PERR_PROTOCOL ? "bad answer" : "connection lost");
         sec_link_free(link);
         close(fd);
         return NULL;

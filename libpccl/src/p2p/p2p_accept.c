@@ -208,9 +208,10 @@ static int dispatch(acceptor_t *a, size_t i) {
 static void step(acceptor_t *a, size_t i) {
     pending_t *p = a->p[i];
     char err[160];
-    int r = p2p_greeting_step(&p->greeting, p->fd, &p->who, &p->link, err, sizeof err);
-    if (r < 0) refuse(a, i, 0, err);
-    else if (r == 1) p->greeted = 1;
+    int greeted;
+    if (p2p_greeting_step(&p->greeting, p->fd, &p->who, &p->link, &greeted, err, sizeof err) != 0)
+        refuse(a, i, 0, err);
+    else if (greeted) p->greeted = 1;
 }
 
 /* Refuses pending i at its deadline (or at shutdown): no hello, or no member. */

@@ -19,7 +19,7 @@ static void params_for(const sec_cfg_t *sec, int role, const uint8_t *ctx, const
 
 static int finish(sec_hs_t *hs, sec_link_t **link) {
     int rc = 0;
-    if (hs->session.encrypt && !(*link = sec_link_new(&hs->session))) rc = -1;
+    if (hs->session.encrypt && !(*link = sec_link_new(&hs->session))) rc = -PERR_NOMEM;
     sec_hs_wipe(hs);
     return rc;
 }
@@ -33,25 +33,30 @@ int p2p_dial(const ccoip_socket_address_t *to, const sec_cfg_t *sec, const p2p_i
     int fd = net_connect_cancellable(to, timeout_ms, cancel);
     if (fd < 0) {
         snprintf(err, errlen, "connect: %s", strerror(errno));
-        return -1;
+        return fd;
     }
     uint8_t ctx[SEC_HS_CTX] = {0};
     wire_p2p_hello_encode(ctx, me->kind, me->uuid, me->slot);
     if (!sec || !sec->keyed) {
-        if (net_send_all(fd, ctx, WIRE_P2P_HELLO_LEN) == 0) return fd;
+        /* 27 bytes on a fresh connection: its send buffer is empty, so this does not wait. */
+        int rc = net_send_all(fd, ctx, WIRE_P2P_HELLO_LEN);
+        if (rc == 0) return fd;
         snprintf(err, errlen, "sending the hello: %s", strerror(errno));
         close(fd);
-        return -1;
+        return rc;
     }
     sec_hs_t hs;
     sec_hs_params_t p;
     params_for(sec, SEC_INITIATOR, ctx, peer_uuid, &p);
-    if (sec_hs_start(&hs, sec, &p) != 0 || sec_handshake_fd(fd, &hs, deadline, cancel, err, errlen) != 0 ||
-        finish(&hs, link) != 0) {
+    int rc = sec_hs_start(&hs, sec, &p);
+    if (rc == 0) rc = sec_handshake_fd(fd, &hs, deadline, cancel, err, errlen);
+    if (rc == 0) rc = finish(&hs, link);
+    if (rc != 0) {
         sec_hs_wipe(&hs);
         close(fd);
-        errno = errno == ECANCELED || errno == ETIMEDOUT ? errno : EACCES;
-        return -1;
+        /* A handshake that did not end in time or was cancelled keeps that reason; any other failure is
+         * the other side's refusal (no key, another key, another peer). */
+        return rc == -PERR_CANCELLED || rc == -PERR_TIMEOUT ? rc : -PERR_REFUSED;
     }
     return fd;
 }
@@ -66,7 +71,7 @@ int p2p_greeting_start(p2p_greeting_t *g, const sec_cfg_t *sec, const uint8_t se
     g->hs = malloc(sizeof *g->hs);
     if (g->hs && sec_hs_start(g->hs, sec, &p) == 0) return 0;
     p2p_greeting_free(g);
-    return -1;
+    return -PERR_NOMEM;
 }
 
 void p2p_greeting_free(p2p_greeting_t *g) {
@@ -75,27 +80,27 @@ void p2p_greeting_free(p2p_greeting_t *g) {
     g->hs = NULL;
 }
 
-/* Feeds the handshake what arrived and sends its answer. 1 done (the hello in g->hello), 0 more, -1 failed. */
-static int handshake_step(p2p_greeting_t *g, int fd, sec_link_t **link, char *err, size_t errlen) {
+/* Feeds the handshake what arrived and sends its answer. @return 0 with *done 1 (the hello in g->hello) or 0
+ * (more to come), or -PERR_IO (closed, or a failed answer) / -PERR_REFUSED (the proof failed) / -PERR_NOMEM. */
+static int handshake_step(p2p_greeting_t *g, int fd, sec_link_t **link, int *done, char *err, size_t errlen) {
     uint8_t buf[SEC_HS_MSG2];
     ssize_t n = recv(fd, buf, sec_hs_want(g->hs), MSG_DONTWAIT); /* only the handshake's own bytes */
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
     if (n <= 0) {
         snprintf(err, errlen, "handshake: %s", n == 0 ? "closed by the other side (no key, or another key?)"
                                                       : strerror(errno));
-        return -1;
+        return -PERR_IO;
     }
     size_t used;
-    int r = sec_hs_feed(g->hs, buf, (size_t)n, &used);
-    if (r != 0) {
+    if (sec_hs_feed(g->hs, buf, (size_t)n, &used) != 0) {
         snprintf(err, errlen, "handshake: %s", g->hs->err);
-        return -1;
+        return -PERR_REFUSED;
     }
     if (g->hs->out_len) { /* MSG2 on a fresh connection: its send buffer is empty, so it goes whole */
         ssize_t w = send(fd, g->hs->out, g->hs->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w != (ssize_t)g->hs->out_len) {
             snprintf(err, errlen, "handshake: cannot answer");
-            return -1;
+            return -PERR_IO;
         }
         g->hs->out_len = 0;
     }
@@ -105,32 +110,37 @@ static int handshake_step(p2p_greeting_t *g, int fd, sec_link_t **link, char *er
     free(g->hs);
     g->hs = NULL;
     if (rc != 0) snprintf(err, errlen, "out of memory");
-    return rc == 0 ? 1 : -1;
+    *done = rc == 0;
+    return rc;
 }
 
-int p2p_greeting_step(p2p_greeting_t *g, int fd, p2p_intro_t *who, sec_link_t **link, char *err, size_t errlen) {
+int p2p_greeting_step(p2p_greeting_t *g, int fd, p2p_intro_t *who, sec_link_t **link, int *greeted, char *err,
+                      size_t errlen) {
     *link = NULL;
-    int r;
+    *greeted = 0;
+    int done = 0;
     if (g->hs) {
-        r = handshake_step(g, fd, link, err, errlen);
+        int rc = handshake_step(g, fd, link, &done, err, errlen);
+        if (rc != 0) return rc;
     } else {
         ssize_t n = recv(fd, g->hello + g->hello_len, WIRE_P2P_HELLO_LEN - g->hello_len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
         if (n <= 0) {
             snprintf(err, errlen, "no hello (%s)", n == 0 ? "closed" : strerror(errno));
-            return -1;
+            return -PERR_IO;
         }
         g->hello_len += (size_t)n;
-        r = g->hello_len == WIRE_P2P_HELLO_LEN;
+        done = g->hello_len == WIRE_P2P_HELLO_LEN;
     }
-    if (r != 1) return r;
+    if (!done) return 0;
     if (wire_p2p_hello_decode(g->hello, &who->kind, who->uuid, &who->slot) != 0) {
         snprintf(err, errlen, "bad hello");
         sec_link_free(*link);
         *link = NULL;
-        return -1;
+        return -PERR_PROTOCOL;
     }
-    return 1;
+    *greeted = 1;
+    return 0;
 }
 
 int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], p2p_intro_t *who, sec_link_t **link, char *err,
@@ -138,20 +148,13 @@ int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], p2p_intro_t 
     *link = NULL;
     uint64_t deadline = net_now_ms() + SEC_HS_TIMEOUT_MS;
     p2p_greeting_t g;
-    if (p2p_greeting_start(&g, sec, self) != 0) {
-        snprintf(err, errlen, "handshake: cannot start");
-        return -1;
-    }
-    int r = 0;
-    while (r == 0) {
-        int w = net_wait_until(fd, POLLIN, deadline, NULL);
-        if (w != 0) {
-            snprintf(err, errlen, "no hello in time");
-            r = -1;
-            break;
-        }
-        r = p2p_greeting_step(&g, fd, who, link, err, errlen);
+    int rc = p2p_greeting_start(&g, sec, self), greeted = 0;
+    if (rc != 0) snprintf(err, errlen, "handshake: cannot start");
+    while (rc == 0 && !greeted) {
+        rc = net_wait_until(fd, POLLIN, deadline, NULL);
+        if (rc != 0) snprintf(err, errlen, "no hello in time");
+        else rc = p2p_greeting_step(&g, fd, who, link, &greeted, err, errlen);
     }
     p2p_greeting_free(&g);
-    return r == 1 ? 0 : -1;
+    return rc;
 }

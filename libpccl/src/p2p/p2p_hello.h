@@ -24,8 +24,10 @@ typedef struct p2p_intro {
 /*
  * Connects to `to` and introduces this side (sec NULL or not keyed: an open run). peer_uuid is
  * the peer meant (keyed runs check it). Connect and handshake end by timeout_ms or when cancel
- * (may be NULL) fires. @return a blocking fd with TCP_NODELAY and *link (NULL unless the run
- * encrypts), or -1 with errno set and a reason in err.
+ * (may be NULL; its wait's eventfd joins every poll) fires. @return a blocking fd with TCP_NODELAY and *link
+ * (NULL unless the run encrypts), or with a reason in err: -PERR_IO (no connection, or the hello could not be
+ * sent; errno set), -PERR_TIMEOUT, -PERR_CANCELLED, -PERR_REFUSED (the handshake failed: no key, another key,
+ * another peer).
  */
 int p2p_dial(const ccoip_socket_address_t *to, const sec_cfg_t *sec, const p2p_intro_t *me,
              const uint8_t peer_uuid[16], int timeout_ms, const net_cancel_t *cancel, sec_link_t **link, char *err,
@@ -41,20 +43,22 @@ typedef struct p2p_greeting {
 } p2p_greeting_t;
 
 /* Begins the greeting of an accepted connection (sec NULL or not keyed: an open run); self is this
- * peer's uuid (the context of its handshake answer). @return 0, or -1 (no memory). */
+ * peer's uuid (the context of its handshake answer). @return 0, or -PERR_NOMEM. */
 int p2p_greeting_start(p2p_greeting_t *g, const sec_cfg_t *sec, const uint8_t self[16]);
 /*
- * Reads what arrived on fd (non-blocking) and answers the handshake. @return 1 done (*who, and
- * *link when the run encrypts), 0 more to come (wait for POLLIN), -1 failed (reason in err; the
- * caller closes fd; nothing the other side sent was acted on). The caller bounds it in time.
+ * Reads what arrived on fd (non-blocking) and answers the handshake. @return 0 with *greeted 1 (done: *who,
+ * and *link when the run encrypts) or 0 (more to come: wait for POLLIN), or, with the reason in err (the caller
+ * closes fd; nothing the other side sent was acted on), -PERR_IO (closed, or the answer failed), -PERR_REFUSED
+ * (the proof of the key failed), -PERR_PROTOCOL (a bad hello), -PERR_NOMEM. The caller bounds it in time.
  */
-int p2p_greeting_step(p2p_greeting_t *g, int fd, p2p_intro_t *who, sec_link_t **link, char *err, size_t errlen);
+int p2p_greeting_step(p2p_greeting_t *g, int fd, p2p_intro_t *who, sec_link_t **link, int *greeted, char *err,
+                      size_t errlen);
 void p2p_greeting_free(p2p_greeting_t *g);
 
 /*
  * Reads the introduction of an accepted connection within SEC_HS_TIMEOUT_MS (blocking); self is this peer's
- * uuid (the context of its handshake answer). @return 0 with *who and *link, or -1 with a reason
- * in err (the caller closes fd; nothing the other side sent was acted on).
+ * uuid (the context of its handshake answer). @return 0 with *who and *link, or p2p_greeting_step's codes or
+ * -PERR_TIMEOUT, with a reason in err (the caller closes fd; nothing the other side sent was acted on).
  */
 int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], p2p_intro_t *who, sec_link_t **link, char *err,
               size_t errlen);

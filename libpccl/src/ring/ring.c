@@ -43,7 +43,8 @@ static size_t chunk_len(const chunking_t *c, uint32_t i) {
     return (n / c->nstripes + (c->stripe < n % c->nstripes ? 1 : 0)) * c->esz;
 }
 
-int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
+int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *ready) {
+    *ready = 0;
     uint64_t now = net_now_ms();
     if (now - last_progress >= (uint64_t)io->timeout_ms) {
         snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
@@ -51,7 +52,7 @@ int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
     }
     int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
     if (n < 0) {
-        if (errno == EINTR) return 1;
+        if (errno == EINTR) return 0;
         snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));
         return -PERR_IO;
     }
@@ -59,11 +60,12 @@ int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress) {
         snprintf(io->err, sizeof io->err, "aborted");
         return -PERR_CANCELLED;
     }
-    if (n == 0) return 1;
+    if (n == 0) return 0;
     if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL)) {
         snprintf(io->err, sizeof io->err, "socket error");
         return -PERR_IO;
     }
+    *ready = 1;
     return 0;
 }
 
@@ -370,9 +372,9 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
             break;
         }
         if (!try_io) {
-            int waited = ring_wait(io, p, last_progress);
-            if (waited == 1) continue;
-            if ((rc = waited) != 0) break;
+            int ready;
+            if ((rc = ring_wait(io, p, last_progress, &ready)) != 0) break;
+            if (!ready) continue;
         } else {
             p[0].revents = want_send ? POLLOUT : 0;
             p[1].revents = recv_done ? 0 : POLLIN;

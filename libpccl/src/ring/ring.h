@@ -128,10 +128,10 @@ ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
 /* What ring_recv's return n means once its own failures are handled: n (> 0) bytes, 0 when none were ready, or
  * -PERR_IO (the predecessor closed the connection, or the receive failed; io->err says which). */
 ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
-/* Sleeps in poll until a socket or the abort fd is ready:
- * 0 = go on with p[].revents, 1 = nothing happened (loop again), <0 = -PERR_<NAME>. */
-int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress);
-/* 0 if the predecessor's stream header matches; else -1 with io->err set. */
+/* Sleeps in poll until a socket or the abort fd is ready. @return 0 with *ready 1 (go on with p[].revents) or
+ * 0 (nothing happened: loop again), or -PERR_<NAME> (io->err says why). */
+int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *ready);
+/* 0 if the predecessor's stream header matches; else -PERR_PROTOCOL with io->err set. */
 int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world_size, uint64_t op_seq);
 
 #endif

@@ -222,9 +222,9 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
                               {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
                               {.fd = io->abort_fd, .events = POLLIN}};
         if (!try_io) {
-            int rc = ring_wait(io, p, last_progress);
-            if (rc == 1) continue;
+            int ready, rc = ring_wait(io, p, last_progress, &ready);
             if (rc != 0) return rc;
+            if (!ready) continue;
         } else {
             p[0].revents = want_send ? POLLOUT : 0;
             p[1].revents = recv_done ? 0 : POLLIN;
