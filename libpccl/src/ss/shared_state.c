@@ -6,6 +6,7 @@
  * which fetches them from every source of the plan at once and lands each
  * tensor only after its hash matched the one the master announced).
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,10 +112,30 @@ static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     return rc;
 }
 
-/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. */
+/* Waits until the requester's next request arrives on fd: up to timeout_ms, or until a leave or destroy
+ * (w, one of c's waits with an eventfd; a lost master only opens it again). @return 0 (readable), or as
+ * net_wait_until (-PERR_TIMEOUT, -PERR_IO, -PERR_CANCELLED). */
+static int wait_request(pcclComm_t *c, pwait_t *w, int fd) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 0);
+    net_cancel_t cancel = {.wait = w};
+    for (;;) {
+        int rc = net_wait_until(fd, POLLIN, c->timeout_ms > 0 ? deadline : UINT64_MAX, &cancel);
+        if (rc != -PERR_CANCELLED) return rc;
+        pthread_mutex_lock(&c->mu);
+        rc = ss_watch_again_locked(c, w);
+        pthread_mutex_unlock(&c->mu);
+        if (rc != 0) return rc;
+    }
+}
+
+/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. The first
+ * request follows the introduction at once; between two, the connection waits through w. */
 void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
-    for (;;)
-        if (serve_request(c, link, fd) != 0) return;
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) return;
+    while (serve_request(c, link, fd) == 0 && wait_request(c, &w, fd) == 0) {
+    }
+    comm_wait_close(c, &w);
 }
 
 static pcclResult_t validate(const pcclSharedState_t *s) {

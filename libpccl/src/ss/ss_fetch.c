@@ -161,6 +161,14 @@ static int watch_open(pcclComm_t *c, pwait_t *w) {
     return 0;
 }
 
+int ss_watch_again_locked(pcclComm_t *c, pwait_t *w) {
+    if (comm_cancelled(c)) return -PERR_CANCELLED;
+    pwait_set_remove_locked(w);
+    pwait_reset(w);
+    pwait_set_add_locked(&c->waits, w);
+    return 0;
+}
+
 /* Receives one source's jobs of this round over its connection, kept from stage to stage so that a
  * stage costs one round trip and no new TCP slow start. A kept connection the source has closed
  * meanwhile (its idle timeout) is dialled again once. */
@@ -246,14 +254,10 @@ static void wait_workers(fetch_ctx_t *f, int nw) {
     while (f->finished < nw) {
         if (!pwait_result(&f->watch) || pwait_result(&f->w)) {
             pwait_cond_sleep(f->watch.cv, &c->mu, 0);
-        } else if (comm_cancelled(c)) {
+        } else if (ss_watch_again_locked(c, &f->watch) != 0) {
             pthread_mutex_unlock(&c->mu);
             cancel_fetch(f);
             pthread_mutex_lock(&c->mu);
-        } else {
-            pwait_set_remove_locked(&f->watch);
-            pwait_reset(&f->watch);
-            pwait_set_add_locked(&c->waits, &f->watch);
         }
     }
     pthread_mutex_unlock(&c->mu);

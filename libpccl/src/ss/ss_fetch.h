@@ -33,4 +33,9 @@
  * or land; logged). */
 int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx);
 
+/* Shared state outlives a master outage: a fetch, and the serving of one, end on a leave or destroy only.
+ * Their wait w is one of c's waits, which a lost master connection ends too; this opens w again (caller
+ * holds c->mu). @return 0, or -PERR_CANCELLED when c's waits ended for good (w stays ended). */
+int ss_watch_again_locked(pcclComm_t *c, pwait_t *w);
+
 #endif
