@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/err.h"
 #include "base/log.h"
 #include "base/net.h"
 #include "pccl_kernels.h"
@@ -81,7 +82,7 @@ static void test_silent_peer(void) {
     atomic_init(&tx, 0);
     ss_staging_t stg = {0};
     double t0 = now_s();
-    CHECK(ss_send_tensor(NULL, sv[0], &t, &stg, &tx) != 0);
+    CHECK(ss_send_tensor(NULL, sv[0], &t, &stg, &tx) == -PERR_TIMEOUT);
     double dt = now_s() - t0;
     CHECK(dt < 5.0);
     CHECK(atomic_load(&tx) < n && atomic_load(&tx) % SS_CHUNK == 0);
@@ -91,12 +92,12 @@ static void test_silent_peer(void) {
     net_set_timeouts(sp[1], 300);
     CHECK(write(sp[0], a, 100) == 100);
     t0 = now_s();
-    CHECK(ss_recv_bytes(NULL, sp[1], a, n) != 0);
+    CHECK(ss_recv_bytes(NULL, sp[1], a, n) == -PERR_TIMEOUT);
     dt = now_s() - t0;
     CHECK(dt >= 0.25 && dt < 5.0);
     /* a peer that closes mid-tensor ends it at once */
     close(sp[0]);
-    CHECK(ss_recv_bytes(NULL, sp[1], a, n) != 0);
+    CHECK(ss_recv_bytes(NULL, sp[1], a, n) == -PERR_IO);
     ss_staging_free(&stg);
     close(sp[1]);
     close(sv[0]);
@@ -110,12 +111,12 @@ static void test_device_check(void) {
     CHECK(ss_device_check(&t) == 0);
     t.device_type = pcclDeviceCuda;
 #ifdef PCCL_HAS_CUDA
-    CHECK(ss_device_check(&t) == (pccl_cuda_available() ? 0 : -1));
+    CHECK(ss_device_check(&t) == (pccl_cuda_available() ? 0 : -PERR_INVALID));
 #else
-    CHECK(ss_device_check(&t) == -1); /* built without CUDA: refused with a logged reason */
+    CHECK(ss_device_check(&t) == -PERR_INVALID); /* built without CUDA: refused with a logged reason */
 #endif
     t.device_type = (pcclDeviceType_t)7;
-    CHECK(ss_device_check(&t) == -1);
+    CHECK(ss_device_check(&t) == -PERR_INVALID);
     CHECK_EQ_U64(ss_tensor_bytes(&(pcclTensorInfo_t){.count = 5, .datatype = pcclDouble}), 40);
 }
 

@@ -6,6 +6,7 @@
  * which fetches them from every source of the plan at once and lands each
  * tensor only after its hash matched the one the master announced).
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,9 @@ static void serving_put(pcclComm_t *c, ss_serving_t *s, int fd) {
 #define SERVE_PIECE ((uint64_t)4 << 20)
 
 /* Answers one request: reads its whole list of ranges, then sends each (ss_fetch.c has the format).
- * 0 to wait for the requester's next one; -1 ends the connection: the requester closed it or went
- * silent past the socket timeout, or this peer is not serving a sync any more. */
+ * @return 0 to wait for the requester's next one; else the connection ends: link_*_all's code (the requester
+ * closed it or went silent past the socket timeout), -PERR_PROTOCOL, -PERR_NOMEM, -PERR_REFUSED (this peer
+ * is not serving a sync any more) or -PERR_CANCELLED (a leave or destroy). */
 static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     uint8_t b4[4];
     if (link_recv_all(link, fd, b4, 4) != 0) return -PERR_IO;
@@ -88,21 +90,21 @@ static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     }
     ss_serving_t *s = serving_get(c, fd);
     ss_staging_t stg = {0};
-    int rc = s ? 0 : -1;
-    for (uint32_t i = 0, broken = 0; i < n && !broken; i++) {
+    int rc = s ? 0 : -PERR_REFUSED;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
         const pcclTensorInfo_t *t = s ? ss_find_tensor(s->state, req[i].key) : NULL;
         uint64_t size = t ? ss_tensor_bytes(t) : 0;
         /* A range outside the tensor is unavailable, never a read past it. */
         int ok = t && req[i].off <= size && req[i].len <= size - req[i].off;
         uint8_t hdr[9] = {ok ? 0 : 1};
         wire_put_u64(hdr + 1, ok ? req[i].len : 0);
-        if (link_send_all(link, fd, hdr, sizeof hdr) != 0) broken = 1;
+        rc = link_send_all(link, fd, hdr, sizeof hdr);
         /* In pieces, so that a leave stops serving soon: the requester takes the rest from other holders. */
-        for (uint64_t at = 0; ok && !broken && at < req[i].len; at += SERVE_PIECE) {
+        for (uint64_t at = 0; ok && rc == 0 && at < req[i].len; at += SERVE_PIECE) {
             uint64_t k = req[i].len - at < SERVE_PIECE ? req[i].len - at : SERVE_PIECE;
-            if (comm_cancelled(c) || ss_send_range(link, fd, t, req[i].off + at, k, &stg, &s->tx_bytes) != 0) broken = 1;
+            rc = comm_cancelled(c) ? -PERR_CANCELLED
+                                   : ss_send_range(link, fd, t, req[i].off + at, k, &stg, &s->tx_bytes);
         }
-        if (broken) rc = -1;
     }
     ss_staging_free(&stg);
     if (s) serving_put(c, s, fd);
@@ -110,10 +112,30 @@ static int serve_request(pcclComm_t *c, sec_link_t *link, int fd) {
     return rc;
 }
 
-/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. */
+/* Waits until the requester's next request arrives on fd: up to timeout_ms, or until a leave or destroy
+ * (w, one of c's waits with an eventfd; a lost master only opens it again). @return 0 (readable), or as
+ * net_wait_until (-PERR_TIMEOUT, -PERR_IO, -PERR_CANCELLED). */
+static int wait_request(pcclComm_t *c, pwait_t *w, int fd) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(c->timeout_ms > 0 ? c->timeout_ms : 0);
+    net_cancel_t cancel = {.wait = w};
+    for (;;) {
+        int rc = net_wait_until(fd, POLLIN, c->timeout_ms > 0 ? deadline : UINT64_MAX, &cancel);
+        if (rc != -PERR_CANCELLED) return rc;
+        pthread_mutex_lock(&c->mu);
+        rc = ss_watch_again_locked(c, w);
+        pthread_mutex_unlock(&c->mu);
+        if (rc != 0) return rc;
+    }
+}
+
+/* Serves one requester's requests, one per stage of its fetch, on the connection it keeps. The first
+ * request follows the introduction at once; between two, the connection waits through w. */
 void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
-    for (;;)
-        if (serve_request(c, link, fd) != 0) return;
+    pwait_t w;
+    if (comm_wait_open(c, &w, 1) != 0) return;
+    while (serve_request(c, link, fd) == 0 && wait_request(c, &w, fd) == 0) {
+    }
+    comm_wait_close(c, &w);
 }
 
 static pcclResult_t validate(const pcclSharedState_t *s) {

@@ -25,21 +25,22 @@ int ss_device_check(const pcclTensorInfo_t *t) {
     if (t->device_type == pcclDeviceCuda) {
         if (pccl_cuda_available()) return 0;
         PLOG_ERROR("pccl", "shared-state tensor '%s' is a CUDA tensor but no CUDA device is usable", t->name);
-        return -1;
+        return -PERR_INVALID;
     }
 #else
     if (t->device_type == pcclDeviceCuda) {
         PLOG_ERROR("pccl", "shared-state tensor '%s' is a CUDA tensor but this pccl was built without CUDA", t->name);
-        return -1;
+        return -PERR_INVALID;
     }
 #endif
     PLOG_ERROR("pccl", "shared-state tensor '%s': unknown device type %d", t->name, (int)t->device_type);
-    return -1;
+    return -PERR_INVALID;
 }
 
 int ss_hash(const pcclTensorInfo_t *t, uint64_t *out) {
 #ifdef PCCL_HAS_CUDA
-    if (t->device_type == pcclDeviceCuda) return pccl_simplehash_cuda(t->data, ss_tensor_bytes(t), out);
+    if (t->device_type == pcclDeviceCuda)
+        return pccl_simplehash_cuda(t->data, ss_tensor_bytes(t), out) == 0 ? 0 : -PERR_FAILED;
 #endif
     *out = pccl_simplehash(t->data, ss_tensor_bytes(t));
     return 0;
@@ -51,7 +52,7 @@ static int staging_get(ss_staging_t *stg) {
     stg->buf = pccl_cuda_host_alloc(SS_CHUNK);
     stg->pinned = stg->buf != NULL;
     if (!stg->buf) stg->buf = malloc(SS_CHUNK); /* pageable is slower but works */
-    return stg->buf ? 0 : -1;
+    return stg->buf ? 0 : -PERR_NOMEM;
 }
 #endif
 
@@ -76,7 +77,7 @@ int ss_send_range(sec_link_t *link, int fd, const pcclTensorInfo_t *t, size_t of
     size_t left = len;
 #ifdef PCCL_HAS_CUDA
     int staged = t->device_type == pcclDeviceCuda;
-    if (staged && staging_get(stg) != 0) return -1;
+    if (staged && staging_get(stg) != 0) return -PERR_NOMEM;
 #else
     (void)stg;
 #endif
@@ -85,11 +86,12 @@ int ss_send_range(sec_link_t *link, int fd, const pcclTensorInfo_t *t, size_t of
         const void *src = p;
 #ifdef PCCL_HAS_CUDA
         if (staged) {
-            if (pccl_cuda_copy_d2h(stg->buf, p, n) != 0) return -1;
+            if (pccl_cuda_copy_d2h(stg->buf, p, n) != 0) return -PERR_FAILED;
             src = stg->buf;
         }
 #endif
-        if (link_send_all(link, fd, src, n) != 0) return -1;
+        int rc = link_send_all(link, fd, src, n);
+        if (rc != 0) return rc;
         if (tx) atomic_fetch_add(tx, n);
         p += n;
         left -= n;
@@ -101,7 +103,8 @@ int ss_recv_bytes(sec_link_t *link, int fd, void *buf, size_t n) {
     /* Bounded reads, so each one is covered by the timeout. */
     for (uint8_t *p = buf; n;) {
         size_t k = n < SS_CHUNK ? n : SS_CHUNK;
-        if (link_recv_all(link, fd, p, k) != 0) return -1;
+        int rc = link_recv_all(link, fd, p, k);
+        if (rc != 0) return rc;
         p += k;
         n -= k;
     }
@@ -112,7 +115,7 @@ int ss_land(const pcclTensorInfo_t *t, const void *src) {
     size_t n = ss_tensor_bytes(t);
     if (!n) return 0;
 #ifdef PCCL_HAS_CUDA
-    if (t->device_type == pcclDeviceCuda) return pccl_cuda_copy_h2d(t->data, src, n) == 0 ? 0 : -1;
+    if (t->device_type == pcclDeviceCuda) return pccl_cuda_copy_h2d(t->data, src, n) == 0 ? 0 : -PERR_FAILED;
 #endif
     memcpy(t->data, src, n);
     return 0;

@@ -35,11 +35,15 @@ typedef struct fetch_ctx {
     job_t *jobs;
     size_t njobs, cap;
     uint32_t next_range;
-    /* A leave ends the fetch at once: the waiting thread shuts every connection down (fd_mu keeps a
-     * worker's fd from closing under it); cancelled makes a connection dialled afterwards end too. */
+    /* A leave or destroy ends the fetch at once, a lost master does not: watch, one of the communicator's
+     * waits (under c->mu, with its own cv), wakes the waiting thread for both; on a leave or destroy that
+     * thread cancels w and shuts every connection down (fd_mu keeps a worker's fd from closing under it),
+     * on a lost master it watches again. w's eventfd ends a worker's dial; a connection dialled after w
+     * ended is shut down at once. */
     pthread_mutex_t fd_mu;
-    pthread_cond_t done_cv; /* a worker of the round finished */
-    int cancelled, finished;
+    pwait_t w;     /* the fetch's own wait (fd_mu, with an eventfd): ended only by a leave or destroy */
+    pwait_t watch; /* in c->waits; its cv also tells the waiting thread that a worker finished */
+    int finished;  /* workers of the round that finished (c->mu) */
 } fetch_ctx_t;
 
 typedef struct worker {
@@ -64,7 +68,7 @@ static int push_job(fetch_ctx_t *f, job_t j) {
     if (f->njobs == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 64;
         job_t *n = realloc(f->jobs, cap * sizeof *n);
-        if (!n) return -1;
+        if (!n) return -PERR_NOMEM;
         f->jobs = n;
         f->cap = cap;
     }
@@ -97,28 +101,30 @@ static uint8_t *build_request(const worker_t *w, size_t *len) {
 
 /* Sends the request on the source's connection and receives the answers; bytes count in job->got as
  * they arrive, so a transfer that breaks off leaves exactly what was delivered. *answered: a header
- * came back. 0 when every job is complete. */
+ * came back. @return 0 when every job is complete, link_*_all's code, or -PERR_REFUSED (the source
+ * cannot provide a range). */
 static int exchange(worker_t *w, const uint8_t *req, size_t rl, const char *ip, int *answered) {
     fetch_ctx_t *f = w->f;
     sec_link_t *link = f->link[w->src];
     int fd = f->fd[w->src];
-    if (link_send_all(link, fd, req, rl) != 0) return -1;
+    int rc = link_send_all(link, fd, req, rl);
+    if (rc != 0) return rc;
     for (size_t i = 0; i < w->nidx; i++) {
         job_t *j = &f->jobs[w->idx[i]];
         uint8_t hdr[9];
-        if (link_recv_all(link, fd, hdr, sizeof hdr) != 0) return -1;
+        if ((rc = link_recv_all(link, fd, hdr, sizeof hdr)) != 0) return rc;
         *answered = 1;
         uint64_t want = j->len - j->got;
         if (hdr[0] != 0 || wire_get_u64(hdr + 1) != want) {
             PLOG_WARN(f->c->log_name, "shared-state source %s cannot provide '%s' [%llu, +%llu)", ip,
                       f->tens[j->t]->name,
                       (unsigned long long)(j->off + j->got), (unsigned long long)want);
-            return -1;
+            return -PERR_REFUSED;
         }
         uint8_t *dst = w->buf + f->at[j->t] + j->off;
         while (j->got < j->len) {
             size_t k = j->len - j->got < SS_CHUNK ? (size_t)(j->len - j->got) : SS_CHUNK;
-            if (link_recv_all(link, fd, dst + j->got, k) != 0) return -1;
+            if ((rc = link_recv_all(link, fd, dst + j->got, k)) != 0) return rc;
             j->got += k;
         }
     }
@@ -139,10 +145,28 @@ static void close_conn(fetch_ctx_t *f, int s) {
 /* Ends every transfer of the fetch (a leave or a destroy): blocked receives return at once. */
 static void cancel_fetch(fetch_ctx_t *f) {
     pthread_mutex_lock(&f->fd_mu);
-    f->cancelled = 1;
+    pwait_cancel_locked(&f->w, -PERR_CANCELLED);
     for (int s = 0; s < WIRE_MAX_SS_SOURCES; s++)
         if (f->fd[s] >= 0) shutdown(f->fd[s], SHUT_RDWR);
     pthread_mutex_unlock(&f->fd_mu);
+}
+
+/* Opens w as one of c's waits, as comm_wait_open does, but on its own condition variable: the fetch's
+ * workers signal it as they finish, which must not wake the communicator's other waiters. */
+static int watch_open(pcclComm_t *c, pwait_t *w) {
+    if (pwait_init(w, &c->mu, NULL, 0) != 0) return -PERR_FAILED;
+    pthread_mutex_lock(&c->mu);
+    pwait_set_add_locked(&c->waits, w);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int ss_watch_again_locked(pcclComm_t *c, pwait_t *w) {
+    if (comm_cancelled(c)) return -PERR_CANCELLED;
+    pwait_set_remove_locked(w);
+    pwait_reset(w);
+    pwait_set_add_locked(&c->waits, w);
+    return 0;
 }
 
 /* Receives one source's jobs of this round over its connection, kept from stage to stage so that a
@@ -163,7 +187,7 @@ static void *worker_main(void *arg) {
         if (!kept) {
             p2p_intro_t me = {.kind = P2P_KIND_SHARED_STATE};
             memcpy(me.uuid, f->c->uuid, 16);
-            net_cancel_t cancel = {.fn = comm_cancel_fn, .arg = f->c};
+            net_cancel_t cancel = {.wait = &f->w};
             sec_link_t *link = NULL;
             int fd = p2p_dial(&src, &f->c->sec, &me, peer->uuid, f->c->connect_timeout_ms, &cancel, &link, err,
                               sizeof err);
@@ -174,7 +198,7 @@ static void *worker_main(void *arg) {
             pthread_mutex_lock(&f->fd_mu);
             f->fd[w->src] = fd;
             f->link[w->src] = link;
-            if (f->cancelled) shutdown(fd, SHUT_RDWR);
+            if (pwait_result(&f->w)) shutdown(fd, SHUT_RDWR);
             pthread_mutex_unlock(&f->fd_mu);
             net_set_timeouts(f->fd[w->src], f->c->timeout_ms);
         }
@@ -186,15 +210,16 @@ static void *worker_main(void *arg) {
         PLOG_WARN(f->c->log_name, "shared-state source %s broke off; its remaining ranges go to the other sources",
                   ip);
     free(req);
-    pthread_mutex_lock(&f->fd_mu);
+    pthread_mutex_lock(&f->c->mu);
     f->finished++;
-    pthread_cond_broadcast(&f->done_cv);
-    pthread_mutex_unlock(&f->fd_mu);
+    pthread_cond_broadcast(f->watch.cv);
+    pthread_mutex_unlock(&f->c->mu);
     return NULL;
 }
 
 /* Moves the unreceived bytes of every job of a dead source to the live holders of its tensor, split
- * evenly; what the dead source delivered stays. -1 when a tensor has no live holder left. */
+ * evenly; what the dead source delivered stays. @return 0, -PERR_FAILED when a tensor has no live holder
+ * left, or -PERR_NOMEM. */
 static int reassign(fetch_ctx_t *f) {
     size_t n0 = f->njobs;
     for (size_t i = 0; i < n0; i++) {
@@ -203,7 +228,7 @@ static int reassign(fetch_ctx_t *f) {
         uint32_t alive = f->plan->u.ss_plan.holders[j.t] & ~f->dead;
         if (!alive) {
             PLOG_ERROR(f->c->log_name, "no shared-state source left for '%s'", f->tens[j.t]->name);
-            return -1;
+            return -PERR_FAILED;
         }
         f->jobs[i].len = j.got;
         uint64_t from = j.off + j.got, left = j.len - j.got, piece = left / (uint64_t)__builtin_popcount(alive);
@@ -211,7 +236,8 @@ static int reassign(fetch_ctx_t *f) {
             if (!(alive >> s & 1)) continue;
             uint64_t len = (alive >> s) == 1 ? left : piece; /* the last holder takes the rest */
             if (!len) continue;
-            if (push_job(f, (job_t){.t = j.t, .src = (uint8_t)s, .off = from, .len = len}) != 0) return -1;
+            if (push_job(f, (job_t){.t = j.t, .src = (uint8_t)s, .off = from, .len = len}) != 0)
+                return -PERR_NOMEM;
             from += len;
             left -= len;
         }
@@ -219,22 +245,44 @@ static int reassign(fetch_ctx_t *f) {
     return 0;
 }
 
-/* Receives the fetch entries up to b (those after the previous stage's) into buf from every source at once. Each round either completes every
- * job or loses at least one source, so there are at most nsrc + 1 rounds. *rx: bytes received. */
+/* Sleeps until nw workers of the round finished. A leave or destroy (watch ends for good) ends the fetch's
+ * transfers; a lost master connection (watch ends for its epoch) does not: the fetch goes on and watches
+ * again. */
+static void wait_workers(fetch_ctx_t *f, int nw) {
+    pcclComm_t *c = f->c;
+    pthread_mutex_lock(&c->mu);
+    while (f->finished < nw) {
+        if (!pwait_result(&f->watch) || pwait_result(&f->w)) {
+            pwait_cond_sleep(f->watch.cv, &c->mu, 0);
+        } else if (ss_watch_again_locked(c, &f->watch) != 0) {
+            pthread_mutex_unlock(&c->mu);
+            cancel_fetch(f);
+            pthread_mutex_lock(&c->mu);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Receives the fetch entries up to b (those after the previous stage's) into buf from every source at once.
+ * Each round either completes every job or loses at least one source, so there are at most nsrc + 1 rounds.
+ * *rx: bytes received. @return 0, -PERR_CANCELLED (a leave or destroy), or reassign's code. */
 static int stage_transfer(fetch_ctx_t *f, uint32_t b, uint8_t *buf, uint64_t *rx) {
     const __typeof__(f->plan->u.ss_plan) *p = &f->plan->u.ss_plan;
     f->njobs = 0;
     for (; f->next_range < p->nranges && p->ranges[f->next_range].tensor < b; f->next_range++) {
         const wire_ss_range_t *r = &p->ranges[f->next_range];
-        if (push_job(f, (job_t){.t = r->tensor, .src = r->source, .off = r->offset, .len = r->length}) != 0) return -1;
+        if (push_job(f, (job_t){.t = r->tensor, .src = r->source, .off = r->offset, .len = r->length}) != 0)
+            return -PERR_NOMEM;
     }
-    int rc = -1;
+    int rc = -PERR_CANCELLED;
     size_t *idx = NULL;
     for (int round = 0; round <= p->nsrc && !comm_cancelled(f->c); round++) {
-        if (reassign(f) != 0) break;
+        if ((rc = reassign(f)) != 0) break;
+        rc = -PERR_NOMEM;
         free(idx);
         idx = malloc((f->njobs ? f->njobs : 1) * sizeof *idx);
         if (!idx) break;
+        rc = -PERR_FAILED; /* the last round left jobs undone */
         worker_t w[WIRE_MAX_SS_SOURCES];
         int nw = 0;
         f->finished = 0;
@@ -256,17 +304,7 @@ static int stage_transfer(fetch_ctx_t *f, uint32_t b, uint8_t *buf, uint64_t *rx
             rc = 0;
             break;
         }
-        /* Waits in slices so that a leave is noticed while the workers block on their sources. */
-        pthread_mutex_lock(&f->fd_mu);
-        while (f->finished < nw) {
-            if (comm_cancelled(f->c) && !f->cancelled) {
-                pthread_mutex_unlock(&f->fd_mu);
-                cancel_fetch(f);
-                pthread_mutex_lock(&f->fd_mu);
-            }
-            cond_wait_50ms(&f->done_cv, &f->fd_mu);
-        }
-        pthread_mutex_unlock(&f->fd_mu);
+        wait_workers(f, nw);
         for (int i = 0; i < nw; i++) {
             pthread_join(w[i].th, NULL);
             if (w[i].failed) f->dead |= 1u << w[i].src;
@@ -274,7 +312,7 @@ static int stage_transfer(fetch_ctx_t *f, uint32_t b, uint8_t *buf, uint64_t *rx
     }
     free(idx);
     for (size_t i = 0; i < f->njobs; i++) *rx += f->jobs[i].got;
-    return rc;
+    return rc != 0 && comm_cancelled(f->c) ? -PERR_CANCELLED : rc;
 }
 
 /* Hashes each staged tensor of [a, b) and lands it only if the hash is the announced one. */
@@ -299,7 +337,7 @@ static void *verify_main(void *arg) {
 }
 
 /* The plan must name a tensor of st for every entry, and its ranges must cover each entry in order,
- * from offset 0 to its size, without gap or overlap. */
+ * from offset 0 to its size, without gap or overlap. @return 0, or -PERR_PROTOCOL (logged). */
 static int check_plan(fetch_ctx_t *f, const pcclSharedState_t *st) {
     const __typeof__(f->plan->u.ss_plan) *p = &f->plan->u.ss_plan;
     for (uint32_t t = 0; t < p->n; t++) {
@@ -307,7 +345,7 @@ static int check_plan(fetch_ctx_t *f, const pcclSharedState_t *st) {
         if (!f->tens[t]) {
             PLOG_ERROR(f->c->log_name, "the shared-state plan names '%s', which this peer does not have",
                        p->fetch[t].key);
-            return -1;
+            return -PERR_PROTOCOL;
         }
         f->size[t] = ss_tensor_bytes(f->tens[t]);
     }
@@ -320,12 +358,12 @@ static int check_plan(fetch_ctx_t *f, const pcclSharedState_t *st) {
         }
         if (at != f->size[t]) {
             PLOG_ERROR(f->c->log_name, "the shared-state plan's ranges do not cover '%s' exactly", p->fetch[t].key);
-            return -1;
+            return -PERR_PROTOCOL;
         }
     }
     if (r != p->nranges) {
         PLOG_ERROR(f->c->log_name, "the shared-state plan's ranges are out of order");
-        return -1;
+        return -PERR_PROTOCOL;
     }
     return 0;
 }
@@ -335,13 +373,21 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
     fetch_ctx_t f = {.c = c, .plan = plan};
     for (int i = 0; i < WIRE_MAX_SS_SOURCES; i++) f.fd[i] = -1;
     pthread_mutex_init(&f.fd_mu, NULL);
-    pthread_cond_init(&f.done_cv, NULL);
+    if (pwait_init(&f.w, &f.fd_mu, NULL, 1) != 0) {
+        pthread_mutex_destroy(&f.fd_mu);
+        return -PERR_FAILED;
+    }
+    if (watch_open(c, &f.watch) != 0) {
+        pwait_destroy(&f.w);
+        pthread_mutex_destroy(&f.fd_mu);
+        return -PERR_FAILED;
+    }
     f.tens = calloc(p->n, sizeof *f.tens);
     f.size = calloc(p->n, sizeof *f.size);
     f.at = calloc(p->n, sizeof *f.at);
     uint8_t *buf[2] = {NULL, NULL};
-    int rc = -1;
-    if (!f.tens || !f.size || !f.at || check_plan(&f, st) != 0) goto out;
+    int rc = -PERR_NOMEM;
+    if (!f.tens || !f.size || !f.at || (rc = check_plan(&f, st)) != 0) goto out;
     uint64_t total = 0, largest = 0;
     for (uint32_t t = 0; t < p->n; t++) {
         total += f.size[t];
@@ -359,10 +405,12 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
     for (int i = 0; i < nbuf; i++)
         if (!(buf[i] = malloc(cap))) {
             PLOG_ERROR(c->log_name, "cannot allocate %zu bytes to receive shared state into", cap);
+            rc = -PERR_NOMEM;
             goto out;
         }
     verifier_t v = {.f = &f};
     int vrun = 0, failed = 0;
+    rc = 0;
     for (uint32_t a = 0, s = 0; a < p->n && !failed; s++) {
         uint32_t b = a;
         uint64_t used = 0;
@@ -376,7 +424,7 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
             vrun = 0;
             failed |= v.failed;
         }
-        if (!failed && stage_transfer(&f, b, into, rx) != 0) failed = 1;
+        if (!failed && (rc = stage_transfer(&f, b, into, rx)) != 0) failed = 1;
         if (vrun) {
             pthread_join(v.th, NULL);
             vrun = 0;
@@ -393,11 +441,12 @@ int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint6
         pthread_join(v.th, NULL);
         failed |= v.failed;
     }
-    rc = failed ? -1 : 0;
+    if (failed && rc == 0) rc = -PERR_FAILED; /* a tensor that did not verify or land (logged) */
 out:
     for (int i = 0; i < WIRE_MAX_SS_SOURCES; i++) close_conn(&f, i);
+    comm_wait_close(c, &f.watch);
+    pwait_destroy(&f.w);
     pthread_mutex_destroy(&f.fd_mu);
-    pthread_cond_destroy(&f.done_cv);
     free(buf[0]);
     free(buf[1]);
     free(f.jobs);

@@ -26,8 +26,16 @@
 /* Smallest stage: a fetch below it is one stage, one connection per source. */
 #define SS_STAGE_MIN ((uint64_t)16 << 20)
 
-/* Fetches plan's tensors into st; *rx counts the payload bytes received. 0 on success; -1 leaves every
- * tensor not yet verified exactly as it was (the verified ones hold the elected content). */
+/* Fetches plan's tensors into st; *rx counts the payload bytes received. A leave or destroy of c ends it, a
+ * lost master does not. @return 0; on failure every tensor not yet verified is exactly as it was (the verified
+ * ones hold the elected content): -PERR_CANCELLED (a leave or destroy), -PERR_PROTOCOL (a plan this peer
+ * cannot follow), -PERR_NOMEM, or -PERR_FAILED (no source left for a tensor, or a tensor that did not verify
+ * or land; logged). */
 int ss_fetch(pcclComm_t *c, pcclSharedState_t *st, const wire_msg_t *plan, uint64_t *rx);
+
+/* Shared state outlives a master outage: a fetch, and the serving of one, end on a leave or destroy only.
+ * Their wait w is one of c's waits, which a lost master connection ends too; this opens w again (caller
+ * holds c->mu). @return 0, or -PERR_CANCELLED when c's waits ended for good (w stays ended). */
+int ss_watch_again_locked(pcclComm_t *c, pwait_t *w);
 
 #endif
