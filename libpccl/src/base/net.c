@@ -101,7 +101,7 @@ int net_listen_any(uint16_t port, uint16_t *port_out) {
 int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel) {
     const pwait_t *w = cancel ? cancel->wait : NULL;
     for (;;) {
-        if (cancel && ((w && pwait_result(w)) || (cancel->fn && cancel->fn(cancel->arg)))) {
+        if (w && pwait_result(w)) {
             errno = ECANCELED;
             return -PERR_CANCELLED;
         }
@@ -111,9 +111,7 @@ int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_
             return -PERR_TIMEOUT;
         }
         uint64_t left = deadline_ms - now;
-        /* Slices only when someone may cancel: a plain wait is one poll. */
-        int step = cancel && cancel->fn && left > NET_CANCEL_POLL_MS ? NET_CANCEL_POLL_MS
-                                                                     : (int)(left > INT32_MAX ? INT32_MAX : left);
+        int step = (int)(left > INT32_MAX ? INT32_MAX : left);
         struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = w ? w->fd : -1, .events = POLLIN}};
         int n = poll(p, 2, step);
         if (n > 0 && p[0].revents) return 0;

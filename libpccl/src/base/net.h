@@ -22,14 +22,11 @@ int net_listen_any(uint16_t port, uint16_t *port_out);
 /* Connects with a timeout. @return a blocking fd with TCP_NODELAY; -PERR_TIMEOUT; -PERR_IO (errno set: refused,
  * unreachable, ...). */
 int net_connect(const ccoip_socket_address_t *to, int timeout_ms);
-/* What ends a wait early with ECANCELED: wait (wait.h), whose eventfd joins the poll (no slices), or
- * else fn, asked every NET_CANCEL_POLL_MS while the wait lasts (nonzero: cancelled). */
+/* What ends a wait early with ECANCELED: wait (wait.h), whose eventfd joins the poll, so a cancel ends the
+ * wait at once and a wait costs no timer slices. */
 typedef struct net_cancel {
-    int (*fn)(void *arg);
-    void *arg;
     const struct pwait *wait;
 } net_cancel_t;
-#define NET_CANCEL_POLL_MS 20
 /* net_connect that also ends when cancel (may be NULL) says so (-PERR_CANCELLED). */
 int net_connect_cancellable(const ccoip_socket_address_t *to, int timeout_ms, const net_cancel_t *cancel);
 /* Waits until fd has events (poll(2) flags) or deadline_ms (net_now_ms clock) passes or cancel

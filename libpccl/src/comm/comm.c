@@ -95,17 +95,6 @@ void comm_stop(pcclComm_t *c, atomic_int *flag) {
     pthread_mutex_unlock(&c->mu);
 }
 
-void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
 void comm_close_master_locked(pcclComm_t *c) {
     if (c->master_fd >= 0) close(c->master_fd);
     c->master_fd = -1;
@@ -144,8 +133,6 @@ int comm_transition(pcclComm_t *c, unsigned from, peer_state_t to) {
 }
 
 int comm_cancelled(const pcclComm_t *c) { return pwait_set_sticky(&c->waits) != 0; }
-
-int comm_cancel_fn(void *arg) { return comm_cancelled(arg); }
 
 void comm_note_shutdown(pcclComm_t *c, const char *reason) {
     atomic_fetch_or(&c->departed, DEPARTED_SHUT_DOWN);

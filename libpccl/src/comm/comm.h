@@ -227,8 +227,6 @@ int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to);
 
 /* Whether the communicator's waits must end: pcclExtLeave was called, or it is being destroyed. */
 int comm_cancelled(const pcclComm_t *c);
-/* net_cancel_t callback of comm_cancelled (arg: the communicator). */
-int comm_cancel_fn(void *arg);
 /* SHUTDOWN arrived: the run is over (logged with the master's reason). */
 void comm_note_shutdown(pcclComm_t *c, const char *reason);
 /* What a call returns when the run ended for this peer: pcclExtRunShutDown after SHUTDOWN, else
@@ -263,9 +261,6 @@ void comm_wait_close(pcclComm_t *c, pwait_t *w);
 /* A leave (flag &c->stopping): sets flag and ends every wait in waits for good; operations go on (destroy,
  * which ends them too, is comm_cancel_all). */
 void comm_stop(pcclComm_t *c, atomic_int *flag);
-/* Waits on cv (caller holds mu) until signalled or 50 ms passed: one slice of a bounded wait (ss_fetch's
- * workers, whose fetch a lost master must not end, so they are not among the communicator's waits). */
-void cond_wait_50ms(pthread_cond_t *cv, pthread_mutex_t *mu);
 /* Closes the master connection and frees its link (caller holds send_mu). */
 void comm_close_master_locked(pcclComm_t *c);
 /* Sends one control message in epoch; -PERR_RESTARTED (dropped) if the master changed since. */
