@@ -103,6 +103,39 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, v
                            pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
                            uint8_t *wire, uint32_t rank, uint32_t world_size, uint64_t op_seq);
 
+/*
+ * The collectives beyond the all-reduce (ring_coll.c; pccl_coll.h says what each computes). Each runs over
+ * nstripes connection pairs (ios[0..nstripes-1], as ring_allreduce_striped; 1: the calling thread only) and
+ * returns 0 or -PERR_<NAME> (the first failure's reason in ios[0].err; tx_bytes/rx_bytes of ios[0] are the sums).
+ * pos is this member's ring position, rank_of[p] the rank of ring position p (a permutation of 0..world_size-1;
+ * NULL: the identity). op_seq is exchanged first on every stream, as the all-reduce does. On failure the output
+ * is undefined: the caller restores it (io->backup is not used here).
+ */
+
+/* All-gather of variable counts: counts[r] elements (of esz bytes) from rank r; buf receives every block packed
+ * in rank order (block r at the sum of counts[0..r-1]). src holds this member's block (may be its place in buf:
+ * then nothing is copied). Ring all-gather (Patarasuk & Yuan 2009): block of ring position pos - k travels at step
+ * k, forwarded as its bytes arrive. */
+int ring_allgather(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, const uint64_t *counts, size_t esz,
+                   const uint32_t *rank_of, uint32_t pos, uint32_t world_size, uint64_t op_seq);
+
+/* Reduce-scatter of count elements of dt with op: src (count elements, never written) is this member's input;
+ * out receives the block of rank rank_of[pos] (pccl_coll.h's split: block r at r*(count/W) + min(r, count%W), of
+ * count/W + (r < count%W) elements), each element reduced in ring order from that block's first sender (one fixed
+ * order, as the all-reduce's reduce-scatter). out may be that block's place in src. pcclAvg divides by
+ * world_size at the end. Quantized when algo != pcclQuantNone (pccl_quant.h blocks of qdt on the wire, reduced in
+ * dt at each hop; wire holds ring_quant_wire_bytes(count, qdt, world_size) bytes, else NULL). */
+int ring_reduce_scatter(ring_io_t *ios, uint32_t nstripes, const void *src, void *out, size_t count,
+                        pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
+                        uint8_t *wire, const uint32_t *rank_of, uint32_t pos, uint32_t world_size, uint64_t op_seq);
+
+/* Broadcast of bytes bytes, pipelined along the ring (a chain): holds[p] is 1 for the ring positions that hold
+ * the data already (the root, and with shared sources every member equal to it). Each holder streams to the
+ * members after it up to the next holder; a member that does not hold forwards every byte as it arrives. A
+ * holder reads src (copied to buf when src != buf); the others write buf. */
+int ring_broadcast(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t bytes,
+                   const uint8_t *holds, uint32_t pos, uint32_t world_size, uint64_t op_seq);
+
 /* Shared by both rings. The send side of a ring stream: the 16-byte header, then element k
  * (chunk payloads in stream order) from byte off. */
 #define RING_HDR 16
