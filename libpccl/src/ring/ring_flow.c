@@ -57,6 +57,11 @@ ssize_t ring_recv_header(ring_io_t *io, uint8_t *hdr, size_t *done, uint32_t mag
     return ring_recv_outcome(io, n);
 }
 
+size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len) {
+    size_t got = k == 0 ? len : ring_flow_got(f, k - 1);
+    return got < len ? got : len;
+}
+
 /* The header, or bytes of the current receive element. @return > 0 bytes, 0 none ready, or -PERR_<NAME>. */
 static ssize_t flow_recv(ring_flow_t *f) {
     ring_io_t *io = f->io;

@@ -91,6 +91,9 @@ int ring_flow_run(ring_flow_t *f);
 static inline size_t ring_flow_got(const ring_flow_t *f, uint32_t j) {
     return f->rk > j ? SIZE_MAX : f->rk == j ? f->rdone : 0;
 }
+/* send_ready of a ring that forwards: element 0 is the member's own input (all ready), element k > 0 goes out
+ * as far as receive element k - 1 has been processed. */
+size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len);
 /* 0 if every rank_of entry names a rank below world (NULL: the identity); else -PERR_INVALID with io->err. */
 int ring_check_ranks(ring_io_t *io, const uint32_t *rank_of, uint32_t world);
 static inline uint32_t ring_rank_at(const uint32_t *rank_of, uint32_t p) { return rank_of ? rank_of[p] : p; }
