@@ -1,6 +1,5 @@
 /* ring.c - see ring.h. */
 #include "ring/ring.h"
-#include "ring/ring_flow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -358,7 +357,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
          * a ring hop that keeps flowing costs no wake-ups. The abort flag is checked on every
          * round without I/O; the eventfd wakes the poll. */
         int can_send, can_recv;
-        if ((rc = ring_round(io, want_send, !recv_done, &try_io, last_progress, &can_send, &can_recv)) != 0) break;
+        if ((rc = ring_round(io, want_send, !recv_done, 0, &try_io, last_progress, &can_send, &can_recv)) != 0) break;
         if (can_send) {
             /* Element 0 is this peer's own input; every later one was reduced or received into buf. */
             const uint8_t *from = tx.k == 0 ? r.src : r.buf;

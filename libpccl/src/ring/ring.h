@@ -1,5 +1,6 @@
 /*
- * ring.h - the pipelined ring all-reduce over one pair of sockets (internal).
+ * ring.h - the pipelined ring all-reduce over one pair of sockets, and the ring all-gather, reduce-scatter and
+ * broadcast over the same connections (internal).
  *
  * Algorithm: reduce-scatter then all-gather over world_size chunks
  * (Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
@@ -173,5 +174,21 @@ ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *ready);
 /* 0 if the predecessor's stream header matches; else -PERR_PROTOCOL with io->err set. */
 int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world_size, uint64_t op_seq);
+
+/* One round of a ring loop's waiting: fails on the abort flag; when the last round moved nothing (*try_io 0)
+ * sleeps in poll for the sockets (POLLOUT when want_send, POLLIN when want_recv) and the abort fd, else tries
+ * the sockets at once. watch_tx: a hang-up of the TX connection (the successor closed it) fails the round.
+ * @return 0 with *can_send / *can_recv (both 0: loop again), or -PERR_<NAME>. */
+int ring_round(ring_io_t *io, int want_send, int want_recv, int watch_tx, int *try_io, uint64_t last_progress,
+               int *can_send, int *can_recv);
+
+/* Receives more of a stream's header (hdr, *done bytes of it so far) and checks it once complete.
+ * @return as ring_recv_outcome, or -PERR_PROTOCOL when the header is another operation's. */
+ssize_t ring_recv_header(ring_io_t *io, uint8_t *hdr, size_t *done, uint32_t magic, uint32_t world,
+                         uint64_t op_seq);
+
+/* Runs fn(arg) with SIGPIPE blocked in this thread and consumes a SIGPIPE it raised (splice() into a closed
+ * socket raises it; a library must not change the process's handler). */
+int ring_no_sigpipe(int (*fn)(void *), void *arg);
 
 #endif

@@ -17,19 +17,23 @@
 
 #include "base/base.h"
 
-int ring_round(ring_io_t *io, int want_send, int want_recv, int *try_io, uint64_t last_progress, int *can_send,
-               int *can_recv) {
+int ring_round(ring_io_t *io, int want_send, int want_recv, int watch_tx, int *try_io, uint64_t last_progress,
+               int *can_send, int *can_recv) {
     *can_send = *can_recv = 0;
     if (io->abort_flag && atomic_load(io->abort_flag)) {
         snprintf(io->err, sizeof io->err, "aborted");
         return -PERR_CANCELLED;
     }
-    struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
+    struct pollfd p[3] = {{.fd = io->tx_fd, .events = (short)((want_send ? POLLOUT : 0) | (watch_tx ? POLLRDHUP : 0))},
                           {.fd = io->rx_fd, .events = want_recv ? POLLIN : 0},
                           {.fd = io->abort_fd, .events = POLLIN}};
     if (!*try_io) {
         int ready, rc = ring_wait(io, p, last_progress, &ready);
         if (rc != 0 || !ready) return rc;
+        if (watch_tx && (p[0].revents & (POLLHUP | POLLRDHUP))) {
+            snprintf(io->err, sizeof io->err, "successor closed the connection");
+            return -PERR_IO;
+        }
     } else {
         p[0].revents = want_send ? POLLOUT : 0;
         p[1].revents = want_recv ? POLLIN : 0;
@@ -111,7 +115,10 @@ static int flow_loop(void *arg) {
         int want_send = tx->hdr_done < RING_HDR || tx->piped || (!all_given && ready > tx->off) ||
                         !ring_tx_flushed(io);
         int can_send, can_recv;
-        if ((rc = ring_round(io, want_send, !recv_done, &try_io, last_progress, &can_send, &can_recv)) != 0) break;
+        /* The successor closing while this stream still owes it bytes (or its header) fails at once. */
+        int send_open = !(all_given && !tx->piped && ring_tx_flushed(io));
+        rc = ring_round(io, want_send, !recv_done, send_open, &try_io, last_progress, &can_send, &can_recv);
+        if (rc != 0) break;
         if (can_send) {
             ssize_t w = ring_send_step(io, tx, elem, ready, slen);
             if (w < 0) {

@@ -37,21 +37,6 @@ static inline uint32_t ring_back(uint32_t p, uint32_t d, uint32_t n) {
     return (uint32_t)(((int64_t)p - (int64_t)d + 2 * (int64_t)n) % n);
 }
 
-/* One round of a ring loop's waiting: fails on the abort flag; when the last round moved nothing (*try_io 0)
- * sleeps in poll for the sockets (POLLOUT when want_send, POLLIN when want_recv) and the abort fd, else tries
- * the sockets at once. @return 0 with *can_send / *can_recv (both 0: loop again), or -PERR_<NAME>. */
-int ring_round(ring_io_t *io, int want_send, int want_recv, int *try_io, uint64_t last_progress, int *can_send,
-               int *can_recv);
-
-/* Receives more of a stream's header (hdr, *done bytes of it so far) and checks it once complete.
- * @return as ring_recv_outcome, or -PERR_PROTOCOL when the header is another operation's. */
-ssize_t ring_recv_header(ring_io_t *io, uint8_t *hdr, size_t *done, uint32_t magic, uint32_t world,
-                         uint64_t op_seq);
-
-/* Runs fn(arg) with SIGPIPE blocked in this thread and consumes a SIGPIPE it raised (splice() into a closed
- * socket raises it; a library must not change the process's handler). */
-int ring_no_sigpipe(int (*fn)(void *), void *arg);
-
 /* Runs fn(&ios[s], arg) for every stripe s (stripe 0 on the calling thread, the others on threads of their own;
  * ios[s].stripe/nstripes set here). A failing stripe shuts every stripe's sockets down so that the siblings and
  * the neighbours fail at once. rcs (n entries, may be NULL) receives each stripe's result. @return the first

@@ -170,7 +170,7 @@ int ring_allreduce_quant(ring_io_t *io, void *vbuf, size_t count, pcclDataType_t
         }
         int want_send = tx.hdr_done < RING_HDR || (!all_given && ready > tx.off) || !ring_tx_flushed(io);
 
-        int can_send, can_recv, rc = ring_round(io, want_send, !recv_done, &try_io, last_progress, &can_send,
+        int can_send, can_recv, rc = ring_round(io, want_send, !recv_done, 0, &try_io, last_progress, &can_send,
                                                 &can_recv);
         if (rc != 0) return rc;
         if (can_send) {
