@@ -14,7 +14,7 @@
 static uint8_t byte_of(uint32_t rank, size_t j) { return (uint8_t)(rank * 131u + j * 7u + 3u + (j >> 8)); }
 
 /* All-gather of counts[r] elements of esz bytes per rank, K stripes; in_place 1: src is the first counts[me]
- * elements of buf, 2: src is the block's own place in buf, 0: a separate buffer. Every member's buf must be the
+ * elements of buf (3: the same, passed as NULL), 2: src is the block's own place in buf, 0: a separate buffer. Every member's buf must be the
  * blocks in rank order. */
 static void allgather_case(uint32_t W, uint32_t K, const uint64_t *counts, size_t esz, int in_place, int permuted) {
     net_t n;
@@ -35,9 +35,11 @@ static void allgather_case(uint32_t W, uint32_t K, const uint64_t *counts, size_
         m[p].esz = esz;
         bufs[p] = malloc(total * esz + 1);
         memset(bufs[p], 0xEE, total * esz + 1);
-        uint8_t *src = in_place == 1 ? bufs[p] : in_place == 2 ? bufs[p] + at[r] * esz : (srcs[p] = malloc(counts[r] * esz + 1));
+        uint8_t *src = in_place == 1 || in_place == 3 ? bufs[p]
+                       : in_place == 2                ? bufs[p] + at[r] * esz
+                                                      : (srcs[p] = malloc(counts[r] * esz + 1));
         for (size_t j = 0; j < counts[r] * esz; j++) src[j] = byte_of(r, j);
-        m[p].src = src;
+        m[p].src = in_place == 3 ? NULL : src;
         m[p].buf = bufs[p];
     }
     run_members(m, W);
@@ -72,7 +74,7 @@ static void test_allgather_every_dtype(void) {
 static void test_allgather_v(void) {
     for (uint32_t W = 2; W <= MAXW; W++)
         for (uint32_t K = 1; K <= MAXK; K++)
-            for (int in_place = 0; in_place <= 2; in_place++) {
+            for (int in_place = 0; in_place <= 3; in_place++) {
                 uint64_t counts[MAXW];
                 for (uint32_t r = 0; r < W; r++) counts[r] = (r + W) % 3 == 0 ? 0 : 20000 + 37 * r;
                 allgather_case(W, K, counts, 4, in_place, 1);

@@ -116,8 +116,8 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, v
 
 /* All-gather of variable counts: counts[r] elements (of esz bytes) from rank r; buf receives every block packed
  * in rank order (block r at the sum of counts[0..r-1]). src holds this member's block (may be its place in buf:
- * then nothing is copied; src elsewhere inside buf, as the in-place first count elements, is moved to its place
- * first). Ring all-gather (Patarasuk & Yuan 2009): block of ring position pos - k travels at step
+ * then nothing is copied; src elsewhere inside buf, as the in-place first count elements, or NULL for those, is
+ * moved to its place first). Ring all-gather (Patarasuk & Yuan 2009): block of ring position pos - k travels at step
  * k, forwarded as its bytes arrive. */
 int ring_allgather(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, const uint64_t *counts, size_t esz,
                    const uint32_t *rank_of, uint32_t pos, uint32_t world_size, uint64_t op_seq);

@@ -117,7 +117,9 @@ static int flow_loop(void *arg) {
         int can_send, can_recv;
         /* The successor closing while this stream still owes it bytes (or its header) fails at once. */
         int send_open = !(all_given && !tx->piped && ring_tx_flushed(io));
-        rc = ring_round(io, want_send, !recv_done, send_open, &try_io, last_progress, &can_send, &can_recv);
+        /* A receive with no room (its memory still being sent) waits for the send, not for the socket. */
+        int want_recv = !recv_done && (f->rhdr_done < RING_HDR || !f->recv_room || f->recv_room(f, f->rk) > 0);
+        rc = ring_round(io, want_send, want_recv, send_open, &try_io, last_progress, &can_send, &can_recv);
         if (rc != 0) break;
         if (can_send) {
             ssize_t w = ring_send_step(io, tx, elem, ready, slen);

@@ -98,6 +98,7 @@ int ring_allgather(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf
     }
     uint64_t total = 0;
     for (uint32_t r = 0; r < world; r++) at[r] = total, total += counts[r];
+    if (!src) src = buf; /* in place: the first counts[me] elements of buf */
     uint32_t me = ring_rank_at(rank_of, pos);
     uint8_t *own = (uint8_t *)buf + at[me] * esz;
     size_t own_bytes = counts[me] * esz;
