@@ -215,6 +215,8 @@ static void test_reduce_scatter_striped(void) {
                 free_outs(striped, W);
             }
             free_outs(one, W);
+            reduce_scatter_case(W, MAXK, W + 1, pcclFloat, pcclSum, pcclQuantNone, in_place, 0, one); /* tiny */
+            free_outs(one, W);
         }
 }
 
@@ -246,6 +248,8 @@ static void test_reduce_scatter_quantized(void) {
                 for (uint32_t p = 0; p < W; p++) CHECK(memcmp(one[p], striped[p], count / W * 4) == 0);
                 free_outs(striped, W);
             }
+            free_outs(one, W);
+            reduce_scatter_case(W, MAXK, W - 1, pcclFloat, pcclAvg, pcclQuantMinMax, in_place, tol, one); /* tiny */
             free_outs(one, W);
         }
 }
