@@ -36,9 +36,9 @@ def hello(group=0, port=40001, adv=NO_IP, name=b'worker-1'):
     return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1) + adv + ident(name) + SIG
 def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
     tensor(b'state%d' % i, 1024, h + i) for i in range(n))
-def coll_init(tag, count=1024, kind=0, flags=0, capacity=0):
-    return (u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT) + u8(kind) + u8(flags) + u64(0) +
-            u64(capacity) + u32(0) + u64(0))
+def coll_init(tag, count=1024, kind=0, flags=0, capacity=0, key=0, max_world=0, h=0):
+    return (u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT) + u8(kind) + u8(flags) + u64(key) +
+            u64(capacity) + u32(max_world) + u64(h))
 def resume(i, rev, ring, port=40001): return (u16(13) + u32(MAGIC) + u16(VERSION) + u32(0) + u16(port + i) + u32(1) +
                                               NO_IP + ident() + bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
                                               b''.join(bytes([r] * 16) for r in ring) + u32(1) +
@@ -138,6 +138,21 @@ write('fuzz_master_sm', 'identity_takeover', two + accept + connect(2) + vhello(
 write('fuzz_master_sm', 'leave', three + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) +
       all_((0, 1, 2), coll_init(1)) + pkt(2, u16(14)) + all_((0, 1, 2), coll_done(1, 1)) + all_((0, 1), coll_init(2)) +
       pkt(1, u16(14)) + pkt(0, coll_done(2, 2)))
+# the kinds of collectives (pccl_coll.h): a shared-sources broadcast, a ranked all-gather of variable counts, a
+# barrier; then what the master rejects: two roots, duplicate rank keys, an output too small, an unknown kind
+# (the first peer bootstraps the run alone: its ring wired, it is accepted and votes the others in)
+acc3 = (connect(0) + vhello(0) + pkt(0, u16(3) + u8(1)) + connect(1) + vhello(1) + connect(2) + vhello(2) +
+        pkt(0, u16(2)) + all_((0, 1, 2), u16(3) + u8(1)))
+write('fuzz_master_sm', 'coll_kinds', acc3 +
+      pkt(0, coll_init(1, 64, 1, 1 | 4, 64, h=9)) + pkt(1, coll_init(1, 64, 1, 4, 64, h=9)) +
+      pkt(2, coll_init(1, 64, 1, 0, 64)) + all_((0, 1, 2), coll_done(1, 1)) +
+      b''.join(pkt(c, coll_init(2, c + 1, 3, 2, 6, key=10 - c, max_world=3)) for c in (0, 1, 2)) +
+      all_((0, 1, 2), coll_done(2, 2)) + all_((0, 1, 2), coll_init(3, 0, 5)))
+write('fuzz_master_sm', 'coll_kinds_rejected', acc3 +
+      all_((0, 1), coll_init(1, 8, 1, 1, 8)) + pkt(2, coll_init(1, 8, 1, 0, 8)) +
+      all_((0, 1, 2), coll_init(2, 4, 2, 2, 12, key=5)) +
+      all_((0, 1), coll_init(3, 4, 2, 0, 12)) + pkt(2, coll_init(3, 4, 2, 0, 8)) +
+      all_((0, 1), coll_init(4, 4, 9)) + pkt(2, coll_init(4, 4, 4, 0, 2)))
 write('fuzz_master_sm', 'bad_packet', two + accept + pkt(0, u16(101) + bytes(16)) + pkt(1, b'\x00'))
 
 
