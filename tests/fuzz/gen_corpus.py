@@ -110,19 +110,22 @@ def pkt(c, body): return u8(0x70 | c) + u16(len(body)) + body
 def all_(cs, body): return b''.join(pkt(c, body) for c in cs)
 
 
-two = connect(0) + vhello(0) + connect(1) + vhello(1)
+# The first peer bootstraps the run alone (its empty ring reported wired); the accepted members vote the
+# newcomers in (a newcomer never votes) and every one of them reports its wiring.
+two = connect(0) + vhello(0) + pkt(0, u16(3) + u8(1)) + connect(1) + vhello(1)
 three = two + connect(2) + vhello(2)
-accept = all_((0, 1), u16(2)) + all_((0, 1), u16(3) + u8(1))
+accept = pkt(0, u16(2)) + all_((0, 1), u16(3) + u8(1))
+accept3 = pkt(0, u16(2)) + all_((0, 1, 2), u16(3) + u8(1))
 write('fuzz_master_sm', 'handshake', connect(0) + pkt(0, hello()) + connect(1) + pkt(1, hello(port=40002)))
 write('fuzz_master_sm', 'accept_two', two + accept)
 write('fuzz_master_sm', 'sync_two', two + accept + all_((0, 1), sync(0)) + all_((0, 1), u16(6) + u8(1)))
 write('fuzz_master_sm', 'sync_conflict', two + accept + pkt(0, sync(4, 1, 1)) + pkt(1, sync(4, 1, 2)) +
       all_((0, 1), u16(6) + u8(1)))
 write('fuzz_master_sm', 'collective', two + accept + all_((0, 1), coll_init(0)) + all_((0, 1), coll_done(0, 1)))
-write('fuzz_master_sm', 'collective_kill', three + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) +
+write('fuzz_master_sm', 'collective_kill', three + accept3 +
       all_((0, 1, 2), coll_init(1)) + pkt(0, coll_done(1, 1)) + disconnect(2) + all_((0, 1), coll_init(1)))
 write('fuzz_master_sm', 'join_late', two + accept + connect(3) + vhello(3) + all_((0, 1), u16(4)) +
-      all_((0, 1, 3), u16(2)) + all_((0, 1, 3), u16(3) + u8(1)))
+      all_((0, 1), u16(2)) + all_((0, 1, 3), u16(3) + u8(1)))
 write('fuzz_master_sm', 'optimize', two + accept + all_((0, 1), u16(9)) + all_((0, 1), u16(3) + u8(1)))
 write('fuzz_master_sm', 'groups', connect(0) + vhello(0, 0) + connect(1) + vhello(1, 1) + connect(2) +
       vhello(2, 1) + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) + all_((1, 2), sync(2)) +
@@ -135,7 +138,7 @@ write('fuzz_master_sm', 'resume_unsigned', connect(0) + pkt(0, resume(0, 5, (0, 
 # identity 0 comes back on another connection (its stale one is replaced); a replayed signature is refused
 write('fuzz_master_sm', 'identity_takeover', two + accept + connect(2) + vhello(2, who=0) + connect(3) +
       vresume(3, 2) + connect(4) + vhello(4, who=0x81) + all_((1, 2), u16(2)))
-write('fuzz_master_sm', 'leave', three + all_((0, 1, 2), u16(2)) + all_((0, 1, 2), u16(3) + u8(1)) +
+write('fuzz_master_sm', 'leave', three + accept3 +
       all_((0, 1, 2), coll_init(1)) + pkt(2, u16(14)) + all_((0, 1, 2), coll_done(1, 1)) + all_((0, 1), coll_init(2)) +
       pkt(1, u16(14)) + pkt(0, coll_done(2, 2)))
 # the kinds of collectives (pccl_coll.h): a shared-sources broadcast, a ranked all-gather of variable counts, a
