@@ -51,7 +51,8 @@ class Session:
 
     comm: a Communicator that connect() just returned (this peer's first topology update is then skipped: the
     run accepted it inside the other peers' update), or an address 'HOST:PORT' to create and connect one.
-    min_world: peers needed before a step (the library's all-reduce needs 2; with 1 a peer trains alone).
+    min_world: peers to wait for before this peer's first step; later steps go on with any 2 (the library's
+    all-reduce needs 2), or alone when min_world is 1.
     timeout_s: deadline of one begin() (waiting for peers included); max_failures: retryable failures in a row
     before the last one is raised.
     """
@@ -119,6 +120,7 @@ class Session:
             self.stats.world_size = world
             if self.stats.first_revision is None:
                 self.stats.first_revision = self.state.revision
+                self.min_world = min(self.min_world, 2)
             if on_synced is not None:
                 on_synced(rx)
             return rx

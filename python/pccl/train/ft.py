@@ -22,7 +22,8 @@ class FaultTolerantManager:
     comm: a just-connected pccl.Communicator or the master's address ('HOST:PORT'). model: a torch.nn.Module whose
     state_dict() (parameters and buffers) is shared. optimizer: a torch.optim.Optimizer over (some of) the model's
     parameters; its state_dict() (state and param_groups' hyperparameters) is shared too.
-    min_world (default 2): peers needed before a step; with 1 a lone peer steps on its own gradients.
+    min_world (default 2): peers to wait for before the first step; later steps go on with any 2 (with 1, a lone
+    peer steps on its own gradients).
     timeout_s, max_failures: see Session. layout_capacity: bytes of the optimizer layout description (equal on
     every peer; the default depends on the parameter count only).
 

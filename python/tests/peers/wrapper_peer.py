@@ -9,7 +9,9 @@ or `steps` (exit 0), or after 90 s (exit 1); the last line has "final": true and
 Options: optim=sgd|adam (ft), steps=N, inner=H, fragments=K, overlap=T, alpha=A, quant=0|1, realloc=REV (ft, rank 0:
 after reaching REV, replace the first Adam moment with a new tensor of other content once), sleep=S (per step).
 """
+import faulthandler
 import hashlib
+import signal
 import sys
 import time
 
@@ -45,6 +47,7 @@ def optim_tensors(opt):
 
 
 def main(kind, master, rank, out, stopfile, min_world, opts):
+    faulthandler.register(signal.SIGUSR1)  # a hung peer's stacks, on demand
     torch.set_num_threads(1)
     torch.manual_seed(7)  # equal initial weights (a newcomer's are overwritten anyway)
     model = torch.nn.Sequential(torch.nn.Linear(DIM, 32), torch.nn.ReLU(), torch.nn.Linear(32, CLASSES))
