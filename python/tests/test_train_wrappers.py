@@ -6,7 +6,7 @@ import torch
 
 import pccl
 from harness import read_json_lines, wait_until
-from pccl.train import RETRYABLE, DiLoCo, StreamingDiLoCo, fragments_of, is_retryable
+from pccl.train import RETRYABLE, StateDictSync, StreamingDiLoCo, fragments_of, is_retryable
 
 N_ADAM_TENSORS = 12  # 4 parameters x (step, exp_avg, exp_avg_sq)
 
@@ -150,3 +150,39 @@ def test_retryable_by_result_code():
     for fatal in (pccl.Result.MASTER_CONNECTION_FAILED, pccl.Result.RUN_SHUT_DOWN, pccl.Result.INVALID_ARGUMENT,
                   pccl.Result.INTERNAL_ERROR, pccl.Result.PENDING_ASYNC_OPS):
         assert fatal not in RETRYABLE and not is_retryable(pccl.PCCLError(fatal, "pcclX"))
+
+
+def _model_and_adam(seed):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    return model, torch.optim.Adam(model.parameters(), lr=0.1, betas=(0.8, 0.9))
+
+
+def test_layout_description_recreates_lazy_optimizer_state():
+    """What a newcomer does between the two syncs, without a network: the group's description (from an Adam that
+    stepped, with a learning rate changed since) makes a fresh Adam hold the same entries, shapes and hyperparameters,
+    so both collect the same names, dtypes and shapes."""
+    old_model, old_opt = _model_and_adam(1)
+    old_model(torch.ones(1, 3)).sum().backward()
+    old_opt.step()
+    old_opt.param_groups[0]["lr"] = 0.05
+    new_model, new_opt = _model_and_adam(2)
+    old = StateDictSync(old_model.state_dict, {"optim": old_opt}, 4)
+    new = StateDictSync(new_model.state_dict, {"optim": new_opt}, 4)
+    assert len(new.collect()) == 4 and len(old.collect()) == 4 + 12
+    old._fill_layout()
+    new._layout.copy_(old._layout)  # what the layout sync delivers to an outdated peer
+    new._apply_layout()
+    shapes = lambda s: {k: (v.dtype, tuple(v.shape)) for k, v in s.collect().items()}  # noqa: E731
+    assert shapes(new) == shapes(old)
+    assert new_opt.param_groups[0]["lr"] == 0.05 and new_opt.param_groups[0]["betas"] == (0.8, 0.9)
+    assert new.describe() == old.describe()
+
+
+def test_layout_over_capacity_is_a_clear_error():
+    model, opt = _model_and_adam(1)
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    s = StateDictSync(model.state_dict, {"optim": opt}, 4, layout_capacity=64)
+    with pytest.raises(ValueError, match="layout_capacity"):
+        s._fill_layout()
