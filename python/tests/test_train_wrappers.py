@@ -72,6 +72,21 @@ def test_ft_equal_state_and_reallocated_tensor(procs):
     assert all(x["rx"] == 0 for r in (1, 2) for x in run.records(r)), "only rank 0 needed a repair"
 
 
+def test_ft_failed_all_reduce_is_skipped_on_every_peer(procs):
+    """Rank 0 all-reduces one element more at revision 3: the master rejects that all-reduce for every member, so
+    every peer skips the step alike, weights and optimizer untouched, and the run goes on."""
+    run = Run(procs, "ft", "optim=adam", "steps=8", "mismatch=3")
+    for r in range(3):
+        run.start(r, 3)
+    procs.expect_success([f"rank{r}" for r in range(3)], 55)
+    finals = run.check_equal(range(3))
+    assert all(f["skipped"] == 1 and f["committed"] == 8 for f in finals), finals
+    for r in range(3):
+        at3 = [x for x in run.records(r) if x["revision"] == 3]
+        assert [x.get("not_committed", False) for x in at3] == [False, True], at3
+        assert at3[0]["model"] == at3[1]["model"] and at3[0]["optim"] == at3[1]["optim"], "a skipped step moved state"
+
+
 def test_ft_kill_and_newcomer_gets_model_and_adam_state(procs):
     run = Run(procs, "ft", "optim=adam", "sleep=0.05")
     for r in range(3):

@@ -7,7 +7,8 @@ number of shared tensors, world size, state bytes received. Stops once the revis
 or `steps` (exit 0), or after 90 s (exit 1); the last line has "final": true and the held-out loss and accuracy.
 
 Options: optim=sgd|adam (ft), steps=N, inner=H, fragments=K, overlap=T, alpha=A, quant=0|1, realloc=REV (ft, rank 0:
-after reaching REV, replace the first Adam moment with a new tensor of other content once), sleep=S (per step).
+after reaching REV, replace the first Adam moment with a new tensor of other content once), mismatch=REV (ft, rank 0:
+at REV, all-reduce one element more once, which the master rejects for every member), sleep=S (per step).
 """
 import faulthandler
 import hashlib
@@ -83,6 +84,7 @@ def main(kind, master, rank, out, stopfile, min_world, opts):
 
     record()
     realloc = int(opts.get("realloc", -1)) if rank == 0 else -1
+    mismatch = int(opts.get("mismatch", -1)) if rank == 0 else -1
     deadline = time.monotonic() + 90
     i = 0
     while time.monotonic() < deadline:
@@ -104,9 +106,17 @@ def main(kind, master, rank, out, stopfile, min_world, opts):
             opt.zero_grad()
         F.cross_entropy(model(x[idx]), y[idx]).backward()
         before = w.revision
-        w.step()
+        if w.revision == mismatch:
+            mismatch = -1
+            w._buckets = lambda real=w._buckets: [(torch.cat([b, b.new_zeros(1)]), o, f) for b, o, f in real()]
+            committed = w.step()
+            del w._buckets
+        else:
+            committed = w.step()
         if w.revision != before:
             record()
+        elif not committed:
+            record(not_committed=True)
         if w.revision == realloc:
             realloc = -1
             st = opt.state[next(iter(model.parameters()))]
