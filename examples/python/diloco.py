@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""DiLoCo training of the Fashion-MNIST MLP over pccl (a peer program).
+"""DiLoCo or Streaming DiLoCo training of the Fashion-MNIST MLP over pccl (a peer program).
 
-Each outer step every peer runs H inner AdamW steps on its own mini-batches,
-starting from the outer parameters; the peers average their pseudo-gradients
-(outer - inner) with an all-reduce, and every peer applies the same outer
-Nesterov SGD step to the outer parameters (Douillard et al. 2023,
-arXiv:2311.08105). Shared state: the outer parameters and the outer momentum.
-The inner AdamW state stays private to the peer.
+Each peer runs inner AdamW steps on its own mini-batches; every H inner steps
+(pccl.train.DiLoCo) the peers average their outer gradients (global minus
+local parameters) with an all-reduce and every peer applies the same outer
+Nesterov SGD step to the global parameters (Douillard et al. 2023,
+arXiv:2311.08105). With --fragments K > 1 (pccl.train.StreamingDiLoCo,
+Douillard et al. 2025, arXiv:2501.18512) one of K parameter fragments is
+synced every H/K inner steps, its all-reduce overlapping --overlap inner
+steps. Shared state: the global parameters and the outer momentum; the inner
+AdamW state stays private to the peer.
 
-usage: diloco.py --master HOST:PORT --steps N [--inner-steps H] [--seed S] [--out DIR] ...
-Prints one JSON object per line ("step", "done" with test_accuracy).
+usage: diloco.py --master HOST:PORT --steps N [--inner-steps H] [--fragments K] [--seed S] [--out DIR] ...
+Prints one JSON object per line ("step" per outer step, "done" with test_accuracy).
 """
 import torch
 import torch.nn.functional as F
+from pccl import DataType, QuantizationAlgorithm, QuantizationOptions
+from pccl.train import StreamingDiLoCo, nesterov_sgd
 
 import fashion_mnist
 import peer_common
@@ -20,7 +25,11 @@ import peer_common
 
 def main():
     p = peer_common.parser(__doc__.splitlines()[0])
-    p.add_argument("--inner-steps", type=int, default=20, help="inner AdamW steps per outer step (H)")
+    p.add_argument("--inner-steps", type=int, default=20, help="inner AdamW steps between syncs of a fragment (H)")
+    p.add_argument("--fragments", type=int, default=1, help="Streaming DiLoCo fragments (K; 1: DiLoCo)")
+    p.add_argument("--overlap", type=int, default=0, help="inner steps a fragment's all-reduce overlaps (< H/K)")
+    p.add_argument("--alpha", type=float, default=0.0, help="local share kept when a fragment's global update lands")
+    p.add_argument("--quantize", action="store_true", help="outer gradients as uint8 (min-max) on the wire")
     p.add_argument("--inner-lr", type=float, default=3e-3, help="inner AdamW learning rate")
     p.add_argument("--outer-lr", type=float, default=0.7, help="outer Nesterov learning rate")
     p.add_argument("--outer-momentum", type=float, default=0.9, help="outer Nesterov momentum")
@@ -28,41 +37,26 @@ def main():
     (x, y), (tx, ty) = peer_common.setup(args)
 
     model = fashion_mnist.make_model(args.init_seed)
-    inner = dict(model.named_parameters())
-    inner_opt = torch.optim.AdamW(inner.values(), lr=args.inner_lr)
-    outer = {n: torch.nn.Parameter(t.detach().clone()) for n, t in inner.items()}
-    # The pseudo-gradients live in the outer parameters' .grad.
-    outer_opt, momentum = peer_common.nesterov_sgd(outer, args.outer_lr, args.outer_momentum)
-    named = {**{n: t.data for n, t in outer.items()}, **momentum}
-    state = peer_common.shared_state(named)
-
-    peer = peer_common.Peer(args)
+    inner_opt = torch.optim.AdamW(model.parameters(), lr=args.inner_lr)
+    quant = QuantizationOptions(DataType.UINT8, QuantizationAlgorithm.MIN_MAX) if args.quantize else None
+    d = StreamingDiLoCo(peer_common.connect(args), model, inner_opt,
+                        outer_optimizer=nesterov_sgd(args.outer_lr, args.outer_momentum),
+                        inner_steps=args.inner_steps, fragments=args.fragments, overlap_steps=args.overlap,
+                        alpha=args.alpha, quantization=quant, min_world=args.min_world, timeout_s=args.timeout)
     batches = fashion_mnist.batches(len(y), args.batch, args.seed)
 
-    def step():
-        with torch.no_grad():
-            for n, prm in inner.items():
-                prm.copy_(outer[n])
-        loss = 0.0
-        for _ in range(args.inner_steps):
-            idx = next(batches)
-            inner_opt.zero_grad(set_to_none=False)
-            batch_loss = F.cross_entropy(model(x[idx]), y[idx])
-            batch_loss.backward()
-            inner_opt.step()
-            loss += batch_loss.item() / args.inner_steps
-        with torch.no_grad():
-            for n, prm in outer.items():
-                torch.sub(prm, inner[n], out=prm.grad)
-        info = peer.all_reduce_avg([prm.grad for prm in outer.values()])
-        outer_opt.step()
-        return loss, info
+    def train_step():
+        idx = next(batches)
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        loss.backward()
+        d.step()  # the inner step (and zero_grad), and on the schedule an outer sync
+        return loss.item()
 
-    stats = peer_common.train(args, peer, state, step)
-    with torch.no_grad():
-        for n, prm in inner.items():
-            prm.copy_(outer[n])
-    peer_common.finish(args, state, named, fashion_mnist.accuracy(model, tx, ty), stats)
+    stats = peer_common.train(args, d, train_step)
+    d.use_global_params()
+    named = {**{n: p.detach() for n, p in model.named_parameters()},
+             **peer_common.optimizer_tensors(d.outer_optimizer, "outer")}
+    peer_common.finish(args, d.revision, named, fashion_mnist.accuracy(model, tx, ty), stats)
 
 
 if __name__ == "__main__":
