@@ -1,7 +1,7 @@
 """The cases of test_collectives_ext: broadcast, all-gather(v), reduce-scatter and barrier over 3 peers,
 their inputs (per peer id, exact in every dtype: cases.inputs) and the outputs NumPy computes for them.
 
-A case id is 'kind-dtype-collective-mode' (kind numpy or torch; collective bcast, ag, agv, rs_OP, barrier;
+A case id is 'kind-dtype-collective-mode' (kind numpy, torch or cuda (where torch has a GPU); collective bcast, ag, agv, rs_OP, barrier;
 mode inplace, outofplace, alloc (Python allocates the output), async, ranked), or 'bad-NAME' for input the
 master must reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
 passes rank_key RANKED_KEY(i) (so ranks run opposite to the ids).
@@ -46,7 +46,18 @@ def case_ids():
     out += [f"{kind}-{dt}-{coll}-ranked" for kind, dt in RANKED for coll in ("bcast", "ag", "agv", "rs_SUM")]
     out += ["numpy-float32-agv-zero", "none-none-barrier-plain", "none-none-barrier-async",
             "numpy-float32-rs_SUM-quant"]
+    if _has_cuda():  # staged through pinned host memory
+        out += [f"cuda-float32-{c}" for c in ("bcast-inplace", "bcast-outofplace", "ag-inplace", "ag-alloc",
+                                               "agv-alloc", "rs_SUM-inplace", "rs_SUM-outofplace", "rs_SUM-async")]
     return out + [f"bad-{name}" for name in BAD]
+
+
+def _has_cuda():
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
 
 
 def values(coll, dt, peer_id, zero=False):

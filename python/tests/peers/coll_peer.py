@@ -51,7 +51,7 @@ class Peer:
             return self._done(res, lambda info: (info, None, None)), {}
         if coll == "ag":
             if mode == "inplace":
-                recv = make(kind, dt, np.concatenate([v, np.zeros((WORLD - 1) * COUNT)]))
+                recv = make(kind, dt, np.concatenate([v, np.zeros((WORLD - 1) * COUNT, v.dtype)]))
                 send = recv[:COUNT]
             else:
                 send, recv = make(kind, dt, v), None if mode == "alloc" else zeros(kind, dt, WORLD * COUNT)
