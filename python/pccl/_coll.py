@@ -73,6 +73,8 @@ class Collective:
         self._keep += [s.obj, r.obj]
         self._staging = stage_if_cuda(s, r)
         sptr, rptr = (self._staging.send_ptr, self._staging.recv_ptr) if self._staging else (s.ptr, r.ptr)
+        if s.numel == 0:  # an empty input may have no address; in place, its 0 elements are recv's first 0
+            sptr = rptr
         d = self.desc
         d.sendbuf, d.recvbuf = ffi.cast("void *", sptr), ffi.cast("void *", rptr)
         d.count, d.recv_capacity, d.datatype = count, capacity, r.dtype.value
