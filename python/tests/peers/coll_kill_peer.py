@@ -1,12 +1,14 @@
-"""Peer of test_coll_kill: MASTER ID OUT STOPFILE.
+"""Peer of test_coll_kill: MASTER ID OUT STOPFILE WORLD_BEFORE_START.
 
-Runs steps of broadcast (root: id 0, in place), all-gather (out of place), all-gather-v (output
-allocated by Python), reduce-scatter (SUM, in place) and barrier, every operation with rank_key = id,
-so that ranks are the ids of the members: 0..W-1 while the peers with the highest ids are the ones that
-leave. An operation aborted with RANK_CONNECTION_LOST is retried after checking that its in-place buffer
-holds its content from before the call. Each result is checked against NumPy's for the world it ran
-in. One JSON line per step: step, world, errors (empty when all is right), retries so far. Stops after
-the step that STOPFILE names (the same step on every peer) or after 120 s (exit 1)."""
+Each step accepts newcomers (update_topology), learns the step number from id 0 (a broadcast, so that a
+newcomer falls in step), then runs broadcast (root: id 0, in place), all-gather (out of place),
+all-gather (output allocated by Python), all-gather-v (output allocated by Python), reduce-scatter (SUM,
+in place) and barrier, every operation with rank_key = id, so that ranks are the ids of the members:
+0..W-1 while the peers with the highest ids are the ones that leave and rejoin. An operation aborted
+with RANK_CONNECTION_LOST is retried after checking that its in-place buffer holds its content from
+before the call. Each result is checked against NumPy's for the world it ran in. One JSON line per
+step: step, worlds, errors (empty when all is right), retries so far. Stops after the step that
+STOPFILE names (the same step on every peer) or after 120 s (exit 1)."""
 import sys
 import time
 
@@ -47,6 +49,10 @@ class Retrying:
 
 def step_once(r, pid, step):
     c, errors, worlds = r.comm, r.errors, set()
+    n = np.array([step], np.int64)
+    info = r.run(lambda: c.broadcast(n, is_root=pid == 0, tag=6, rank_key=pid), n)
+    step = int(n[0])
+    worlds.add(info.world_size)
     t = data(0, step) if pid == 0 else np.zeros(N, np.float32)
     info = r.run(lambda: c.broadcast(t, is_root=pid == 0, tag=1, rank_key=pid), t)
     worlds.add(info.world_size)
@@ -58,6 +64,12 @@ def step_once(r, pid, step):
     worlds.add(info.world_size)
     if not np.array_equal(out, np.concatenate([data(i, step, N // 4) for i in range(info.world_size)])):
         errors.append("all_gather")
+
+    out, info = r.run(lambda: c.all_gather(send, tag=2, rank_key=pid))
+    worlds.add(info.world_size)
+    if out.shape != (info.world_size, N // 4) or not np.array_equal(
+            out.reshape(-1), np.concatenate([data(i, step, N // 4) for i in range(info.world_size)])):
+        errors.append("all_gather into an allocated output")
 
     out, counts, info = r.run(lambda: c.all_gather_v(data(pid, step, agv_count(pid)), tag=3, rank_key=pid))
     worlds.add(info.world_size)
@@ -74,7 +86,7 @@ def step_once(r, pid, step):
 
     info = r.run(lambda: c.barrier(tag=5, rank_key=pid))
     worlds.add(info.world_size)
-    return worlds
+    return step, worlds
 
 
 def stop_step(path):
@@ -84,14 +96,16 @@ def stop_step(path):
         return None
 
 
-def main(master, pid, out, stopfile):
-    comm = join(master, 3, 60)
+def main(master, pid, out, stopfile, first_world):
+    comm = join(master, first_world, 60)
     log, r = JsonLines(out), Retrying(comm)
     deadline = time.monotonic() + 120
-    step = 0
+    step, just_joined = 0, True  # the peers that accepted this one go on with a step, so must this one
     while time.monotonic() < deadline:
-        step += 1
-        worlds = step_once(r, pid, step)
+        if not just_joined and comm.are_peers_pending():
+            comm.update_topology()
+        just_joined = False
+        step, worlds = step_once(r, pid, step + 1)
         log.write(id=pid, step=step, worlds=sorted(worlds), errors=r.errors, retries=r.retries)
         stop = stop_step(stopfile)
         if stop is not None and step >= stop:
@@ -100,4 +114,4 @@ def main(master, pid, out, stopfile):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])))
