@@ -8,6 +8,7 @@
  *         and by ring position (learned from the info); a shared-sources broadcast; async operations of several
  *         kinds at once; the with-retry form.
  *  keyed  a few operations of every kind (the run is keyed: PCCL_KEY_FILE).
+ *  barrier  barriers only: a late member holds the others back; ranked and unranked; several async at once.
  *  bad    bad input: no root, two roots, counts or dtypes that differ, outputs too small for the world, rank keys
  *         on some members or equal, an unknown kind: each a clear error on every member, buffers unchanged, and a
  *         correct operation afterwards.
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e_dtype.h"
@@ -285,6 +287,37 @@ static void mode_all(void) {
     check_allgather(pcclFloat, 200000, 1, 1);
 }
 
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void mode_barrier(void) {
+    check_barrier();
+    /* ID 0 enters 600 ms late: nobody leaves before it entered */
+    if (g_rank == 0) usleep(600000);
+    uint64_t t0 = now_ms();
+    check_barrier();
+    EXPECT(g_rank == 0 || now_ms() - t0 >= 400, "a barrier returned %llu ms after entry, before the late member",
+           (unsigned long long)(now_ms() - t0));
+    pcclExtCollDescriptor_t d[4];
+    pcclExtAsyncCollOp_t h[4];
+    for (int k = 0; k < 4; k++) {
+        d[k] = mk(pcclExtCollBarrier, NULL, NULL, 0, 0, pcclFloat);
+        if (k % 2) d[k].flags = 0;
+        EXPECT(pcclExtCollectiveAsync(&d[k], g_comm, &h[k]) == pcclSuccess, "async barrier %d", k);
+    }
+    for (int k = 0; k < 4; k++) {
+        pcclExtCollInfo_t in;
+        EXPECT(pcclExtAwaitCollective(&h[k], &in) == pcclSuccess && in.world_size == (uint32_t)g_world,
+               "await barrier %d", k);
+        if (k == 0) EXPECT(id_of_rank(in.rank) == g_rank, "barrier rank %u", in.rank);
+    }
+    for (int k = 0; k < 4; k++) d[k].tag = g_tag++;
+    EXPECT(pcclExtCollectiveMultipleWithRetry(d, 4, g_comm, NULL, 4) == pcclSuccess, "barriers with retry");
+}
+
 static void mode_keyed(void) {
     check_broadcast(pcclFloat, 100003, g_rank % 2, 0, 0);
     check_allgather(pcclBFloat16, 50001, 1, 0);
@@ -494,6 +527,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "all") == 0) mode_all();
     else if (strcmp(mode, "keyed") == 0) mode_keyed();
+    else if (strcmp(mode, "barrier") == 0) mode_barrier();
     else if (strcmp(mode, "bad") == 0) mode_bad();
     else if (strcmp(mode, "kill") == 0 && argc == 6) {
         int k = 1;

@@ -1,4 +1,18 @@
-# coll_kill.sh - sourced by test_coll_kill_*.sh after lib.sh: coll_kill KIND kills peer ID 1 of 3 in the middle of
+# coll_lib.sh - sourced by test_coll*.sh after lib.sh.
+
+# coll_run WORLD MODE SECONDS: runs coll_peer IDs 0..WORLD-1 in MODE (logs c<ID>.log) and fails unless every one
+# passes within SECONDS.
+coll_run() {
+    local world=$1 mode=$2 limit=$3 id
+    local -a pids=()
+    for id in $(seq 0 $((world - 1))); do
+        "$BIN/coll_peer" "$PORT" "$id" "$world" "$mode" > "$WORK/c$id.log" 2>&1 &
+        pids+=($!); PIDS+=($!)
+    done
+    for id in $(seq 0 $((world - 1))); do wait_pid "${pids[$id]}" "$limit" || fail "coll peer $id ($mode) failed"; done
+}
+
+# coll_kill KIND kills peer ID 1 of 3 in the middle of
 # an operation of KIND (coll_peer.c kill), then starts ID 3, which joins. The master must abort the operation for
 # everyone; the survivors check that their buffer (ID 0, in place) or input (ID 2, out of place) came back
 # unchanged, retry, accept the joiner and finish 3 operations with it, each checked against the
