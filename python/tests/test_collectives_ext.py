@@ -14,9 +14,15 @@ GOOD = [c for c in case_ids() if not c.startswith("bad-")]
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """Runs the peers once; {case: [record of each peer]}."""
-    return run_peers_once(tmp_path_factory.mktemp("collectives_ext"), "coll_peer.py", WORLD, 240)
+def run(tmp_path_factory):
+    """Runs the peers once; ({case: [record of each peer]}, the directory of their logs)."""
+    workdir = tmp_path_factory.mktemp("collectives_ext")
+    return run_peers_once(workdir, "coll_peer.py", WORLD, 240), workdir
+
+
+@pytest.fixture(scope="module")
+def results(run):
+    return run[0]
 
 
 def ranked(recs):
@@ -55,12 +61,18 @@ def test_case(results, case):
 
 
 @pytest.mark.parametrize("name", BAD)
-def test_rejected_on_every_peer(results, name):
+def test_rejected_on_every_peer(run, name):
+    """The same error on every peer, the master's reason in every peer's log, the buffers untouched."""
+    results, workdir = run
     recs = results.get(f"bad-{name}", [])
     assert len(recs) == WORLD
+    error, reason = BAD[name]
     for r in recs:
-        assert r["error"] == BAD[name], f"peer {r['id']}: got {r['error'] or 'success'}"
+        assert r["error"] == error, f"peer {r['id']}: got {r['error'] or 'success'}"
+        assert r["func"] == "pcclExtCollective"
         assert r["intact"], f"peer {r['id']}: a rejected operation changed the buffer"
+        log = (workdir / f"peer{r['id']}.log").read_text()
+        assert f"tag {r['tag']} rejected by the master: {reason}" in log, f"peer {r['id']}: no reason logged"
 
 
 def test_traffic(results):

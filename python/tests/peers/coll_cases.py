@@ -23,11 +23,17 @@ MODES = {"bcast": ["inplace", "outofplace"], "ag": ["inplace", "outofplace", "al
 ASYNC_DTYPES = [("numpy", "float32"), ("torch", "bfloat16"), ("numpy", "int64")]  # every collective at once
 RANKED = [("numpy", "float64"), ("torch", "int32")]
 QUANT = ("numpy", "float32", "MIN_MAX", "UINT8")
-# name: the result every peer must get
-BAD = {"bcast_noroot": "INVALID_USAGE", "bcast_tworoots": "INVALID_USAGE", "ag_counts": "INVALID_USAGE",
-       "rs_counts": "INVALID_USAGE", "ag_dtype": "INVALID_USAGE", "ag_small": "INVALID_USAGE",
-       "agv_maxworld": "INVALID_USAGE", "rank_key_some": "INVALID_USAGE", "rank_key_equal": "INVALID_USAGE",
-       "kinds_differ": "INVALID_USAGE"}
+# name: the result every peer must get, and the master's reason that every peer logs
+BAD = {"bcast_noroot": ("INVALID_USAGE", "no member is the root"),
+       "bcast_tworoots": ("INVALID_USAGE", "two roots"),
+       "ag_counts": ("INVALID_USAGE", "counts differ"),
+       "rs_counts": ("INVALID_USAGE", "counts differ"),
+       "ag_dtype": ("INVALID_USAGE", "dtypes differ"),
+       "ag_small": ("INVALID_USAGE", "output too small"),
+       "agv_maxworld": ("INVALID_USAGE", "counts too small"),
+       "rank_key_some": ("INVALID_USAGE", "rank keys on only some members"),
+       "rank_key_equal": ("INVALID_USAGE", "duplicate rank key"),
+       "kinds_differ": ("INVALID_USAGE", "kinds differ")}
 
 
 def ranked_key(peer_id):

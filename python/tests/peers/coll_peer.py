@@ -140,10 +140,10 @@ class Peer:
                     c.broadcast(x, is_root=pid == ROOT_ID, tag=tag)
             else:
                 raise AssertionError(name)
-            self.record(f"bad-{name}", error="", intact=bool(np.array_equal(x, original)))
+            self.record(f"bad-{name}", error="", intact=bool(np.array_equal(x, original)), tag=tag)
         except pccl.PCCLError as e:
             self.record(f"bad-{name}", error=e.result.name, intact=bool(np.array_equal(x, original)),
-                        func=e.func_name)
+                        func=e.func_name, tag=tag)
 
 
 def main(master, pid, out):
