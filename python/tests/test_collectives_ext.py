@@ -7,7 +7,8 @@ import pytest
 
 import pccl
 from cases import make
-from coll_cases import BAD, COUNT, ROOT_ID, WORLD, agv_count, block, case_ids, digest, expected_values, ranked_key
+from coll_cases import (BAD, COUNT, ROOT_ID, SHARED_ID, WORLD, agv_count, block, case_ids, digest, expected_values,
+                        ranked_key)
 from harness import free_port, run_peers_once
 
 GOOD = [c for c in case_ids() if not c.startswith("bad-")]
@@ -77,12 +78,14 @@ def test_rejected_on_every_peer(run, name):
 
 def test_traffic(results):
     """Ring all-gather: each peer receives and sends the other W-1 blocks once; broadcast: each non-root
-    receives the buffer once; reduce-scatter: each peer sends about (W-1)/W of its input."""
+    that lacks the data receives it once; reduce-scatter: each peer sends about (W-1)/W of its input."""
     n, itemsize = COUNT, 4
     for r in results["numpy-float32-ag-outofplace"]:
         assert r["rx"] == r["tx"] == (WORLD - 1) * n * itemsize, r
     for r in results["numpy-float32-bcast-inplace"]:
         assert r["rx"] == (0 if r["id"] == ROOT_ID else n * itemsize), r
+    for r in results["numpy-float32-bcast-shared"]:  # a member that holds the data receives nothing
+        assert r["rx"] == (0 if r["id"] in (ROOT_ID, SHARED_ID) else n * itemsize), r
     for r in results["numpy-float32-rs_SUM-outofplace"]:
         ideal = (WORLD - 1) * n * itemsize / WORLD
         assert abs(r["tx"] - ideal) <= WORLD * itemsize, r

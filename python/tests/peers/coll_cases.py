@@ -2,8 +2,9 @@
 their inputs (per peer id, exact in every dtype: cases.inputs) and the outputs NumPy computes for them.
 
 A case id is 'kind-dtype-collective-mode' (kind numpy, torch or cuda (where torch has a GPU); collective bcast, ag, agv, rs_OP, barrier;
-mode inplace, outofplace, alloc (Python allocates the output), async, ranked), or 'bad-NAME' for input the
-master must reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
+mode inplace, outofplace, alloc (Python allocates the output), async, ranked, shared (a broadcast with
+shared sources: peer SHARED_ID holds the root's data already)), or 'bad-NAME' for input the master must
+reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
 passes rank_key RANKED_KEY(i) (so ranks run opposite to the ids).
 """
 import hashlib
@@ -15,6 +16,7 @@ from cases import OPS, cast_values, expected, inputs
 WORLD = 3
 COUNT = 1031  # not a multiple of the world size: uneven reduce-scatter blocks
 ROOT_ID = 1
+SHARED_ID = 0
 NUMPY_DTYPES = ["uint8", "int16", "uint32", "int64", "float16", "float32", "float64"]
 TORCH_DTYPES = ["int8", "int32", "bfloat16", "float32", "float64"]
 MODES = {"bcast": ["inplace", "outofplace"], "ag": ["inplace", "outofplace", "alloc"],
@@ -50,7 +52,8 @@ def case_ids():
            for dt in dts for coll, modes in MODES.items() for mode in modes]
     out += [f"{kind}-{dt}-{coll}-async" for kind, dt in ASYNC_DTYPES for coll in ("bcast", "ag", "agv", "rs_SUM")]
     out += [f"{kind}-{dt}-{coll}-ranked" for kind, dt in RANKED for coll in ("bcast", "ag", "agv", "rs_SUM")]
-    out += ["numpy-float32-agv-zero", "none-none-barrier-plain", "none-none-barrier-async",
+    out += ["numpy-float32-agv-zero", "numpy-float32-bcast-shared", "torch-float16-bcast-shared",
+            "none-none-barrier-plain", "none-none-barrier-async",
             "numpy-float32-rs_SUM-quant"]
     if _has_cuda():  # staged through pinned host memory
         out += [f"cuda-float32-{c}" for c in ("bcast-inplace", "bcast-outofplace", "ag-inplace", "ag-alloc",

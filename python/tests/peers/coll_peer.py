@@ -10,8 +10,8 @@ import numpy as np
 
 import pccl
 from cases import cast_values, inputs, make, quant_tolerance
-from coll_cases import (COUNT, QUANT, ROOT_ID, WORLD, agv_count, as_numpy, block, case_ids, digest, ranked_key,
-                        values)
+from coll_cases import (COUNT, QUANT, ROOT_ID, SHARED_ID, WORLD, agv_count, as_numpy, block, case_ids, digest,
+                        ranked_key, values)
 from common import JsonLines, join
 
 
@@ -42,9 +42,10 @@ class Peer:
         if coll == "bcast":
             root = pid == ROOT_ID
             send = make(kind, dt, v) if root and mode == "outofplace" else None
-            t = make(kind, dt, v) if root and send is None else zeros(kind, dt, COUNT)
+            holds = (root and send is None) or (mode == "shared" and pid == SHARED_ID)
+            t = make(kind, dt, values(coll, dt, ROOT_ID)) if holds else zeros(kind, dt, COUNT)
             call = c.broadcast_async if run_async else c.broadcast
-            res = call(t, is_root=root, send=send, tag=tag, rank_key=key)
+            res = call(t, is_root=root, send=send, tag=tag, rank_key=key, shared_sources=mode == "shared")
             return self._done(res, lambda info: (info, t, None)), self._intact(send, v)
         if coll == "barrier":
             res = (c.barrier_async if run_async else c.barrier)(tag=tag)
