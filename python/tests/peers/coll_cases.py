@@ -1,11 +1,12 @@
 """The cases of test_collectives_ext: broadcast, all-gather(v), reduce-scatter and barrier over 3 peers,
 their inputs (per peer id, exact in every dtype: cases.inputs) and the outputs NumPy computes for them.
 
-A case id is 'kind-dtype-collective-mode' (kind numpy, torch or cuda (where torch has a GPU); collective bcast, ag, agv, rs_OP, barrier;
-mode inplace, outofplace, alloc (Python allocates the output), async, ranked, shared (a broadcast with
-shared sources: peer SHARED_ID holds the root's data already)), or 'bad-NAME' for input the master must
-reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
-passes rank_key RANKED_KEY(i) (so ranks run opposite to the ids).
+A case id is 'kind-dtype-collective-mode': kind numpy, torch or cuda (where torch has a GPU); collective
+bcast, ag, agv, rs_OP or barrier; mode inplace, outofplace, alloc (Python allocates the output), async,
+ranked, zero (an all-gather-v where peer 1 sends nothing), quant (a quantized reduce-scatter) or shared
+(a broadcast with shared sources: peer SHARED_ID holds the root's data already). 'bad-NAME' is input the
+master must reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
+passes rank_key ranked_key(i) (so ranks run opposite to the ids).
 """
 import hashlib
 
