@@ -3,10 +3,10 @@ their inputs (per peer id, exact in every dtype: cases.inputs) and the outputs N
 
 A case id is 'kind-dtype-collective-mode': kind numpy, torch or cuda (where torch has a GPU); collective
 bcast, ag, agv, rs_OP or barrier; mode inplace, outofplace, alloc (Python allocates the output), async,
-ranked, zero (an all-gather-v where peer 1 sends nothing), quant (a quantized reduce-scatter) or shared
-(a broadcast with shared sources: peer SHARED_ID holds the root's data already). 'bad-NAME' is input the
-master must reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
-passes rank_key ranked_key(i) (so ranks run opposite to the ids).
+multi (collectives_multiple_with_retry), ranked, zero (an all-gather-v where peer 1 sends nothing), quant
+(a quantized reduce-scatter) or shared (a broadcast with shared sources: peer SHARED_ID holds the root's
+data already). 'bad-NAME' is input the master must reject on every peer. Ranks are ring positions unless
+the mode is 'ranked', where peer id i passes rank_key ranked_key(i) (so ranks run opposite to the ids).
 """
 import hashlib
 
@@ -25,6 +25,7 @@ MODES = {"bcast": ["inplace", "outofplace"], "ag": ["inplace", "outofplace", "al
          **{f"rs_{op}": ["outofplace"] for op in OPS if op != "SUM"}}
 ASYNC_DTYPES = [("numpy", "float32"), ("torch", "bfloat16"), ("numpy", "int64")]  # every collective at once
 RANKED = [("numpy", "float64"), ("torch", "int32")]
+MULTI_DTYPES = [("numpy", "float64"), ("torch", "float32")]  # every collective in one multiple-with-retry
 QUANT = ("numpy", "float32", "MIN_MAX", "UINT8")
 # name: the result every peer must get, and the master's reason that every peer logs
 BAD = {"bcast_noroot": ("INVALID_USAGE", "no member is the root"),
@@ -53,6 +54,7 @@ def case_ids():
            for dt in dts for coll, modes in MODES.items() for mode in modes]
     out += [f"{kind}-{dt}-{coll}-async" for kind, dt in ASYNC_DTYPES for coll in ("bcast", "ag", "agv", "rs_SUM")]
     out += [f"{kind}-{dt}-{coll}-ranked" for kind, dt in RANKED for coll in ("bcast", "ag", "agv", "rs_SUM")]
+    out += [f"{kind}-{dt}-{coll}-multi" for kind, dt in MULTI_DTYPES for coll in ("bcast", "ag", "agv", "rs_SUM")]
     out += ["numpy-float32-agv-zero", "numpy-float32-bcast-shared", "torch-float16-bcast-shared",
             "none-none-barrier-plain", "none-none-barrier-async",
             "numpy-float32-rs_SUM-quant"]
