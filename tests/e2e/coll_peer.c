@@ -469,7 +469,8 @@ static void mode_kill(pcclExtCollKind_t kind, int rounds) {
     int inplace = g_rank == 0, full = 0, failed = 0;
     uint8_t *send = malloc(n * esz), *recv = malloc(cap * esz), *snap = malloc(cap * esz);
     uint64_t counts[8];
-    for (int iter = 0; iter < 600 && full < rounds; iter++) {
+    uint64_t until = now_ms() + 40000; /* bounded in time too: a joiner that never comes fails the test early */
+    for (int iter = 0; iter < 2000 && full < rounds && now_ms() < until; iter++) {
         /* the joiner was accepted by the others' topology update: it starts where they go on, at the operation */
         bool pending = false;
         if ((g_rank != 3 || iter > 0) && pcclArePeersPending(g_comm, &pending) == pcclSuccess && pending)
