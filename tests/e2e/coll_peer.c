@@ -105,6 +105,9 @@ static void check_broadcast(pcclDataType_t dt, size_t n, int inplace, int root, 
         if (is_root && !inplace) holds_contrib(send, n, dt, root, 0, "broadcast root's input");
         check_info(&in, n, "broadcast");
         EXPECT(id_of_rank(in.root) == root, "broadcast root rank %u, want ID %d", in.root, root);
+        /* a member that holds the data (the root, and with shared sources those equal to it) receives none */
+        EXPECT(holder ? in.rx_bytes == 0 : in.rx_bytes == n * esz, "broadcast: ID %d (%s) received %llu bytes", g_rank,
+               holder ? "a holder" : "not a holder", (unsigned long long)in.rx_bytes);
     }
     free(send);
     free(recv);
