@@ -44,7 +44,7 @@ grep -q "traffic is encrypted" "$WORK/master-e.log" || fail "e: the master did n
 PEER_EXTRA=(--pool 8)
 PCCL_STRIPE_LOCAL=1 PCCL_STRIPE_MIN_BYTES=1 PCCL_LOG_LEVEL=debug run_keyed s --encrypt
 striped=0
-for m in $(grep -oE "commenced: op [0-9]+, slots 0x[0-9a-f]+" "$WORK/master-s.log" | sed 's/.* //'); do
+for m in $(grep -oE "commenced: [a-z_]+, op [0-9]+, slots 0x[0-9a-f]+" "$WORK/master-s.log" | sed 's/.* //'); do
     (( m & (m - 1) )) && striped=$((striped + 1)) # more than one slot
 done
 [ "$striped" -gt 0 ] || fail "s: no all-reduce was striped over several connections"

@@ -28,7 +28,7 @@ for _ in $(seq 1 8); do
     kill -STOP "$P2"
     sleep 0.3
     seen=$(grep -c commenced "$WORK/master.log")
-    op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: op ([0-9]+),.*/\1/')
+    op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: ([a-z_]+, )?op ([0-9]+),.*/\2/')
     if ! grep -q "completed: op $op\$" "$WORK/master.log"; then kill -9 "$P2"; killed=1; break; fi
     echo "op $op completed before the stop; p2 goes on"; kill -CONT "$P2"
 done
@@ -39,7 +39,7 @@ h=$(json_field "$WORK/p1.log" done hash)
 [ "$(json_field "$WORK/p1.log" done revision)" = 12 ] || fail "p1 did not finish"
 grep -q "aborting" "$WORK/master.log" || fail "the kill did not land inside an all-reduce (no abort logged)"
 if [ -n "${PCCL_TEST_STRIPES:-}" ]; then
-    grep -q "commenced: op [0-9]*, slots $PCCL_TEST_STRIPES," "$WORK/master.log" || fail "ops were not striped ($PCCL_TEST_STRIPES)"
+    grep -q "commenced: [a-z_]*, op [0-9]*, slots $PCCL_TEST_STRIPES," "$WORK/master.log" || fail "ops were not striped ($PCCL_TEST_STRIPES)"
 fi
 grep -qE "aborted|failed" "$WORK/p1.err" "$WORK/p3.err" || fail "survivors did not see the failed operation"
 echo "ok: mid-operation kill aborted and retried; hash $h"

@@ -19,7 +19,7 @@ for pool in 1 2 3 4 5 6 7 8; do
         wait_pid "${pids[$r]}" 120 || { cat "$WORK/s$r-$pool.err" >&2; fail "stripe peer $r failed with pool $pool"; }
     done
     mask=$(printf '%#x' $(( (1 << pool) - 1 )))
-    grep -q "tag 9000 commenced: op [0-9]*, slots $mask," "$WORK/master.log" || fail "pool $pool: op not striped over $mask"
+    grep -q "tag 9000 commenced: [a-z_]*, op [0-9]*, slots $mask," "$WORK/master.log" || fail "pool $pool: op not striped over $mask"
     for r in 0 1 2; do
         grep -q '^hash' "$WORK/s$r-$pool.log" || fail "no hashes from peer $r"
         cmp -s "$WORK/s$r-$pool.log" "$WORK/s0-1.log" || fail "peer $r with pool $pool differs from pool 1: $(cat "$WORK/s$r-$pool.log")"
