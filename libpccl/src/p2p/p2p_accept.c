@@ -311,4 +311,6 @@ static void *acceptor_main(void *arg) {
     return NULL;
 }
 
-int p2p_acceptor_start(pcclComm_t *c) { return pthread_create(&c->p2p.acceptor, NULL, acceptor_main, c); }
+int p2p_acceptor_start(pcclComm_t *c) {
+    return pthread_create(&c->p2p.acceptor, NULL, acceptor_main, c) == 0 ? 0 : -PERR_FAILED;
+}
