@@ -69,8 +69,8 @@ static void *serve_one(void *arg) {
     p2p_intro_t who;
     sec_link_t *link;
     char err[160];
-    if (p2p_greet(fd, &g_sec, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
-        bw_serve_connection(link, fd, 10000, BW_MAX_DURATION_MS, 1);
+    if (p2p_greet(fd, &g_sec, self, NULL, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
+        bw_serve_connection(link, fd, 10000, BW_MAX_DURATION_MS, 1, NULL);
     else pccl_log(PCCL_LOG_INFO, "bench", "refused a connection: %s", err);
     sec_link_free(link);
     close(fd);
@@ -135,7 +135,7 @@ static int measure(const ccoip_socket_address_t *addr, int seconds, int streams,
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
         pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s for %d s over %d stream(s)...\n", names[d], where, seconds,
                 streams);
-        if (bw_measure(addr, uuid, &g_sec, NULL, dirs[d], seconds * 1000, streams, 10000,
+        if (bw_measure(addr, uuid, &g_sec, NULL, dirs[d], seconds * 1000, streams, 10000, NULL,
                        &res[d]) != 0) {
             cli_err("pccl bench-bandwidth: %s measurement to %s failed\n", names[d], where);
             return CLI_EXIT_FAIL;

@@ -421,11 +421,17 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     if (!res) return -PERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
-        bw_result_t r;
+        bw_result_t r = {0};
         memcpy(res[i].uuid, t->uuid, 16);
         ccoip_socket_address_t to = wire_peer_addr(t);
-        res[i].mbps = bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS,
-                                 (int)req->u.bench_req.duration_ms, 1, c->timeout_ms, &r) == 0 ? r.mbps : 0;
+        pwait_t w; /* one of the communicator's waits: a destroy or a lost master ends the probe at once */
+        if (comm_wait_open(c, &w, 1) == 0) {
+            if (bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
+                           c->timeout_ms, &w, &r) != 0)
+                r.mbps = 0;
+            comm_wait_close(c, &w);
+        }
+        res[i].mbps = r.mbps;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }
     wire_msg_t out = {.type = C2M_BENCH_RESULT};
