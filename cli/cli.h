@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
@@ -134,10 +134,10 @@ int cli_print_completions(const char *shell);
  */
 const char *cli_suggest(const char *word, size_t len, const char *const *candidates, size_t n);
 /*
- * Messages to stderr go through the logger (pccl_log_plain): plain text as written, or JSON records under
+ * Messages to stderr go through the logger (pcclToolLogPlain): plain text as written, or JSON records under
  * --log-format json / PCCL_LOG_FORMAT=json, so that every stderr line of a command has the one format.
  */
-#define cli_err(...) pccl_log_plain(PCCL_LOG_ERROR, __VA_ARGS__)
+#define cli_err(...) pcclToolLogPlain(PCCL_LOG_ERROR, __VA_ARGS__)
 /* Applies --log-format wherever it stands in argv (after the command name), before anything is printed:
  * usage errors of the same command line come out in that format. */
 void cli_early_log_format(int argc, char **argv);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "pccl.h"
 
 const cli_command_t *const cli_commands[] = {
@@ -36,9 +36,9 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
 int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
                    ccoip_socket_address_t *out, int unresolved_exit) {
     char err[512];
-    int rc = addr_parse(value, default_port, 0, out, err, sizeof err);
-    if (rc == 0) return 0;
-    if (rc == -PERR_SYNTAX) return cli_usage_error(cmd, "--%s: %s", flag, err);
+    pcclResult_t rc = pcclToolParseAddress(value, default_port, 0, out, err, sizeof err);
+    if (rc == pcclSuccess) return 0;
+    if (rc == pcclInvalidArgument) return cli_usage_error(cmd, "--%s: %s", flag, err);
     cli_err("pccl %s: --%s: %s\n", cmd->name, flag, err);
     return unresolved_exit;
 }
