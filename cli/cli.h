@@ -73,7 +73,9 @@ typedef struct cli_command {
     const char *name;
     const char *alias; /* second spelling or NULL */
     const char *summary;
-    const char *usage; /* synopsis after "pccl NAME " */
+    /* The synopsis template after "pccl NAME " (synopsis.c): flags named as --NAME alone, their values from
+     * flags; [ ] optional, " | " alternatives, "..." repeats, other words positionals. */
+    const char *usage;
     const cli_flag_t *flags; /* terminated by {0} */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
@@ -126,6 +128,14 @@ extern const cli_command_t *const cli_commands[];
 extern const size_t cli_num_commands;
 /* `pccl help --man CMD`: the man page's OPTIONS entries of cmd, in scdoc. */
 void cli_print_man_options(const cli_command_t *cmd);
+/* The value a flag takes as its usage shows it: its metavar, else its choices "a|b", else "" (a switch). */
+void cli_flag_value(const cli_flag_t *f, char *out, size_t cap);
+/* The usage line after "pccl NAME " rendered from cmd->usage. @return 0, or -1 when it names a flag the command
+ * lacks. */
+int cli_synopsis(const cli_command_t *cmd, char *out, size_t cap);
+/* The man page's SYNOPSIS (scdoc), one line per form of the command (`pccl help --synopsis CMD`); @return as
+ * cli_synopsis. */
+int cli_print_man_synopsis(const cli_command_t *cmd);
 /* `pccl help --completions SHELL` (bash, zsh, fish): the completion script; -1 for an unknown shell. */
 int cli_print_completions(const char *shell);
 /*

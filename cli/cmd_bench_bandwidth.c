@@ -44,8 +44,8 @@ const cli_command_t cli_cmd_bench_bandwidth = {
     .name = "bench-bandwidth",
     .alias = "bench p2p",
     .summary = "measure point-to-point bandwidth in each direction",
-    .usage = "--server [--listen HOST:PORT] [--key-file FILE [--encrypt]] | --connect HOST:PORT [--seconds S] "
-             "[--streams N] [--key-file FILE [--encrypt]] [--json] | --admin HOST:PORT [--json]",
+    .usage = "--server [--listen] [--key-file [--encrypt]] | --connect [--seconds] [--streams] [--key-file [--encrypt]] "
+             "[--json] | --admin [--json]",
     .flags = flags,
     .run = run,
     .renamed = cli_admin_renamed,

@@ -28,7 +28,7 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_join = {
     .name = "join",
     .summary = "join a run as a peer and run a workload (the canonical PCCL training loop)",
-    .usage = "--master HOST:PORT [--workload " JOIN_WORKLOAD_FASHION_MNIST "|" JOIN_WORKLOAD_SYNTHETIC "] [--steps N] [--peer-group G] [--json] ...",
+    .usage = "--master [--workload] [--steps] [--peer-group] [--json] [OPTIONS]",
     .flags = flags,
     .run = run,
     .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly and exits 0 within about a second in every state (connecting,\n"

@@ -21,7 +21,7 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_kick = {
     .name = "kick",
     .summary = "remove a peer from the run, named by a prefix of its uuid or by its name (master admin port)",
-    .usage = "UUID-PREFIX|NAME --admin-token-file FILE [--admin HOST:PORT] [--timeout MS]",
+    .usage = "UUID-PREFIX|NAME --admin-token-file [--admin] [--timeout]",
     .flags = admin_client_flags,
     .run = run,
     .renamed = admin_client_renamed,

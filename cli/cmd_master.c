@@ -21,9 +21,8 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
-    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--admin-host NAME]... "
-             "[--vote-timeout MS] [--on-signal keep-run|end-run] [--key-file FILE [--encrypt]] [--allow-keys FILE] "
-             "[--log-level LEVEL] [--log-format FORMAT]",
+    .usage = "[--listen] [--admin | --no-admin] [--admin-token-file] [--admin-host]... [--vote-timeout] "
+             "[--on-signal] [--key-file [--encrypt]] [--allow-keys] [--log-level] [--log-format]",
     .flags = flags,
     .run = run,
     .help_footer = "\nStopping: `pccl shutdown` ends the run (every peer exits 0); `pccl shutdown --keep-run` and a signal\n"

@@ -50,6 +50,7 @@ static void print_main_help(void) {
     for (size_t i = 0; i < NUM_COMMANDS; i++) printf("  %-18s %s\n", cli_commands[i]->name, cli_commands[i]->summary);
     printf("  %-18s %s\n", "help COMMAND", "show help for COMMAND");
     printf("  %-18s %s\n", "help --man COMMAND", "print the OPTIONS of COMMAND's man page (scdoc)");
+    printf("  %-18s %s\n", "help --synopsis COMMAND", "print the SYNOPSIS of COMMAND's man page (scdoc)");
     printf("  %-18s %s\n", "help --completions SHELL", "print the completion script of bash, zsh or fish");
     printf("\nExit codes: 0 ok, 1 failure, 2 usage error. See pccl(1).\n");
 }
@@ -94,6 +95,8 @@ static int help(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     int man = strcmp(argv[2], "--man") == 0, completions = strcmp(argv[2], "--completions") == 0;
+    int synopsis = strcmp(argv[2], "--synopsis") == 0;
+    man |= synopsis;
     if ((man || completions) && argc != 4) {
         cli_err("pccl help: %s needs one argument (%s)\n", argv[2], man ? "a command" : "bash, zsh or fish");
         return CLI_EXIT_USAGE;
@@ -105,8 +108,12 @@ static int help(int argc, char **argv) {
     }
     const cli_command_t *cmd = find_command(argv[man ? 3 : 2]);
     if (!cmd) return unknown_command(argv[man ? 3 : 2]);
-    if (man) cli_print_man_options(cmd);
-    else cli_print_help(cmd);
+    if (synopsis && cli_print_man_synopsis(cmd) != 0) {
+        cli_err("pccl help: the synopsis of %s names a flag it does not have\n", cmd->name);
+        return CLI_EXIT_FAIL;
+    }
+    if (man && !synopsis) cli_print_man_options(cmd);
+    else if (!man) cli_print_help(cmd);
     return CLI_EXIT_OK;
 }
 
