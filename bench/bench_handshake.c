@@ -39,7 +39,7 @@ static void *serve(void *p) {
         sec_link_t *l = NULL;
         char err[160];
         uint8_t b = 1;
-        if (p2p_greet(fd, s->sec, self, &who, &l, err, sizeof err) == 0) link_send_all(l, fd, &b, 1);
+        if (p2p_greet(fd, s->sec, self, NULL, &who, &l, err, sizeof err) == 0) link_send_all(l, fd, &b, 1);
         else fprintf(stderr, "greet: %s\n", err);
         sec_link_free(l);
         close(fd);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sec/sec.h"
 
 const cli_flag_t admin_client_flags[] = {CLI_FLAGS_ADMIN_CLIENT, {0}};
 
@@ -22,7 +21,7 @@ const cli_renamed_t admin_client_renamed[] = {
 
 int cli_read_token(const cli_command_t *cmd, const char *path, char *out, size_t cap) {
     char err[400];
-    if (sec_token_from_file(path, out, cap, err, sizeof err) == 0) return CLI_EXIT_OK;
+    if (pcclToolReadToken(path, out, cap, err, sizeof err) == pcclSuccess) return CLI_EXIT_OK;
     cli_err("pccl %s: %s\n", cmd->name, err);
     return CLI_EXIT_FAIL;
 }

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
@@ -73,7 +73,9 @@ typedef struct cli_command {
     const char *name;
     const char *alias; /* second spelling or NULL */
     const char *summary;
-    const char *usage; /* synopsis after "pccl NAME " */
+    /* The synopsis template after "pccl NAME " (synopsis.c): flags named as --NAME alone, their values from
+     * flags; [ ] optional, " | " alternatives, "..." repeats, other words positionals. */
+    const char *usage;
     const cli_flag_t *flags; /* terminated by {0} */
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *help_footer; /* printed after --help's option list (not by `pccl help NAME`) */
@@ -126,6 +128,14 @@ extern const cli_command_t *const cli_commands[];
 extern const size_t cli_num_commands;
 /* `pccl help --man CMD`: the man page's OPTIONS entries of cmd, in scdoc. */
 void cli_print_man_options(const cli_command_t *cmd);
+/* The value a flag takes as its usage shows it: its metavar, else its choices "a|b", else "" (a switch). */
+void cli_flag_value(const cli_flag_t *f, char *out, size_t cap);
+/* The usage line after "pccl NAME " rendered from cmd->usage. @return 0, or -1 when it names a flag the command
+ * lacks. */
+int cli_synopsis(const cli_command_t *cmd, char *out, size_t cap);
+/* The man page's SYNOPSIS (scdoc), one line per form of the command (`pccl help --synopsis CMD`); @return as
+ * cli_synopsis. */
+int cli_print_man_synopsis(const cli_command_t *cmd);
 /* `pccl help --completions SHELL` (bash, zsh, fish): the completion script; -1 for an unknown shell. */
 int cli_print_completions(const char *shell);
 /*
@@ -134,10 +144,10 @@ int cli_print_completions(const char *shell);
  */
 const char *cli_suggest(const char *word, size_t len, const char *const *candidates, size_t n);
 /*
- * Messages to stderr go through the logger (pccl_log_plain): plain text as written, or JSON records under
+ * Messages to stderr go through the logger (pcclToolLogPlain): plain text as written, or JSON records under
  * --log-format json / PCCL_LOG_FORMAT=json, so that every stderr line of a command has the one format.
  */
-#define cli_err(...) pccl_log_plain(PCCL_LOG_ERROR, __VA_ARGS__)
+#define cli_err(...) pcclToolLogPlain(PCCL_LOG_ERROR, __VA_ARGS__)
 /* Applies --log-format wherever it stands in argv (after the command name), before anything is printed:
  * usage errors of the same command line come out in that format. */
 void cli_early_log_format(int argc, char **argv);

@@ -23,9 +23,8 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 
-#include "p2p/p2p.h"
 #include "cli.h"
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "opts/shared.h"
 #include "pccl.h"
 
@@ -45,16 +44,16 @@ const cli_command_t cli_cmd_bench_bandwidth = {
     .name = "bench-bandwidth",
     .alias = "bench p2p",
     .summary = "measure point-to-point bandwidth in each direction",
-    .usage = "--server [--listen HOST:PORT] [--key-file FILE [--encrypt]] | --connect HOST:PORT [--seconds S] "
-             "[--streams N] [--key-file FILE [--encrypt]] [--json] | --admin HOST:PORT [--json]",
+    .usage = "--server [--listen] [--key-file [--encrypt]] | --connect [--seconds] [--streams] [--key-file [--encrypt]] "
+             "[--json] | --admin [--json]",
     .flags = flags,
     .run = run,
     .renamed = cli_admin_renamed,
 };
 
 static volatile sig_atomic_t g_stop;
-/* The run key of a keyed probe (keyed 0: open), set before any thread starts and read-only after. */
-static sec_cfg_t g_sec;
+/* The run key of a keyed probe (NULL: open), set before any thread starts and read-only after. */
+static pcclToolKey_t *g_key;
 /* Connections being served. The server waits for them (a while) before it returns, so that none is
  * still in the cipher when the process exits and OpenSSL frees its tables. */
 static atomic_int g_serving;
@@ -65,41 +64,36 @@ static void on_signal(int sig) {
 
 static void *serve_one(void *arg) {
     int fd = (int)(intptr_t)arg;
-    static const uint8_t self[16] = {0};
-    p2p_intro_t who;
-    sec_link_t *link;
     char err[160];
-    if (p2p_greet(fd, &g_sec, self, &who, &link, err, sizeof err) == 0 && who.kind == P2P_KIND_BENCH)
-        bw_serve_connection(link, fd, 10000, BW_MAX_DURATION_MS, 1);
-    else pccl_log(PCCL_LOG_INFO, "bench", "refused a connection: %s", err);
-    sec_link_free(link);
+    if (pcclToolProbeServe(fd, g_key, 10000, PCCL_TOOL_PROBE_MAX_MS, err, sizeof err) != pcclSuccess)
+        pcclToolLog(PCCL_LOG_INFO, "bench", "refused a connection: %s", err);
     close(fd);
     atomic_fetch_sub(&g_serving, 1);
     return NULL;
 }
 
 static int serve(const ccoip_socket_address_t *addr) {
-    char where[ADDR_STRLEN];
-    addr_str(addr, where);
-    ccoip_socket_address_t bound = *addr;
-    int fd = net_listen(addr, &bound.port);
+    char where[PCCL_TOOL_ADDR_STRLEN];
+    pcclToolAddressString(addr, 1, where);
+    ccoip_socket_address_t bound;
+    int fd = pcclToolProbeListen(addr, &bound);
     if (fd < 0) {
         cli_err("pccl bench-bandwidth: cannot listen on %s: %s\n", where, strerror(errno));
         return CLI_EXIT_FAIL;
     }
-    addr_str(&bound, where);
+    pcclToolAddressString(&bound, 1, where);
     struct sigaction act = {.sa_handler = on_signal};
     sigaction(SIGINT, &act, NULL);
     sigaction(SIGTERM, &act, NULL);
+    pcclToolKeyKind_t kind = pcclToolKeyKind(g_key);
     printf("pccl bench-bandwidth server listening on %s%s\n", where,
-           g_sec.encrypt ? " (keyed, encrypted)" : g_sec.keyed ? " (keyed)" : "");
+           kind == pcclToolKeyEncrypted ? " (keyed, encrypted)" : kind == pcclToolKeyKeyed ? " (keyed)" : "");
     fflush(stdout);
     while (!g_stop) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 200) <= 0) continue;
         int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0) continue;
-        net_set_nodelay(c);
         pthread_t t;
         pthread_attr_t at;
         pthread_attr_init(&at);
@@ -125,31 +119,32 @@ static cJSON *matrix_json(const double *m, int n) {
 }
 
 static int measure(const ccoip_socket_address_t *addr, int seconds, int streams, int json) {
-    static const uint8_t uuid[16] = {0};
     const char *names[2] = {"upload", "download"};
-    const int dirs[2] = {BW_CLIENT_SENDS, BW_SERVER_SENDS};
-    bw_result_t res[2];
-    char where[ADDR_STRLEN];
-    addr_str(addr, where);
+    const pcclToolProbeDirection_t dirs[2] = {pcclToolProbeUpload, pcclToolProbeDownload};
+    pcclToolProbeResult_t res[2];
+    char where[PCCL_TOOL_ADDR_STRLEN];
+    pcclToolAddressString(addr, 1, where);
     for (int d = 0; d < 2; d++) {
         /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
-        pccl_log_plain(PCCL_LOG_INFO, "measuring %s to %s for %d s over %d stream(s)...\n", names[d], where, seconds,
+        pcclToolLogPlain(PCCL_LOG_INFO, "measuring %s to %s for %d s over %d stream(s)...\n", names[d], where, seconds,
                 streams);
-        if (bw_measure(addr, uuid, &g_sec, NULL, dirs[d], seconds * 1000, streams, 10000,
-                       &res[d]) != 0) {
+        if (pcclToolProbe(addr, g_key, dirs[d], seconds * 1000, streams, 10000, &res[d]) != pcclSuccess) {
             cli_err("pccl bench-bandwidth: %s measurement to %s failed\n", names[d], where);
             return CLI_EXIT_FAIL;
         }
     }
     if (json) {
         cJSON *o = cJSON_CreateObject();
-        char ip[ADDR_STRLEN];
-        addr_ip_str(&addr->inet, ip);
+        char ip[PCCL_TOOL_ADDR_STRLEN];
+        pcclToolAddressString(addr, 0, ip);
         cJSON_AddStringToObject(o, "target", ip);
         cJSON_AddNumberToObject(o, "port", addr->port);
         cJSON_AddNumberToObject(o, "streams", streams);
         cJSON_AddNumberToObject(o, "seconds", seconds);
-        cJSON_AddStringToObject(o, "security", g_sec.encrypt ? "encrypted" : g_sec.keyed ? "keyed" : "open");
+        pcclToolKeyKind_t kind = pcclToolKeyKind(g_key);
+        cJSON_AddStringToObject(o, "security", kind == pcclToolKeyEncrypted ? "encrypted"
+                                               : kind == pcclToolKeyKeyed   ? "keyed"
+                                                                            : "open");
         for (int d = 0; d < 2; d++) {
             cJSON *r = cJSON_AddObjectToObject(o, names[d]);
             cJSON_AddNumberToObject(r, "mbps", res[d].mbps);
@@ -306,13 +301,15 @@ static int run(int argc, char **argv) {
         return cli_usage_error(cmd, "give exactly one of --server, --connect HOST:PORT and --admin HOST:PORT");
     if (a.have_admin) return show_matrix(&a.admin, a.json);
     char err[320];
-    int keyed = a.key_file ? sec_key_from_file(a.key_file, &g_sec, err, sizeof err)
-                           : sec_key_from_env(&g_sec, err, sizeof err);
-    if (keyed < 0) {
+    if (pcclToolKeyLoad(a.key_file, &g_key, err, sizeof err) != pcclSuccess) {
         cli_err("pccl bench-bandwidth: %s\n", err);
         return CLI_EXIT_FAIL;
     }
-    if (a.encrypt && !g_sec.keyed) return cli_usage_error(cmd, "--encrypt needs a run key (--key-file FILE)");
-    g_sec.encrypt = a.encrypt;
-    return a.server ? serve(&a.listen_addr) : measure(&a.target, (int)a.seconds, (int)a.streams, a.json);
+    if (pcclToolKeyEncrypt(g_key, (int)a.encrypt) != pcclSuccess) {
+        pcclToolKeyFree(g_key);
+        return cli_usage_error(cmd, "--encrypt needs a run key (--key-file FILE)");
+    }
+    rc = a.server ? serve(&a.listen_addr) : measure(&a.target, (int)a.seconds, (int)a.streams, a.json);
+    if (!a.server || atomic_load(&g_serving) == 0) pcclToolKeyFree(g_key); /* a server thread cut off keeps it */
+    return rc;
 }

@@ -27,7 +27,7 @@ const cli_command_t cli_cmd_hash_tensor = {
     .name = "hash-tensor",
     .alias = NULL,
     .summary = "print the SimpleHash of each tensor in a raw, npy or safetensors file",
-    .usage = "FILE [--format raw|npy|safetensors] [--dtype T] [--offset B] [--count N] [--device cpu|cuda] [--json]",
+    .usage = "FILE [--format] [--dtype] [--offset] [--count] [--device] [--json]",
     .flags = flags,
     .run = run,
 };

@@ -5,7 +5,6 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "sec/sec.h"
 
 static const cli_flag_t flags[] = {{0}};
 
@@ -29,17 +28,13 @@ static int run(int argc, char **argv) {
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (first >= argc) return cli_usage_error(cmd, "FILE is required");
     if (argc - first > 1) return cli_usage_error(cmd, "unexpected argument '%s'", argv[first + 1]);
-    ident_t id;
-    char err[320];
+    char err[320], pk[PCCL_TOOL_PUBLIC_KEY_STRLEN];
+    uint8_t u[16];
     int created;
-    if (ident_load_file(argv[first], &id, &created, err, sizeof err) != 0) {
+    if (pcclToolLoadIdentity(argv[first], pk, u, &created, err, sizeof err) != pcclSuccess) {
         cli_err("pccl identity: %s\n", err);
         return CLI_EXIT_FAIL;
     }
-    char pk[IDENT_PK_STRLEN];
-    uint8_t u[16];
-    ident_pk_str(id.pk, pk);
-    ident_uuid(id.pk, u);
     printf("%s # uuid ", pk);
     for (int i = 0; i < 16; i++) printf("%02x", u[i]);
     printf("\n");

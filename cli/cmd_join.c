@@ -9,9 +9,8 @@
 #include "cli.h"
 #include "join.h"
 #include "join_notify.h"
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "pccl.h"
-#include "sec/sec.h"
 #include "pccl_ext.h"
 #include "pccl_kernels.h"
 #include "pccl_leave.h"
@@ -29,7 +28,7 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_join = {
     .name = "join",
     .summary = "join a run as a peer and run a workload (the canonical PCCL training loop)",
-    .usage = "--master HOST:PORT [--workload " JOIN_WORKLOAD_FASHION_MNIST "|" JOIN_WORKLOAD_SYNTHETIC "] [--steps N] [--peer-group G] [--json] ...",
+    .usage = "--master [--workload] [--steps] [--peer-group] [--json] [OPTIONS]",
     .flags = flags,
     .run = run,
     .help_footer = "\nSIGTERM or SIGINT leaves the run cleanly and exits 0 within about a second in every state (connecting,\n"
@@ -81,7 +80,7 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     } else if (!strcmp(n, "identity-file")) {
         *a->identity_file = arg;
     } else if (!strcmp(n, "name")) {
-        if (!ident_name_valid(arg))
+        if (!pcclToolNameValid(arg))
             return cli_usage_error(cmd, "bad --name '%s' (at most 63 printable ASCII characters)", arg);
         *a->name = arg;
     } else if (!strcmp(n, "connect-timeout")) {
@@ -93,10 +92,10 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         ccoip_socket_address_t adv;
         char err[320];
         *a->advertise = arg;
-        int rc = addr_parse_advertised(arg, &adv, err, sizeof err);
-        if (rc == -PERR_SYNTAX) return cli_usage_error(cmd, "--advertise: %s", err);
-        if (rc != 0) cli_err("pccl join: --advertise: %s\n", err);
-        return rc == 0 ? 0 : JOIN_EXIT_FAILED;
+        pcclResult_t rc = pcclToolParseAddress(arg, 0, PCCL_TOOL_ADDR_ADVERTISED, &adv, err, sizeof err);
+        if (rc == pcclInvalidArgument) return cli_usage_error(cmd, "--advertise: %s", err);
+        if (rc != pcclSuccess) cli_err("pccl join: --advertise: %s\n", err);
+        return rc == pcclSuccess ? 0 : JOIN_EXIT_FAILED;
     } else if (!strcmp(n, "workload")) {
         const cli_flag_t *f = cli_flag_find(cmd, n);
         char names[128];
@@ -166,10 +165,11 @@ static int check_env_addresses(void) {
     }
     ccoip_socket_address_t a;
     char err[320];
-    int rc = adv && *adv ? addr_parse_advertised(adv, &a, err, sizeof err) : 0;
-    if (rc == 0) return 0;
+    pcclResult_t rc = adv && *adv ? pcclToolParseAddress(adv, 0, PCCL_TOOL_ADDR_ADVERTISED, &a, err, sizeof err)
+                                  : pcclSuccess;
+    if (rc == pcclSuccess) return 0;
     cli_err("pccl join: PCCL_ADVERTISE_ADDRESS: %s\n", err);
-    return rc == -PERR_SYNTAX ? JOIN_EXIT_CONFIG : JOIN_EXIT_FAILED;
+    return rc == pcclInvalidArgument ? JOIN_EXIT_CONFIG : JOIN_EXIT_FAILED;
 }
 
 /* The exit code of a run that ended for this peer (rc: the workload's), from how it ended. */
@@ -220,9 +220,9 @@ static void log_identity(pcclComm_t *comm, const char *identity_file) {
     uint8_t u[16];
     char pk[45];
     pcclExtCommGetIdentity(comm, u, pk);
-    char nm[IDENT_NAME_MAX + 1];
-    ident_default_name(nm);
-    pccl_log_plain(PCCL_LOG_INFO,
+    char nm[PCCL_TOOL_NAME_MAX + 1];
+    pcclToolDefaultName(nm);
+    pcclToolLogPlain(PCCL_LOG_INFO,
                    "pccl join: peer %02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x \"%s\", public "
                    "key %s (%s)\n", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
                    u[13], u[14], u[15], nm, pk, identity_file && *identity_file ? identity_file : "a new identity");
@@ -245,12 +245,13 @@ static int run(int argc, char **argv) {
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
     if (key_file) {
         /* Checked here for a clear message; the library reads it through the environment. */
-        sec_cfg_t sec = {0};
+        pcclToolKey_t *key;
         char err[320];
-        if (sec_key_from_file(key_file, &sec, err, sizeof err) != 0) {
+        if (pcclToolKeyLoad(key_file, &key, err, sizeof err) != pcclSuccess) {
             cli_err("pccl join: %s\n", err);
             return CLI_EXIT_FAIL;
         }
+        pcclToolKeyFree(key);
         setenv("PCCL_KEY_FILE", key_file, 1);
     }
     /* Checked above; the library reads them through the environment, as a program linking it would be told. */
@@ -261,16 +262,15 @@ static int run(int argc, char **argv) {
      * environment, as a program linking it would be told. */
     if (!identity_file) identity_file = getenv("PCCL_IDENTITY_FILE");
     if (identity_file && *identity_file) {
-        ident_t id;
         char ierr[320];
-        if (ident_load_file(identity_file, &id, NULL, ierr, sizeof ierr) < 0) {
+        if (pcclToolLoadIdentity(identity_file, NULL, NULL, NULL, ierr, sizeof ierr) != pcclSuccess) {
             cli_err("pccl join: %s\n", ierr);
             return JOIN_EXIT_CONFIG;
         }
         setenv("PCCL_IDENTITY_FILE", identity_file, 1);
     }
     if (name) setenv("PCCL_NAME", name, 1);
-    else if (getenv("PCCL_NAME") && !ident_name_valid(getenv("PCCL_NAME"))) {
+    else if (getenv("PCCL_NAME") && !pcclToolNameValid(getenv("PCCL_NAME"))) {
         cli_err("pccl join: PCCL_NAME='%s' is not a name (at most 63 printable ASCII characters)\n", getenv("PCCL_NAME"));
         return JOIN_EXIT_CONFIG;
     }
@@ -306,8 +306,8 @@ static int run(int argc, char **argv) {
     if (join_stop_requested()) {
         rc = left(comm, &o);
     } else if (r != pcclSuccess) {
-        char where[ADDR_STRLEN];
-        addr_str(&master, where);
+        char where[PCCL_TOOL_ADDR_STRLEN];
+        pcclToolAddressString(&master, 1, where);
         if (r != pcclExtRunShutDown) cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
         rc = exit_code(comm, &o, JOIN_EXIT_FAILED);
     } else {

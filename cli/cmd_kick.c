@@ -13,7 +13,6 @@
 #include <cjson/cJSON.h>
 
 #include "admin_client.h"
-#include "sec/sec.h"
 
 #define KICK_MIN_PREFIX 4
 
@@ -22,7 +21,7 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_kick = {
     .name = "kick",
     .summary = "remove a peer from the run, named by a prefix of its uuid or by its name (master admin port)",
-    .usage = "UUID-PREFIX|NAME --admin-token-file FILE [--admin HOST:PORT] [--timeout MS]",
+    .usage = "UUID-PREFIX|NAME --admin-token-file [--admin] [--timeout]",
     .flags = admin_client_flags,
     .run = run,
     .renamed = admin_client_renamed,
@@ -72,7 +71,7 @@ static int run(int argc, char **argv) {
     const char *arg = argv[first];
     size_t pl = strlen(arg);
     int hex = pl >= KICK_MIN_PREFIX && pl <= 32 && strspn(arg, "0123456789abcdefABCDEF") == pl;
-    if (!hex && (!pl || !ident_name_valid(arg)))
+    if (!hex && (!pl || !pcclToolNameValid(arg)))
         return cli_usage_error(cmd, "bad peer '%s' (want %d to 32 hex digits of its uuid, or its name)", arg,
                                KICK_MIN_PREFIX);
     char token[512];

@@ -5,11 +5,10 @@
 #include <string.h>
 
 #include "cli.h"
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "server/server.h"
 #include "pccl.h"
 #include "sd_notify.h"
-#include "sec/sec.h"
 #include "opts/shared.h"
 
 static const cli_flag_t flags[] = {
@@ -22,9 +21,8 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
-    .usage = "[--listen HOST:PORT] [--admin HOST:PORT | --no-admin] [--admin-token-file FILE] [--admin-host NAME]... "
-             "[--vote-timeout MS] [--on-signal keep-run|end-run] [--key-file FILE [--encrypt]] [--allow-keys FILE] "
-             "[--log-level LEVEL] [--log-format FORMAT]",
+    .usage = "[--listen] [--admin | --no-admin] [--admin-token-file] [--admin-host]... [--vote-timeout] "
+             "[--on-signal] [--key-file [--encrypt]] [--allow-keys] [--log-level] [--log-format]",
     .flags = flags,
     .run = run,
     .help_footer = "\nStopping: `pccl shutdown` ends the run (every peer exits 0); `pccl shutdown --keep-run` and a signal\n"
@@ -124,13 +122,13 @@ static void wait_for_end(pcclMasterInstance_t *m, const sigset_t *set, const mas
     for (;;) {
         int sig = sigtimedwait(set, NULL, &poll_every);
         if (sig == SIGHUP) {
-            if (a->allow_keys) pccl_log(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
+            if (a->allow_keys) pcclToolLog(PCCL_LOG_INFO, "master", "received SIGHUP, reading the allow-keys file again");
             pccl__master_reload_allow_keys(m);
             continue;
         }
         if (sig > 0) {
             const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-            pccl_log(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
+            pcclToolLog(PCCL_LOG_INFO, "master", "received %s, shutting down (%s)", name,
                      a->signal_ends_run ? "ending the run" : "the peers keep the run");
             if (a->signal_ends_run) {
                 char why[64];
@@ -150,7 +148,7 @@ static int run(int argc, char **argv) {
         .listen = {.inet.protocol = inetIPv4, .port = CCOIP_PROTOCOL_PORT_MASTER},
         .vote_timeout_ms = -1,
     };
-    if (!getenv("PCCL_LOG_LEVEL")) pccl_log_set_level(PCCL_LOG_INFO);
+    if (!getenv("PCCL_LOG_LEVEL")) pcclToolLogSetLevel(PCCL_LOG_INFO);
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     char token[512] = "", err[320];
@@ -167,8 +165,8 @@ static int run(int argc, char **argv) {
 
     pcclInit();
     pcclMasterInstance_t *m = NULL;
-    char where[ADDR_STRLEN];
-    addr_str(&a.listen, where);
+    char where[PCCL_TOOL_ADDR_STRLEN];
+    pcclToolAddressString(&a.listen, 1, where);
     if (pcclCreateMaster(a.listen, &m) != pcclSuccess) {
         cli_err("pccl master: cannot listen on %s (port in use or address not local)\n", where);
         return CLI_EXIT_FAIL;
@@ -184,8 +182,8 @@ static int run(int argc, char **argv) {
         pcclDestroyMaster(m);
         return CLI_EXIT_FAIL;
     }
-    char awhere[ADDR_STRLEN];
-    addr_str(&a.admin, awhere);
+    char awhere[PCCL_TOOL_ADDR_STRLEN];
+    pcclToolAddressString(&a.admin, 1, awhere);
     if (a.admin_on && pccl__master_enable_admin(m, a.admin, token[0] ? token : NULL, &a.hosts) != 0) {
         /* An explicit --admin is a promise to the operator; the default port is optional (e.g. a second master
          * on the same host), so the run starts without it rather than not at all. */
@@ -195,14 +193,14 @@ static int run(int argc, char **argv) {
             pcclDestroyMaster(m);
             return CLI_EXIT_FAIL;
         }
-        pccl_log_plain(PCCL_LOG_WARN, "pccl master: warning: default admin port %s unavailable, running without it\n",
+        pcclToolLogPlain(PCCL_LOG_WARN, "pccl master: warning: default admin port %s unavailable, running without it\n",
                        awhere);
         a.admin_on = 0;
     }
     master_watchdog_t wd = {.every_ms = sd_notify_ping_ms(sd_notify_watchdog_usec())};
     if (wd.every_ms) {
         if (wd.every_ms < 250)
-            pccl_log_plain(PCCL_LOG_WARN, "pccl master: warning: a watchdog timeout below 1 s (WATCHDOG_USEC) is "
+            pcclToolLogPlain(PCCL_LOG_WARN, "pccl master: warning: a watchdog timeout below 1 s (WATCHDOG_USEC) is "
                                           "shorter than two ticks of the event loop (250 ms)\n");
         pccl__master_set_tick_hook(m, on_loop_tick, &wd);
     }
@@ -212,11 +210,11 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     a.listen.port = pccl__master_port(m);
-    addr_str(&a.listen, where);
+    pcclToolAddressString(&a.listen, 1, where);
     printf("pccl master listening on %s\n", where);
     if (a.admin_on) {
         a.admin.port = pccl__master_admin_port(m);
-        addr_str(&a.admin, awhere);
+        pcclToolAddressString(&a.admin, 1, awhere);
         printf("pccl master admin on %s\n", awhere);
     }
     fflush(stdout);

@@ -37,7 +37,7 @@ static int on_flag(void *ctx, const char *name, const char *value) {
 const cli_command_t cli_cmd_shutdown = {
     .name = "shutdown",
     .summary = "stop a master through its admin port (ending the run) and wait until it is gone",
-    .usage = "--admin-token-file FILE [--admin HOST:PORT] [--timeout MS] [--keep-run]",
+    .usage = "--admin-token-file [--admin] [--timeout] [--keep-run]",
     .flags = flags,
     .run = run,
     .renamed = admin_client_renamed,

@@ -27,7 +27,7 @@ const cli_command_t cli_cmd_solve_topology = {
     .name = "solve-topology",
     .alias = NULL,
     .summary = "choose the ring order for a bandwidth matrix: max bottleneck, then min total time",
-    .usage = "--matrix FILE [--json] [--time-limit MS]",
+    .usage = "--matrix [--json] [--time-limit]",
     .flags = flags,
     .run = run,
 };

@@ -47,7 +47,7 @@ static int run(int argc, char **argv);
 const cli_command_t cli_cmd_status = {
     .name = "status",
     .summary = "show the peers, rings and operations of a run (exit 0 healthy, 3 unreachable, 4 stalled, ...)",
-    .usage = "[--admin HOST:PORT] [--json] [--watch [SECONDS]] [--stall-after SECONDS] [--timeout MS]",
+    .usage = "[--admin] [--json] [--watch] [--stall-after] [--timeout]",
     .flags = flags,
     .run = run,
     .renamed = cli_admin_renamed,

@@ -1,6 +1,6 @@
 /*
  * flag_docs.c - everything written about the flags, from their one description (cli_flag_t, cli/opts/CMD.def):
- * --help, the man pages' OPTIONS entries (`pccl help --man CMD`, spliced into man/pccl-CMD.1.scd by the build)
+ * --help (its usage line from synopsis.c), the man pages' OPTIONS entries (`pccl help --man CMD`, spliced into man/pccl-CMD.1.scd by the build)
  * and the shell completions (`pccl help --completions bash|zsh|fish`, written into the build by CMake).
  */
 #include "cli.h"
@@ -8,11 +8,16 @@
 #include <stdio.h>
 #include <string.h>
 
-/* "--name METAVAR" as --help's left column and the usage show it. */
+void cli_flag_value(const cli_flag_t *f, char *out, size_t cap) {
+    out[0] = 0;
+    if (f->metavar) snprintf(out, cap, "%s", f->metavar);
+    else if (f->choices) cli_choices_text(f, "|", out, cap);
+}
+
+/* "--name METAVAR" as --help's left column shows it. */
 static void flag_left(const cli_flag_t *f, char *out, size_t cap) {
-    char meta[160] = "";
-    if (f->metavar) snprintf(meta, sizeof meta, "%s", f->metavar);
-    else if (f->choices) cli_choices_text(f, "|", meta, sizeof meta);
+    char meta[160];
+    cli_flag_value(f, meta, sizeof meta);
     if (!meta[0]) snprintf(out, cap, "--%s", f->name);
     else snprintf(out, cap, f->optional_value ? "--%s [%s]" : "--%s %s", f->name, meta);
 }
@@ -31,7 +36,9 @@ static void flag_help_line(const cli_flag_t *f) {
 }
 
 void cli_print_help(const cli_command_t *cmd) {
-    printf("usage: pccl %s %s\n\n%s\n", cmd->name, cmd->usage, cmd->summary);
+    char usage[2048];
+    if (cli_synopsis(cmd, usage, sizeof usage) != 0) snprintf(usage, sizeof usage, "%s", cmd->usage);
+    printf("usage: pccl %s %s\n\n%s\n", cmd->name, usage, cmd->summary);
     if (cmd->alias) printf("(also: pccl %s)\n", cmd->alias);
     printf("\noptions:\n");
     for (const cli_flag_t *f = cmd->flags; f && f->name; f++) {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 
 /* getopt_long options from flags, plus --help as 'h'; out holds 64 entries. */
 static void longopts(const cli_flag_t *flags, struct option *out) {
@@ -26,18 +26,18 @@ static int apply_log_flag(const cli_command_t *cmd, const char *name, const char
     const cli_flag_t *f = cli_flag_find(cmd, name);
     char choices[64];
     if (strcmp(name, "log-level") == 0) {
-        int l = pccl_log_parse_level(value);
-        if (l < 0)
+        pcclLogLevel_t l;
+        if (pcclToolLogParseLevel(value, &l) != pcclSuccess)
             return cli_usage_error(cmd, "unknown log level '%s' (%s)", value,
                                    cli_choices_text(f, ", ", choices, sizeof choices));
-        pccl_log_set_level((pccl_log_level_t)l);
+        pcclToolLogSetLevel(l);
         return 0;
     }
     if (strcmp(name, "log-format") == 0) {
         if (cli_choice_index(f, value) < 0)
             return cli_usage_error(cmd, "unknown log format '%s' (%s)", value,
                                    cli_choices_text(f, ", ", choices, sizeof choices));
-        pccl_log_set_json(strcmp(value, "json") == 0);
+        pcclToolLogSetJson(strcmp(value, "json") == 0);
         return 0;
     }
     return -1;
@@ -52,7 +52,7 @@ void cli_early_log_format(int argc, char **argv) {
         const char *value = argv[i][n] == '=' ? argv[i] + n + 1 : argv[i][n] == 0 ? argv[i + 1] : NULL;
         /* A bad value is reported by the command's own parse. */
         if (value && (strcmp(value, "json") == 0 || strcmp(value, "text") == 0))
-            pccl_log_set_json(strcmp(value, "json") == 0);
+            pcclToolLogSetJson(strcmp(value, "json") == 0);
     }
 }
 

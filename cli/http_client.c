@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "cli.h"
 #include "pccl.h"
 
@@ -41,10 +41,10 @@ static int wait_fd(int fd, short events, const struct timespec *deadline) {
  */
 char *cli_http_request(const ccoip_socket_address_t *addr, const char *method, const char *path, const char *token,
                        int timeout_ms, int *code, char *err, size_t errlen) {
-    char req[1024], host[ADDR_STRLEN];
+    char req[1024], host[PCCL_TOOL_ADDR_STRLEN];
     /* The address dialled, as an IP literal: the master's admin port answers only Host names it knows
      * (DNS-rebinding protection), and the address it listens on is one of them. */
-    addr_str(addr, host);
+    pcclToolAddressString(addr, 1, host);
     int rl = snprintf(req, sizeof req, "%s %s HTTP/1.0\r\nHost: %s\r\nConnection: close\r\nContent-Length: 0\r\n%s%s%s\r\n",
                       method, path, host, token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
     if (rl < 0 || rl >= (int)sizeof req || strpbrk(path, "\r\n") || (token && strpbrk(token, "\r\n"))) {
@@ -60,7 +60,7 @@ char *cli_http_request(const ccoip_socket_address_t *addr, const char *method, c
         deadline.tv_nsec -= 1000000000;
     }
     struct sockaddr_storage sa;
-    socklen_t salen = addr_to_sockaddr(addr, &sa);
+    socklen_t salen = (socklen_t)pcclToolSockaddr(addr, &sa, sizeof sa);
     int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "socket: %s", strerror(errno));

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "pccl.h"
 
 const cli_command_t *const cli_commands[] = {
@@ -36,9 +36,9 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
 int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
                    ccoip_socket_address_t *out, int unresolved_exit) {
     char err[512];
-    int rc = addr_parse(value, default_port, 0, out, err, sizeof err);
-    if (rc == 0) return 0;
-    if (rc == -PERR_SYNTAX) return cli_usage_error(cmd, "--%s: %s", flag, err);
+    pcclResult_t rc = pcclToolParseAddress(value, default_port, 0, out, err, sizeof err);
+    if (rc == pcclSuccess) return 0;
+    if (rc == pcclInvalidArgument) return cli_usage_error(cmd, "--%s: %s", flag, err);
     cli_err("pccl %s: --%s: %s\n", cmd->name, flag, err);
     return unresolved_exit;
 }
@@ -50,6 +50,7 @@ static void print_main_help(void) {
     for (size_t i = 0; i < NUM_COMMANDS; i++) printf("  %-18s %s\n", cli_commands[i]->name, cli_commands[i]->summary);
     printf("  %-18s %s\n", "help COMMAND", "show help for COMMAND");
     printf("  %-18s %s\n", "help --man COMMAND", "print the OPTIONS of COMMAND's man page (scdoc)");
+    printf("  %-18s %s\n", "help --synopsis COMMAND", "print the SYNOPSIS of COMMAND's man page (scdoc)");
     printf("  %-18s %s\n", "help --completions SHELL", "print the completion script of bash, zsh or fish");
     printf("\nExit codes: 0 ok, 1 failure, 2 usage error. See pccl(1).\n");
 }
@@ -94,6 +95,8 @@ static int help(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     int man = strcmp(argv[2], "--man") == 0, completions = strcmp(argv[2], "--completions") == 0;
+    int synopsis = strcmp(argv[2], "--synopsis") == 0;
+    man |= synopsis;
     if ((man || completions) && argc != 4) {
         cli_err("pccl help: %s needs one argument (%s)\n", argv[2], man ? "a command" : "bash, zsh or fish");
         return CLI_EXIT_USAGE;
@@ -105,8 +108,12 @@ static int help(int argc, char **argv) {
     }
     const cli_command_t *cmd = find_command(argv[man ? 3 : 2]);
     if (!cmd) return unknown_command(argv[man ? 3 : 2]);
-    if (man) cli_print_man_options(cmd);
-    else cli_print_help(cmd);
+    if (synopsis && cli_print_man_synopsis(cmd) != 0) {
+        cli_err("pccl help: the synopsis of %s names a flag it does not have\n", cmd->name);
+        return CLI_EXIT_FAIL;
+    }
+    if (man && !synopsis) cli_print_man_options(cmd);
+    else if (!man) cli_print_help(cmd);
     return CLI_EXIT_OK;
 }
 

@@ -10,7 +10,12 @@ Reported, as PATH:LINE: KIND: TEXT
                   documented as such, and comparators, still use);
   - magic-compare: a comparison with a bare -N, N >= 2 (`rc == -2`);
   - minus-one-compare: the result of a function defined in the scanned tree compared with -1
-                  (`foo(...) == -1`, `!= -1`).
+                  (`foo(...) == -1`, `!= -1`);
+  - internal-result: a function of libpccl/src returning pcclResult_t that is not an API entry point (a name
+                  declared PCCL_EXPORT in libpccl/include/*.h): pcclResult_t is made once, at the entry point,
+                  by perr_result or a mapping function named *_result (comm_call_result, sync_result), so an
+                  internal function returns 0 or -PERR_<NAME> instead. Folders in EDGE_PENDING are not checked
+                  yet.
 
 Usage: check_conventions.py [--strict] [ROOT [PATH...]]. ROOT defaults to the repository this script is in;
 PATHs (relative to ROOT) default to libpccl/src and master. Exit status 1 when anything is reported.
@@ -24,6 +29,15 @@ DEFAULT_PATHS = ('libpccl/src', 'master')
 NOT_RESULTS = {
     'SS_OK': "the shared-state status byte of the wire protocol (docs/protocol.md), not a function's result",
 }
+# Folders of libpccl/src whose internals still return pcclResult_t (converted by their own change).
+EDGE_PENDING = ('libpccl/src/op/',)
+# Internal functions that return pcclResult_t without being a *_result mapping: why.
+EDGE_EXCEPTIONS = {
+    'comm_check_ready': "every entry point's precondition check (initialized, connected, not left): "
+                        "its answer is the entry point's result",
+}
+EXPORTED = re.compile(r'\bPCCL_EXPORT\s+pcclResult_t\s+(\w+)\s*\(')
+RESULT_FUNCTION = re.compile(r'^[ \t]*(?:static\s+)?(?:inline\s+)?pcclResult_t\s+(\w+)\s*\(', re.M)
 ENUM = re.compile(r'\benum\b[^{;()]*\{([^}]*)\}', re.S)
 OK_ZERO = re.compile(r'\b[A-Z][A-Z0-9_]*_OK\s*=\s*0\b')
 NEG_MEMBER = re.compile(r'\b[A-Z][A-Z0-9_]*\s*=\s*-\s*\d')
@@ -88,6 +102,29 @@ def call_compared_minus_one(code, defined):
     return out
 
 
+def exported_names(root):
+    """Names declared PCCL_EXPORT pcclResult_t in libpccl/include/*.h: the API entry points."""
+    names = set()
+    inc = os.path.join(root, 'libpccl', 'include')
+    if os.path.isdir(inc):
+        for f in sorted(os.listdir(inc)):
+            if f.endswith('.h'):
+                with open(os.path.join(inc, f), encoding='utf-8', errors='replace') as fh:
+                    names.update(EXPORTED.findall(strip_comments(fh.read())))
+    return names
+
+
+def internal_results(code, rel, exported):
+    """(position, name) of each function in libpccl/src (outside EDGE_PENDING) returning pcclResult_t that is
+    neither an entry point, nor a *_result mapping, nor in EDGE_EXCEPTIONS."""
+    path = rel.replace(os.sep, '/')
+    if not path.startswith('libpccl/src/') or path.startswith(EDGE_PENDING):
+        return []
+    return [(m.start(1), m.group(1)) for m in RESULT_FUNCTION.finditer(code)
+            if m.group(1) not in exported and not m.group(1).endswith('_result') and
+            m.group(1) not in EDGE_EXCEPTIONS]
+
+
 def main(argv):
     strict = '--strict' in argv
     args = [a for a in argv if a != '--strict']
@@ -101,6 +138,7 @@ def main(argv):
             code_of[f] = strip_comments(fh.read())
         if f.endswith('.c'):
             defined.update(DEFINITION.findall(code_of[f]))
+    exported = exported_names(root)
     found = []
     for f in files:
         code, rel = code_of[f], os.path.relpath(f, root)
@@ -125,6 +163,9 @@ def main(argv):
             report(m.start(), 'magic-compare')
         for pos, name in call_compared_minus_one(code, defined):
             report(pos, 'minus-one-compare', '%s() compared with -1' % name)
+        for pos, name in internal_results(code, rel, exported):
+            report(pos, 'internal-result', '%s returns pcclResult_t: return 0 or -PERR_<NAME> and map it at '
+                   'the entry point' % name)
     def order(line):
         path, n = line.split(':', 2)[:2]
         return path, int(n)

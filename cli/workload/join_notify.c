@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/base.h"
+#include "pccl_tools.h"
 #include "pccl_leave.h"
 #include "sd_notify.h"
 
@@ -28,7 +28,7 @@ static void *watchdog_main(void *arg) {
         pthread_mutex_unlock(&n->mu);
         int world = 0;
         if (!peer_alive(n->comm, &world)) {
-            pccl_log(PCCL_LOG_INFO, "join", "out of the run: systemd watchdog pings stop");
+            pcclToolLog(PCCL_LOG_INFO, "join", "out of the run: systemd watchdog pings stop");
             pthread_mutex_lock(&n->mu);
             break;
         }
@@ -69,7 +69,7 @@ void join_notify_start(join_notify_t *n, pcclComm_t *comm) {
         n->started = 1;
         return;
     }
-    pccl_log(PCCL_LOG_WARN, "join", "cannot start the systemd watchdog thread");
+    pcclToolLog(PCCL_LOG_WARN, "join", "cannot start the systemd watchdog thread");
     pthread_cond_destroy(&n->cv);
     pthread_mutex_destroy(&n->mu);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# Man pages: one per subcommand of the binary, whose OPTIONS the build generates from the command's flag table
-# (`pccl help --man CMD`, spliced into man/pccl-CMD.1.scd at its "; @OPTIONS@" line): each flag documented with
+# Man pages: one per subcommand of the binary, whose SYNOPSIS and OPTIONS the build generates from the command's
+# flag table (`pccl help --synopsis CMD` and `pccl help --man CMD`, spliced into man/pccl-CMD.1.scd at its
+# "; @SYNOPSIS@" and "; @OPTIONS@" lines; the SYNOPSIS is --help's usage line): each flag documented with
 # the default and environment variable --help states; every result code of pccl.h in libpccl(3), every variable
 # of README's configuration table in pccl(1), and scdoc renders all.
 # PCCL_BIN points at the binary (default build/bin/pccl under the repo root); its build dir holds build/man.
@@ -11,6 +12,17 @@ setup() {
     BUILD="$(cd "$(dirname "$PCCL")/.." && pwd)"
 }
 
+# The source page $2 with its marker lines replaced by what `pccl help` generates for command $1.
+generated_page() {
+    while IFS= read -r line; do
+        case "$line" in
+        '; @SYNOPSIS@'*) "$PCCL" help --synopsis "$1" ;;
+        '; @OPTIONS@'*) "$PCCL" help --man "$1" ;;
+        *) printf '%s\n' "$line" ;;
+        esac
+    done < "$2"
+}
+
 @test "every subcommand has a man page whose generated OPTIONS document each of its flags" {
     for cmd in $("$PCCL" __complete); do
         [ "$cmd" = help ] && continue
@@ -18,13 +30,33 @@ setup() {
         [ -f "$src" ] || { echo "no man page for $cmd"; false; }
         grep -q "pccl-$cmd" "$REPO/man/pccl.1.scd" || { echo "pccl(1) does not mention $cmd"; false; }
         [ "$(grep -c '^; @OPTIONS@' "$src")" -eq 1 ] || { echo "$src: want one '; @OPTIONS@' line"; false; }
+        [ "$(grep -c '^; @SYNOPSIS@' "$src")" -eq 1 ] || { echo "$src: want one '; @SYNOPSIS@' line"; false; }
         [ -f "$page" ] || { echo "the build has no $page"; false; }
-        # the source page with its marker line replaced by the generated entries
-        diff <(sed '/^; @OPTIONS@/,$d' "$src"; "$PCCL" help --man "$cmd"; sed '1,/^; @OPTIONS@/d' "$src") "$page"
+        diff <(generated_page "$cmd" "$src") "$page"
         for f in $("$PCCL" __complete "$cmd"); do
             grep -qE -- "^(\*-h\*, )?\*$f\*" "$page" || { echo "$page lacks $f"; false; }
         done
     done
+}
+
+@test "a command's --help usage line and its man page SYNOPSIS are one synopsis, naming only its flags" {
+    n=0
+    for cmd in $("$PCCL" __complete); do
+        [ "$cmd" = help ] && continue
+        # the SYNOPSIS without scdoc's markup, its forms joined by " | " and its wrapped lines by a space
+        syn=$("$PCCL" help --synopsis "$cmd" | sed 's/^\\\[/[/; s/[*_]//g' | paste -sd' ' |
+            sed "s/  pccl $cmd / | /g; s/^pccl $cmd //")
+        usage=$("$PCCL" "$cmd" --help | head -1 | sed "s/^usage: pccl $cmd //")
+        [ "$syn" = "$usage" ] || { echo "$cmd: man SYNOPSIS '$syn' but --help '$usage'"; false; }
+        for f in $(grep -o -- '--[a-z0-9-]*' <<< "$usage"); do
+            grep -q -- "^  $f\b" <<< "$("$PCCL" "$cmd" --help)" || { echo "$cmd: usage names $f, no option of it"; false; }
+        done
+        n=$((n + 1))
+    done
+    [ "$n" -ge 9 ]
+    # a form of its own per alternative at the top level, each on its own line of the page
+    [ "$("$PCCL" help --synopsis bench-bandwidth | grep -c '^\*pccl bench-bandwidth\*')" -eq 3 ]
+    [[ "$("$PCCL" status --help | head -1)" == *"[--watch [SECONDS]]"* ]]
 }
 
 @test "a flag's range, default and environment variable read the same in --help and in the man page" {
@@ -68,6 +100,8 @@ setup() {
     run "$PCCL" help --man nope
     [ "$status" -eq 2 ]
     [[ "$output" == *"unknown command 'nope'"* ]]
+    run "$PCCL" help --synopsis nope
+    [ "$status" -eq 2 ]
     run "$PCCL" help --man
     [ "$status" -eq 2 ]
 }

@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
     bw_result_t r;
     ccoip_socket_address_t to = {.inet = {.protocol = inetIPv4, .ipv4.data = {ip[0], ip[1], ip[2], ip[3]}},
                                  .port = (uint16_t)atoi(argv[2])};
-    if (bw_measure(&to, uuid, &sec, NULL, BW_CLIENT_SENDS, 200, 1, 3000, &r) == 0 &&
+    if (bw_measure(&to, uuid, &sec, NULL, BW_CLIENT_SENDS, 200, 1, 3000, NULL, &r) == 0 &&
         r.bytes > 0) {
         printf("served %llu bytes\n", (unsigned long long)r.bytes);
         return 0;

@@ -2,8 +2,10 @@
 # test_house_rules.sh - the tree keeps two rules its checkers derive from the code, and each checker can fail:
 #  - scripts/check_function_length.py: no function in libpccl/, master/ or cli/ longer than 120 lines;
 #  - scripts/check_conventions.py: internal functions return 0 or -PERR_<NAME> (libpccl/src/base/err.h), no
-#    private result enum, no bare negative result.
-# A copy with a 130-line function, and one with a private result enum and a `return -2;`, is each reported.
+#    private result enum, no bare negative result, and only API entry points and *_result mappings return
+#    pcclResult_t.
+# A copy with a 130-line function, one with a private result enum and a `return -2;`, and one with an internal
+# function returning pcclResult_t, is each reported.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 python3 "$root/scripts/check_function_length.py" "$root/libpccl" "$root/master" "$root/cli"
@@ -26,3 +28,14 @@ rc=0; out=$(python3 "$root/scripts/check_conventions.py" "$tmp") || rc=$?
 [ "$rc" = 1 ] && grep -q 'result-enum' <<<"$out" && grep -q 'magic-return' <<<"$out" ||
     { echo "FAIL: a private result enum and return -2 passed: $out"; exit 1; }
 echo "ok: a private result enum and a bare negative return are reported"
+mkdir -p "$tmp/edge/libpccl/include" "$tmp/edge/libpccl/src/api" "$tmp/edge/libpccl/src/op"
+printf '#define PCCL_EXPORT\ntypedef int pcclResult_t;\nPCCL_EXPORT pcclResult_t pcclFoo(int x);\n' \
+    > "$tmp/edge/libpccl/include/pccl.h"
+printf '%s\n' 'static pcclResult_t foo_helper(int x) { return (pcclResult_t)x; }' \
+    'static pcclResult_t foo_result(int rc) { return (pcclResult_t)-rc; }' \
+    'pcclResult_t pcclFoo(int x) { return foo_result(foo_helper(x)); }' > "$tmp/edge/libpccl/src/api/foo.c"
+printf '%s\n' 'static pcclResult_t op_helper(int x) { return (pcclResult_t)x; }' > "$tmp/edge/libpccl/src/op/op.c"
+rc=0; out=$(python3 "$root/scripts/check_conventions.py" "$tmp/edge") || rc=$?
+[ "$rc" = 1 ] && grep -q 'foo.c:1: internal-result: foo_helper' <<<"$out" && [ "$(grep -c internal-result <<<"$out")" = 1 ] ||
+    { echo "FAIL: an internal function returning pcclResult_t passed, or an entry point, a *_result mapping or op/ was reported: $out"; exit 1; }
+echo "ok: an internal function returning pcclResult_t is reported; entry points and *_result mappings are not"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_layers.sh - the tree's folders keep their one-way layers (check_layers.py passes on it), and the
 # checker can fail: a copy with an include that points down-up (base/ -> api/), one that skips a folder's
-# header, and a CLI file that reaches into the master are each reported.
+# header, a CLI file that reaches into the master, and one that reaches into the library (not through the public
+# headers) are each reported.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 check=$root/tests/layers/check_layers.py
@@ -27,6 +28,9 @@ expect_violation skip 'op/allreduce.c includes ring/ring_quant.h: another folder
 copy cli
 echo '#include "sm/msm_internal.h"' >> "$tmp/cli/cli/cmd_status.c"
 expect_violation cli 'cli/cmd_status.c includes sm/msm_internal.h'
+copy cli_lib
+echo '#include "base/base.h"' >> "$tmp/cli_lib/cli/flags.c"
+expect_violation cli_lib 'cli/flags.c includes base/base.h, not one of the headers the command may use'
 copy master
 echo '#include "op/op.h"' >> "$tmp/master/master/sm/msm_ops.c"
 expect_violation master 'the master shares only'

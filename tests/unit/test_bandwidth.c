@@ -1,6 +1,7 @@
 /* test_bandwidth.c - the bandwidth probe (p2p/bandwidth.h) on loopback: a probe over several streams
  * measures what a server received; a stream that fails ends the others at once (one wait ends the
- * measurement) instead of leaving them to run out their duration against a silent server. */
+ * measurement) instead of leaving them to run out their duration against a silent server; cancelling the
+ * caller's wait ends a probe, a served probe and a greeting at once instead of at their socket deadlines. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "base/base.h"
 #include "p2p/bandwidth.h"
+#include "p2p/p2p_hello.h"
 #include "tinytest.h"
 
 #define HELLO_LEN 27 /* an open run's hello (p2p_hello.h) */
@@ -31,7 +33,7 @@ static double now_s(void) {
 static void *serve_one(void *p) {
     int fd = (int)(intptr_t)p;
     uint8_t hello[HELLO_LEN];
-    if (net_recv_all(fd, hello, sizeof hello) == 0) bw_serve_connection(NULL, fd, 3000, 5000, 0);
+    if (net_recv_all(fd, hello, sizeof hello) == 0) bw_serve_connection(NULL, fd, 3000, 5000, 0, NULL);
     close(fd);
     return NULL;
 }
@@ -72,7 +74,7 @@ static int probe(int serve, int duration_ms, bw_result_t *r, double *dt) {
     CHECK(pthread_create(&th, NULL, server_main, &s) == 0);
     uint8_t uuid[16] = {1};
     double t0 = now_s();
-    int rc = bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, duration_ms, NSTREAMS, 3000, r);
+    int rc = bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, duration_ms, NSTREAMS, 3000, NULL, r);
     *dt = now_s() - t0;
     atomic_store(&s.done, 1);
     pthread_join(th, NULL);
@@ -101,9 +103,136 @@ static void test_bad_arguments(void) {
     ccoip_socket_address_t to = {0};
     uint8_t uuid[16] = {1};
     bw_result_t r;
-    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 100, 0, 1000, &r) == -PERR_INVALID);
-    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 100, 65, 1000, &r) == -PERR_INVALID);
-    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 0, 1, 1000, &r) == -PERR_INVALID);
+    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 100, 0, 1000, NULL, &r) == -PERR_INVALID);
+    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 100, 65, 1000, NULL, &r) == -PERR_INVALID);
+    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 0, 1, 1000, NULL, &r) == -PERR_INVALID);
+}
+
+/* A wait with an eventfd, and a thread that cancels it after ms. */
+typedef struct canceller {
+    pthread_mutex_t mu;
+    pwait_t w;
+    int ms;
+    pthread_t th;
+} canceller_t;
+
+static void *cancel_later(void *p) {
+    canceller_t *k = p;
+    usleep((useconds_t)k->ms * 1000);
+    pwait_cancel(&k->w, -PERR_CANCELLED);
+    return NULL;
+}
+
+static void canceller_start(canceller_t *k, int ms) {
+    pthread_mutex_init(&k->mu, NULL);
+    CHECK(pwait_init(&k->w, &k->mu, NULL, 1) == 0);
+    k->ms = ms;
+    CHECK(pthread_create(&k->th, NULL, cancel_later, k) == 0);
+}
+
+static void canceller_end(canceller_t *k) {
+    pthread_join(k->th, NULL);
+    pwait_destroy(&k->w);
+    pthread_mutex_destroy(&k->mu);
+}
+
+/* A loopback listener and a connection to it: *client and *server, both connected. */
+static void connected_pair(int *client, int *server, ccoip_socket_address_t *to) {
+    char err[64];
+    uint16_t port = 0;
+    CHECK(addr_parse("127.0.0.1", 1, 0, to, err, sizeof err) == 0);
+    int lfd = net_listen(to, &port);
+    CHECK(lfd >= 0);
+    to->port = port;
+    *client = net_connect_cancellable(to, 1000, NULL);
+    CHECK(*client >= 0);
+    *server = accept(lfd, NULL, NULL);
+    CHECK(*server >= 0);
+    close(lfd);
+}
+
+/* The server reads the hello and then nothing: alone, the probe would send for 5 s and then wait out its
+ * 10 s of silence. */
+static void test_cancelled_probe_ends_at_once(void) {
+    for (int streams = 1; streams <= NSTREAMS; streams += NSTREAMS - 1) {
+        ccoip_socket_address_t to;
+        char err[64];
+        uint16_t port = 0;
+        CHECK(addr_parse("127.0.0.1", 1, 0, &to, err, sizeof err) == 0);
+        int lfd = net_listen(&to, &port); /* its backlog takes the connections; nobody reads them */
+        CHECK(lfd >= 0);
+        to.port = port;
+        canceller_t k;
+        canceller_start(&k, 300);
+        uint8_t uuid[16] = {1};
+        bw_result_t r;
+        double t0 = now_s();
+        int rc = bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 5000, streams, 10000, &k.w, &r);
+        double dt = now_s() - t0;
+        canceller_end(&k);
+        CHECK(rc == -PERR_CANCELLED);
+        CHECK(dt < 2.0);
+        CHECK(r.bytes == 0 && r.mbps == 0);
+        close(lfd);
+    }
+}
+
+/* A wait cancelled before the probe starts: nothing is dialled. */
+static void test_probe_under_a_cancelled_wait(void) {
+    pthread_mutex_t mu;
+    pwait_t w;
+    pthread_mutex_init(&mu, NULL);
+    CHECK(pwait_init(&w, &mu, NULL, 1) == 0);
+    pwait_cancel(&w, -PERR_RESTARTED);
+    ccoip_socket_address_t to;
+    char err[64];
+    CHECK(addr_parse("127.0.0.1:9", 1, 0, &to, err, sizeof err) == 0);
+    uint8_t uuid[16] = {1};
+    bw_result_t r;
+    CHECK(bw_measure(&to, uuid, NULL, NULL, BW_CLIENT_SENDS, 100, 1, 1000, &w, &r) == -PERR_RESTARTED);
+    pwait_destroy(&w);
+    pthread_mutex_destroy(&mu);
+}
+
+/* A client that asks to send for 5 s and then sends nothing: the server would wait out 10 s of silence. */
+static void test_cancelled_service_ends_at_once(void) {
+    int client, server;
+    ccoip_socket_address_t to;
+    connected_pair(&client, &server, &to);
+    uint8_t req[5] = {BW_CLIENT_SENDS};
+    wire_put_u32(req + 1, 5000);
+    CHECK(net_send_all(client, req, sizeof req) == 0);
+    canceller_t k;
+    canceller_start(&k, 300);
+    double t0 = now_s();
+    bw_serve_connection(NULL, server, 10000, 10000, 0, &k.w);
+    double dt = now_s() - t0;
+    canceller_end(&k);
+    CHECK(dt < 2.0);
+    close(client);
+    close(server);
+}
+
+/* A connection that never says hello: p2p_greet would wait SEC_HS_TIMEOUT_MS. */
+static void test_cancelled_greeting_ends_at_once(void) {
+    int client, server;
+    ccoip_socket_address_t to;
+    connected_pair(&client, &server, &to);
+    canceller_t k;
+    canceller_start(&k, 300);
+    uint8_t self[16] = {2};
+    p2p_intro_t who;
+    sec_link_t *link = NULL;
+    char err[160];
+    double t0 = now_s();
+    int rc = p2p_greet(server, NULL, self, &k.w, &who, &link, err, sizeof err);
+    double dt = now_s() - t0;
+    canceller_end(&k);
+    CHECK(rc == -PERR_CANCELLED);
+    CHECK(dt < 2.0 && dt < SEC_HS_TIMEOUT_MS / 1000.0);
+    CHECK(link == NULL);
+    close(client);
+    close(server);
 }
 
 int main(void) {
@@ -111,5 +240,9 @@ int main(void) {
     RUN_TEST(test_streams_measure);
     RUN_TEST(test_failed_stream_ends_the_others);
     RUN_TEST(test_bad_arguments);
+    RUN_TEST(test_cancelled_probe_ends_at_once);
+    RUN_TEST(test_probe_under_a_cancelled_wait);
+    RUN_TEST(test_cancelled_service_ends_at_once);
+    RUN_TEST(test_cancelled_greeting_ends_at_once);
     TEST_MAIN_END();
 }

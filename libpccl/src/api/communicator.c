@@ -135,8 +135,8 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     return pcclSuccess;
 }
 
-/* Reads the master connection until it fails; returns 1 if the master ended this peer's run (a
- * kick, a protocol error), 0 if the connection was lost (worth re-establishing). */
+/* Reads the master connection until it fails. @return -PERR_IO: the connection was lost (worth
+ * re-establishing); -PERR_LOST: the master ended this peer's run (a kick, a shutdown, a protocol error). */
 static int read_master(pcclComm_t *c) {
     for (;;) {
         wire_msg_t msg;
@@ -144,23 +144,23 @@ static int read_master(pcclComm_t *c) {
         if (link_recv_msg(c->master_link, c->master_fd, &msg, err, sizeof err) != 0) {
             if (comm_state(c) == PEER_LEAVING) PLOG_INFO(c->log_name, "left the run");
             else if (!comm_cancelled(c)) PLOG_WARN(c->log_name, "master connection lost: %s", err);
-            return 0;
+            return -PERR_IO;
         }
         if (!wire_type_is_m2c(msg.type)) {
             PLOG_ERROR(c->log_name, "master sent %s, which is not a master-to-peer message", wire_type_name(msg.type));
             wire_msg_free(&msg);
-            return 1;
+            return -PERR_LOST;
         }
         if (msg.type == M2C_KICK) {
             atomic_fetch_or(&c->departed, DEPARTED_KICKED);
             PLOG_ERROR(c->log_name, "kicked by the master: %s", msg.u.kick.reason);
             wire_msg_free(&msg);
-            return 1;
+            return -PERR_LOST;
         }
         if (msg.type == M2C_SHUTDOWN) {
             comm_note_shutdown(c, msg.u.kick.reason);
             wire_msg_free(&msg);
-            return 1;
+            return -PERR_LOST;
         }
         if (msg.type == M2C_HEARTBEAT) {
             wire_msg_free(&msg);
@@ -187,7 +187,7 @@ static int read_master(pcclComm_t *c) {
 static void *reader_main(void *arg) {
     pcclComm_t *c = arg;
     /* A peer that is leaving takes the master's close as the end of its run. */
-    while (!read_master(c) && !comm_cancelled(c) && comm_state(c) != PEER_LEAVING && c->reconnect_ms > 0 &&
+    while (read_master(c) == -PERR_IO && !comm_cancelled(c) && comm_state(c) != PEER_LEAVING && c->reconnect_ms > 0 &&
            comm_reconnect(c) == 0) {
     }
     comm_cancel_all(c, -PERR_LOST);
@@ -283,23 +283,24 @@ static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, in
     return 0;
 }
 
-/* Waits, as a newcomer, for an accept round that succeeds. */
-static pcclResult_t await_acceptance(pcclComm_t *c) {
+/* Waits, as a newcomer, for an accept round that succeeds. @return 0, or -PERR_LOST: the run ended for this peer
+ * (the caller maps it with comm_lost_result). */
+static int await_acceptance(pcclComm_t *c) {
     /* Accept rounds may fail (a peer vanished while wiring): wait for the next one. A restarted master
      * knows this peer again once the reader re-registered it: keep waiting in the new epoch. */
     for (;;) {
         uint16_t te[] = {M2C_ESTABLISH_P2P};
         wire_msg_t e;
         unsigned ep;
-        if (comm_begin(c, &ep) != 0) return comm_lost_result(c);
+        if (comm_begin(c, &ep) != 0) return -PERR_LOST;
         int rc = comm_wait(c, ep, te, 1, -1, &e);
         if (rc == -PERR_RESTARTED) continue;
-        if (rc != 0) return comm_lost_result(c);
+        if (rc != 0) return -PERR_LOST;
         int ok = 0;
         rc = run_round(c, ep, &e, &ok);
         wire_msg_free(&e);
         if (rc == -PERR_RESTARTED) continue;
-        if (rc != 0) return comm_lost_result(c);
+        if (rc != 0) return -PERR_LOST;
         if (ok) break;
         PLOG_INFO(c->log_name, "accept round failed; waiting for the next one");
     }
@@ -310,7 +311,14 @@ static pcclResult_t await_acceptance(pcclComm_t *c) {
         atomic_store(&c->before, PEER_ACCEPTED);
     pthread_mutex_unlock(&c->mu);
     PLOG_INFO(c->log_name, "accepted into the run");
-    return pcclSuccess;
+    return 0;
+}
+
+/* pcclConnect's and pcclUpdateTopology's result for await_acceptance's and comm_register_first's rc: a
+ * cancelled registration (leave, destroy) failed to connect; any other failure ended the run for this peer. */
+static pcclResult_t joining_result(const pcclComm_t *c, int rc) {
+    if (rc == 0) return pcclSuccess;
+    return rc == -PERR_CANCELLED ? pcclMasterConnectionFailed : comm_lost_result(c);
 }
 
 pcclResult_t pcclConnect(pcclComm_t *c) {
@@ -331,7 +339,7 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
         comm_transition(c, PEER_BIT(PEER_CONNECTING), PEER_CREATED);
         return pcclInternalError;
     }
-    pcclResult_t r = comm_register_first(c);
+    pcclResult_t r = joining_result(c, comm_register_first(c));
     if (r == pcclSuccess && pthread_create(&c->reader, NULL, reader_main, c) != 0) r = pcclInternalError;
     if (r != pcclSuccess) {
         pthread_mutex_lock(&c->send_mu);
@@ -349,12 +357,12 @@ pcclResult_t pcclConnect(pcclComm_t *c) {
     char where[ADDR_STRLEN];
     addr_str(&c->params.master_address, where);
     PLOG_INFO(c->log_name, "registered with the master at %s as \"%s\"; waiting to be accepted", where, c->name);
-    return await_acceptance(c);
+    return joining_result(c, await_acceptance(c));
 }
 
 pcclResult_t pcclUpdateTopology(pcclComm_t *c) {
     if (c && pccl__initialized() && comm_role(c) == PEER_REJOINING)
-        return await_acceptance(c);
+        return joining_result(c, await_acceptance(c));
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
@@ -413,11 +421,17 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     if (!res) return -PERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
-        bw_result_t r;
+        bw_result_t r = {0};
         memcpy(res[i].uuid, t->uuid, 16);
         ccoip_socket_address_t to = wire_peer_addr(t);
-        res[i].mbps = bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS,
-                                 (int)req->u.bench_req.duration_ms, 1, c->timeout_ms, &r) == 0 ? r.mbps : 0;
+        pwait_t w; /* one of the communicator's waits: a destroy or a lost master ends the probe at once */
+        if (comm_wait_open(c, &w, 1) == 0) {
+            if (bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
+                           c->timeout_ms, &w, &r) != 0)
+                r.mbps = 0;
+            comm_wait_close(c, &w);
+        }
+        res[i].mbps = r.mbps;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }
     wire_msg_t out = {.type = C2M_BENCH_RESULT};

@@ -8,7 +8,9 @@
  *
  * The public pcclResult_t is produced once, at the API edge (api/ and the entry points of op/ and ss/),
  * by perr_result(), whose default per code is the second column; an entry point that knows better (an
- * I/O failure towards a ring neighbour rather than the master) maps that code itself, in one place.
+ * I/O failure towards a ring neighbour rather than the master) maps that code in one mapping function named
+ * <what>_result (comm_call_result). Only entry points and these mappings return pcclResult_t
+ * (scripts/check_conventions.py checks it).
  */
 #ifndef PCCL_ERR_H
 #define PCCL_ERR_H
@@ -29,10 +31,12 @@
     X(LOST, pcclMasterConnectionFailed, "the master is gone for good")                                    \
     X(RESTARTED, pcclMasterConnectionFailed, "the master connection moved to a new epoch")                \
     X(SYNTAX, pcclInvalidArgument, "malformed address")                                                  \
-    X(UNRESOLVED, pcclInvalidArgument, "the name does not resolve")                                      \
+    X(UNRESOLVED, pcclInvalidArgument, "the name does not resolve")                                       \
     X(MISMATCH, pcclInvalidUsage, "the master rejected the operation: its members' parameters differ")     \
     X(TOO_FEW_PEERS, pcclTooFewPeers, "too few peers for the operation")                                  \
-    X(BUSY, pcclInvalidUsage, "the tag already has an operation in flight")
+    X(BUSY, pcclInvalidUsage, "the tag already has an operation in flight")                                \
+    X(MISUSE, pcclInvalidUsage, "the call does not fit the run (the master refused it as asked)")        \
+    X(UNAVAILABLE, pcclNoSharedStateAvailable, "no peer can provide what was asked")
 
 enum perr_code {
     PERR_OK_ = 0,

@@ -79,14 +79,18 @@ static void write_record(pccl_log_level_t level, const char *component, const ch
     (void)w;
 }
 
-void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {
+void pccl_log_v(pccl_log_level_t level, const char *component, const char *fmt, va_list ap) {
     if (!pccl_log_enabled(level)) return;
     char msg[8192];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    write_record(level, component, msg);
+}
+
+void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pccl_log_v(level, component, fmt, ap);
     va_end(ap);
-    write_record(level, component, msg);
 }
 
 void pccl_log_vplain(pccl_log_level_t level, const char *fmt, va_list ap) {

@@ -11,7 +11,9 @@
 
 #include <stdarg.h>
 
-typedef enum { PCCL_LOG_ERROR = 0, PCCL_LOG_WARN = 1, PCCL_LOG_INFO = 2, PCCL_LOG_DEBUG = 3 } pccl_log_level_t;
+#include "pccl_tools.h" /* the levels: tools set them through pcclToolLog* */
+
+typedef pcclLogLevel_t pccl_log_level_t;
 
 void pccl_log_set_level(pccl_log_level_t level);
 /** Parses "error", "warn", "info", "debug". @return the pccl_log_level_t, or -PERR_INVALID if unknown. */
@@ -20,6 +22,8 @@ void pccl_log_set_json(int json);
 int pccl_log_enabled(pccl_log_level_t level);
 void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void pccl_log_v(pccl_log_level_t level, const char *component, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /**
  * A message meant for the person at the terminal (a command's error, a warning, progress): in text format

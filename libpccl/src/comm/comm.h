@@ -239,9 +239,10 @@ pcclResult_t comm_call_result(const pcclComm_t *c, int rc, pcclResult_t restarte
 /* Waits until ms passed or a leave or destroy (caller holds nothing). */
 void comm_pause(pcclComm_t *c, int ms);
 /* The first registration of pcclConnect (connect.c): connects, proves the key, sends HELLO and reads
- * the WELCOME, retrying an unreachable master for connect_retry_ms. pcclSuccess (master_fd is
- * registered; no thread reads it yet), or the result pcclConnect returns. */
-pcclResult_t comm_register_first(pcclComm_t *c);
+ * the WELCOME, retrying an unreachable master for connect_retry_ms. @return 0 (master_fd is registered; no
+ * thread reads it yet), -PERR_CANCELLED (a leave or destroy), or the last attempt's code once the master refused
+ * or the window passed (the run is over for this peer: comm_lost_result says how). */
+int comm_register_first(pcclComm_t *c);
 
 /* comm_send, comm_wait and comm_begin return 0 or -PERR_<NAME>: -PERR_LOST (the master is gone for good, or the
  * peer is leaving or being destroyed), -PERR_RESTARTED (the master connection of the epoch was lost: a restarted

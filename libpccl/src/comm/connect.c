@@ -129,7 +129,7 @@ static int jitter(int d) {
     return d / 2 + (int)(r % (uint32_t)(d / 2 + 1));
 }
 
-pcclResult_t comm_register_first(pcclComm_t *c) {
+int comm_register_first(pcclComm_t *c) {
     char where[ADDR_STRLEN], why[400] = "";
     addr_str(&c->params.master_address, where);
     uint64_t start = net_now_ms(), deadline = start + (uint64_t)c->connect_retry_ms;
@@ -140,21 +140,20 @@ pcclResult_t comm_register_first(pcclComm_t *c) {
         int timeout = c->connect_timeout_ms;
         if (attempt > 1 && deadline - now < (uint64_t)timeout) timeout = (int)(deadline - now) > 100 ? (int)(deadline - now) : 100;
         int rc = try_register(c, timeout, why, sizeof why);
-        if (rc == 0) return pcclSuccess;
+        if (rc == 0) return 0;
         drop_fd(c);
         if (comm_cancelled(c)) {
             PLOG_INFO(c->log_name, "connecting to the master at %s: cancelled", where);
-            return pcclMasterConnectionFailed;
+            return -PERR_CANCELLED;
         }
         now = net_now_ms();
         if (rc == -PERR_REFUSED || now >= deadline) {
-            if (atomic_load(&c->departed) & DEPARTED_SHUT_DOWN) return pcclExtRunShutDown;
             if (rc == -PERR_IO && attempt > 1)
                 PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s (gave up after %d attempts in %.1f s, "
                            "PCCL_CONNECT_RETRY_MS)", where, why, attempt, (double)(now - start) / 1000.0);
             else
                 PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s", where, why);
-            return pcclMasterConnectionFailed;
+            return rc;
         }
         int wait = jitter(delay);
         if ((uint64_t)wait > deadline - now) wait = (int)(deadline - now);

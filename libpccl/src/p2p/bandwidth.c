@@ -21,31 +21,36 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Streams for duration_ms, then half-closes. @return 0, or link_send_all's code. */
-static int send_for(sec_link_t *l, int fd, int duration_ms) {
+/* The end of a wait for the socket: ms from now (0: BW_MAX_DURATION_MS). */
+static uint64_t after_ms(int ms) { return net_now_ms() + (uint64_t)(ms > 0 ? ms : BW_MAX_DURATION_MS); }
+
+/* Streams for duration_ms, then half-closes; a socket that takes nothing for silence_ms fails it. @return 0, or
+ * link_send_until's code. */
+static int send_for(sec_link_t *l, int fd, int duration_ms, int silence_ms, const net_cancel_t *cancel) {
     static const uint8_t zeros[BW_CHUNK];
     uint64_t end = now_ns() + (uint64_t)duration_ms * 1000000u;
     while (now_ns() < end) {
-        int rc = link_send_all(l, fd, zeros, sizeof zeros);
+        int rc = link_send_until(l, fd, zeros, sizeof zeros, after_ms(silence_ms), cancel);
         if (rc != 0) return rc;
     }
     shutdown(fd, SHUT_WR);
     return 0;
 }
 
-/* Receives until EOF (failing past end_ns unless it is 0); bytes and time between the first and
- * the last byte. @return 0; -PERR_IO (an error, or no byte at all); -PERR_TIMEOUT (still sending past
- * end_ns, or silent past the socket timeout); -PERR_NOMEM. */
-static int receive_all(sec_link_t *l, int fd, uint64_t end_ns, uint64_t *bytes, uint64_t *ns) {
+/* Receives until EOF (failing past end_ns unless it is 0); bytes and time between the first and the last byte.
+ * @return 0; -PERR_IO (an error, or no byte at all); -PERR_TIMEOUT (still sending past end_ns, or silent for
+ * silence_ms); -PERR_CANCELLED; -PERR_NOMEM; link_recv_until's other codes. */
+static int receive_all(sec_link_t *l, int fd, uint64_t end_ns, int silence_ms, const net_cancel_t *cancel,
+                       uint64_t *bytes, uint64_t *ns) {
     uint8_t *buf = malloc(BW_CHUNK);
     if (!buf) return -PERR_NOMEM;
     uint64_t first = 0, last = 0, total = 0;
     int rc = 0;
     for (;;) {
-        ssize_t n = sec_link_recv(l, fd, buf, BW_CHUNK);
+        ssize_t n = link_recv_until(l, fd, buf, BW_CHUNK, after_ms(silence_ms), cancel);
         if (n == 0) break;
         if (n < 0) {
-            rc = errno == EAGAIN || errno == EWOULDBLOCK ? -PERR_TIMEOUT : -PERR_IO;
+            rc = (int)n;
             break;
         }
         last = now_ns();
@@ -63,42 +68,33 @@ static int receive_all(sec_link_t *l, int fd, uint64_t end_ns, uint64_t *bytes, 
     return total ? 0 : -PERR_IO;
 }
 
-void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms, int max_ms, int may_send) {
+void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms, int max_ms, int may_send, const pwait_t *w) {
+    net_cancel_t cancel = {.wait = w};
     uint8_t req[5];
-    net_set_timeouts(fd, timeout_ms);
-    if (link_recv_all(l, fd, req, sizeof req) != 0) return;
+    net_set_nonblock(fd, 1);
+    if (link_recv_all_until(l, fd, req, sizeof req, after_ms(timeout_ms), &cancel) != 0) return;
     uint32_t duration = wire_get_u32(req + 1);
     if (duration == 0 || duration > (uint32_t)max_ms || (req[0] == BW_SERVER_SENDS && !may_send)) return;
     if (req[0] == BW_SERVER_SENDS) {
-        if (send_for(l, fd, (int)duration) != 0) return;
+        if (send_for(l, fd, (int)duration, timeout_ms, &cancel) != 0) return;
         /* The client closes once it read everything; a client that does not is cut off at the deadline. */
-        uint64_t end = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : BW_MAX_DURATION_MS);
+        uint64_t end = after_ms(timeout_ms);
         uint8_t b;
-        while (net_wait_until(fd, POLLIN, end, NULL) == 0 && sec_link_recv(l, fd, &b, 1) > 0) {
+        while (net_now_ms() < end && link_recv_until(l, fd, &b, 1, end, &cancel) > 0) {
         }
     } else if (req[0] == BW_CLIENT_SENDS) {
         uint64_t bytes, ns;
         uint64_t end = now_ns() + ((uint64_t)duration + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0)) * 1000000u;
-        if (receive_all(l, fd, end, &bytes, &ns) != 0) return;
+        if (receive_all(l, fd, end, timeout_ms, &cancel, &bytes, &ns) != 0) return;
         uint8_t res[16];
         wire_put_u64(res, bytes);
         wire_put_u64(res + 8, ns);
-        link_send_all(l, fd, res, sizeof res);
+        link_send_until(l, fd, res, sizeof res, after_ms(timeout_ms), &cancel);
     }
 }
 
-/* One measurement: its streams' connections and the wait that ends them all. The first stream that fails
- * ends w: the others' dials end through its eventfd and their transfers because their connections are shut
- * down (mu keeps a stream's fd from closing under it), since the measurement has failed already. */
-typedef struct bw_run {
-    pthread_mutex_t mu;
-    pwait_t w;
-    int fd[BW_MAX_STREAMS]; /* each stream's connection, -1 when none (mu) */
-} bw_run_t;
-
 typedef struct stream_arg {
-    bw_run_t *run;
-    int i; /* this stream's slot in run->fd */
+    pwait_t *w; /* the measurement's: the first stream that fails ends it, which ends the others */
     const ccoip_socket_address_t *to;
     const uint8_t *uuid, *peer_uuid;
     const sec_cfg_t *sec;
@@ -106,26 +102,19 @@ typedef struct stream_arg {
     uint64_t bytes, ns;
 } stream_arg_t;
 
-/* Ends the measurement with reason: every stream's connection is shut down and no dial goes on. */
-static void run_fail(bw_run_t *r, int reason) {
-    pthread_mutex_lock(&r->mu);
-    pwait_cancel_locked(&r->w, reason);
-    for (int i = 0; i < BW_MAX_STREAMS; i++)
-        if (r->fd[i] >= 0) shutdown(r->fd[i], SHUT_RDWR);
-    pthread_mutex_unlock(&r->mu);
-}
-
 /* The request, then the bytes one way; the server's count when the client sent. @return 0 or a code. */
-static int stream_exchange(stream_arg_t *a, sec_link_t *l, int fd) {
+static int stream_exchange(stream_arg_t *a, sec_link_t *l, int fd, const net_cancel_t *cancel) {
     uint8_t req[5];
     req[0] = (uint8_t)a->direction;
     wire_put_u32(req + 1, (uint32_t)a->duration_ms);
-    int rc = link_send_all(l, fd, req, sizeof req);
+    /* The server may be busy sending or counting for the whole duration before it answers. */
+    int silence = a->duration_ms + a->timeout_ms;
+    int rc = link_send_until(l, fd, req, sizeof req, after_ms(silence), cancel);
     if (rc != 0) return rc;
-    if (a->direction == BW_SERVER_SENDS) return receive_all(l, fd, 0, &a->bytes, &a->ns);
-    if ((rc = send_for(l, fd, a->duration_ms)) != 0) return rc;
+    if (a->direction == BW_SERVER_SENDS) return receive_all(l, fd, 0, silence, cancel, &a->bytes, &a->ns);
+    if ((rc = send_for(l, fd, a->duration_ms, silence, cancel)) != 0) return rc;
     uint8_t res[16];
-    if ((rc = link_recv_all(l, fd, res, sizeof res)) != 0) return rc;
+    if ((rc = link_recv_all_until(l, fd, res, sizeof res, after_ms(silence), cancel)) != 0) return rc;
     a->bytes = wire_get_u64(res);
     a->ns = wire_get_u64(res + 8);
     return a->ns ? 0 : -PERR_PROTOCOL;
@@ -133,67 +122,66 @@ static int stream_exchange(stream_arg_t *a, sec_link_t *l, int fd) {
 
 static void *one_stream(void *p) {
     stream_arg_t *a = p;
-    bw_run_t *r = a->run;
     p2p_intro_t me = {.kind = P2P_KIND_BENCH};
     memcpy(me.uuid, a->uuid, 16);
     sec_link_t *l = NULL;
     char err[160];
-    net_cancel_t cancel = {.wait = &r->w};
+    net_cancel_t cancel = {.wait = a->w};
     int fd = p2p_dial(a->to, a->sec, &me, a->peer_uuid, a->timeout_ms, &cancel, &l, err, sizeof err);
     if (fd < 0) {
-        pccl_log(PCCL_LOG_WARN, "bandwidth", "probe to port %u: %s", a->to->port, err);
-        run_fail(r, fd);
+        if (!pwait_result(a->w)) pccl_log(PCCL_LOG_WARN, "bandwidth", "probe to port %u: %s", a->to->port, err);
+        pwait_cancel(a->w, fd);
         return NULL;
     }
-    pthread_mutex_lock(&r->mu);
-    r->fd[a->i] = fd;
-    if (pwait_result(&r->w)) shutdown(fd, SHUT_RDWR);
-    pthread_mutex_unlock(&r->mu);
-    net_set_timeouts(fd, a->duration_ms + a->timeout_ms);
-    int rc = stream_exchange(a, l, fd);
-    if (rc != 0) run_fail(r, rc);
-    pthread_mutex_lock(&r->mu);
-    r->fd[a->i] = -1;
-    pthread_mutex_unlock(&r->mu);
+    net_set_nonblock(fd, 1);
+    int rc = stream_exchange(a, l, fd, &cancel);
+    if (rc != 0) pwait_cancel(a->w, rc);
     sec_link_free(l);
     close(fd);
     return NULL;
 }
 
+/* The streams of one measurement under w; the first failure's code, else 0. */
+static int run_streams(stream_arg_t *args, int streams) {
+    pthread_t th[BW_MAX_STREAMS];
+    int started = 0;
+    if (streams == 1) {
+        one_stream(&args[0]);
+    } else {
+        for (; started < streams; started++)
+            if (pthread_create(&th[started], NULL, one_stream, &args[started]) != 0) {
+                pwait_cancel(args[0].w, -PERR_FAILED);
+                break;
+            }
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    }
+    return pwait_result(args[0].w);
+}
+
 int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
                const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
-               bw_result_t *out) {
+               pwait_t *w, bw_result_t *out) {
     memset(out, 0, sizeof *out);
     if (streams < 1 || streams > BW_MAX_STREAMS || duration_ms <= 0 || duration_ms > BW_MAX_DURATION_MS)
         return -PERR_INVALID;
-    bw_run_t run;
-    pthread_mutex_init(&run.mu, NULL);
-    if (pwait_init(&run.w, &run.mu, NULL, 1) != 0) {
-        pthread_mutex_destroy(&run.mu);
-        return -PERR_FAILED;
-    }
-    for (int i = 0; i < BW_MAX_STREAMS; i++) run.fd[i] = -1;
-    stream_arg_t args[BW_MAX_STREAMS];
-    pthread_t th[BW_MAX_STREAMS];
-    int started = 0;
-    for (int i = 0; i < streams; i++) {
-        args[i] = (stream_arg_t){.run = &run, .i = i, .to = to, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec,
-                                 .direction = direction, .duration_ms = duration_ms, .timeout_ms = timeout_ms};
-        if (streams == 1) {
-            one_stream(&args[0]);
-            started = 1;
-        } else if (pthread_create(&th[i], NULL, one_stream, &args[i]) == 0) {
-            started++;
-        } else {
-            run_fail(&run, -PERR_FAILED);
-            break;
+    pthread_mutex_t mu;
+    pwait_t own;
+    if (!w) {
+        pthread_mutex_init(&mu, NULL);
+        if (pwait_init(&own, &mu, NULL, 1) != 0) {
+            pthread_mutex_destroy(&mu);
+            return -PERR_FAILED;
         }
     }
-    if (streams > 1)
-        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    int rc = pwait_result(&run.w); /* the first failure's code: every failing stream ends the run */
-    pwait_destroy(&run.w);
-    pthread_mutex_destroy(&run.mu);
+    stream_arg_t args[BW_MAX_STREAMS];
+    for (int i = 0; i < streams; i++)
+        args[i] = (stream_arg_t){.w = w ? w : &own, .to = to, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec,
+                                 .direction = direction, .duration_ms = duration_ms, .timeout_ms = timeout_ms};
+    int rc = run_streams(args, streams);
+    if (!w) {
+        pwait_destroy(&own);
+        pthread_mutex_destroy(&mu);
+    }
     if (rc != 0) return rc;
     for (int i = 0; i < streams; i++) {
         out->bytes += args[i].bytes;

@@ -29,20 +29,23 @@ typedef struct bw_result {
  * Measures one direction over `streams` parallel connections to `to`
  * (a pccl peer's p2p port or a `pccl bench-bandwidth --server`).
  * uuid identifies the caller in the hello. In a keyed run (sec, which may be NULL) the
- * connections prove the key and must reach peer_uuid. Bounded by duration_ms + timeout_ms; the first stream
- * that fails ends the others at once (one wait, base/wait.h, ends their dials and transfers).
+ * connections prove the key and must reach peer_uuid. The measurement runs under w (base/wait.h: a wait
+ * with an eventfd, opened for this measurement alone; NULL: one of its own): cancelling w (a destroy, an
+ * abort) ends every stream's dial and transfer at once, and the first stream that fails ends w with its
+ * code, which ends the others. Bounded by duration_ms + timeout_ms of silence.
  * @return 0 and *out (summed over streams); -PERR_INVALID (streams or duration out of range); -PERR_FAILED
- * (no thread for a stream); else the first failing stream's code (p2p_dial's or link_*_all's; -PERR_PROTOCOL: a server that answered no time).
+ * (no thread for a stream); w's reason when it was cancelled; else the first failing stream's code (p2p_dial's
+ * or link_*_until's; -PERR_PROTOCOL: a server that answered no time).
  */
 int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
                const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
-               bw_result_t *out);
+               pwait_t *w, bw_result_t *out);
 
-/* Serves one BENCH connection whose introduction was already read (blocking, bounded by
- * timeout_ms); link: the AEAD stream when the run encrypts, else NULL. A request for longer than
- * max_ms, or for this side to send when may_send is 0, is refused; a client that keeps sending
- * past its duration plus timeout_ms, or does not close within timeout_ms of the server's last byte, is cut
- * off, so a probe is bounded in time and bytes. */
-void bw_serve_connection(sec_link_t *link, int fd, int timeout_ms, int max_ms, int may_send);
+/* Serves one BENCH connection whose introduction was already read (bounded by timeout_ms of silence; fd is
+ * made non-blocking); link: the AEAD stream when the run encrypts, else NULL. w (may be NULL; with an eventfd):
+ * cancelling it ends the service at once. A request for longer than max_ms, or for this side to send when
+ * may_send is 0, is refused; a client that keeps sending past its duration plus timeout_ms, or does not close
+ * within timeout_ms of the server's last byte, is cut off, so a probe is bounded in time and bytes. */
+void bw_serve_connection(sec_link_t *link, int fd, int timeout_ms, int max_ms, int may_send, const pwait_t *w);
 
 #endif

@@ -78,7 +78,7 @@ void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 #define P2P_SLOTS_MAX 64
 #define P2P_SERVERS_MAX 16 /* shared-state transfers and bandwidth probes served at once; more wait */
 #define P2P_BENCH_MAX_MS 2000
-/* Starts the acceptor thread on c->p2p.listen_fd (c->p2p.acceptor). @return 0 or an errno value. */
+/* Starts the acceptor thread on c->p2p.listen_fd (c->p2p.acceptor). @return 0 or -PERR_FAILED (no thread). */
 int p2p_acceptor_start(pcclComm_t *c);
 /* Registers a connected and greeted stream (the table takes fd and link); a stream of the same
  * neighbour, direction and slot is replaced: the other side reconnected, its old stream is dead. */

@@ -137,9 +137,11 @@ typedef struct serve_arg {
 static void *serve_main(void *arg) {
     serve_arg_t s = *(serve_arg_t *)arg;
     free(arg);
-    if (s.kind == P2P_KIND_BENCH) {
-        bw_serve_connection(s.link, s.fd, s.c->timeout_ms, P2P_BENCH_MAX_MS, 0);
-    } else {
+    pwait_t w; /* a leave or destroy ends a probe served at once */
+    if (s.kind == P2P_KIND_BENCH && comm_wait_open(s.c, &w, 1) == 0) {
+        bw_serve_connection(s.link, s.fd, s.c->timeout_ms, P2P_BENCH_MAX_MS, 0, &w);
+        comm_wait_close(s.c, &w);
+    } else if (s.kind != P2P_KIND_BENCH) {
         net_set_timeouts(s.fd, s.c->timeout_ms);
         s.c->p2p.serve_ss(s.c, s.link, s.fd);
     }
@@ -311,4 +313,6 @@ static void *acceptor_main(void *arg) {
     return NULL;
 }
 
-int p2p_acceptor_start(pcclComm_t *c) { return pthread_create(&c->p2p.acceptor, NULL, acceptor_main, c); }
+int p2p_acceptor_start(pcclComm_t *c) {
+    return pthread_create(&c->p2p.acceptor, NULL, acceptor_main, c) == 0 ? 0 : -PERR_FAILED;
+}

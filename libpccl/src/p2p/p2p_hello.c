@@ -143,16 +143,17 @@ int p2p_greeting_step(p2p_greeting_t *g, int fd, p2p_intro_t *who, sec_link_t **
     return 0;
 }
 
-int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], p2p_intro_t *who, sec_link_t **link, char *err,
-              size_t errlen) {
+int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], const pwait_t *w, p2p_intro_t *who,
+              sec_link_t **link, char *err, size_t errlen) {
     *link = NULL;
+    net_cancel_t cancel = {.wait = w};
     uint64_t deadline = net_now_ms() + SEC_HS_TIMEOUT_MS;
     p2p_greeting_t g;
     int rc = p2p_greeting_start(&g, sec, self), greeted = 0;
     if (rc != 0) snprintf(err, errlen, "handshake: cannot start");
     while (rc == 0 && !greeted) {
-        rc = net_wait_until(fd, POLLIN, deadline, NULL);
-        if (rc != 0) snprintf(err, errlen, "no hello in time");
+        rc = net_wait_until(fd, POLLIN, deadline, &cancel);
+        if (rc != 0) snprintf(err, errlen, rc == -PERR_CANCELLED ? "cancelled" : "no hello in time");
         else rc = p2p_greeting_step(&g, fd, who, link, &greeted, err, errlen);
     }
     p2p_greeting_free(&g);

@@ -57,10 +57,11 @@ void p2p_greeting_free(p2p_greeting_t *g);
 
 /*
  * Reads the introduction of an accepted connection within SEC_HS_TIMEOUT_MS (blocking); self is this peer's
- * uuid (the context of its handshake answer). @return 0 with *who and *link, or p2p_greeting_step's codes or
- * -PERR_TIMEOUT, with a reason in err (the caller closes fd; nothing the other side sent was acted on).
+ * uuid (the context of its handshake answer); cancelling w (may be NULL; a wait with an eventfd) ends it at
+ * once. @return 0 with *who and *link, or p2p_greeting_step's codes, -PERR_TIMEOUT or -PERR_CANCELLED, with a
+ * reason in err (the caller closes fd; nothing the other side sent was acted on).
  */
-int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], p2p_intro_t *who, sec_link_t **link, char *err,
-              size_t errlen);
+int p2p_greet(int fd, const sec_cfg_t *sec, const uint8_t self[16], const pwait_t *w, p2p_intro_t *who,
+              sec_link_t **link, char *err, size_t errlen);
 
 #endif

@@ -187,6 +187,56 @@ int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len) {
     return 0;
 }
 
+static int cancelled(const net_cancel_t *cancel) { return cancel && cancel->wait && pwait_result(cancel->wait); }
+
+/* After a call on a non-blocking fd that did nothing (n < 0): 0 once fd has events (call again), else the code. */
+static int await_socket(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel) {
+    if (errno == EINTR) return 0;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return link_code(-1);
+    return net_wait_until(fd, events, deadline_ms, cancel);
+}
+
+int link_send_until(sec_link_t *l, int fd, const void *buf, size_t len, uint64_t deadline_ms,
+                    const net_cancel_t *cancel) {
+    const uint8_t *p = buf;
+    /* The wait is looked at on every pass: a receiver that keeps up never makes the sender poll. */
+    while (len || sec_link_pending(l)) {
+        if (cancelled(cancel)) return -PERR_CANCELLED;
+        ssize_t n = sec_link_send(l, fd, p, len);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+        } else if (n < 0 || len) {
+            int rc = n < 0 ? await_socket(fd, POLLOUT, deadline_ms, cancel) : -PERR_IO;
+            if (rc != 0) return rc;
+        }
+    }
+    return 0;
+}
+
+ssize_t link_recv_until(sec_link_t *l, int fd, void *buf, size_t len, uint64_t deadline_ms,
+                        const net_cancel_t *cancel) {
+    for (;;) {
+        if (cancelled(cancel)) return -PERR_CANCELLED;
+        ssize_t n = sec_link_recv(l, fd, buf, len);
+        if (n >= 0) return n;
+        int rc = await_socket(fd, POLLIN, deadline_ms, cancel);
+        if (rc != 0) return rc;
+    }
+}
+
+int link_recv_all_until(sec_link_t *l, int fd, void *buf, size_t len, uint64_t deadline_ms,
+                        const net_cancel_t *cancel) {
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t n = link_recv_until(l, fd, p, len, deadline_ms, cancel);
+        if (n <= 0) return n == 0 ? -PERR_IO : (int)n;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 int link_send_msg(sec_link_t *l, int fd, const wire_msg_t *m) {
     wbuf_t b = {0};
     int rc = wire_encode(m, &b);

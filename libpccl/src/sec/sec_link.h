@@ -60,6 +60,17 @@ size_t sec_link_pending(const sec_link_t *l);
  * ended mid-frame). */
 int link_send_all(sec_link_t *l, int fd, const void *buf, size_t len);
 int link_recv_all(sec_link_t *l, int fd, void *buf, size_t len);
+/* The same on a non-blocking fd through a wait: a wait for the socket lasts until deadline_ms (net_now_ms clock)
+ * at most, and cancel (may be NULL) ends the transfer at once, blocked or not. @return as link_send_all and
+ * link_recv_all, or -PERR_CANCELLED. */
+int link_send_until(sec_link_t *l, int fd, const void *buf, size_t len, uint64_t deadline_ms,
+                    const net_cancel_t *cancel);
+int link_recv_all_until(sec_link_t *l, int fd, void *buf, size_t len, uint64_t deadline_ms,
+                        const net_cancel_t *cancel);
+/* Up to len bytes as they come, waiting as link_send_until. @return > 0 bytes, 0 at the end of the stream, or
+ * -PERR_TIMEOUT, -PERR_CANCELLED, -PERR_IO, -PERR_REFUSED, -PERR_PROTOCOL. */
+ssize_t link_recv_until(sec_link_t *l, int fd, void *buf, size_t len, uint64_t deadline_ms,
+                        const net_cancel_t *cancel);
 /* One framed control message through the link. @return 0, link_send_all's code or wire_encode's. */
 int link_send_msg(sec_link_t *l, int fd, const wire_msg_t *m);
 /* @return 0; link_recv_all's code; -PERR_PROTOCOL (a length out of range); -PERR_NOMEM; wire_decode's code. A

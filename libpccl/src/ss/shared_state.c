@@ -138,32 +138,32 @@ void ss_serve_connection(pcclComm_t *c, sec_link_t *link, int fd) {
     comm_wait_close(c, &w);
 }
 
-static pcclResult_t validate(const pcclSharedState_t *s) {
-    if (!s || (s->count && !s->infos) || s->count > WIRE_MAX_TENSORS) return pcclInvalidArgument;
+static int validate(const pcclSharedState_t *s) {
+    if (!s || (s->count && !s->infos) || s->count > WIRE_MAX_TENSORS) return -PERR_INVALID;
     for (size_t i = 0; i < s->count; i++) {
         const pcclTensorInfo_t *t = &s->infos[i];
         if (!t->name || !t->name[0] || strlen(t->name) > WIRE_MAX_KEY || (!t->data && t->count) ||
             pccl_dtype_size(t->datatype) == 0)
-            return pcclInvalidArgument;
-        if (ss_device_check(t) != 0) return pcclInvalidArgument;
+            return -PERR_INVALID;
+        if (ss_device_check(t) != 0) return -PERR_INVALID;
         for (size_t j = 0; j < i; j++)
             if (strcmp(s->infos[j].name, t->name) == 0) {
                 PLOG_ERROR("pccl", "shared-state key '%s' appears twice", t->name);
-                return pcclInvalidArgument;
+                return -PERR_INVALID;
             }
     }
-    return pcclSuccess;
+    return 0;
 }
 
 /* The SYNC_SHARED_STATE vote of st: its revision, the strategy and every tensor's key, layout and hash. */
-static pcclResult_t make_vote(pcclComm_t *c, const pcclSharedState_t *st, pcclSharedStateSyncStrategy_t strategy,
+static int make_vote(pcclComm_t *c, const pcclSharedState_t *st, pcclSharedStateSyncStrategy_t strategy,
                               wire_msg_t *vote) {
     *vote = (wire_msg_t){.type = C2M_SYNC_SHARED_STATE};
     vote->u.sync.revision = st->revision;
     vote->u.sync.strategy = (uint8_t)strategy;
     vote->u.sync.n = (uint32_t)st->count;
     vote->u.sync.tensors = calloc(st->count ? st->count : 1, sizeof(wire_tensor_t));
-    if (!vote->u.sync.tensors) return pcclInternalError;
+    if (!vote->u.sync.tensors) return -PERR_NOMEM;
     for (size_t i = 0; i < st->count; i++) {
         const pcclTensorInfo_t *t = &st->infos[i];
         wire_tensor_t *w = &vote->u.sync.tensors[i];
@@ -174,44 +174,46 @@ static pcclResult_t make_vote(pcclComm_t *c, const pcclSharedState_t *st, pcclSh
         if (ss_hash(t, &w->hash) != 0) {
             PLOG_ERROR(c->log_name, "cannot hash shared-state tensor '%s'", t->name);
             wire_msg_free(vote);
-            return pcclInternalError;
+            return -PERR_FAILED;
         }
     }
-    return pcclSuccess;
+    return 0;
 }
 
-/* What the master's plan says of this sync: pcclSuccess (go on with it), or why it cannot be done (logged). */
-static pcclResult_t plan_verdict(pcclComm_t *c, const pcclSharedState_t *st, const wire_msg_t *plan) {
+/* What the master's plan says of this sync: 0 (go on with it), or why it cannot be done (logged): -PERR_MISUSE
+ * (refused as asked), -PERR_UNAVAILABLE (no peer holds the revision). */
+static int plan_verdict(pcclComm_t *c, const pcclSharedState_t *st, const wire_msg_t *plan) {
     switch (plan->u.ss_plan.status) {
-    case SS_OK: return pcclSuccess;
+    case SS_OK: return 0;
     case SS_REVISION_REFUSED:
         PLOG_ERROR(c->log_name, "shared-state revision %llu refused: the group expects revision %llu",
                    (unsigned long long)st->revision, (unsigned long long)plan->u.ss_plan.revision);
-        return pcclInvalidUsage;
+        return -PERR_MISUSE;
     case SS_LAYOUT_MISMATCH:
         PLOG_ERROR(c->log_name, "shared-state keys, dtypes or counts differ from the group's popular state");
-        return pcclInvalidUsage;
+        return -PERR_MISUSE;
     case SS_CONFLICT:
         PLOG_ERROR(c->log_name,
                    "SEND_ONLY shared state refused: another SEND_ONLY peer holds different content (the master "
                    "kicks both), or this peer is behind revision %llu and would have to receive",
                    (unsigned long long)plan->u.ss_plan.revision);
-        return pcclInvalidUsage;
+        return -PERR_MISUSE;
     case SS_ABORTED:
         PLOG_ERROR(c->log_name, "shared-state sync aborted: other peers are in a different operation "
                    "(the run's peers are out of lockstep)");
-        return pcclInvalidUsage;
+        return -PERR_MISUSE;
     default:
         PLOG_ERROR(c->log_name, "no peer of the group can provide shared state revision %llu",
                    (unsigned long long)plan->u.ss_plan.revision);
-        return pcclNoSharedStateAvailable;
+        return -PERR_UNAVAILABLE;
     }
 }
 
 /* Fetches what the plan says, tells the master, and waits for SS_DONE while serving (the master says when
  * every peer is done). SS_DONE carries this peer's own outcome: a failed fetch fails only this call (the
- * revision stays; the caller retries). On success st takes the plan's revision. */
-static pcclResult_t fetch_and_finish(pcclComm_t *c, unsigned ep, pcclSharedState_t *st, wire_msg_t *vote,
+ * revision stays; the caller retries). On success st takes the plan's revision. @return 0, -PERR_IO (this
+ * peer's fetch failed), or comm_send's or comm_wait's code. */
+static int fetch_and_finish(pcclComm_t *c, unsigned ep, pcclSharedState_t *st, wire_msg_t *vote,
                                      const wire_msg_t *plan, uint64_t *rx) {
     int ok = plan->u.ss_plan.n == 0 || ss_fetch(c, st, plan, rx) == 0;
     wire_msg_t done = {.type = C2M_SS_DIST_DONE}, fin = {0};
@@ -219,8 +221,8 @@ static pcclResult_t fetch_and_finish(pcclComm_t *c, unsigned ep, pcclSharedState
     uint16_t tf[] = {M2C_SS_DONE};
     int rc = comm_send(c, ep, &done);
     if (rc == 0) rc = comm_wait(c, ep, tf, 1, -1, &fin);
-    if (rc != 0) return rc == -PERR_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
-    pcclResult_t result = pcclRankConnectionLost;
+    if (rc != 0) return rc;
+    int result = -PERR_IO;
     if (ok && fin.u.flag.value) {
         st->revision = plan->u.ss_plan.revision;
         /* What this peer holds now: its own hashes, but the fetched tensors' are the source's. */
@@ -229,7 +231,7 @@ static pcclResult_t fetch_and_finish(pcclComm_t *c, unsigned ep, pcclSharedState
                 if (strcmp(vote->u.sync.tensors[i].key, plan->u.ss_plan.fetch[f].key) == 0)
                     vote->u.sync.tensors[i].hash = plan->u.ss_plan.fetch[f].hash;
         comm_note_sync(c, st->revision, vote->u.sync.tensors, vote->u.sync.n);
-        result = pcclSuccess;
+        result = 0;
     }
     wire_msg_free(&fin);
     return result;
@@ -254,16 +256,24 @@ static void stop_serving(pcclComm_t *c, ss_serving_t *serving) {
     if (have_w) comm_wait_close(c, &w);
 }
 
+/* The one mapping of a sync's rc to its result: the control path's codes (comm_begin, comm_send, comm_wait) as
+ * comm_call_result says, where a restarted master, which knows nothing of this sync, is pcclRankConnectionLost
+ * (the caller retries); every other code by its default (perr_result). */
+static pcclResult_t sync_result(const pcclComm_t *c, int rc) {
+    if (rc == -PERR_RESTARTED || rc == -PERR_LOST) return comm_call_result(c, rc, pcclRankConnectionLost);
+    return perr_result(rc);
+}
+
 pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t *st,
                                         pcclSharedStateSyncStrategy_t strategy, pcclSharedStateSyncInfo_t *info) {
     pcclComm_t *c = (pcclComm_t *)cc;
     pcclResult_t r = comm_check_ready(c);
     if (r != pcclSuccess) return r;
-    if ((r = validate(st)) != pcclSuccess) return r;
-    if ((unsigned)strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return pcclInvalidArgument;
+    if (validate(st) != 0 || (unsigned)strategy > PCCL_SHARED_STATE_SYNC_STRATEGY_SEND_ONLY) return pcclInvalidArgument;
     if (comm_ops_outstanding(c)) return pcclPendingAsyncOps;
     wire_msg_t vote;
-    if ((r = make_vote(c, st, strategy, &vote)) != pcclSuccess) return r;
+    int rc = make_vote(c, st, strategy, &vote);
+    if (rc != 0) return perr_result(rc);
 
     ss_serving_t serving = {.state = st, .refs = 0};
     atomic_init(&serving.tx_bytes, 0);
@@ -276,12 +286,11 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     wire_msg_t plan = {0};
     uint16_t tp[] = {M2C_SS_PLAN};
     unsigned ep;
-    int rc = comm_begin(c, &ep);
+    rc = comm_begin(c, &ep);
     if (rc == 0) rc = comm_send(c, ep, &vote);
     if (rc == 0) rc = comm_wait(c, ep, tp, 1, -1, &plan);
-    /* A restarted master knows nothing of this sync: the caller retries it. */
-    if (rc != 0) r = rc == -PERR_RESTARTED ? pcclRankConnectionLost : comm_lost_result(c);
-    else if ((r = plan_verdict(c, st, &plan)) == pcclSuccess) r = fetch_and_finish(c, ep, st, &vote, &plan, &rx);
+    if (rc == 0) rc = plan_verdict(c, st, &plan);
+    if (rc == 0) rc = fetch_and_finish(c, ep, st, &vote, &plan, &rx);
     stop_serving(c, &serving);
     wire_msg_free(&vote);
     wire_msg_free(&plan);
@@ -289,5 +298,5 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
         info->tx_bytes = atomic_load(&serving.tx_bytes);
         info->rx_bytes = rx;
     }
-    return r;
+    return sync_result(c, rc);
 }
