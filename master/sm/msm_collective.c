@@ -79,12 +79,20 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     for (uint32_t i = 0; i < 64 && k < want; i++)
         if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
     uint8_t(*ring)[16] = calloc((size_t)g->ring_len + 1, 16);
-    if (!ring) return 0;
+    wire_coll_member_t *members = calloc((size_t)g->ring_len + 1, sizeof *members);
+    if (!ring || !members) {
+        free(ring);
+        free(members);
+        return 0;
+    }
     int n = 0;
+    uint32_t root = 0;
     for (int i = 0; i < g->ring_len; i++) {
         msm_peer_t *p = msm_find(m, g->ring[i]);
         msm_member_t *mb = msm_op_member(c, g->ring[i]);
         if (!p || !mb) continue;
+        if (mb->coll_flags & 1) root = (uint32_t)n;
+        members[n] = (wire_coll_member_t){.rank = (uint32_t)n, .count = mb->coll_count, .holds = mb->coll_flags & 1};
         memcpy(ring[n++], p->uuid, 16);
         mb->owes = 1;
     }
@@ -98,10 +106,14 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     msm_world(m, g->id, &w.u.commence.world);
     w.u.commence.n = (uint32_t)n;
     w.u.commence.ring = ring;
+    w.u.commence.kind = c->coll_kind;
+    w.u.commence.root = root;
+    w.u.commence.members = members;
     for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
     PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slots %#llx, %d peers", g->id,
                (unsigned long long)c->tag, (unsigned long long)c->op_seq, (unsigned long long)slots, n);
     free(ring);
+    free(members);
     return 1;
 }
 
@@ -128,9 +140,15 @@ static void evaluate(msm_t *m, msm_group_t *g) {
 }
 
 void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, const wire_msg_t *vote) {
-    (void)mb;
     const __typeof__(vote->u.coll_init) *ci = &vote->u.coll_init;
+    mb->coll_flags = ci->flags;
+    mb->coll_count = ci->count;
+    mb->rank_key = ci->rank_key;
+    mb->capacity = ci->capacity;
+    mb->max_world = ci->max_world;
+    mb->hash = ci->hash;
     if (c->nmembers == 1) {
+        c->coll_kind = ci->kind;
         c->count = ci->count;
         c->dtype = ci->dtype;
         c->rop = ci->op;

@@ -46,6 +46,10 @@ typedef struct msm_member {
     uint8_t voted; /* its vote arrived (the newcomers of an accept round never vote) */
     uint8_t owes;  /* running: a report is still owed */
     uint8_t ok;    /* the outcome it reported */
+    /* collective: its vote's own fields (COLL_INIT) */
+    uint8_t coll_flags;
+    uint64_t coll_count, rank_key, capacity, hash;
+    uint32_t max_world;
     /* shared-state sync: the offer */
     uint8_t strategy;
     uint64_t revision;
@@ -68,6 +72,7 @@ typedef struct msm_op {
     /* collective */
     uint64_t count;
     uint8_t dtype, rop, quant_algo, quant_dtype;
+    uint8_t coll_kind; /* pcclExtCollKind_t */
     uint64_t slots; /* running: its connection-pool slots (bit i = slot i), one stripe each */
     char mismatch[160]; /* non-empty once two voters' parameters differ */
     /* shared-state sync */

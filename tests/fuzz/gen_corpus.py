@@ -7,7 +7,7 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAGIC, VERSION = 0x5043434C, 6
+MAGIC, VERSION = 0x5043434C, 7
 FLOAT = 10  # pcclFloat (pccl.h)
 C2M = dict(HELLO=1, UPDATE_TOPOLOGY=2, P2P_ESTABLISHED=3, PEERS_PENDING=4, SYNC=5, SS_DIST_DONE=6,
            COLL_INIT=7, COLL_DONE=8, OPTIMIZE=9, HEARTBEAT=10, LEAVE=14)
@@ -36,7 +36,9 @@ def hello(group=0, port=40001, adv=NO_IP, name=b'worker-1'):
     return u16(1) + u32(MAGIC) + u16(VERSION) + u32(group) + u16(port) + u32(1) + adv + ident(name) + SIG
 def sync(rev, n=1, h=0x1234): return u16(5) + u64(rev) + u8(0) + u32(n) + b''.join(
     tensor(b'state%d' % i, 1024, h + i) for i in range(n))
-def coll_init(tag, count=1024): return u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT)
+def coll_init(tag, count=1024, kind=0, flags=0, capacity=0):
+    return (u16(7) + u64(tag) + u64(count) + u8(FLOAT) + u8(0) + u8(0) + u8(FLOAT) + u8(kind) + u8(flags) + u64(0) +
+            u64(capacity) + u32(0) + u64(0))
 def resume(i, rev, ring, port=40001): return (u16(13) + u32(MAGIC) + u16(VERSION) + u32(0) + u16(port + i) + u32(1) +
                                               NO_IP + ident() + bytes([i] * 16) + u8(1) + u64(rev) + u32(len(ring)) +
                                               b''.join(bytes([r] * 16) for r in ring) + u32(1) +

@@ -88,6 +88,8 @@ static inline void rec_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
         break;
     case M2C_COLL_COMMENCE:
         e->msg.u.commence.ring = dup_bytes(msg->u.commence.ring, (size_t)msg->u.commence.n * 16);
+        e->msg.u.commence.members =
+            dup_bytes(msg->u.commence.members, (size_t)msg->u.commence.n * sizeof(wire_coll_member_t));
         break;
     case M2C_BENCH_REQUEST:
         e->msg.u.bench_req.peers = dup_bytes(msg->u.bench_req.peers, msg->u.bench_req.n * sizeof(wire_peer_t));

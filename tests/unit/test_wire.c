@@ -350,10 +350,19 @@ static void test_coll_msgs(void) {
     m.u.coll_init.op = 4;
     m.u.coll_init.quant_algo = 2;
     m.u.coll_init.quant_dtype = 250;
-    roundtrip(&m, 2 + 8 + 8 + 4, &o);
+    m.u.coll_init.kind = 3;
+    m.u.coll_init.flags = 6;
+    m.u.coll_init.rank_key = 0xFFFFFFFFFFFFFFF0ull;
+    m.u.coll_init.capacity = 0x0102030405060708ull;
+    m.u.coll_init.max_world = 0x80000001u;
+    m.u.coll_init.hash = 0xA5A5A5A55A5A5A5Aull;
+    roundtrip(&m, 2 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 8, &o);
     CHECK(o.u.coll_init.tag == m.u.coll_init.tag && o.u.coll_init.count == m.u.coll_init.count &&
           o.u.coll_init.dtype == 9 && o.u.coll_init.op == 4 && o.u.coll_init.quant_algo == 2 &&
           o.u.coll_init.quant_dtype == 250);
+    CHECK(o.u.coll_init.kind == 3 && o.u.coll_init.flags == 6 && o.u.coll_init.rank_key == m.u.coll_init.rank_key &&
+          o.u.coll_init.capacity == m.u.coll_init.capacity && o.u.coll_init.max_world == 0x80000001u &&
+          o.u.coll_init.hash == m.u.coll_init.hash);
     wire_msg_free(&o);
 
     uint16_t types[] = {C2M_COLL_DONE, M2C_COLL_ABORT, M2C_COLL_COMPLETE};
@@ -370,8 +379,10 @@ static void test_coll_msgs(void) {
     wire_msg_t r = {.type = M2C_COLL_REJECT};
     r.u.reject.tag = 0x7FFFFFFFFFFFFFFFull;
     r.u.reject.reason = REJECT_TAG_IN_USE;
-    roundtrip(&r, 2 + 8 + 1, &o);
+    snprintf(r.u.reject.detail, sizeof r.u.reject.detail, "two roots: a and b");
+    roundtrip(&r, 2 + 8 + 1 + 1 + 18, &o);
     CHECK(o.u.reject.tag == r.u.reject.tag && o.u.reject.reason == REJECT_TAG_IN_USE);
+    CHECK(strcmp(o.u.reject.detail, "two roots: a and b") == 0);
     wire_msg_free(&o);
 
     enum { N = 5 };
@@ -384,7 +395,16 @@ static void test_coll_msgs(void) {
     c.u.commence.world = WORLD;
     c.u.commence.n = N;
     c.u.commence.ring = ring;
-    roundtrip(&c, 2 + 8 + 8 + 8 + 16 + 4 + 16 * N, &o);
+    c.u.commence.kind = 1;
+    c.u.commence.root = 4;
+    wire_coll_member_t members[N];
+    for (int i = 0; i < N; i++) members[i] = (wire_coll_member_t){(uint32_t)(N - 1 - i), 1000u + (uint64_t)i, (uint8_t)(i & 1)};
+    c.u.commence.members = members;
+    roundtrip(&c, 2 + 8 + 8 + 8 + 16 + 4 + 16 * N + 1 + 4 + 13 * N, &o);
+    CHECK(o.u.commence.kind == 1 && o.u.commence.root == 4 && o.u.commence.members != NULL);
+    for (int i = 0; i < N && o.u.commence.members; i++)
+        CHECK(o.u.commence.members[i].rank == members[i].rank && o.u.commence.members[i].count == members[i].count &&
+              o.u.commence.members[i].holds == members[i].holds);
     CHECK(o.u.commence.tag == 42 && o.u.commence.op_seq == 0x100000000ull &&
           o.u.commence.slots == 0x8000000000000081ull);
     CHECK(world_eq(&o.u.commence.world, &WORLD));

@@ -1,4 +1,4 @@
-/* test_wire_golden.c - the wire bytes of protocol version 6, pinned: one populated instance of every
+/* test_wire_golden.c - the wire bytes of protocol version 7, pinned: one populated instance of every
  * message type is encoded and compared with the frame recorded here (hex, length prefix included), and
  * each recorded frame decodes and encodes back to itself. A change of these bytes is a new protocol
  * version: move WIRE_VERSION deliberately and record the new frames (`test_wire_golden --print` prints
@@ -25,6 +25,7 @@ static uint8_t ring[3][16];
 static uint32_t holders[2] = {3, 2};
 static wire_ss_range_t ranges[3] = {{0, 0, 0, 4096}, {0, 1, 4096, 100}, {1, 1, 0, 7}};
 static wire_bw_t bw[2];
+static wire_coll_member_t members[3] = {{2, 7, 0}, {0, 0xFFFFFFFFFFull, 1}, {1, 0, 1}};
 static wire_op_outcome_t ops[2] = {{0x1111222233334444ull, 0x55, 1}, {0xFFFFFFFFFFFFFFFFull, 0x0102030405060708ull, 0}};
 
 static void make_arrays(void) {
@@ -104,6 +105,12 @@ static wire_msg_t make(uint16_t t) {
         u->coll_init.op = 4;
         u->coll_init.quant_algo = 2;
         u->coll_init.quant_dtype = 250;
+        u->coll_init.kind = 4;
+        u->coll_init.flags = 7;
+        u->coll_init.rank_key = 0x0A0B0C0D0E0F1011ull;
+        u->coll_init.capacity = 0x8000000000000001ull;
+        u->coll_init.max_world = 4096;
+        u->coll_init.hash = 0xFEDCBA9876543210ull;
         break;
     case C2M_COLL_DONE: case M2C_COLL_ABORT: case M2C_COLL_COMPLETE:
         u->coll.tag = 0xABCDEF0123456789ull + t;
@@ -141,10 +148,14 @@ static wire_msg_t make(uint16_t t) {
         u->commence.world = WORLD;
         u->commence.n = 3;
         u->commence.ring = ring;
+        u->commence.kind = 3;
+        u->commence.root = 2;
+        u->commence.members = members;
         break;
     case M2C_COLL_REJECT:
         u->reject.tag = 0x7FFFFFFFFFFFFFFFull;
         u->reject.reason = REJECT_CONFLICT;
+        snprintf(u->reject.detail, sizeof u->reject.detail, "no member is the root");
         break;
     case M2C_KICK: case M2C_SHUTDOWN:
         snprintf(u->kick.reason, sizeof u->kick.reason, "%s: protocol mismatch", wire_type_name(t));
@@ -172,13 +183,13 @@ static wire_msg_t make(uint16_t t) {
     return m;
 }
 
-/* Every message type of version 6 and its frame: u32 body length, u16 type, payload. */
+/* Every message type of version 7 and its frame: u32 body length, u16 type, payload. */
 static const struct golden {
     uint16_t type;
     const char *hex;
 } GOLDEN[] = {
 {1, /* HELLO */
- "0000008c00015043434c0006deadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
+ "0000008c00015043434c0007deadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d374d7297bce1062b50759abfe4092e5378"
  "9dc2e70c31567ba0c5ea0f34597ea3c8ed12375c81a6cbf0153a5f84a9cef3183d6287acd1f61b40658aafd4f91e4368"},
 {2, /* UPDATE_TOPOLOGY */
@@ -193,7 +204,8 @@ static const struct golden {
 {6, /* SS_DIST_DONE */
  "000000030006a6"},
 {7, /* COLL_INIT */
- "00000016000711223344556677888877665544332211090402fa"},
+ "00000034000711223344556677888877665544332211090402fa04070a0b0c0d0e0f1011800000000000000100001000"
+ "fedcba9876543210"},
 {8, /* COLL_DONE */
  "000000130008abcdef0123456791000000080000001000"},
 {9, /* OPTIMIZE_TOPOLOGY */
@@ -206,7 +218,7 @@ static const struct golden {
 {12, /* PEER_UNREACHABLE */
  "00000012000c0c31567ba0c5ea0f34597ea3c8ed1237"},
 {13, /* RESUME */
- "00000145000d5043434c000600000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
+ "00000145000d5043434c000700000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d3799bee3082d52779cc1e60b30557a9fc4"
  "010a0b0c0d0e0f10110000000301264b7095badf04294e7398bde2072c12375c81a6cbf0153a5f84a9cef3183d23486d"
  "92b7dc01264b7095badf04294e000000020e6c617965722e302e77656967687401000000000123456789f00dfacecafe"
@@ -234,15 +246,15 @@ static const struct golden {
 {106, /* SS_DONE */
  "00000003006aaa"},
 {107, /* COLL_COMMENCE */
- "0000005e006b000000000000002a0000000100000000800000000000008101020304a0b0c0d000000007ffffffff0000"
+ "0000008a006b000000000000002a0000000100000000800000000000008101020304a0b0c0d000000007ffffffff0000"
  "000301264b7095badf04294e7398bde2072c12375c81a6cbf0153a5f84a9cef3183d23486d92b7dc01264b7095badf04"
- "294e"},
+ "294e03000000020000000200000000000000070000000000000000ffffffffff0100000001000000000000000001"},
 {108, /* COLL_ABORT */
  "00000013006cabcdef01234567f50000006c000000d800"},
 {109, /* COLL_COMPLETE */
  "00000013006dabcdef01234567f60000006d000000da01"},
 {110, /* COLL_REJECT */
- "0000000b006e7fffffffffffffff04"},
+ "00000021006e7fffffffffffffff04156e6f206d656d6265722069732074686520726f6f74"},
 {111, /* KICK */
  "0000001a006f174b49434b3a2070726f746f636f6c206d69736d61746368"},
 {112, /* OPTIMIZE_DONE */

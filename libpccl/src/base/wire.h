@@ -20,7 +20,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 6
+#define WIRE_VERSION 7
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -106,6 +106,13 @@ typedef struct wire_op_outcome {
     uint8_t finished;     /* 1: this peer's ring finished and it awaits the verdict; 0: it did not finish */
 } wire_op_outcome_t;
 
+/* A member of a commenced collective, per ring position. */
+typedef struct wire_coll_member {
+    uint32_t rank;  /* its rank in the operation (pccl_coll.h) */
+    uint64_t count; /* its element count (all-gather-v), else the common count */
+    uint8_t holds;  /* broadcast: 1 for the root and the members whose buffer equals the root's */
+} wire_coll_member_t;
+
 /* A peer's identity in HELLO and RESUME: its Ed25519 public key, its name, and its signature over the
  * master's challenge and the message (identity.h). The signature is the body's last 64 bytes; digest is
  * BLAKE2b-256 of the body before it (type included), filled by wire_decode. */
@@ -132,7 +139,17 @@ typedef struct wire_msg {
         } hello;
         struct { uint8_t value; } flag; /* P2P_ESTABLISHED, SS_DIST_DONE, M2C_PEERS_PENDING, SS_DONE, OPTIMIZE_DONE */
         struct { uint64_t revision; uint8_t strategy; uint32_t n; wire_tensor_t *tensors; } sync;
-        struct { uint64_t tag; uint64_t count; uint8_t dtype, op, quant_algo, quant_dtype; } coll_init;
+        struct {
+            uint64_t tag;
+            uint64_t count; /* this member's elements (all-gather-v: its own count) */
+            uint8_t dtype, op, quant_algo, quant_dtype;
+            uint8_t kind;      /* pcclExtCollKind_t (pccl_coll.h) */
+            uint8_t flags;     /* PCCL_EXT_COLL_ROOT, _RANKED, _SHARED_SOURCES */
+            uint64_t rank_key; /* with _RANKED: orders the ranks */
+            uint64_t capacity; /* elements the member's output holds (0 for an all-reduce) */
+            uint32_t max_world; /* all-gather-v: entries its counts array holds; 0 = no limit */
+            uint64_t hash;     /* shared-sources broadcast: simplehash of the member's buffer, else 0 */
+        } coll_init;
         struct { uint64_t tag; uint64_t op_seq; uint8_t ok; } coll; /* COLL_DONE, ABORT, COMPLETE */
         struct { uint8_t uuid[16]; } welcome; /* also PEER_UNREACHABLE: the peer that could not be reached */
         struct { wire_world_t world; uint32_t n; wire_peer_t *peers; } establish; /* ring order of own group */
@@ -154,8 +171,11 @@ typedef struct wire_msg {
             wire_world_t world;
             uint32_t n;
             uint8_t (*ring)[16]; /* uuids of the group in ring order */
+            uint8_t kind;        /* pcclExtCollKind_t */
+            uint32_t root;       /* broadcast: the root's ring position, else 0 */
+            wire_coll_member_t *members; /* per ring position (n entries): its rank, count and holds */
         } commence;
-        struct { uint64_t tag; uint8_t reason; } reject;
+        struct { uint64_t tag; uint8_t reason; char detail[256]; } reject; /* detail: the master's reason text */
         struct { char reason[256]; } kick; /* KICK and SHUTDOWN */
         struct { uint32_t duration_ms; uint32_t n; wire_peer_t *peers; } bench_req; /* peers to measure toward */
         struct { uint32_t n; wire_bw_t *results; } bench_res;
