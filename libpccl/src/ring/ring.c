@@ -1,5 +1,6 @@
 /* ring.c - see ring.h. */
 #include "ring/ring.h"
+#include "ring/ring_flow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -282,22 +283,15 @@ static ssize_t recv_gather(ring_run_t *r, uint32_t c, size_t clen) {
  * @return bytes received (> 0), 0 when none were ready, or -PERR_<NAME> (io->err says why). */
 static ssize_t recv_step(ring_run_t *r) {
     ring_io_t *io = r->io;
-    ssize_t n;
-    if (r->rhdr_done < RING_HDR) {
-        n = ring_recv(io, r->rhdr + r->rhdr_done, RING_HDR - r->rhdr_done);
-        if (n > 0 && (r->rhdr_done += (size_t)n) == RING_HDR &&
-            ring_check_header(io, r->rhdr, RING_MAGIC, r->N, r->op_seq) != 0)
-            return -PERR_PROTOCOL;
-    } else {
-        uint32_t c = chunk_of_recv(r, r->rk);
-        size_t clen = chunk_len(&r->ck, c);
-        n = r->rk < r->N - 1 ? recv_reduce(r, c, clen) : recv_gather(r, c, clen);
-        if (n > 0) {
-            io->rx_bytes += (uint64_t)n;
-            if (r->rdone == clen) {
-                r->rk++;
-                r->rdone = 0;
-            }
+    if (r->rhdr_done < RING_HDR) return ring_recv_header(io, r->rhdr, &r->rhdr_done, RING_MAGIC, r->N, r->op_seq);
+    uint32_t c = chunk_of_recv(r, r->rk);
+    size_t clen = chunk_len(&r->ck, c);
+    ssize_t n = r->rk < r->N - 1 ? recv_reduce(r, c, clen) : recv_gather(r, c, clen);
+    if (n > 0) {
+        io->rx_bytes += (uint64_t)n;
+        if (r->rdone == clen) {
+            r->rk++;
+            r->rdone = 0;
         }
     }
     return ring_recv_outcome(io, n);
@@ -363,24 +357,9 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
         /* Try the sockets first and sleep in poll only when the last round moved nothing:
          * a ring hop that keeps flowing costs no wake-ups. The abort flag is checked on every
          * round without I/O; the eventfd wakes the poll. */
-        struct pollfd p[3] = {{.fd = io->tx_fd, .events = want_send ? POLLOUT : 0},
-                              {.fd = io->rx_fd, .events = recv_done ? 0 : POLLIN},
-                              {.fd = io->abort_fd, .events = POLLIN}};
-        if (io->abort_flag && atomic_load(io->abort_flag)) {
-            snprintf(io->err, sizeof io->err, "aborted");
-            rc = -PERR_CANCELLED;
-            break;
-        }
-        if (!try_io) {
-            int ready;
-            if ((rc = ring_wait(io, p, last_progress, &ready)) != 0) break;
-            if (!ready) continue;
-        } else {
-            p[0].revents = want_send ? POLLOUT : 0;
-            p[1].revents = recv_done ? 0 : POLLIN;
-        }
-        try_io = 0;
-        if (want_send && (p[0].revents & (POLLOUT | POLLHUP))) {
+        int can_send, can_recv;
+        if ((rc = ring_round(io, want_send, !recv_done, &try_io, last_progress, &can_send, &can_recv)) != 0) break;
+        if (can_send) {
             /* Element 0 is this peer's own input; every later one was reduced or received into buf. */
             const uint8_t *from = tx.k == 0 ? r.src : r.buf;
             ssize_t w = ring_send_step(io, &tx, from + chunk_off(&r.ck, chunk_of_send(&r, tx.k)), ready, slen);
@@ -393,7 +372,7 @@ static int ring_run(ring_io_t *io, const void *vsrc, void *vbuf, size_t count, p
                 last_progress = net_now_ms();
             }
         }
-        if (!recv_done && (p[1].revents & (POLLIN | POLLHUP))) {
+        if (can_recv) {
             ssize_t n = recv_step(&r);
             if (n < 0) {
                 rc = (int)n;
@@ -424,19 +403,40 @@ void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t es
 /* splice() has no MSG_NOSIGNAL: into a socket whose peer is gone it raises SIGPIPE, which would
  * kill the process. A library must not change the process's handler, so SIGPIPE is blocked in this
  * thread for the ring and one raised here (not one that was pending before) is consumed. */
-int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
-                   uint32_t rank, uint32_t world, uint64_t op_seq) {
-    if (!io->tx_pipe) return ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+int ring_no_sigpipe(int (*fn)(void *), void *arg) {
     sigset_t pipe_set, old, pending;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
     int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-    int rc = ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+    int rc = fn(arg);
     if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
         const struct timespec zero = {0, 0};
         sigtimedwait(&pipe_set, NULL, &zero);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
+}
+
+typedef struct allreduce_args {
+    ring_io_t *io;
+    const void *src;
+    void *buf;
+    size_t count;
+    pcclDataType_t dt;
+    pcclRedOp_t op;
+    uint32_t rank, world;
+    uint64_t op_seq;
+} allreduce_args_t;
+
+static int allreduce_guarded(void *arg) {
+    allreduce_args_t *a = arg;
+    return ring_run(a->io, a->src, a->buf, a->count, a->dt, a->op, a->rank, a->world, a->op_seq);
+}
+
+int ring_allreduce(ring_io_t *io, const void *src, void *buf, size_t count, pcclDataType_t dt, pcclRedOp_t op,
+                   uint32_t rank, uint32_t world, uint64_t op_seq) {
+    if (!io->tx_pipe) return ring_run(io, src, buf, count, dt, op, rank, world, op_seq);
+    allreduce_args_t a = {io, src, buf, count, dt, op, rank, world, op_seq};
+    return ring_no_sigpipe(allreduce_guarded, &a);
 }

@@ -104,7 +104,8 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, v
                            uint8_t *wire, uint32_t rank, uint32_t world_size, uint64_t op_seq);
 
 /*
- * The collectives beyond the all-reduce (ring_coll.c; pccl_coll.h says what each computes). Each runs over
+ * The collectives beyond the all-reduce (ring_gather.c, ring_rs.c, ring_rs_quant.c, ring_bcast.c over the one
+ * streaming loop of ring_flow.c; pccl_coll.h says what each computes). Each runs over
  * nstripes connection pairs (ios[0..nstripes-1], as ring_allreduce_striped; 1: the calling thread only) and
  * returns 0 or -PERR_<NAME> (the first failure's reason in ios[0].err; tx_bytes/rx_bytes of ios[0] are the sums).
  * pos is this member's ring position, rank_of[p] the rank of ring position p (a permutation of 0..world_size-1;
@@ -114,7 +115,8 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, v
 
 /* All-gather of variable counts: counts[r] elements (of esz bytes) from rank r; buf receives every block packed
  * in rank order (block r at the sum of counts[0..r-1]). src holds this member's block (may be its place in buf:
- * then nothing is copied). Ring all-gather (Patarasuk & Yuan 2009): block of ring position pos - k travels at step
+ * then nothing is copied; src elsewhere inside buf, as the in-place first count elements, is moved to its place
+ * first). Ring all-gather (Patarasuk & Yuan 2009): block of ring position pos - k travels at step
  * k, forwarded as its bytes arrive. */
 int ring_allgather(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, const uint64_t *counts, size_t esz,
                    const uint32_t *rank_of, uint32_t pos, uint32_t world_size, uint64_t op_seq);
@@ -124,7 +126,11 @@ int ring_allgather(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf
  * count/W + (r < count%W) elements), each element reduced in ring order from that block's first sender (one fixed
  * order, as the all-reduce's reduce-scatter). out may be that block's place in src. pcclAvg divides by
  * world_size at the end. Quantized when algo != pcclQuantNone (pccl_quant.h blocks of qdt on the wire, reduced in
- * dt at each hop; wire holds ring_quant_wire_bytes(count, qdt, world_size) bytes, else NULL). */
+ * dt at each hop; wire holds ring_quant_wire_bytes(count, qdt, world_size) bytes, else NULL). out either is that
+ * block's place in src or does not overlap src. Memory: received bytes go through io->staging (at least one
+ * element); the plain ring mallocs, for the operation, two slots per stripe (one for a world of 3, none for 2)
+ * of a block's slice for the partial sums in flight; the quantized one keeps its partial sums in wire and
+ * needs one block of PCCL_QBLOCK_ELEMS elements of dt per stripe (io->staging when large enough, else malloc). */
 int ring_reduce_scatter(ring_io_t *ios, uint32_t nstripes, const void *src, void *out, size_t count,
                         pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
                         uint8_t *wire, const uint32_t *rank_of, uint32_t pos, uint32_t world_size, uint64_t op_seq);
@@ -132,7 +138,8 @@ int ring_reduce_scatter(ring_io_t *ios, uint32_t nstripes, const void *src, void
 /* Broadcast of bytes bytes, pipelined along the ring (a chain): holds[p] is 1 for the ring positions that hold
  * the data already (the root, and with shared sources every member equal to it). Each holder streams to the
  * members after it up to the next holder; a member that does not hold forwards every byte as it arrives. A
- * holder reads src (copied to buf when src != buf); the others write buf. */
+ * holder reads src (NULL: buf; copied to buf when src != buf); the others write buf. At least one position must
+ * hold (else -PERR_INVALID). */
 int ring_broadcast(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t bytes,
                    const uint8_t *holds, uint32_t pos, uint32_t world_size, uint64_t op_seq);
 

@@ -10,6 +10,7 @@
  * bit-identical to pool 1 (the quantized ring slices whole blocks, so its blocks are too).
  */
 #include "ring/ring.h"
+#include "ring/ring_flow.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,26 +20,20 @@
 
 #include "pccl_kernels.h"
 
+typedef struct stripe_group stripe_group_t;
 typedef struct stripe_run {
     ring_io_t *io;
-    struct stripe_group *g;
+    stripe_group_t *g;
     int rc;
 } stripe_run_t;
 
-typedef struct stripe_group {
+struct stripe_group {
     ring_io_t *ios;
     uint32_t n;
     atomic_int failed; /* first failure shuts every stripe's sockets down once */
-    const void *src;
-    void *buf;
-    size_t count;
-    pcclDataType_t dt, qdt;
-    pcclRedOp_t op;
-    pcclQuantizationAlgorithm_t algo;
-    uint8_t *wire;
-    uint32_t rank, world;
-    uint64_t op_seq;
-} stripe_group_t;
+    int (*fn)(ring_io_t *io, void *arg);
+    void *arg;
+};
 
 /* A stripe that failed leaves its siblings' rings with no way to finish (the neighbours' stripes
  * fail too once they see the broken streams): shutting the sockets down wakes every poll on them
@@ -55,25 +50,18 @@ static void fail_all(stripe_group_t *g) {
 
 static void *stripe_main(void *arg) {
     stripe_run_t *r = arg;
-    stripe_group_t *g = r->g;
-    r->rc = g->algo == pcclQuantNone
-                ? ring_allreduce(r->io, g->src, g->buf, g->count, g->dt, g->op, g->rank, g->world, g->op_seq)
-                : ring_allreduce_quant(r->io, g->buf, g->count, g->dt, g->op, g->algo, g->qdt, g->wire, g->rank,
-                                       g->world, g->op_seq);
-    if (r->rc != 0) fail_all(g);
+    r->rc = r->g->fn(r->io, r->g->arg);
+    if (r->rc != 0) fail_all(r->g);
     return NULL;
 }
 
-int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *buf, size_t count,
-                           pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
-                           uint8_t *wire, uint32_t rank, uint32_t world, uint64_t op_seq) {
+int ring_run_stripes(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *arg), void *arg, int *rcs) {
     enum { MAX_STRIPES = 64 };
     if (n < 1 || n > MAX_STRIPES) {
         snprintf(ios[0].err, sizeof ios[0].err, "%u stripes (1..%d)", n, MAX_STRIPES);
         return -PERR_PROTOCOL;
     }
-    stripe_group_t g = {.ios = ios, .n = n, .src = src, .buf = buf, .count = count, .dt = dt, .qdt = qdt,
-                        .op = op, .algo = algo, .wire = wire, .rank = rank, .world = world, .op_seq = op_seq};
+    stripe_group_t g = {.ios = ios, .n = n, .fn = fn, .arg = arg};
     stripe_run_t runs[MAX_STRIPES];
     pthread_t threads[MAX_STRIPES];
     int started[MAX_STRIPES] = {0};
@@ -101,9 +89,40 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *bu
         ios[0].tx_bytes += ios[s].tx_bytes;
         ios[0].rx_bytes += ios[s].rx_bytes;
     }
-    if (rc != 0 && algo == pcclQuantNone && ios[0].backup && (!src || src == buf))
+    for (uint32_t s = 0; rcs && s < n; s++) rcs[s] = runs[s].rc;
+    return rc;
+}
+
+typedef struct allreduce_stripes {
+    const void *src;
+    void *buf;
+    size_t count;
+    pcclDataType_t dt, qdt;
+    pcclRedOp_t op;
+    pcclQuantizationAlgorithm_t algo;
+    uint8_t *wire;
+    uint32_t rank, world;
+    uint64_t op_seq;
+} allreduce_stripes_t;
+
+static int allreduce_stripe(ring_io_t *io, void *arg) {
+    allreduce_stripes_t *g = arg;
+    return g->algo == pcclQuantNone
+               ? ring_allreduce(io, g->src, g->buf, g->count, g->dt, g->op, g->rank, g->world, g->op_seq)
+               : ring_allreduce_quant(io, g->buf, g->count, g->dt, g->op, g->algo, g->qdt, g->wire, g->rank,
+                                      g->world, g->op_seq);
+}
+
+int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *buf, size_t count,
+                           pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
+                           uint8_t *wire, uint32_t rank, uint32_t world, uint64_t op_seq) {
+    allreduce_stripes_t g = {.src = src, .buf = buf, .count = count, .dt = dt, .qdt = qdt, .op = op,
+                             .algo = algo, .wire = wire, .rank = rank, .world = world, .op_seq = op_seq};
+    int rcs[64];
+    int rc = ring_run_stripes(ios, n, allreduce_stripe, &g, rcs);
+    if (rc != 0 && n >= 1 && n <= 64 && algo == pcclQuantNone && ios[0].backup && (!src || src == buf))
         /* A failed stripe restored what it modified; a finished one holds results to put back. */
         for (uint32_t s = 0; s < n; s++)
-            if (runs[s].rc == 0) ring_restore_stripe(&ios[s], buf, count, pccl_dtype_size(dt), world);
+            if (rcs[s] == 0) ring_restore_stripe(&ios[s], buf, count, pccl_dtype_size(dt), world);
     return rc;
 }

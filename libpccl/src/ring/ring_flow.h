@@ -1,0 +1,101 @@
+/*
+ * ring_flow.h - the pieces the ring collectives share inside ring/ (private to the folder).
+ *
+ * A flow is one ring stream pair over one connection pair: a send stream of elements to the successor and a
+ * receive stream from the predecessor, each opened by the 16-byte header (magic, world size, op_seq). The
+ * collective says what the elements are (callbacks); the flow drives both sockets and the abort fd from one
+ * poll loop, forwards bytes as soon as the collective says they are ready, and ends when both streams are
+ * done. ring_flow_run serves the all-gather, the reduce-scatter and the broadcast; the all-reduce rings
+ * (ring.c, ring_quant.c) keep their own loops, tuned for in-place restore, and share ring_round with it.
+ */
+#ifndef PCCL_RING_FLOW_H
+#define PCCL_RING_FLOW_H
+
+#include "ring/ring.h"
+
+/* Elements in one read or send call at most. */
+#define RING_MAX_IO (4u << 20)
+
+/* Slice s of ns of a range of n items (stripes split every block this way): *off from the range's start. */
+static inline void ring_slice(size_t n, uint32_t s, uint32_t ns, size_t *off, size_t *len) {
+    size_t b = n / ns, r = n % ns;
+    *off = b * s + (s < r ? s : r);
+    *len = b + (s < r ? 1 : 0);
+}
+
+/* The element-count split of pccl_coll.h and the all-reduce: block i of n blocks over count items. */
+static inline size_t ring_block_off(size_t count, uint32_t n, uint32_t i) {
+    size_t base = count / n, rem = count % n;
+    return base * i + (i < rem ? i : rem);
+}
+static inline size_t ring_block_len(size_t count, uint32_t n, uint32_t i) {
+    return count / n + (i < count % n ? 1 : 0);
+}
+
+/* Ring position p - d (mod n), for d <= 2 n. */
+static inline uint32_t ring_back(uint32_t p, uint32_t d, uint32_t n) {
+    return (uint32_t)(((int64_t)p - (int64_t)d + 2 * (int64_t)n) % n);
+}
+
+/* One round of a ring loop's waiting: fails on the abort flag; when the last round moved nothing (*try_io 0)
+ * sleeps in poll for the sockets (POLLOUT when want_send, POLLIN when want_recv) and the abort fd, else tries
+ * the sockets at once. @return 0 with *can_send / *can_recv (both 0: loop again), or -PERR_<NAME>. */
+int ring_round(ring_io_t *io, int want_send, int want_recv, int *try_io, uint64_t last_progress, int *can_send,
+               int *can_recv);
+
+/* Receives more of a stream's header (hdr, *done bytes of it so far) and checks it once complete.
+ * @return as ring_recv_outcome, or -PERR_PROTOCOL when the header is another operation's. */
+ssize_t ring_recv_header(ring_io_t *io, uint8_t *hdr, size_t *done, uint32_t magic, uint32_t world,
+                         uint64_t op_seq);
+
+/* Runs fn(arg) with SIGPIPE blocked in this thread and consumes a SIGPIPE it raised (splice() into a closed
+ * socket raises it; a library must not change the process's handler). */
+int ring_no_sigpipe(int (*fn)(void *), void *arg);
+
+/* Runs fn(&ios[s], arg) for every stripe s (stripe 0 on the calling thread, the others on threads of their own;
+ * ios[s].stripe/nstripes set here). A failing stripe shuts every stripe's sockets down so that the siblings and
+ * the neighbours fail at once. rcs (n entries, may be NULL) receives each stripe's result. @return the first
+ * real failure (its reason copied into ios[0].err) or 0; ios[0].tx_bytes/rx_bytes become the sums. */
+int ring_run_stripes(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *arg), void *arg, int *rcs);
+
+typedef struct ring_flow ring_flow_t;
+struct ring_flow {
+    ring_io_t *io;
+    uint32_t magic, world;
+    uint64_t op_seq;
+    uint32_t nsend, nrecv; /* elements of the send and receive streams (0: the header only) */
+    uint32_t splice_below; /* send elements below this may go through io->tx_pipe (their bytes never change) */
+    void *ctx;             /* the collective's per-stripe state */
+    /* Send element k (< nsend): its first byte and *len (0: nothing to send, skipped). */
+    const uint8_t *(*send_elem)(ring_flow_t *f, uint32_t k, size_t *len);
+    /* Bytes of send element k (len in all) ready to go; may prepare more of them (encoding). */
+    size_t (*send_ready)(ring_flow_t *f, uint32_t k, size_t len);
+    /* Byte length of receive element k (< nrecv; 0: skipped). */
+    size_t (*recv_len)(ring_flow_t *f, uint32_t k);
+    /* Receives more of element k (len bytes; rdone of them processed) as ring_recv does (n, 0 with errno, -1),
+     * processing what it can and advancing rdone; at most room bytes (room > 0). */
+    ssize_t (*recv)(ring_flow_t *f, uint32_t k, size_t len, size_t room);
+    /* Optional: how many bytes element k may take now (memory that a send still reads); NULL: no limit. */
+    size_t (*recv_room)(const ring_flow_t *f, uint32_t k);
+    /* state */
+    ring_tx_t tx;
+    uint8_t rhdr[RING_HDR];
+    size_t rhdr_done;
+    uint32_t rk;  /* current receive element */
+    size_t rdone; /* processed bytes of it: what a forwarding send may read */
+};
+
+/* Runs the flow to its end (SIGPIPE guarded when it may splice). @return 0 or -PERR_<NAME> (io->err). */
+int ring_flow_run(ring_flow_t *f);
+/* Processed bytes of receive element j (SIZE_MAX once it is complete): what a send forwarding it may send. */
+static inline size_t ring_flow_got(const ring_flow_t *f, uint32_t j) {
+    return f->rk > j ? SIZE_MAX : f->rk == j ? f->rdone : 0;
+}
+/* send_ready of a ring that forwards: element 0 is the member's own input (all ready), element k > 0 goes out
+ * as far as receive element k - 1 has been processed. */
+size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len);
+/* 0 if every rank_of entry names a rank below world (NULL: the identity); else -PERR_INVALID with io->err. */
+int ring_check_ranks(ring_io_t *io, const uint32_t *rank_of, uint32_t world);
+static inline uint32_t ring_rank_at(const uint32_t *rank_of, uint32_t p) { return rank_of ? rank_of[p] : p; }
+
+#endif
