@@ -16,7 +16,8 @@
 #             binary is skipped)
 #   --wan     also the WAN series (root): bench/wan.sh with WAN_COLL=broadcast, 8 members (the root and
 #             7 peers) x 256 MiB with a pool of 1 and of 8, next to 256 MiB sent once over one emulated
-#             link (one stream and 8); WAN_RATE (default 200mbit here), WAN_LOSS, WAN_CC... pass through
+#             link (one stream and 8); on a clean path and a lossy one (0.01 % loss, cubic, MTU 1500);
+#             WAN_RATE (default 200mbit here) passes through
 #   --results RESULT lines of this run (default /tmp/pcclb-coll-results.txt, overwritten)
 #   --md      markdown section written (default bench/coll.md, included by docs/benchmarks.md)
 #
@@ -99,9 +100,15 @@ for pt in $POINTS; do
 done
 
 if [ "$WAN" = 1 ]; then
-    log "WAN: broadcast of 256 MiB to 7 peers, pool 1 and 8, and one link"
-    WAN_COLL=broadcast WAN_LINK=1 WAN_POOL=1 WAN_PEERS=8 WAN_BYTES=268435456 WAN_RATE=${WAN_RATE:-200mbit} \
-        WAN_PREFIX=${WAN_PREFIX:-pcbco} "$ROOT/bench/wan.sh" "$BIN" 1 "1 8" >>"$RES" || log "WAN series failed"
+    # Two paths: a clean one (one stream fills the link) and a lossy one, where one stream is
+    # loss-limited and the pool's connections add up.
+    for scen in clean lossy; do
+        log "WAN ($scen): broadcast of 256 MiB to 7 peers, pool 1 and 8, and one link"
+        if [ $scen = clean ]; then set --; else set -- WAN_LOSS=0.01% WAN_CC=cubic WAN_MTU=1500; fi
+        env WAN_TAG=$scen WAN_COLL=broadcast WAN_LINK=1 WAN_POOL=1 WAN_PEERS=8 WAN_BYTES=268435456 \
+            WAN_RATE="${WAN_RATE:-200mbit}" WAN_PREFIX="${WAN_PREFIX:-pcbco}" "$@" "$ROOT/bench/wan.sh" "$BIN" 1 "1 8" \
+            >>"$RES" || log "WAN series ($scen) failed"
+    done
 fi
 
 {

@@ -30,6 +30,10 @@ row() { # impl round coll peers median_s [status]
     echo "RESULT impl=tcp mode=wanlink peers=1 bytes=268435456 conc=8 reps=1 median_s=8.000 min_s=8 max_s=8 GBps=1"
     echo "RESULT impl=pccl mode=wancoll peers=8 bytes=268435456 conc=1 reps=1 median_s=12.000 min_s=12 max_s=12 GBps=1 coll=broadcast"
     echo "RESULT impl=pccl mode=wancoll peers=8 bytes=268435456 conc=8 reps=1 median_s=10.000 min_s=10 max_s=10 GBps=1 coll=broadcast"
+    # A second setting: its rows compare with its own link only.
+    echo "RESULT impl=env mode=wanenv emu=wanemu_lossy scenario=lossy"
+    echo "RESULT impl=tcp mode=wanlink peers=1 bytes=268435456 conc=1 reps=1 median_s=40.000 min_s=40 max_s=40 GBps=1 scenario=lossy"
+    echo "RESULT impl=pccl mode=wancoll peers=8 bytes=268435456 conc=8 reps=1 median_s=20.000 min_s=20 max_s=20 GBps=1 scenario=lossy coll=broadcast"
 } > "$res"
 python3 "$ROOT/bench/report.py" --coll "$res" > "$WORK/coll.md" 2>"$WORK/report.log" ||
     fail "report.py --coll failed: $(tail -5 "$WORK/report.log")"
@@ -44,6 +48,9 @@ grep -q "^| pccl broadcast, 8 members | 1 | 256 MiB | 12.00 | 22.4 | 1.20x | 1.2
     fail "WAN pool 1 row: $(grep '^| pccl broadcast' "$WORK/coll.md")"
 grep -q "^| pccl broadcast, 8 members | 8 | 256 MiB | 10.00 | 26.8 | 1.00x | 1.25x |$" "$WORK/coll.md" ||
     fail "WAN pool 8 row: $(grep '^| pccl broadcast' "$WORK/coll.md")"
+grep -q "^WAN emulation (lossy), \`bench/wan.sh\`: wanemu lossy;" "$WORK/coll.md" || fail "no lossy WAN table"
+grep -q "^| pccl broadcast, 8 members | 8 | 256 MiB | 20.00 | 13.4 | 0.50x | n/a |$" "$WORK/coll.md" ||
+    fail "lossy WAN row: $(grep '^| pccl broadcast' "$WORK/coll.md")"
 echo "ok: report.py --coll"
 
 # ---- coll.sh with stand-ins
