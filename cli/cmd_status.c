@@ -155,7 +155,9 @@ static void print_ops(const cJSON *ops) {
     cJSON_ArrayForEach(op, ops) {
         const cJSON *tag = cJSON_GetObjectItemCaseSensitive(op, "tag");
         const cJSON *seq = cJSON_GetObjectItemCaseSensitive(op, "op_seq");
+        const char *coll = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(op, "collective_kind"));
         printf("  %s", str(op, "kind"));
+        if (coll) printf(" %s", coll);
         if (cJSON_IsNumber(tag)) printf(" tag %.0f", tag->valuedouble);
         printf(": %s", str(op, "state"));
         if (cJSON_IsNumber(seq)) printf(" (op_seq %.0f)", seq->valuedouble);
@@ -169,16 +171,38 @@ static void print_ops(const cJSON *ops) {
     }
 }
 
+/* Prints b bytes in decimal units: "12.3 MB". */
+static void print_bytes(double b) {
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    for (; b >= 1000 && u < 4; u++) b /= 1000;
+    printf("%.1f %s", b, units[u]);
+}
+
 /* ", 1.9 rev/s, 12.3 MB/s reduced" from the group's rates; nothing while the master has none yet. */
 static void print_rates(const cJSON *g) {
     const cJSON *revs = cJSON_GetObjectItemCaseSensitive(g, "revisions_per_s");
     const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(g, "reduced_bytes_per_s");
     if (!cJSON_IsNumber(revs) || !cJSON_IsNumber(bytes)) return;
-    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
-    double b = bytes->valuedouble;
-    int u = 0;
-    for (; b >= 1000 && u < 4; u++) b /= 1000;
-    printf("  %.1f rev/s, %.1f %s/s reduced", revs->valuedouble, b, units[u]);
+    printf("  %.1f rev/s, ", revs->valuedouble);
+    print_bytes(bytes->valuedouble);
+    printf("/s reduced");
+}
+
+/* "<prefix>all_reduce 120 completed, 1 aborted, 0 rejected, 1.2 GB; broadcast ..." from a collectives_by_kind
+ * object: the kinds with any operation; nothing when none has one. */
+static void print_kinds(const char *prefix, const cJSON *by_kind) {
+    const cJSON *k;
+    int first = 1;
+    cJSON_ArrayForEach(k, by_kind) {
+        double done = num(k, "completed"), aborted = num(k, "aborted"), rejected = num(k, "rejected");
+        if (done + aborted + rejected == 0) continue;
+        printf("%s%s %.0f completed, %.0f aborted, %.0f rejected, ", first ? prefix : "; ", k->string, done, aborted,
+               rejected);
+        print_bytes(num(k, "bytes"));
+        first = 0;
+    }
+    if (!first) printf("\n");
 }
 
 static void print_table(const cJSON *st, const char *where, const health_t *h) {
@@ -213,6 +237,7 @@ static void print_table(const cJSON *st, const char *where, const health_t *h) {
         if (cJSON_IsNumber(rev)) printf("  (revision %.0f)", rev->valuedouble);
         print_rates(g);
         printf("\n");
+        print_kinds("  collectives: ", cJSON_GetObjectItemCaseSensitive(g, "collectives_by_kind"));
         print_ops(cJSON_GetObjectItemCaseSensitive(g, "operations"));
     }
     const cJSON *run_ops = cJSON_GetObjectItemCaseSensitive(st, "run_operations");
@@ -220,10 +245,12 @@ static void print_table(const cJSON *st, const char *where, const health_t *h) {
         printf("\nrun-wide:\n");
         print_ops(run_ops);
     }
-    printf("\ncollectives: %.0f completed, %.0f aborted; syncs: %.0f; peers kicked: %.0f, left: %.0f; "
+    printf("\ncollectives: %.0f completed, %.0f aborted, %.0f rejected; syncs: %.0f; peers kicked: %.0f, left: %.0f; "
            "control: %.0f packets in, %.0f bytes out\n",
-           num(c, "collectives_completed"), num(c, "collectives_aborted"), num(c, "syncs"), num(c, "peers_kicked"),
-           num(c, "peers_left"), num(c, "control_packets_received"), num(c, "control_bytes_sent"));
+           num(c, "collectives_completed"), num(c, "collectives_aborted"), num(c, "collectives_rejected"),
+           num(c, "syncs"), num(c, "peers_kicked"), num(c, "peers_left"), num(c, "control_packets_received"),
+           num(c, "control_bytes_sent"));
+    print_kinds("by kind: ", cJSON_GetObjectItemCaseSensitive(c, "collectives_by_kind"));
     print_health(h);
 }
 

@@ -20,6 +20,7 @@
 #include "admin/admin.h"
 #include "server/master_internal.h"
 #include "sm/sm.h"
+#include "server/master_admin_kinds.h"
 #include "server/process_metrics.h"
 
 /*
@@ -157,6 +158,8 @@ static void ops_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int nops
         cJSON_AddStringToObject(op, "kind", o->kind);
         if (coll) cJSON_AddNumberToObject(op, "tag", (double)o->tag);
         else cJSON_AddNullToObject(op, "tag");
+        if (coll && o->collective) cJSON_AddStringToObject(op, "collective_kind", o->collective);
+        else cJSON_AddNullToObject(op, "collective_kind");
         cJSON_AddStringToObject(op, "state", o->running ? "running" : "voting");
         if (coll && o->running) cJSON_AddNumberToObject(op, "op_seq", (double)o->op_seq);
         else cJSON_AddNullToObject(op, "op_seq");
@@ -249,6 +252,7 @@ static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int
             if (gv[i].has_revision) cJSON_AddNumberToObject(g, "last_revision", (double)gv[i].last_revision);
             else cJSON_AddNullToObject(g, "last_revision");
             rates_json(m->admin, &gv[i], now, g);
+            cJSON_AddItemToObject(g, "collectives_by_kind", pccl__coll_kinds_json(gv[i].by_kind));
             /* What `pccl status` calls progress: with accepted peers, the revision moves. */
             if (gv[i].ring_len > 0)
                 cJSON_AddNumberToObject(g, "last_revision_advance_ms_ago",
@@ -410,6 +414,7 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
                "# TYPE pccl_collectives_total counter\n");
     fprintf(f, "pccl_collectives_total{result=\"completed\"} %llu\n", (unsigned long long)st->collectives_completed);
     fprintf(f, "pccl_collectives_total{result=\"aborted\"} %llu\n", (unsigned long long)st->collectives_aborted);
+    pccl__coll_kinds_metrics(f, st->by_kind);
     fprintf(f, "# HELP pccl_syncs_total Shared-state syncs completed.\n# TYPE pccl_syncs_total counter\n");
     fprintf(f, "pccl_syncs_total %llu\n", (unsigned long long)st->syncs_completed);
     fprintf(f, "# HELP pccl_peers_kicked_total Peers kicked by the master.\n# TYPE pccl_peers_kicked_total counter\n");
@@ -460,6 +465,8 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON *c = cJSON_AddObjectToObject(s, "counters");
     cJSON_AddNumberToObject(c, "collectives_completed", (double)st.collectives_completed);
     cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);
+    cJSON_AddNumberToObject(c, "collectives_rejected", (double)st.collectives_rejected);
+    cJSON_AddItemToObject(c, "collectives_by_kind", pccl__coll_kinds_json(st.by_kind));
     cJSON_AddNumberToObject(c, "syncs", (double)st.syncs_completed);
     cJSON_AddNumberToObject(c, "peers_kicked", (double)st.peers_kicked);
     cJSON_AddNumberToObject(c, "peers_left", (double)st.peers_left);

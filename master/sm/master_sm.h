@@ -164,9 +164,19 @@ typedef struct msm_peer_view {
     uint64_t last_seen_ms; /* time of its last packet (msm_set_time clock) */
 } msm_peer_view_t;
 
+/* The collective kinds (pcclExtCollKind_t of pccl_coll.h, 0 .. MSM_COLL_NKINDS - 1; names in msm_coll_kind_name). */
+#define MSM_COLL_NKINDS 6
+/* Collective operations of one kind: finished by result, and the bytes of the completed ones' data (the payload:
+ * the buffer of an all-reduce, reduce-scatter or broadcast, the output of an all-gather). */
+typedef struct msm_coll_stats {
+    uint64_t completed, aborted, rejected, bytes;
+} msm_coll_stats_t;
+
 typedef struct msm_stats {
     uint32_t registered, accepted, groups;
     uint64_t collectives_completed, collectives_aborted, syncs_completed, peers_kicked;
+    uint64_t collectives_rejected; /* REJECT sent (parameters differ, too few peers, conflicting calls) */
+    msm_coll_stats_t by_kind[MSM_COLL_NKINDS]; /* a rejection whose kind is unknown counts in the total only */
     uint64_t peers_left; /* clean departures (LEAVE) */
     uint64_t reregistrations, rebuilds; /* RESUMEs received; runs rebuilt from them */
     /* HELLO or RESUME refused for the protocol (not kicks): another protocol version, or not pccl's magic */

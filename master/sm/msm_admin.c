@@ -5,6 +5,11 @@
 
 #include "sm/msm_internal.h"
 
+const char *msm_coll_kind_name(unsigned kind) {
+    const msm_coll_kind_t *k = msm_coll_kind(kind);
+    return k ? k->name : NULL;
+}
+
 int msm_group_views(const msm_t *m, msm_group_view_t *out, int max) {
     int n = 0;
     for (int i = 0; i < m->ngroups; i++) {
@@ -16,6 +21,7 @@ int msm_group_views(const msm_t *m, msm_group_view_t *out, int max) {
                                         .last_revision = g->last_revision,
                                         .collectives_completed = g->collectives_completed,
                                         .reduced_bytes = g->reduced_bytes};
+        if (n < max) memcpy(out[n].by_kind, g->by_kind, sizeof g->by_kind);
         n++;
     }
     return n;
@@ -29,6 +35,7 @@ int msm_op_views(const msm_t *m, msm_op_view_t *out, int max) {
         out[n] = (msm_op_view_t){.kind = msm_kinds[op->kind].name,
                                  .group = op->group,
                                  .tag = op->tag,
+                                 .collective = op->kind == MSM_OP_COLLECTIVE ? msm_coll_kind_name(op->coll_kind) : NULL,
                                  .running = running,
                                  .op_seq = running ? op->op_seq : 0,
                                  .members = op->nmembers,

@@ -16,7 +16,8 @@ typedef struct msm_group_view {
     int has_revision;
     uint64_t last_revision;
     uint64_t collectives_completed; /* completed collectives of this group */
-    uint64_t reduced_bytes;         /* their buffer sizes (count x dtype size), summed */
+    uint64_t reduced_bytes;         /* their buffer sizes (count x dtype size), summed, of the reducing kinds */
+    msm_coll_stats_t by_kind[MSM_COLL_NKINDS]; /* its collectives by kind */
 } msm_group_view_t;
 
 #define MSM_RUN_WIDE UINT32_MAX /* group of a run-wide operation (accept round, votes of all accepted peers) */
@@ -26,11 +27,16 @@ typedef struct msm_op_view {
     const char *kind; /* "collective", "shared_state_sync", "update_topology", "peers_pending", "optimize_topology" */
     uint32_t group;   /* MSM_RUN_WIDE for the run-wide kinds */
     uint64_t tag;     /* collective only */
+    const char *collective; /* collective only: its kind's name (the first voter's); NULL otherwise or unknown */
     int running;     /* 0: voting, 1: running (commenced, distributing, measuring or wiring) */
     uint64_t op_seq; /* running collective only */
     int members;     /* voters so far (voting) or members (running) */
     uint64_t started_ms; /* when its record was opened (msm_set_time's clock) */
 } msm_op_view_t;
+
+/* The name of a collective kind (pcclExtCollKind_t): "all_reduce", "broadcast", "all_gather", "all_gather_v",
+ * "reduce_scatter", "barrier"; NULL for any other value. */
+const char *msm_coll_kind_name(unsigned kind);
 
 /* Fills up to max views, oldest first; returns the total number (may exceed max). */
 int msm_group_views(const msm_t *m, msm_group_view_t *out, int max);

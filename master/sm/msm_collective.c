@@ -1,10 +1,13 @@
 /*
  * msm_collective.c - per-tag collective consensus of one peer group.
  *
- * VOTE_INITIATE: every accepted member sends COLL_INIT(tag, parameters). When
- * all did, the parameters are cross-checked (a mismatch rejects the call on
- * every peer instead of corrupting data), a free connection-pool slot is
- * assigned (ops beyond the pool wait for a slot), and COMMENCE carries the ring.
+ * VOTE_INITIATE: every accepted member sends COLL_INIT(tag, kind, parameters).
+ * When all did, the parameters are cross-checked by the table of collective
+ * kinds (msm_coll_kinds.c; a mismatch rejects the call on every peer, with the
+ * reason, instead of corrupting data), a free connection-pool slot is assigned
+ * (ops beyond the pool wait for a slot), and COMMENCE carries the ring, the
+ * kind, the root and each ring position's rank, count and whether it holds the
+ * data.
  * An op may get several free slots, one stripe each (ring_stripe.c; stripes_for).
  * PERFORM: members run the ring and report COLL_DONE. All ok -> COMPLETE;
  * any failure or departure -> ABORT to all members at once (their buffers are
@@ -16,7 +19,6 @@
 
 #include "base/base.h"
 #include "sm/msm_internal.h"
-#include "pccl_kernels.h"
 
 uint64_t msm_coll_tag_of(const wire_msg_t *vote) { return vote->u.coll_init.tag; }
 
@@ -52,13 +54,13 @@ static int ring_local(msm_t *m, msm_group_t *g) {
 
 /* How many stripes c gets out of `nfree` free slots: all of them for an op alone, an equal share
  * when other collectives of the group are voting (they will want slots too), at most one per
- * stripe_min_bytes of the buffer, and one on a ring within one host unless stripe_local. */
+ * stripe_min_bytes of its data, and one on a ring within one host unless stripe_local. */
 static uint32_t stripes_for(msm_t *m, msm_group_t *g, const msm_op_t *c, uint32_t nfree) {
     uint32_t others = 0;
     for (msm_op_t *op = m->ops; op; op = op->next)
         if (op != c && op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_VOTING) others++;
     uint64_t k = nfree / (others + 1);
-    uint64_t by_size = c->count * pccl_dtype_size((pcclDataType_t)c->dtype) / m->stripe_min_bytes;
+    uint64_t by_size = c->payload_bytes / m->stripe_min_bytes;
     if (k > by_size) k = by_size;
     if (!m->stripe_local && ring_local(m, g)) k = 1;
     return k ? (uint32_t)k : 1;
@@ -72,48 +74,107 @@ static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_op_t *c,
     msm_send(m, conn, &w);
 }
 
-static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
-    uint64_t avail = free_slots(m, g), slots = 0;
-    if (!avail) return 0; /* all connections busy: wait for one */
-    uint32_t want = stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
-    for (uint32_t i = 0; i < 64 && k < want; i++)
-        if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
-    uint8_t(*ring)[16] = calloc((size_t)g->ring_len + 1, 16);
-    wire_coll_member_t *members = calloc((size_t)g->ring_len + 1, sizeof *members);
-    if (!ring || !members) {
-        free(ring);
-        free(members);
-        return 0;
+/* The votes of c's members in g's ring order, their uuids and their names for a rejection's reason. */
+typedef struct ring_votes {
+    int n;
+    msm_coll_vote_t *v;
+    uint8_t (*ring)[16];
+    const char **names;
+    char (*buf)[WIRE_NAME_MAX + 16];
+} ring_votes_t;
+
+static void ring_votes_free(ring_votes_t *rv) {
+    free(rv->v);
+    free(rv->ring);
+    free(rv->names);
+    free(rv->buf);
+}
+
+/* A member in a rejection's reason: the name it announced, else its uuid's first 8 hex digits. */
+static void short_name(const msm_peer_t *p, char out[WIRE_NAME_MAX + 16]) {
+    const uint8_t *u = p->uuid;
+    if (p->name[0]) snprintf(out, WIRE_NAME_MAX + 16, "%s", p->name);
+    else snprintf(out, WIRE_NAME_MAX + 16, "peer %02x%02x%02x%02x", u[0], u[1], u[2], u[3]);
+}
+
+/* @return 0, or -PERR_NOMEM (rv freed). */
+static int ring_votes(msm_t *m, msm_group_t *g, msm_op_t *c, ring_votes_t *rv) {
+    size_t cap = (size_t)g->ring_len + 1;
+    *rv = (ring_votes_t){.v = calloc(cap, sizeof *rv->v), .ring = calloc(cap, 16),
+                         .names = calloc(cap, sizeof *rv->names), .buf = calloc(cap, sizeof *rv->buf)};
+    if (!rv->v || !rv->ring || !rv->names || !rv->buf) {
+        ring_votes_free(rv);
+        return -PERR_NOMEM;
     }
-    int n = 0;
-    uint32_t root = 0;
     for (int i = 0; i < g->ring_len; i++) {
         msm_peer_t *p = msm_find(m, g->ring[i]);
         msm_member_t *mb = msm_op_member(c, g->ring[i]);
         if (!p || !mb) continue;
-        if (mb->coll_flags & 1) root = (uint32_t)n;
-        members[n] = (wire_coll_member_t){.rank = (uint32_t)n, .count = mb->coll_count, .holds = mb->coll_flags & 1};
-        memcpy(ring[n++], p->uuid, 16);
-        mb->owes = 1;
+        rv->v[rv->n] = mb->coll;
+        memcpy(rv->ring[rv->n], p->uuid, 16);
+        short_name(p, rv->buf[rv->n]);
+        rv->names[rv->n] = rv->buf[rv->n];
+        rv->n++;
+    }
+    return 0;
+}
+
+/* Cross-checks c's votes (msm_coll_kinds.c). @return 0, or -PERR_INVALID with the reason in c->detail. */
+static int check(msm_t *m, msm_group_t *g, msm_op_t *c) {
+    ring_votes_t rv;
+    int rc = ring_votes(m, g, c, &rv);
+    if (rc == 0) {
+        rc = msm_coll_check(rv.v, rv.names, rv.n, c->detail);
+        ring_votes_free(&rv);
+    }
+    if (rc == -PERR_NOMEM) snprintf(c->detail, sizeof c->detail, "master out of memory");
+    return rc ? -PERR_INVALID : 0;
+}
+
+/* COMMENCE's kind, root and members from the plan of the votes rv (members: caller frees). @return 0, or
+ * -PERR_NOMEM. */
+static int fill_members(const ring_votes_t *rv, wire_msg_t *w) {
+    wire_coll_member_t *mem = calloc((size_t)rv->n + 1, sizeof *mem);
+    int rc = mem ? msm_coll_plan(rv->v, rv->n, &w->u.commence.root, mem) : -PERR_NOMEM;
+    if (rc) free(mem);
+    else w->u.commence.members = mem;
+    w->u.commence.kind = rv->n ? rv->v[0].kind : 0;
+    return rc;
+}
+
+static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
+    uint64_t avail = free_slots(m, g), slots = 0;
+    if (!avail) return 0; /* all connections busy: wait for one */
+    ring_votes_t rv;
+    if (ring_votes(m, g, c, &rv) != 0) return 0;
+    wire_msg_t w = {.type = M2C_COLL_COMMENCE};
+    if (fill_members(&rv, &w) != 0) {
+        ring_votes_free(&rv);
+        return 0;
+    }
+    c->payload_bytes = msm_coll_payload_bytes(rv.v, rv.n);
+    uint32_t want = stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
+    for (uint32_t i = 0; i < 64 && k < want; i++)
+        if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
+    for (int i = 0; i < g->ring_len; i++) {
+        msm_member_t *mb = msm_op_member(c, g->ring[i]);
+        if (mb) mb->owes = 1;
     }
     c->phase = MSM_PHASE_RUNNING;
     c->slots = slots;
     c->op_seq = ++m->next_op_seq;
-    wire_msg_t w = {.type = M2C_COLL_COMMENCE};
     w.u.commence.tag = c->tag;
     w.u.commence.op_seq = c->op_seq;
     w.u.commence.slots = slots;
     msm_world(m, g->id, &w.u.commence.world);
-    w.u.commence.n = (uint32_t)n;
-    w.u.commence.ring = ring;
-    w.u.commence.kind = c->coll_kind;
-    w.u.commence.root = root;
-    w.u.commence.members = members;
+    w.u.commence.n = (uint32_t)rv.n;
+    w.u.commence.ring = rv.ring;
     for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
-    PLOG_DEBUG("master", "group %u tag %llu commenced: op %llu, slots %#llx, %d peers", g->id,
-               (unsigned long long)c->tag, (unsigned long long)c->op_seq, (unsigned long long)slots, n);
-    free(ring);
-    free(members);
+    PLOG_DEBUG("master", "group %u tag %llu commenced: %s, op %llu, slots %#llx, %d peers", g->id,
+               (unsigned long long)c->tag, msm_coll_kind_name(c->coll_kind), (unsigned long long)c->op_seq,
+               (unsigned long long)slots, rv.n);
+    free(w.u.commence.members);
+    ring_votes_free(&rv);
     return 1;
 }
 
@@ -125,11 +186,11 @@ static void evaluate(msm_t *m, msm_group_t *g) {
         for (msm_op_t *c = m->ops; c; c = c->next) {
             if (c->kind != MSM_OP_COLLECTIVE || c->group != g->id || c->phase != MSM_PHASE_VOTING) continue;
             if (!msm_op_all_voted(m, c)) continue;
-            if (c->mismatch[0]) {
-                PLOG_WARN("master", "group %u tag %llu rejected: %s", g->id, (unsigned long long)c->tag, c->mismatch);
-                msm_op_fail(m, c, MSM_FAIL_MISMATCH);
-            } else if (g->ring_len < 2) {
+            if (g->ring_len < 2) {
                 msm_op_fail(m, c, MSM_FAIL_TOO_FEW);
+            } else if (check(m, g, c) != 0) {
+                PLOG_WARN("master", "group %u tag %llu rejected: %s", g->id, (unsigned long long)c->tag, c->detail);
+                msm_op_fail(m, c, MSM_FAIL_MISMATCH);
             } else if (!commence(m, g, c)) {
                 continue;
             }
@@ -141,36 +202,50 @@ static void evaluate(msm_t *m, msm_group_t *g) {
 
 void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, const wire_msg_t *vote) {
     const __typeof__(vote->u.coll_init) *ci = &vote->u.coll_init;
-    mb->coll_flags = ci->flags;
-    mb->coll_count = ci->count;
-    mb->rank_key = ci->rank_key;
-    mb->capacity = ci->capacity;
-    mb->max_world = ci->max_world;
-    mb->hash = ci->hash;
-    if (c->nmembers == 1) {
-        c->coll_kind = ci->kind;
-        c->count = ci->count;
-        c->dtype = ci->dtype;
-        c->rop = ci->op;
-        c->quant_algo = ci->quant_algo;
-        c->quant_dtype = ci->quant_dtype;
-    } else if (!c->mismatch[0] && (c->count != ci->count || c->dtype != ci->dtype || c->rop != ci->op ||
-                                   c->quant_algo != ci->quant_algo || c->quant_dtype != ci->quant_dtype)) {
-        snprintf(c->mismatch, sizeof c->mismatch,
-                 "peers disagree on (count, dtype, op, quantization): (%llu,%u,%u,%u/%u) vs (%llu,%u,%u,%u/%u)",
-                 (unsigned long long)c->count, c->dtype, c->rop, c->quant_algo, c->quant_dtype,
-                 (unsigned long long)ci->count, ci->dtype, ci->op, ci->quant_algo, ci->quant_dtype);
-    }
+    mb->coll = (msm_coll_vote_t){.kind = ci->kind,
+                                 .flags = ci->flags,
+                                 .dtype = ci->dtype,
+                                 .op = ci->op,
+                                 .quant_algo = ci->quant_algo,
+                                 .quant_dtype = ci->quant_dtype,
+                                 .max_world = ci->max_world,
+                                 .count = ci->count,
+                                 .rank_key = ci->rank_key,
+                                 .capacity = ci->capacity,
+                                 .hash = ci->hash};
+    if (c->nmembers == 1) c->coll_kind = ci->kind;
     evaluate(m, msm_group(m, p->group, 0));
+}
+
+typedef enum { END_COMPLETED, END_ABORTED, END_REJECTED } coll_end_t;
+
+/* Counts c's end by kind in the master's and its group's stats (an unknown kind only in the totals). */
+static void count_end(msm_t *m, const msm_op_t *c, coll_end_t end) {
+    msm_group_t *g = msm_group(m, c->group, 0);
+    msm_coll_stats_t *s[2] = {NULL, NULL};
+    if (c->coll_kind < MSM_COLL_NKINDS) {
+        s[0] = &m->stats.by_kind[c->coll_kind];
+        s[1] = g ? &g->by_kind[c->coll_kind] : NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!s[i]) continue;
+        if (end == END_COMPLETED) s[i]->completed++, s[i]->bytes += c->payload_bytes;
+        else if (end == END_ABORTED) s[i]->aborted++;
+        else s[i]->rejected++;
+    }
+    if (end == END_COMPLETED) m->stats.collectives_completed++;
+    else if (end == END_ABORTED) m->stats.collectives_aborted++;
+    else m->stats.collectives_rejected++;
 }
 
 static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
     for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_COMPLETE, c, 1);
     PLOG_DEBUG("master", "group %u tag %llu completed: op %llu", g->id, (unsigned long long)c->tag,
                (unsigned long long)c->op_seq);
-    m->stats.collectives_completed++;
+    count_end(m, c, END_COMPLETED);
     g->collectives_completed++;
-    g->reduced_bytes += c->count * pccl_dtype_size((pcclDataType_t)c->dtype);
+    if (msm_coll_kind(c->coll_kind) && (msm_coll_kind(c->coll_kind)->equal & MSM_EQ_REDUCE))
+        g->reduced_bytes += c->payload_bytes;
     msm_reports_forget_group(m, g->id); /* the ring worked: old unreachability reports are stale */
     msm_op_complete(m, c);
 }
@@ -216,16 +291,21 @@ void msm_coll_progress(msm_t *m) {
 void msm_coll_fail(msm_t *m, msm_op_t *c, msm_fail_t why) {
     if (c->phase == MSM_PHASE_RUNNING) {
         for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_ABORT, c, 0);
-        m->stats.collectives_aborted++;
+        count_end(m, c, END_ABORTED);
         return;
     }
     uint8_t reason = why == MSM_FAIL_MISMATCH ? REJECT_PARAM_MISMATCH
                      : why == MSM_FAIL_TOO_FEW ? REJECT_TOO_FEW_PEERS
                                                : REJECT_CONFLICT;
+    const char *detail = why == MSM_FAIL_MISMATCH ? c->detail
+                         : why == MSM_FAIL_TOO_FEW ? "fewer than two peers in the group"
+                                                   : "peers called different operations";
+    count_end(m, c, END_REJECTED);
     for (int i = 0; i < c->nmembers; i++) {
         wire_msg_t w = {.type = M2C_COLL_REJECT};
         w.u.reject.tag = c->tag;
         w.u.reject.reason = reason;
+        snprintf(w.u.reject.detail, sizeof w.u.reject.detail, "%s", detail);
         msm_send(m, c->members[i].conn, &w);
     }
 }

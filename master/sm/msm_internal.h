@@ -68,7 +68,8 @@ typedef struct msm_group {
     int has_revision;
     uint64_t last_revision;
     uint64_t collectives_completed; /* of this group, for its rates on the admin port */
-    uint64_t reduced_bytes;         /* sum of the buffer sizes (count x dtype) of its completed collectives */
+    uint64_t reduced_bytes;         /* sum of the buffer sizes (count x dtype) of its completed reducing collectives */
+    msm_coll_stats_t by_kind[MSM_COLL_NKINDS]; /* its collectives by kind */
     uint64_t epoch;       /* bumped on every membership change of the ring */
     uint64_t *moon_conns; /* background search result: a ring of these conns (NULL: none) */
     int moon_n;

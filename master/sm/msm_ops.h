@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "sm/msm_admin.h"
+#include "sm/msm_coll_kinds.h"
 #include "base/base.h"
 
 typedef enum msm_op_kind {
@@ -46,15 +47,12 @@ typedef struct msm_member {
     uint8_t voted; /* its vote arrived (the newcomers of an accept round never vote) */
     uint8_t owes;  /* running: a report is still owed */
     uint8_t ok;    /* the outcome it reported */
-    /* collective: its vote's own fields (COLL_INIT) */
-    uint8_t coll_flags;
-    uint64_t coll_count, rank_key, capacity, hash;
-    uint32_t max_world;
     /* shared-state sync: the offer */
     uint8_t strategy;
     uint64_t revision;
     uint32_t ntensors;
     wire_tensor_t *tensors;
+    msm_coll_vote_t coll; /* collective: its COLL_INIT */
 } msm_member_t;
 
 typedef struct msm_op {
@@ -70,11 +68,10 @@ typedef struct msm_op {
     msm_member_t *members;
     int nmembers, cap_members;
     /* collective */
-    uint64_t count;
-    uint8_t dtype, rop, quant_algo, quant_dtype;
-    uint8_t coll_kind; /* pcclExtCollKind_t */
+    uint8_t coll_kind;      /* the first voter's pcclExtCollKind_t (views, stats) */
+    uint64_t payload_bytes; /* running: its data's bytes (msm_coll_payload_bytes) */
     uint64_t slots; /* running: its connection-pool slots (bit i = slot i), one stripe each */
-    char mismatch[160]; /* non-empty once two voters' parameters differ */
+    char detail[MSM_COLL_DETAIL_MAX]; /* voting: why it is rejected (COLL_REJECT's detail) */
     /* shared-state sync */
     uint64_t target;
     struct msm_op *next;

@@ -116,6 +116,12 @@ assert rate and float(rate.group(1)) > 0 and float(rate.group(2)) > 0, dom
 series = re.findall(r'<path class="series" data-group="0" d="([^"]*)"', dom)
 assert len(series) == 2 and all(d.count(" L") >= 2 for d in series), series
 assert "unreachable" not in dom, dom
+# The group's completed collectives by kind, and the counters by kind: the synthetic workload all-reduces only.
+done = re.search(r'<dd class="completed">([0-9]+) collectives \(all_reduce ([0-9]+)\), ', dom)
+assert done and int(done.group(2)) > 0, dom
+kinds = re.findall(r'<dt>(all_reduce|broadcast|all_gather|all_gather_v|reduce_scatter|barrier)</dt>'
+                   r'<dd>([0-9]+) completed, [0-9]+ aborted, [0-9]+ rejected, [0-9.]+ [kMGT]?B</dd>', dom)
+assert [k for k, _ in kinds] == ["all_reduce"] and int(kinds[0][1]) > 0, kinds
 PY
 }
 
@@ -139,15 +145,17 @@ table = re.search(r'<table id="operations">.*?</table>', dom, re.S).group(0)
 rows = [re.findall(r"<td>(.*?)</td>", r) for r in re.findall(r'<tr class="op[^"]*">(.*?)</tr>', table)]
 assert rows, table
 # Oldest first: its kind is one the master had in flight, its age in seconds at least the 2 s the peer stopped.
-group, kind, tag, state, op_seq, members, age = rows[0]
+group, kind, collective, tag, state, op_seq, members, age = rows[0]
 assert kind in {o["kind"] for o in ops} and state in ("voting", "running"), rows
 assert re.fullmatch(r"[0-9.]+s", age) and float(age[:-1]) >= 3, rows
 # The stopped peer, silent past 3 s, is marked in the ring; the other is not.
 silent = max(status["peers"], key=lambda p: p["last_heartbeat_ms_ago"])["uuid"]
 circles = dict((u, c) for c, u in re.findall(r'<circle class="ring-peer ([^"]*)" data-uuid="([0-9a-f]{32})"', dom))
 assert len(circles) == 2 and all(("late" in c.split()) == (u == silent) for u, c in circles.items()), circles
-assert any(o["kind"] == kind and members == "%d: %s" % (o["members"], " ".join(u[:8] for u in o["member_uuids"]))
-           for o in ops), (rows, ops)
+assert any(o["kind"] == kind and (o["collective_kind"] or "") == collective and
+           members == "%d: %s" % (o["members"], " ".join(u[:8] for u in o["member_uuids"])) for o in ops), (rows, ops)
+# A collective shows its kind (the synthetic workload all-reduces); the other operations none.
+assert all((r[2] == "all_reduce") == (r[1] == "collective") for r in rows), rows
 PY
 }
 

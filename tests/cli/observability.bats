@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Observability of a real master with real peers: --log-format json makes every stderr line JSON (master, a
 # kicked peer, usage errors), log lines name peers by uuid prefix and address, /metrics passes
-# `promtool check metrics` and has the build, process, group, operation-age, per-peer (info, revision, heartbeat
+# `promtool check metrics` and has the build, process, group, operation-age, collectives by kind, per-peer (info, revision, heartbeat
 # age by uuid and name) and refused-connection series; the shipped Prometheus rules pass `promtool check rules`
 # and their alerts fire as `promtool test rules` says.
 # Helpers (master, peers, http) in admin_helpers.bash.
@@ -90,6 +90,18 @@ json_peer() {
     grep -q '^pccl_group_reduced_bytes_total{group="0"} [1-9][0-9]*$' "$TMP/metrics"
     grep -q '^pccl_oldest_operation_age_seconds [0-9.]*$' "$TMP/metrics"
     grep -q '^pccl_group_revision_age_seconds{group="0"} [0-9.]*$' "$TMP/metrics"
+    # collectives by kind and result, and their bytes by kind: every kind a series; the synthetic peers all-reduce
+    for k in all_reduce broadcast all_gather all_gather_v reduce_scatter barrier; do
+        for r in completed aborted rejected; do
+            grep -q "^pccl_collective_operations_total{kind=\"$k\",result=\"$r\"} [0-9]*$" "$TMP/metrics" || { echo "no $k $r"; false; }
+        done
+        grep -q "^pccl_collective_bytes_total{kind=\"$k\"} [0-9]*$" "$TMP/metrics" || { echo "no $k bytes"; false; }
+    done
+    done_ar=$(sed -n 's/^pccl_collective_operations_total{kind="all_reduce",result="completed"} //p' "$TMP/metrics")
+    [ "$done_ar" -gt 0 ]
+    [ "$done_ar" = "$(sed -n 's/^pccl_collectives_total{result="completed"} //p' "$TMP/metrics")" ]
+    grep -q '^pccl_collective_bytes_total{kind="all_reduce"} [1-9][0-9]*$' "$TMP/metrics"
+    grep -q '^pccl_collective_bytes_total{kind="broadcast"} 0$' "$TMP/metrics"
     # per peer: an info series with its name and address, and its series by uuid and name
     [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",name="worker-[ab]",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
     [ "$(grep -c '^pccl_peer_revision{uuid="[0-9a-f]\{32\}",name="worker-[ab]",group="0"} [0-9]*$' "$TMP/metrics")" -eq 2 ]

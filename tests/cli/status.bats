@@ -82,6 +82,8 @@ for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbp
     kill -CONT "$A"
     [ "$status" -eq 4 ]
     [[ "$output" == *"health: STALLED ("*", waiting on "* ]]
+    # the table names a collective's kind after the operation's
+    if grep -q '"kind":"collective"' <<< "$json"; then [[ "$output" == *"  collective all_reduce tag "* ]]; fi
     # The operation in flight, read from the master's records: its age, members and the peers' state.
     echo "$json" | python3 -c '
 import json, sys
@@ -98,6 +100,8 @@ for o in ops:
     else: assert set(o["waiting_on"]) <= set(o["member_uuids"]), o
 if old["kind"] == "collective":
     assert any(p["state"] == "collective" for p in s["peers"]), s
+# a collective names its kind (the synthetic workload all-reduces); the other operations have none
+for o in ops: assert o["collective_kind"] == ("all_reduce" if o["kind"] == "collective" else None), o
 # the stopped peer is the silent one, and the oldest operation waits on it
 stopped = max(s["peers"], key=lambda p: p["last_heartbeat_ms_ago"])["uuid"]
 assert stopped in old["waiting_on"], (stopped, old)
@@ -180,12 +184,27 @@ assert d["health"] == "no peers" and "peers" in d, d' "$line"
     [[ "$output" =~ group\ 0\ ring:.*\ [0-9]+\.[0-9]\ rev/s,\ [0-9.]+\ [kMG]?B/s\ reduced ]]
     echo "$json" | python3 -c '
 import json, sys
-g = json.load(sys.stdin)["groups"][0]
+s = json.load(sys.stdin)
+g = s["groups"][0]
 # The synthetic peers step every 20 ms: some revisions and all-reduced bytes each second.
 assert g["revisions_per_s"] > 1 and g["reduced_bytes_per_s"] > 1000, g
 assert g["collectives_completed"] > 0 and g["reduced_bytes"] > 0, g
 assert g["reduced_bytes"] % g["collectives_completed"] == 0, g   # the same buffer every step
+# by kind: all-reduces only, the group's and the run's, their bytes the reduced bytes
+kinds = ["all_reduce", "broadcast", "all_gather", "all_gather_v", "reduce_scatter", "barrier"]
+assert list(g["collectives_by_kind"]) == kinds, g
+ar = g["collectives_by_kind"]["all_reduce"]
+assert ar["completed"] == g["collectives_completed"] and ar["bytes"] == g["reduced_bytes"], g
+for k in kinds[1:]: assert g["collectives_by_kind"][k] == {"completed": 0, "aborted": 0, "rejected": 0, "bytes": 0}, g
+c = s["counters"]
+assert list(c["collectives_by_kind"]) == kinds, c
+assert c["collectives_by_kind"]["all_reduce"]["completed"] == c["collectives_completed"] > 0, c
+assert c["collectives_by_kind"]["all_reduce"]["rejected"] == c["collectives_rejected"], c
 '
+    # the table: the group's and the run's collectives by kind
+    [[ "$output" =~ "  collectives: all_reduce "[0-9]+" completed, "[0-9]+" aborted, "[0-9]+" rejected, "[0-9.]+" "[kMG]?B ]]
+    [[ "$output" =~ "by kind: all_reduce "[0-9]+" completed" ]]
+    [[ "$output" != *"broadcast"* ]]
 }
 
 @test "status usage errors exit 2" {

@@ -4,10 +4,11 @@
  * ID (0..WORLD-1) is given by the harness, not by pccl, so every expected result is computed here from the
  * contributions e2e_contrib(id, i) of the members, independently of the library.
  *  all    every collective, in place and out of place (mixed across the members of one operation), every dtype,
- *         every reduce op of the reduce-scatter; ranks ordered by rank keys (key 100 - ID: rank r is ID WORLD-1-r)
+ *         every reduce op of the reduce-scatter (and a quantized one); ranks ordered by rank keys (key 100 - ID: rank r is ID WORLD-1-r)
  *         and by ring position (learned from the info); a shared-sources broadcast; async operations of several
  *         kinds at once; the with-retry form.
  *  keyed  a few operations of every kind (the run is keyed: PCCL_KEY_FILE).
+ *  barrier  barriers only: a late member holds the others back; ranked and unranked; several async at once.
  *  bad    bad input: no root, two roots, counts or dtypes that differ, outputs too small for the world, rank keys
  *         on some members or equal, an unknown kind: each a clear error on every member, buffers unchanged, and a
  *         correct operation afterwards.
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e_dtype.h"
@@ -103,6 +105,9 @@ static void check_broadcast(pcclDataType_t dt, size_t n, int inplace, int root, 
         if (is_root && !inplace) holds_contrib(send, n, dt, root, 0, "broadcast root's input");
         check_info(&in, n, "broadcast");
         EXPECT(id_of_rank(in.root) == root, "broadcast root rank %u, want ID %d", in.root, root);
+        /* a member that holds the data (the root, and with shared sources those equal to it) receives none */
+        EXPECT(holder ? in.rx_bytes == 0 : in.rx_bytes == n * esz, "broadcast: ID %d (%s) received %llu bytes", g_rank,
+               holder ? "a holder" : "not a holder", (unsigned long long)in.rx_bytes);
     }
     free(send);
     free(recv);
@@ -200,6 +205,27 @@ static void check_reduce_scatter(pcclDataType_t dt, pcclRedOp_t op, size_t n, in
     free(recv);
 }
 
+/* A quantized reduce-scatter (min-max to uint8 on the wire, reduced in float at each hop): within the
+ * quantization error of the exact sum. */
+static void check_quantized_reduce_scatter(size_t n) {
+    float *send = malloc(n * sizeof(float)), *recv = malloc(n * sizeof(float));
+    fill(send, n, pcclFloat, g_rank, 0);
+    pcclExtCollDescriptor_t d = mk(pcclExtCollReduceScatter, send, recv, n, n, pcclFloat);
+    d.quantization_options = (pcclQuantizationOptions_t){.quantized_datatype = pcclUint8,
+                                                         .algorithm = pcclQuantMinMax};
+    pcclExtCollInfo_t in;
+    pcclResult_t r = pcclExtCollective(&d, g_comm, &in);
+    expect_ok(r, &d, "quantized reduce_scatter");
+    for (uint64_t j = 0; r == pcclSuccess && j < in.count; j++)
+        if (fabs(recv[j] - reduced(in.offset + j, pcclFloat, pcclSum)) > 1.0) {
+            EXPECT(0, "quantized reduce_scatter element %llu: got %g want %g", (unsigned long long)(in.offset + j),
+                   recv[j], reduced(in.offset + j, pcclFloat, pcclSum));
+            break;
+        }
+    free(send);
+    free(recv);
+}
+
 /* Ranks by ring position: an all-gather of the IDs is a permutation with this member's ID at its rank. */
 static void check_ring_ranks(void) {
     uint32_t me = (uint32_t)g_rank, ids[8];
@@ -279,10 +305,42 @@ static void mode_all(void) {
     check_broadcast(pcclFloat, 300007, 1, 0, 1);
     check_reduce_scatter(pcclInt32, pcclSum, 2, 0, 1); /* fewer elements than members: empty blocks */
     check_reduce_scatter(pcclInt32, pcclSum, 100003, g_rank % 2, 0);
+    check_quantized_reduce_scatter(100003);
     check_ring_ranks();
     check_barrier();
     check_async();
     check_allgather(pcclFloat, 200000, 1, 1);
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void mode_barrier(void) {
+    check_barrier();
+    /* ID 0 enters 600 ms late: nobody leaves before it entered */
+    if (g_rank == 0) usleep(600000);
+    uint64_t t0 = now_ms();
+    check_barrier();
+    EXPECT(g_rank == 0 || now_ms() - t0 >= 400, "a barrier returned %llu ms after entry, before the late member",
+           (unsigned long long)(now_ms() - t0));
+    pcclExtCollDescriptor_t d[4];
+    pcclExtAsyncCollOp_t h[4];
+    for (int k = 0; k < 4; k++) {
+        d[k] = mk(pcclExtCollBarrier, NULL, NULL, 0, 0, pcclFloat);
+        if (k % 2) d[k].flags = 0;
+        EXPECT(pcclExtCollectiveAsync(&d[k], g_comm, &h[k]) == pcclSuccess, "async barrier %d", k);
+    }
+    for (int k = 0; k < 4; k++) {
+        pcclExtCollInfo_t in;
+        EXPECT(pcclExtAwaitCollective(&h[k], &in) == pcclSuccess && in.world_size == (uint32_t)g_world,
+               "await barrier %d", k);
+        if (k == 0) EXPECT(id_of_rank(in.rank) == g_rank, "barrier rank %u", in.rank);
+    }
+    for (int k = 0; k < 4; k++) d[k].tag = g_tag++;
+    EXPECT(pcclExtCollectiveMultipleWithRetry(d, 4, g_comm, NULL, 4) == pcclSuccess, "barriers with retry");
 }
 
 static void mode_keyed(void) {
@@ -436,9 +494,12 @@ static void mode_kill(pcclExtCollKind_t kind, int rounds) {
     int inplace = g_rank == 0, full = 0, failed = 0;
     uint8_t *send = malloc(n * esz), *recv = malloc(cap * esz), *snap = malloc(cap * esz);
     uint64_t counts[8];
-    for (int iter = 0; iter < 600 && full < rounds; iter++) {
+    uint64_t until = now_ms() + 40000; /* bounded in time too: a joiner that never comes fails the test early */
+    for (int iter = 0; iter < 2000 && full < rounds && now_ms() < until; iter++) {
+        /* the joiner was accepted by the others' topology update: it starts where they go on, at the operation */
         bool pending = false;
-        if (pcclArePeersPending(g_comm, &pending) == pcclSuccess && pending) pcclUpdateTopology(g_comm);
+        if ((g_rank != 3 || iter > 0) && pcclArePeersPending(g_comm, &pending) == pcclSuccess && pending)
+            pcclUpdateTopology(g_comm);
         memset(recv, 0x5A, cap * esz);
         kill_fill(kind, inplace ? recv : send, n);
         memcpy(snap, inplace ? recv : send, (inplace ? cap : n) * esz);
@@ -494,6 +555,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "all") == 0) mode_all();
     else if (strcmp(mode, "keyed") == 0) mode_keyed();
+    else if (strcmp(mode, "barrier") == 0) mode_barrier();
     else if (strcmp(mode, "bad") == 0) mode_bad();
     else if (strcmp(mode, "kill") == 0 && argc == 6) {
         int k = 1;

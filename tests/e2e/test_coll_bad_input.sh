@@ -4,13 +4,9 @@
 # with the master's reason logged, buffers unchanged; an unknown kind and other local mistakes: pcclInvalidArgument;
 # then a correct all-gather and a barrier.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/coll_lib.sh"
 start_master
-pids=()
-for id in 0 1 2; do
-    "$BIN/coll_peer" "$PORT" "$id" 3 bad > "$WORK/c$id.log" 2>&1 &
-    pids+=($!); PIDS+=($!)
-done
-for id in 0 1 2; do wait_pid "${pids[$id]}" 90 || fail "coll peer $id failed"; done
+coll_run 3 bad 90
 for id in 0 1 2; do
     f="$WORK/c$id.log"
     grep -q "broadcast tag [0-9]* rejected by the master: .*no member is the root" "$f" || fail "c$id: no-root reason not logged"

@@ -63,15 +63,9 @@ static int read_members(pccl_op_t *o, uint8_t *seen) {
     uint32_t n = o->world;
     uint8_t *holds = (uint8_t *)o->holds;
     for (uint32_t p = 0; p < n; p++) {
-#if WIRE_VERSION >= 7
         uint32_t r = cm->members[p].rank;
         uint64_t cnt = o->d.kind == pcclExtCollAllGatherV ? cm->members[p].count : o->d.count;
         holds[p] = cm->members[p].holds;
-#else
-        uint32_t r = p;
-        uint64_t cnt = o->d.count;
-        holds[p] = 0;
-#endif
         if (r >= n || seen[r]) {
             PLOG_ERROR(o->comm->log_name, "%s tag %llu: the master's ranks are not a ranking of %u members",
                        o->kind->name, (unsigned long long)o->tag, n);
@@ -81,14 +75,11 @@ static int read_members(pccl_op_t *o, uint8_t *seen) {
         o->rank_of[p] = r;
         o->counts[r] = cnt;
     }
-#if WIRE_VERSION >= 7
     if (cm->kind != (uint8_t)o->d.kind) {
         PLOG_ERROR(o->comm->log_name, "%s tag %llu: the master commenced kind %u", o->kind->name,
                    (unsigned long long)o->tag, (unsigned)cm->kind);
         return -PERR_FAILED;
     }
-#endif
-    (void)cm;
     return 0;
 }
 

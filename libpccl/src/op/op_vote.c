@@ -49,14 +49,12 @@ static void fill_init(const pccl_op_t *o, wire_msg_t *init) {
     init->u.coll_init.op = (uint8_t)d->op;
     init->u.coll_init.quant_algo = (uint8_t)d->quantization_options.algorithm;
     init->u.coll_init.quant_dtype = (uint8_t)d->quantization_options.quantized_datatype;
-#if WIRE_VERSION >= 7
     init->u.coll_init.kind = (uint8_t)d->kind;
     init->u.coll_init.flags = (uint8_t)d->flags;
     init->u.coll_init.rank_key = d->flags & PCCL_EXT_COLL_RANKED ? d->rank_key : 0;
     init->u.coll_init.capacity = d->kind == pcclExtCollAllReduce ? 0 : d->recv_capacity;
     init->u.coll_init.max_world = d->kind == pcclExtCollAllGatherV ? d->counts_capacity : 0;
     init->u.coll_init.hash = o->hash;
-#endif
 }
 
 /* The code of a rejected op, its reason logged at ERROR with the tag and kind. */

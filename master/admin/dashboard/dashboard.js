@@ -1,7 +1,8 @@
 // dashboard.js - the master's live dashboard (index.html). Polls v1/status every POLL_MS, keeps the last
 // HISTORY_MS of each group's rates in the page, and draws the peers, each group's ring in ring order, the
-// operations in flight with their ages, and charts of reduced bytes and revisions per second. Plain DOM and
-// SVG; the only request it makes is v1/status, relative to the admin port that served the page.
+// operations in flight with their collective kinds and ages, the counters by kind, and charts of reduced bytes
+// and revisions per second. Plain DOM and SVG; the only request it makes is v1/status, relative to the admin port
+// that served the page.
 'use strict';
 
 const POLL_MS = 1000;
@@ -224,7 +225,10 @@ function drawGroups(status, peersByUuid) {
     fact('rate', known ? `${fmtRevs(g.revisions_per_s)}, ${fmtBytes(g.reduced_bytes_per_s)}/s reduced` :
       'measuring', known ? 'rate' : 'rate unknown', 'rate-' + g.id);
     fact('ring', g.ring.map(prefix).join(' \u2192 ') || 'empty');
-    fact('completed', `${g.collectives_completed} collectives, ${fmtBytes(g.reduced_bytes)} reduced`);
+    const kinds = Object.entries(g.collectives_by_kind || {}).filter(([, k]) => k.completed > 0)
+      .map(([name, k]) => `${name} ${k.completed}`);
+    fact('completed', `${g.collectives_completed} collectives${kinds.length ? ' (' + kinds.join(', ') + ')' : ''}, ` +
+      `${fmtBytes(g.reduced_bytes)} reduced`, 'completed');
     fact('in flight', String(g.operations.length));
     card.append(h, drawRing(g, peersByUuid), facts);
     return card;
@@ -250,7 +254,7 @@ function drawOperations(status) {
   for (const g of status.groups) for (const o of g.operations) ops.push([String(g.id), o]);
   for (const o of status.run_operations) ops.push(['run-wide', o]);
   ops.sort((a, b) => b[1].age_ms - a[1].age_ms);
-  const rows = ops.map(([where, o]) => row([where, o.kind, o.tag === null ? '' : o.tag, o.state,
+  const rows = ops.map(([where, o]) => row([where, o.kind, o.collective_kind || '', o.tag === null ? '' : o.tag, o.state,
     o.op_seq === null ? '' : o.op_seq, `${o.members}: ${o.member_uuids.map(prefix).join(' ')}`, fmtAge(o.age_ms)],
   'op' + (o.age_ms > STALE_OP_MS ? ' stale' : '')));
   fillTable('operations', rows, 'none');
@@ -272,9 +276,15 @@ function drawCounters(status) {
   const c = status.counters;
   const items = [
     ['collectives completed', c.collectives_completed], ['collectives aborted', c.collectives_aborted],
+    ['collectives rejected', c.collectives_rejected],
     ['shared-state syncs', c.syncs], ['peers kicked', c.peers_kicked],
     ['control packets in', c.control_packets_received], ['control bytes out', fmtBytes(c.control_bytes_sent)],
   ];
+  // One line a collective kind that ran or was refused.
+  for (const [name, k] of Object.entries(c.collectives_by_kind || {})) {
+    if (k.completed + k.aborted + k.rejected === 0) continue;
+    items.push([name, `${k.completed} completed, ${k.aborted} aborted, ${k.rejected} rejected, ${fmtBytes(k.bytes)}`]);
+  }
   const nodes = [];
   for (const [k, v] of items) nodes.push(el('dt', '', k), el('dd', '', String(v)));
   document.getElementById('counters').replaceChildren(...nodes);

@@ -1,4 +1,18 @@
-# coll_kill.sh - sourced by test_coll_kill_*.sh after lib.sh: coll_kill KIND kills peer ID 1 of 3 in the middle of
+# coll_lib.sh - sourced by test_coll*.sh after lib.sh.
+
+# coll_run WORLD MODE SECONDS: runs coll_peer IDs 0..WORLD-1 in MODE (logs c<ID>.log) and fails unless every one
+# passes within SECONDS.
+coll_run() {
+    local world=$1 mode=$2 limit=$3 id
+    local -a pids=()
+    for id in $(seq 0 $((world - 1))); do
+        "$BIN/coll_peer" "$PORT" "$id" "$world" "$mode" > "$WORK/c$id.log" 2>&1 &
+        pids+=($!); PIDS+=($!)
+    done
+    for id in $(seq 0 $((world - 1))); do wait_pid "${pids[$id]}" "$limit" || fail "coll peer $id ($mode) failed"; done
+}
+
+# coll_kill KIND kills peer ID 1 of 3 in the middle of
 # an operation of KIND (coll_peer.c kill), then starts ID 3, which joins. The master must abort the operation for
 # everyone; the survivors check that their buffer (ID 0, in place) or input (ID 2, out of place) came back
 # unchanged, retry, accept the joiner and finish 3 operations with it, each checked against the
@@ -9,7 +23,7 @@ coll_kill() {
     export PCCL_LOG_LEVEL=info
     local -a cp
     for id in 0 1 2; do
-        "$BIN/coll_peer" "$PORT" "$id" 3 kill "$kind" > "$WORK/c$id.log" 2> "$WORK/c$id.err" &
+        "$BIN/coll_peer" "$PORT" "$id" 3 kill "$kind" > "$WORK/c$id.log" 2>&1 &
         cp[$id]=$!; PIDS+=($!)
     done
     for _ in $(seq 1 1200); do [ "$(grep -c '^op ok' "$WORK/c0.log")" -ge 2 ] && break; sleep 0.05; done
@@ -22,13 +36,14 @@ coll_kill() {
         kill -STOP "${cp[1]}"
         sleep 0.3
         seen=$(grep -c commenced "$WORK/master.log")
-        op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: op ([0-9]+),.*/\1/')
+        op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: ([a-z_]+, )?op ([0-9]+),.*/\2/')
+        [[ "$op" =~ ^[0-9]+$ ]] || fail "the master's log names no operation in: $op"
         if ! grep -q "completed: op $op\$" "$WORK/master.log"; then kill -9 "${cp[1]}"; killed=1; break; fi
         kill -CONT "${cp[1]}"
     done
     [ -n "$killed" ] || fail "no $kind was caught in progress"
     for _ in $(seq 1 1200); do grep -q '^op failed' "$WORK/c0.log" && break; sleep 0.05; done
-    "$BIN/coll_peer" "$PORT" 3 3 kill "$kind" > "$WORK/c3.log" 2> "$WORK/c3.err" &
+    "$BIN/coll_peer" "$PORT" 3 3 kill "$kind" > "$WORK/c3.log" 2>&1 &
     cp[3]=$!; PIDS+=($!)
     for id in 0 2 3; do wait_pid "${cp[$id]}" 60 || fail "ID $id exited with $?"; done
     grep -q "aborting" "$WORK/master.log" || fail "the kill did not land inside an operation (no abort logged)"
