@@ -11,10 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "mpi_stats.h"
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -30,8 +27,8 @@ int main(int argc, char **argv) {
     int reps = atoi(argv[2]), warm = argc > 3 ? atoi(argv[3]) : 1;
     size_t count = bytes / sizeof(float);
     float *buf = malloc(count * sizeof(float));
-    double *t = malloc((size_t)reps * sizeof(double)), *tmax = malloc((size_t)reps * sizeof(double));
-    if (!buf || !t || !tmax) MPI_Abort(MPI_COMM_WORLD, 1);
+    double *t = malloc((size_t)reps * sizeof(double));
+    if (!buf || !t) MPI_Abort(MPI_COMM_WORLD, 1);
     for (size_t i = 0; i < count; i++) buf[i] = (float)((i + (size_t)rank) % 17);
     /* MPI counts are int: a GiB of floats (268M) fits. */
     for (int r = -warm; r < reps; r++) {
@@ -41,13 +38,11 @@ int main(int argc, char **argv) {
         double dt = MPI_Wtime() - t0;
         if (r >= 0) t[r] = dt;
     }
-    MPI_Reduce(t, tmax, reps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        qsort(tmax, (size_t)reps, sizeof *tmax, cmp_double);
-        double med = reps % 2 ? tmax[reps / 2] : 0.5 * (tmax[reps / 2 - 1] + tmax[reps / 2]);
+    double med = 0, mn = 0, mx = 0;
+    if (mpi_time_stats(t, reps, &med, &mn, &mx) > 0) {
         printf("RESULT impl=mpi mode=ar peers=%d bytes=%zu conc=1 reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
                "GBps=%.4f\n",
-               world, bytes, reps, med, tmax[0], tmax[reps - 1], (double)bytes / med / 1e9);
+               world, bytes, reps, med, mn, mx, (double)bytes / med / 1e9);
         fflush(stdout);
     }
     free(buf);

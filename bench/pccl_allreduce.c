@@ -38,32 +38,15 @@
  *                                          prints "TIMES RANK t0 t1 ..." (seconds)
  */
 #include <arpa/inet.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "server/master_internal.h"
+#include "bench_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
 
-#define MAX_PEERS 64
 #define NQ 4 /* quantities per repetition (lat mode uses 4, others 1) */
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* PCCL_BENCH_QUANT=minmax:TYPE or zps:TYPE quantizes every all-reduce (bench/quant.sh). */
 static pcclQuantizationOptions_t bench_quant(void) {
@@ -91,34 +74,12 @@ static pcclReduceDescriptor_t fdesc(size_t count, uint64_t tag) {
 static double *g_times;
 static int g_reps;
 
-static int barrier(pcclComm_t *c) {
-    bool pending;
-    return pcclArePeersPending(c, &pending) == pcclSuccess ? 0 : -1;
-}
-
 static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int rank, int world, size_t arg,
                      int reps, int extra) {
-    pcclInit();
     int one_op_pool = strcmp(mode, "pool") == 0;
     uint32_t pool = strcmp(mode, "conc") == 0 || one_op_pool ? (uint32_t)extra : 1;
-    pcclCommCreateParams_t params = {.master_address = {.inet.protocol = inetIPv4, .port = port},
-                                     .peer_group = 0, .p2p_connection_pool_size = pool};
-    memcpy(params.master_address.inet.ipv4.data, ip, 4);
-    pcclComm_t *comm;
-    if (pcclCreateCommunicator(&params, &comm) != pcclSuccess || pcclConnect(comm) != pcclSuccess) {
-        fprintf(stderr, "rank %d: cannot connect\n", rank);
-        return 1;
-    }
-    int ws = 0;
-    for (int tries = 0; tries < 1000; tries++) {
-        pcclGetAttribute(comm, PCCL_ATTRIBUTE_GLOBAL_WORLD_SIZE, &ws);
-        if (ws >= world) break;
-        pcclUpdateTopology(comm);
-    }
-    if (ws != world) {
-        fprintf(stderr, "rank %d: world size %d, want %d\n", rank, ws, world);
-        return 1;
-    }
+    pcclComm_t *comm = bench_connect(ip, port, rank, world, pool);
+    if (!comm) return 1;
     uint64_t tag = 1;
     double *t = g_times + (size_t)rank * (size_t)reps * NQ;
 
@@ -130,11 +91,11 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
         for (size_t i = 0; i < count; i++) buf[i] = (float)((i + (size_t)rank) % 17);
         int warm = one_op_pool ? 0 : extra;
         for (int r = -warm; r < reps; r++) {
-            if (barrier(comm)) return 1;
+            if (bench_barrier(comm)) return 1;
             pcclReduceDescriptor_t d = fdesc(count, tag++);
-            double t0 = now_s();
+            double t0 = bench_now_s();
             pcclResult_t res = pcclAllReduce(buf, out, &d, comm, NULL);
-            double dt = now_s() - t0;
+            double dt = bench_now_s() - t0;
             if (res != pcclSuccess) {
                 fprintf(stderr, "rank %d: all-reduce: %s\n", rank, pcclResultString(res));
                 return 1;
@@ -154,8 +115,8 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
             for (size_t i = 0; i < count; i++) bufs[j][i] = (float)((i + (size_t)rank + (size_t)j) % 17);
         }
         for (int r = -1; r < reps; r++) {
-            if (barrier(comm)) return 1;
-            double t0 = now_s();
+            if (bench_barrier(comm)) return 1;
+            double t0 = bench_now_s();
             for (int j = 0; j < k; j++) {
                 pcclReduceDescriptor_t d = fdesc(count, tag++);
                 if (pcclAllReduceAsync(bufs[j], bufs[j], &d, comm, &h[j]) != pcclSuccess) return 1;
@@ -167,7 +128,7 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
                     return 1;
                 }
             }
-            if (r >= 0) t[r * NQ] = now_s() - t0;
+            if (r >= 0) t[r * NQ] = bench_now_s() - t0;
         }
     } else { /* lat */
         size_t count = arg;
@@ -178,19 +139,19 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
                                  .device_type = pcclDeviceCpu, .allow_content_inequality = false};
         pcclSharedState_t st = {.revision = 0, .count = 1, .infos = &info};
         for (int r = -2; r < reps; r++) {
-            double t0 = now_s();
+            double t0 = bench_now_s();
             pcclResult_t res = pcclUpdateTopology(comm);
-            double t1 = now_s();
+            double t1 = bench_now_s();
             if (res == pcclSuccess) res = pcclSynchronizeSharedState(comm, &st, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, NULL);
-            double t2 = now_s();
+            double t2 = bench_now_s();
             for (size_t i = 0; i < count; i++) g[i] = (float)((i + (size_t)st.revision) % 7);
             pcclReduceDescriptor_t d = fdesc(count, tag++);
             pcclAsyncReduceOp_t h;
-            double t3 = now_s();
+            double t3 = bench_now_s();
             if (res == pcclSuccess) res = pcclAllReduceAsync(g, g, &d, comm, &h);
-            double t4 = now_s();
+            double t4 = bench_now_s();
             if (res == pcclSuccess) res = pcclAwaitAsyncReduce(&h, NULL);
-            double t5 = now_s();
+            double t5 = bench_now_s();
             if (res != pcclSuccess) {
                 fprintf(stderr, "rank %d: lat step: %s\n", rank, pcclResultString(res));
                 return 1;
@@ -205,47 +166,21 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
             }
         }
     }
-    barrier(comm); /* nobody leaves while others still run */
+    bench_barrier(comm); /* nobody leaves while others still run */
     pcclDestroyCommunicator(comm);
     return 0;
 }
 
-static void stats(int world, int reps, int q, double *med, double *mn, double *mx) {
-    double v[4096];
-    for (int r = 0; r < reps; r++) {
-        double m = 0;
-        for (int k = 0; k < world; k++) {
-            double x = g_times[((size_t)k * (size_t)reps + (size_t)r) * NQ + (size_t)q];
-            if (x > m) m = x;
-        }
-        v[r] = m;
-    }
-    qsort(v, (size_t)reps, sizeof *v, cmp_double);
-    *med = reps % 2 ? v[reps / 2] : 0.5 * (v[reps / 2 - 1] + v[reps / 2]);
-    *mn = v[0];
-    *mx = v[reps - 1];
-}
+struct fork_args {
+    const char *mode;
+    size_t arg;
+    int reps, extra, world;
+};
 
-static int split_master(const char *ip) {
-    ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .port = 0};
-    if (inet_pton(AF_INET, ip, la.inet.ipv4.data) != 1) return 2;
-    pcclInit();
-    pcclMasterInstance_t *m;
-    if (pcclCreateMaster(la, &m) != pcclSuccess) return 1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* the master's thread inherits the mask */
-    pcclRunMaster(m);
-    printf("PORT %u\n", (unsigned)pccl__master_port(m));
-    fflush(stdout);
-    int sig;
-    sigwait(&set, &sig);
-    pcclInterruptMaster(m);
-    pcclMasterAwaitTermination(m);
-    pcclDestroyMaster(m);
-    return 0;
+static int fork_peer(int rank, uint16_t port, void *p) {
+    static const uint8_t lo[4] = {127, 0, 0, 1};
+    const struct fork_args *a = p;
+    return peer_main(a->mode, lo, port, rank, a->world, a->arg, a->reps, a->extra);
 }
 
 static int split_peer(int argc, char **argv) {
@@ -268,7 +203,7 @@ static int split_peer(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "master") == 0) return split_master(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "master") == 0) return bench_split_master(argv[2]);
     if (argc > 1 && strcmp(argv[1], "peer") == 0) return split_peer(argc, argv);
     if (argc < 5) {
         fprintf(stderr, "usage: %s ar|oop|conc|pool|lat PEERS BYTES|COUNT REPS [WARMUP|CONC|POOL]\n", argv[0]);
@@ -279,43 +214,16 @@ int main(int argc, char **argv) {
     size_t arg = (size_t)strtoull(argv[3], NULL, 10);
     int reps = atoi(argv[4]);
     int extra = argc > 5 ? atoi(argv[5]) : (strcmp(mode, "conc") == 0 ? 1 : 1);
-    if (world < 2 || world > MAX_PEERS || reps < 1 || reps > 4096 || arg == 0 ||
+    if (world < 2 || world > BENCH_MAX_PEERS || reps < 1 || reps > BENCH_MAX_REPS || arg == 0 ||
         (strcmp(mode, "ar") && strcmp(mode, "oop") && strcmp(mode, "conc") && strcmp(mode, "pool") && strcmp(mode, "lat"))) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
     g_reps = reps;
-    size_t tbytes = (size_t)world * (size_t)reps * NQ * sizeof(double);
-    g_times = mmap(NULL, tbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (g_times == MAP_FAILED) return 1;
-
-    pcclInit();
-    ccoip_socket_address_t la = {.inet.protocol = inetIPv4, .inet.ipv4.data = {127, 0, 0, 1}, .port = 0};
-    pcclMasterInstance_t *m;
-    if (pcclCreateMaster(la, &m) != pcclSuccess) {
-        fprintf(stderr, "cannot create master\n");
-        return 1;
-    }
-    uint16_t port = pccl__master_port(m);
-    /* Fork before the master's thread exists. */
-    pid_t pids[MAX_PEERS];
-    for (int r = 0; r < world; r++) {
-        pids[r] = fork();
-        if (pids[r] == 0) {
-            static const uint8_t lo[4] = {127, 0, 0, 1};
-            _exit(peer_main(mode, lo, port, r, world, arg, reps, extra));
-        }
-    }
-    pcclRunMaster(m);
-    int failed = 0;
-    for (int r = 0; r < world; r++) {
-        int status;
-        waitpid(pids[r], &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
-    }
-    pcclInterruptMaster(m);
-    pcclMasterAwaitTermination(m);
-    pcclDestroyMaster(m);
+    g_times = bench_shared_times(world, reps, NQ);
+    if (!g_times) return 1;
+    struct fork_args fa = {mode, arg, reps, extra, world};
+    int failed = bench_fork_peers(world, fork_peer, &fa) != 0;
     const char *impl = strcmp(mode, "oop") == 0 ? "pccl-oop" : "pccl";
     if (strcmp(mode, "oop") == 0) mode = "ar";
     if (failed) {
@@ -327,12 +235,12 @@ int main(int argc, char **argv) {
         const char *names[4] = {"pcclUpdateTopology", "pcclSynchronizeSharedState", "pcclAllReduceAsync",
                                 "pcclAwaitAsyncReduce"};
         for (int q = 0; q < 4; q++) {
-            stats(world, reps, q, &med, &mn, &mx);
+            bench_stats(g_times, world, reps, NQ, q, &med, &mn, &mx);
             printf("RESULT impl=pccl mode=lat peers=%d count=%zu call=%s median_ms=%.4f min_ms=%.4f max_ms=%.4f\n",
                    world, arg, names[q], med * 1e3, mn * 1e3, mx * 1e3);
         }
     } else {
-        stats(world, reps, 0, &med, &mn, &mx);
+        bench_stats(g_times, world, reps, NQ, 0, &med, &mn, &mx);
         double total = (double)arg * (strcmp(mode, "conc") == 0 ? extra : 1);
         const char *q = getenv("PCCL_BENCH_QUANT"); /* tags the quantization series of run.sh */
         printf("RESULT impl=%s mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "

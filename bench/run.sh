@@ -49,9 +49,9 @@ echo "== building in $BUILD" >&2
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$BUILD.cmake.log" 2>&1 ||
     { cat "$BUILD.cmake.log" >&2; exit 1; }
 grep "bench:" "$BUILD.cmake.log" >&2 || true
-TARGETS="bench_hash pccl_allreduce wanemu"
-grep -q "mpi_allreduce" "$BUILD/bench/Makefile" 2>/dev/null && TARGETS="$TARGETS mpi_allreduce"
-grep -q "gloo_allreduce" "$BUILD/bench/Makefile" 2>/dev/null && TARGETS="$TARGETS gloo_allreduce"
+TARGETS="bench_hash pccl_allreduce pccl_coll wanemu" # pccl_coll and the *_coll comparators: bench/coll.sh
+grep -q "mpi_allreduce" "$BUILD/bench/Makefile" 2>/dev/null && TARGETS="$TARGETS mpi_allreduce mpi_coll"
+grep -q "gloo_allreduce" "$BUILD/bench/Makefile" 2>/dev/null && TARGETS="$TARGETS gloo_allreduce gloo_coll"
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j"$(nproc)" --target $TARGETS >"$BUILD.build.log" 2>&1 ||
     { tail -30 "$BUILD.build.log" >&2; exit 1; }

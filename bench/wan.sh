@@ -5,6 +5,11 @@
 #        WAN_POOL=1 bench/wan.sh BIN_DIR REPS "POOLS"   one all-reduce per repetition with a pool of
 #        P connections (striped over all P: mode=wanpool conc=P); WAN_GLOO=1 adds Gloo's ring
 #        (bench/gloo_allreduce.cc, one rank per namespace, same shaping) as mode=wanpool impl=gloo
+#        WAN_COLL=KIND bench/wan.sh BIN_DIR REPS "POOLS"   one out-of-place broadcast, all_gather or
+#        reduce_scatter per repetition (bench/pccl_coll.c; peer 0 is the broadcast root) with a pool
+#        of P: mode=wancoll coll=KIND conc=P. WAN_LINK=1 adds the time of sending WAN_BYTES once from
+#        peer 0 to peer 1 over S fresh TCP streams for each S of POOLS (pccl_coll send/sink):
+#        mode=wanlink impl=tcp conc=S
 # env:   WAN_PEERS (4), WAN_BYTES (16 MiB per op), WAN_RATE (1gbit per link and direction; k/m/gbit),
 #        WAN_LOSS (0%), WAN_DELAY (see below: 40 ms peer-to-peer RTT by default on either path),
 #        WAN_MTU (9000, wanemu path only), WAN_CC (TCP congestion control in the namespaces, e.g.
@@ -147,6 +152,11 @@ echo "RESULT impl=env mode=wanenv emu=${EMU// /_}$TAG"
 
 WMODE=conc RMODE=wan
 [ "${WAN_POOL:-0}" = 1 ] && WMODE=pool RMODE=wanpool
+PEER_CMD=("$BIN/pccl_allreduce" peer) # then: MASTER_IP PORT RANK PEERS MODE BYTES REPS C
+if [ -n "${WAN_COLL:-}" ]; then
+    [ -x "$BIN/pccl_coll" ] || { echo "wan.sh: WAN_COLL=$WAN_COLL but no $BIN/pccl_coll" >&2; exit 1; }
+    PEER_CMD=("$BIN/pccl_coll" peer) WMODE=$WAN_COLL RMODE=wancoll TAG="$TAG coll=$WAN_COLL"
+fi
 # summarize IMPL C: RESULT line from the peers' TIMES lines (time = max over ranks, median over reps)
 summarize() {
     cat "$WORK"/p*.out | python3 -c '
@@ -172,7 +182,7 @@ for c in $CONCS; do
     echo "[$(date -u +%H:%M:%S)] wan: $PEERS peers, $c x $BYTES B, $EMU" >&2
     pids=()
     for i in $(seq 0 $((PEERS - 1))); do
-        timeout 600 ip netns exec "$NSP-p$i" "$BIN/pccl_allreduce" peer "$MASTER_IP" "$PORT" "$i" "$PEERS" "$WMODE" \
+        timeout 900 ip netns exec "$NSP-p$i" "${PEER_CMD[@]}" "$MASTER_IP" "$PORT" "$i" "$PEERS" "$WMODE" \
             "$BYTES" "$REPS" "$c" >"$WORK/p$i.out" 2>"$WORK/p$i.err" &
         pids+=($!)
     done
@@ -188,6 +198,28 @@ for c in $CONCS; do
     wait "$MPID" 2>/dev/null || true
     MPID=
 done
+
+if [ "${WAN_LINK:-0}" = 1 ]; then # the floor of a broadcast: the same bytes once over one link
+    ip netns exec "$NSP-p1" "$BIN/pccl_coll" sink 10.77.0.2 >"$WORK/sink.out" 2>"$WORK/sink.err" &
+    MPID=$! # cleanup stops it as it stops a master
+    for _ in $(seq 50); do grep -q PORT "$WORK/sink.out" && break; sleep 0.1; done
+    SPORT=$(awk '/PORT/ {print $2}' "$WORK/sink.out")
+    [ -n "$SPORT" ] || { echo "wan.sh: the sink did not start" >&2; exit 1; }
+    for c in $CONCS; do
+        echo "[$(date -u +%H:%M:%S)] wan: one link, $BYTES B over $c streams, $EMU" >&2
+        rm -f "$WORK"/p*.out
+        if timeout 900 ip netns exec "$NSP-p0" "$BIN/pccl_coll" send 10.77.0.2 "$SPORT" "$c" "$BYTES" "$REPS" \
+            >"$WORK/p0.out" 2>"$WORK/p0.err"; then
+            RMODE=wanlink TAG=${WAN_TAG:+ scenario=$WAN_TAG} summarize tcp "$c"
+        else
+            echo "RESULT impl=tcp mode=wanlink peers=2 bytes=$BYTES conc=$c status=FAILED$TAG"
+            tail -n 3 "$WORK/p0.err" >&2 || true
+        fi
+    done
+    kill -TERM "$MPID" 2>/dev/null || true
+    wait "$MPID" 2>/dev/null || true
+    MPID=
+fi
 
 if [ "${WAN_GLOO:-0}" = 1 ]; then
     [ -x "$BIN/gloo_allreduce" ] || { echo "wan.sh: WAN_GLOO=1 but no $BIN/gloo_allreduce (libgloo-dev)" >&2; exit 1; }
