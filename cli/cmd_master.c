@@ -95,24 +95,25 @@ static int on_flag(void *ctx, const char *name, const char *value) {
     return 0;
 }
 
-/* The admin token (--admin-token-file, else PCCL_ADMIN_TOKEN_FILE) into token, and the run key into sec: the flags
- * replace what PCCL_KEY_FILE / PCCL_ENCRYPT say; --encrypt alone keeps the env's key. CLI_EXIT_OK or the exit code
- * after the message. */
-static int read_secrets(master_args_t *a, char *token, size_t cap, sec_cfg_t *sec) {
+/* The admin token (--admin-token-file, else PCCL_ADMIN_TOKEN_FILE) into token. CLI_EXIT_OK or the exit code after
+ * the message. */
+static int read_token(master_args_t *a, char *token, size_t cap) {
     const char *env_token = getenv(CLI_ENV_ADMIN_TOKEN_FILE);
     if (!a->token_file && env_token && *env_token) a->token_file = env_token;
-    int rc;
-    if (a->token_file && (rc = cli_read_token(&cli_cmd_master, a->token_file, token, cap)) != CLI_EXIT_OK) return rc;
-    char err[320];
-    int keyed = a->key_file ? sec_key_from_file(a->key_file, sec, err, sizeof err) : 0;
-    if (!a->key_file && a->encrypt) keyed = sec_key_from_env(sec, err, sizeof err);
-    if (keyed < 0) {
-        cli_err("pccl master: %s\n", err);
-        return CLI_EXIT_FAIL;
-    }
-    if (a->encrypt && !sec->keyed) return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
-    sec->encrypt = a->encrypt;
+    if (a->token_file) return cli_read_token(&cli_cmd_master, a->token_file, token, cap);
     return CLI_EXIT_OK;
+}
+
+/* The run key of m: --key-file replaces what PCCL_KEY_FILE says; --encrypt alone keeps the env's key. CLI_EXIT_OK,
+ * or the exit code after the message (m destroyed then). */
+static int set_run_key(pcclMasterInstance_t *m, const master_args_t *a) {
+    if (!a->key_file && !a->encrypt) return CLI_EXIT_OK;
+    char err[320];
+    int rc = pccl__master_set_key_file(m, a->key_file, a->encrypt, err, sizeof err);
+    if (rc == 0) return CLI_EXIT_OK;
+    pcclDestroyMaster(m);
+    cli_err("pccl master: %s\n", err);
+    return CLI_EXIT_FAIL;
 }
 
 /* Waits for SIGINT or SIGTERM (ending the run first with --on-signal end-run), or for a shutdown requested on the
@@ -152,8 +153,10 @@ static int run(int argc, char **argv) {
     int rc = cli_parse_flags(&cli_cmd_master, argc, argv, on_flag, &a, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     char token[512] = "", err[320];
-    sec_cfg_t sec = {0};
-    if ((rc = read_secrets(&a, token, sizeof token, &sec)) != CLI_EXIT_OK) return rc;
+    if ((rc = read_token(&a, token, sizeof token)) != CLI_EXIT_OK) return rc;
+    const char *env_key = getenv("PCCL_KEY_FILE");
+    if (a.encrypt && !a.key_file && !(env_key && *env_key))
+        return cli_usage_error(&cli_cmd_master, "--encrypt needs a run key (--key-file FILE)");
 
     /* Block the signals before any thread starts so that only sigwait below receives them. */
     sigset_t set;
@@ -172,11 +175,7 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
-    if ((a.key_file || a.encrypt) && pccl__master_set_security(m, &sec) != 0) {
-        cli_err("pccl master: cannot set the run key\n");
-        pcclDestroyMaster(m);
-        return CLI_EXIT_FAIL;
-    }
+    if ((rc = set_run_key(m, &a)) != CLI_EXIT_OK) return rc;
     if (a.allow_keys && pccl__master_set_allow_keys(m, a.allow_keys, err, sizeof err) != 0) {
         cli_err("pccl master: %s\n", err);
         pcclDestroyMaster(m);

@@ -29,12 +29,15 @@ DEFAULT_PATHS = ('libpccl/src', 'master')
 NOT_RESULTS = {
     'SS_OK': "the shared-state status byte of the wire protocol (docs/protocol.md), not a function's result",
 }
-# Folders of libpccl/src whose internals still return pcclResult_t (converted by their own change).
-EDGE_PENDING = ('libpccl/src/op/',)
+# Folders of libpccl/src whose internals still return pcclResult_t (none: every folder is converted).
+EDGE_PENDING = ()
 # Internal functions that return pcclResult_t without being a *_result mapping: why.
 EDGE_EXCEPTIONS = {
     'comm_check_ready': "every entry point's precondition check (initialized, connected, not left): "
                         "its answer is the entry point's result",
+    'op_multiple_with_retry': "the body of both with-retry entry points (pcclAllReduceMultipleWithRetry, "
+                              "pcclExtCollectiveMultipleWithRetry): it retries exactly the operations whose "
+                              "callers would get pcclRankConnectionLost, so it works in the entry points' results",
 }
 EXPORTED = re.compile(r'\bPCCL_EXPORT\s+pcclResult_t\s+(\w+)\s*\(')
 RESULT_FUNCTION = re.compile(r'^[ \t]*(?:static\s+)?(?:inline\s+)?pcclResult_t\s+(\w+)\s*\(', re.M)

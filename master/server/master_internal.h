@@ -69,6 +69,10 @@ void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms)
 /* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster.
  * @return 0, or -PERR_INVALID (no master, running already, or encryption without a key). */
 int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);
+/* The run key from the key file at path (NULL: PCCL_KEY_FILE) and whether every connection is encrypted, for
+ * `pccl master`; before pcclRunMaster. @return 0; -PERR_MISUSE (encryption without a key) or the key file's
+ * -PERR_<NAME>, with the reason in err. */
+int pccl__master_set_key_file(pcclMasterInstance_t *m, const char *path, int encrypt, char *err, size_t errlen);
 
 /* Admits only the public keys listed in the file at path (pccl master --allow-keys); before pcclRunMaster.
  * @return 0; -PERR_INVALID (no master or path, running already, or set before); -PERR_NOMEM; ident_keys_load's

@@ -36,6 +36,7 @@ printf '%s\n' 'static pcclResult_t foo_helper(int x) { return (pcclResult_t)x; }
     'pcclResult_t pcclFoo(int x) { return foo_result(foo_helper(x)); }' > "$tmp/edge/libpccl/src/api/foo.c"
 printf '%s\n' 'static pcclResult_t op_helper(int x) { return (pcclResult_t)x; }' > "$tmp/edge/libpccl/src/op/op.c"
 rc=0; out=$(python3 "$root/scripts/check_conventions.py" "$tmp/edge") || rc=$?
-[ "$rc" = 1 ] && grep -q 'foo.c:1: internal-result: foo_helper' <<<"$out" && [ "$(grep -c internal-result <<<"$out")" = 1 ] ||
-    { echo "FAIL: an internal function returning pcclResult_t passed, or an entry point, a *_result mapping or op/ was reported: $out"; exit 1; }
+[ "$rc" = 1 ] && grep -q 'foo.c:1: internal-result: foo_helper' <<<"$out" && grep -q 'op.c:1: internal-result: op_helper' <<<"$out" &&
+    [ "$(grep -c internal-result <<<"$out")" = 2 ] ||
+    { echo "FAIL: an internal function returning pcclResult_t passed (in api/ or op/), or an entry point or a *_result mapping was reported: $out"; exit 1; }
 echo "ok: an internal function returning pcclResult_t is reported; entry points and *_result mappings are not"

@@ -148,8 +148,13 @@ static int rs_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
             return -PERR_IO;
         }
     }
-    int rc = ring_reduce_scatter(ios, k, d->sendbuf, out, d->count, d->datatype, d->op, qo->algorithm,
-                                 qo->quantized_datatype, wire, o->rank_of, o->pos, o->world, o->op_seq);
+    /* The partial sums in flight come from the pool too: fresh memory would fault in on every operation. */
+    size_t work_need = ring_reduce_scatter_work_bytes(d->count, d->datatype, qo->algorithm, o->world, k), work_cap = 0;
+    uint8_t *work = work_need ? bufpool_get(&o->comm->buffers, work_need, &work_cap) : NULL;
+    int rc = ring_reduce_scatter_in(ios, k, d->sendbuf, out, d->count, d->datatype, d->op, qo->algorithm,
+                                    qo->quantized_datatype, wire, o->rank_of, o->pos, o->world, o->op_seq, work,
+                                    work_cap);
+    bufpool_put(&o->comm->buffers, work, work_cap);
     bufpool_put(&o->comm->buffers, wire, cap);
     return rc;
 }

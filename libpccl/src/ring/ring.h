@@ -135,6 +135,16 @@ int ring_allgather(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf
 int ring_reduce_scatter(ring_io_t *ios, uint32_t nstripes, const void *src, void *out, size_t count,
                         pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
                         uint8_t *wire, const uint32_t *rank_of, uint32_t pos, uint32_t world_size, uint64_t op_seq);
+/* The bytes of partial sums a plain reduce-scatter keeps in flight (0 for a world below 3 or a quantized one).
+ * A caller that passes work (at least this many bytes, e.g. from its buffer pool) to ring_reduce_scatter_in
+ * saves the allocation, and the page faults of fresh memory, on every operation. */
+size_t ring_reduce_scatter_work_bytes(size_t count, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
+                                      uint32_t world_size, uint32_t nstripes);
+/* ring_reduce_scatter with the partial sums in work (work_bytes of them; NULL or too small: allocated here). */
+int ring_reduce_scatter_in(ring_io_t *ios, uint32_t nstripes, const void *src, void *out, size_t count,
+                           pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
+                           uint8_t *wire, const uint32_t *rank_of, uint32_t pos, uint32_t world_size,
+                           uint64_t op_seq, uint8_t *work, size_t work_bytes);
 
 /* Broadcast of bytes bytes, pipelined along the ring (a chain): holds[p] is 1 for the ring positions that hold
  * the data already (the root, and with shared sources every member equal to it). Each holder streams to the

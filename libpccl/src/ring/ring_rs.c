@@ -10,7 +10,7 @@
  * the striping (stripe s moves slice s of every block), so the result is bit-identical for any stripe count.
  *
  * Memory: received bytes land in io->staging; partial sums in flight live in two slots per stripe (one for
- * a world of 3) of one block slice each, malloc'd for the operation: the step k + 1 receive reuses the slot
+ * a world of 3) of one block slice each, in the caller's work buffer (else malloc'd for the operation): the step k + 1 receive reuses the slot
  * of step k - 1 only as far as the send of step k has taken it (a flow receive room), so two slots carry
  * the stream without a step barrier. A world of 2 needs none: its only receive goes to out.
  */
@@ -107,7 +107,24 @@ static int rs_stripe(ring_io_t *io, void *arg) {
 }
 
 /* Checks the arguments and sizes the plain ring's workspace. 0 or -PERR_<NAME> with io->err. */
-static int rs_prepare(ring_io_t *io, ring_rs_t *g, uint32_t nstripes) {
+static uint32_t rs_nslots(pcclQuantizationAlgorithm_t algo, uint32_t world) {
+    return algo != pcclQuantNone || world < 3 ? 0 : world == 3 ? 1 : 2;
+}
+
+static size_t rs_slot_bytes(size_t count, size_t esz, uint32_t world, uint32_t nstripes) {
+    return (ring_block_len(count, world, 0) / nstripes + 1) * esz;
+}
+
+size_t ring_reduce_scatter_work_bytes(size_t count, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
+                                      uint32_t world, uint32_t nstripes) {
+    if (nstripes < 1 || world < 1) return 0;
+    return (size_t)nstripes * rs_nslots(algo, world) * rs_slot_bytes(count, pccl_dtype_size(dt), world, nstripes);
+}
+
+/* Checks the arguments and places the partial-sum slots (in work when it is large enough); *owned is what to free. */
+static int rs_prepare(ring_io_t *io, ring_rs_t *g, uint32_t nstripes, uint8_t *work, size_t work_bytes,
+                      uint8_t **owned) {
+    *owned = NULL;
     int rc = ring_check_ranks(io, g->rank_of, g->world);
     if (rc != 0) return rc;
     if (g->pos >= g->world || g->esz == 0 || nstripes < 1 || nstripes > 64) {
@@ -119,11 +136,11 @@ static int rs_prepare(ring_io_t *io, ring_rs_t *g, uint32_t nstripes) {
         snprintf(io->err, sizeof io->err, "quantization of dtype %d to %d unsupported", (int)g->dt, (int)g->qdt);
         return -PERR_INVALID;
     }
-    g->nslots = g->algo != pcclQuantNone || g->world < 3 ? 0 : g->world == 3 ? 1 : 2;
+    g->nslots = rs_nslots(g->algo, g->world);
     if (g->nslots == 0) return 0;
-    size_t biggest = ring_block_len(g->count, g->world, 0);
-    g->slot_bytes = (biggest / nstripes + 1) * g->esz;
-    g->ws = malloc((size_t)nstripes * g->nslots * g->slot_bytes);
+    g->slot_bytes = rs_slot_bytes(g->count, g->esz, g->world, nstripes);
+    size_t need = (size_t)nstripes * g->nslots * g->slot_bytes;
+    g->ws = work && work_bytes >= need ? work : (*owned = malloc(need));
     if (!g->ws) {
         snprintf(io->err, sizeof io->err, "out of memory for the partial sums");
         return -PERR_NOMEM;
@@ -134,11 +151,20 @@ static int rs_prepare(ring_io_t *io, ring_rs_t *g, uint32_t nstripes) {
 int ring_reduce_scatter(ring_io_t *ios, uint32_t nstripes, const void *src, void *out, size_t count,
                         pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
                         uint8_t *wire, const uint32_t *rank_of, uint32_t pos, uint32_t world, uint64_t op_seq) {
+    return ring_reduce_scatter_in(ios, nstripes, src, out, count, dt, op, algo, qdt, wire, rank_of, pos, world,
+                                  op_seq, NULL, 0);
+}
+
+int ring_reduce_scatter_in(ring_io_t *ios, uint32_t nstripes, const void *src, void *out, size_t count,
+                           pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
+                           uint8_t *wire, const uint32_t *rank_of, uint32_t pos, uint32_t world, uint64_t op_seq,
+                           uint8_t *work, size_t work_bytes) {
     ring_rs_t g = {.src = src, .out = out, .count = count, .esz = pccl_dtype_size(dt), .dt = dt, .qdt = qdt,
                    .op = op, .algo = algo, .wire = wire, .rank_of = rank_of, .pos = pos, .world = world,
                    .op_seq = op_seq};
     for (uint32_t s = 0; s < nstripes; s++) ios[s].tx_bytes = ios[s].rx_bytes = 0;
-    int rc = rs_prepare(&ios[0], &g, nstripes);
+    uint8_t *owned;
+    int rc = rs_prepare(&ios[0], &g, nstripes, work, work_bytes, &owned);
     if (rc != 0) return rc;
     uint32_t me = ring_rank_at(rank_of, pos);
     const uint8_t *own = g.src + ring_rs_block_off(&g, me) * g.esz;
@@ -148,6 +174,6 @@ int ring_reduce_scatter(ring_io_t *ios, uint32_t nstripes, const void *src, void
     } else {
         rc = ring_run_stripes(ios, nstripes, algo == pcclQuantNone ? rs_stripe : ring_rs_quant_stripe, &g, NULL);
     }
-    free(g.ws);
+    free(owned);
     return rc;
 }
