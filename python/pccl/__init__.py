@@ -6,21 +6,24 @@ package is imported by pccl itself. See python/README.md for the library search 
 from pccl._version import __version__
 from pccl._native import lib as _lib, library_path
 from pccl._errors import PCCLError, Result
-from pccl._enums import (Attribute, DataType, DeviceType, DistributionHint, QuantizationAlgorithm, ReduceOp,
-                         SharedStateSyncStrategy)
+from pccl._enums import (Attribute, CollectiveKind, DataType, DeviceType, DistributionHint, QuantizationAlgorithm,
+                         ReduceOp, SharedStateSyncStrategy)
 from pccl._descriptors import (QuantizationOptions, ReduceDescriptor, ReduceInfo, ReduceOpDescriptor,
                                ReduceOperandDescriptor, SharedStateSyncInfo)
 from pccl._shared_state import SharedState, TensorInfo
+from pccl._coll import CollectiveInfo
+from pccl._coll_comm import AsyncCollectiveHandle
 from pccl._comm import AsyncReduceHandle, Communicator
 from pccl._master import MasterNode
 import pccl._cuda as cuda
 
 PCCLError.check(_lib.pcclInit(), "pcclInit")
 
-# PCCL 1.0's list, then the names it exports without listing them.
+# PCCL 1.0's list, then the names it exports without listing them, then the collectives' (pccl_coll.h).
 __all__ = ["cuda",
            "Communicator", "MasterNode", "ReduceOp", "Attribute", "SharedStateSyncStrategy",
            "DataType", "DistributionHint", "QuantizationAlgorithm", "ReduceOperandDescriptor", "QuantizationOptions",
            "ReduceDescriptor", "TensorInfo", "SharedState", "SharedStateSyncInfo", "ReduceInfo", "ReduceOpDescriptor",
            "AsyncReduceHandle", "PCCLError",
-           "DeviceType", "Result"]
+           "DeviceType", "Result",
+           "CollectiveKind", "CollectiveInfo", "AsyncCollectiveHandle"]

@@ -27,11 +27,11 @@ def is_torch(x):
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-def describe(x, what):
+def describe(x, what, allow_empty=False):
     """Buffer of a NumPy array or torch tensor. `what` names it in messages ("send", "recv").
 
-    Raises TypeError (neither array nor tensor, DTensor) or ValueError (non-contiguous, empty,
-    unsupported dtype or device).
+    Raises TypeError (neither array nor tensor, DTensor) or ValueError (non-contiguous, empty unless
+    allow_empty, unsupported dtype or device).
     """
     if is_numpy(x):
         if not x.flags.c_contiguous:
@@ -50,7 +50,7 @@ def describe(x, what):
         dtype, numel, ptr, writeable, kind = DataType.from_torch_dtype(x.dtype), x.numel(), x.data_ptr(), True, "torch"
     else:
         raise TypeError(f"{what} must be a numpy.ndarray or a torch.Tensor, not {type(x).__name__}")
-    if numel == 0:
+    if numel == 0 and not allow_empty:
         raise ValueError(f"{what} is empty (0 elements)")
     return Buffer(x, kind, ptr, numel, dtype, device, writeable)
 
@@ -66,13 +66,23 @@ def describe_pair(send, recv):
         if not s.writeable:
             raise ValueError("recv array is read-only")
         return s, s
-    s, r = describe(send, "send"), describe(recv, "recv")
+    s, r = describe_matching(send, recv)
+    if s.numel != r.numel:
+        raise ValueError(f"send and recv element counts differ: {s.numel} and {r.numel}")
+    return s, r
+
+
+def describe_matching(send, recv, allow_empty_send=False):
+    """Buffers of an input and a distinct output of one kind, dtype and device (element counts may differ).
+
+    Raises TypeError (mixed NumPy/torch, different dtypes) or ValueError (different devices, read-only
+    output) besides describe()'s errors.
+    """
+    s, r = describe(send, "send", allow_empty_send), describe(recv, "recv")
     if s.kind != r.kind:
         raise TypeError(f"send and recv must both be numpy.ndarray or both torch.Tensor, not {s.kind} and {r.kind}")
     if s.dtype != r.dtype:
         raise TypeError(f"send and recv dtypes differ: {s.obj.dtype} and {r.obj.dtype}")
-    if s.numel != r.numel:
-        raise ValueError(f"send and recv element counts differ: {s.numel} and {r.numel}")
     if s.kind == "torch" and send.device != recv.device:
         raise ValueError(f"send and recv are on different devices: {send.device} and {recv.device}")
     if not r.writeable:

@@ -1,8 +1,8 @@
-"""C declarations of libpccl's public API (pccl.h, ccoip_inet.h) for cffi's ABI mode.
+"""C declarations of libpccl's public API (pccl.h, ccoip_inet.h, pccl_coll.h) for cffi's ABI mode.
 
 Written by hand to match the header; ABI mode cannot read values from the header, so every
-enum value is spelled out. tests/test_abi.py compiles a probe against pccl.h and checks each
-size, offset and value here against it and against PCCL 1.0's numbers.
+enum value is spelled out. tests/test_abi.py compiles a probe against the headers and checks each
+size, offset and value here against them and against PCCL 1.0's numbers.
 """
 
 CDEFS = """
@@ -129,4 +129,45 @@ pcclResult_t pcclInterruptMaster(pcclMasterInstance_t *master_instance);
 pcclResult_t pcclMasterAwaitTermination(pcclMasterInstance_t *master_instance);
 pcclResult_t pcclDestroyMaster(pcclMasterInstance_t *master_instance);
 pcclResult_t pcclGetBuildInfo(pcclBuildInfo_t *info);
+
+typedef enum pcclExtCollKind_t {
+    pcclExtCollAllReduce = 0, pcclExtCollBroadcast = 1, pcclExtCollAllGather = 2, pcclExtCollAllGatherV = 3,
+    pcclExtCollReduceScatter = 4, pcclExtCollBarrier = 5
+} pcclExtCollKind_t;
+#define PCCL_EXT_COLL_ROOT 0x1
+#define PCCL_EXT_COLL_RANKED 0x2
+#define PCCL_EXT_COLL_SHARED_SOURCES 0x4
+typedef struct pcclExtCollDescriptor_t {
+    pcclExtCollKind_t kind;
+    uint64_t tag;
+    const void *sendbuf;
+    void *recvbuf;
+    uint64_t count;
+    uint64_t recv_capacity;
+    pcclDataType_t datatype;
+    pcclRedOp_t op;
+    pcclQuantizationOptions_t quantization_options;
+    uint32_t flags;
+    uint64_t rank_key;
+    uint64_t *counts;
+    uint32_t counts_capacity;
+} pcclExtCollDescriptor_t;
+typedef struct pcclExtCollInfo_t {
+    uint32_t rank;
+    uint32_t world_size;
+    uint32_t root;
+    uint64_t offset;
+    uint64_t count;
+    uint64_t tx_bytes;
+    uint64_t rx_bytes;
+} pcclExtCollInfo_t;
+typedef struct pcclExtAsyncCollOp_t {
+    pcclComm_t *comm;
+    uint64_t tag;
+} pcclExtAsyncCollOp_t;
+pcclResult_t pcclExtCollective(const pcclExtCollDescriptor_t *desc, const pcclComm_t *communicator,
+                               pcclExtCollInfo_t *info);
+pcclResult_t pcclExtCollectiveAsync(const pcclExtCollDescriptor_t *desc, const pcclComm_t *communicator,
+                                    pcclExtAsyncCollOp_t *handle);
+pcclResult_t pcclExtAwaitCollective(const pcclExtAsyncCollOp_t *handle, pcclExtCollInfo_t *info);
 """

@@ -7,6 +7,7 @@ import logging
 import time
 
 from pccl._address import socket_address
+from pccl._coll_comm import CollectivesMixin
 from pccl._descriptors import ReduceInfo, ReduceOpDescriptor, SharedStateSyncInfo, of_type, uint
 from pccl._enums import Attribute, SharedStateSyncStrategy
 from pccl._errors import PCCLError
@@ -53,8 +54,11 @@ class AsyncReduceHandle:
         return self._outcome
 
 
-class Communicator:
+class Communicator(CollectivesMixin):
     """A peer of a run coordinated by the master at `address` ('IP:PORT', '[IPv6]:PORT' or 'HOST:PORT').
+
+    Collectives: all_reduce here; broadcast, all_gather, all_gather_v, reduce_scatter and barrier (each
+    with an _async form) in CollectivesMixin (pccl/_coll_comm.py).
 
     peer_group (uint32): collectives and shared state span only peers of the same group.
     p2p_connection_pool_size (uint32): connections per ring neighbour, one per concurrent all-reduce (0 = 1).
@@ -69,7 +73,7 @@ class Communicator:
         out = ffi.new("pcclComm_t **")
         PCCLError.check(lib.pcclCreateCommunicator(params, out), "pcclCreateCommunicator")
         self._comm = out[0]
-        self._pending = {}  # tag -> ReduceOpDescriptor of async ops not yet waited on (keeps buffers alive)
+        self._pending = {}  # tag -> ReduceOpDescriptor or Collective of unawaited async ops (keeps buffers alive)
 
     def __del__(self):
         comm, self._comm = getattr(self, "_comm", None), None

@@ -47,6 +47,17 @@ class QuantizationAlgorithm(Enum):
     ZERO_POINT_SCALE = lib.pcclQuantZeroPointScale
 
 
+class CollectiveKind(Enum):
+    """pcclExtCollKind_t: the collective an operation runs. `name.lower()` is the kind's name in the
+    master's JSON, metrics and logs ("all_reduce", "broadcast", ...)."""
+    ALL_REDUCE = lib.pcclExtCollAllReduce
+    BROADCAST = lib.pcclExtCollBroadcast
+    ALL_GATHER = lib.pcclExtCollAllGather
+    ALL_GATHER_V = lib.pcclExtCollAllGatherV
+    REDUCE_SCATTER = lib.pcclExtCollReduceScatter
+    BARRIER = lib.pcclExtCollBarrier
+
+
 class DeviceType(Enum):
     """pcclDeviceType_t."""
     CPU = lib.pcclDeviceCpu

@@ -111,3 +111,22 @@ class Procs:
     def close(self):
         for name in list(self.procs):
             self.kill(name)
+
+
+def run_peers_once(workdir, script, world, timeout_s):
+    """A master and `world` processes of peers/SCRIPT (args: MASTER INDEX OUT), run to completion; returns
+    {record["case"]: [record of peer 0, 1, ...]} from their JSON lines. Kills everything on the way out."""
+    procs = Procs(workdir)
+    try:
+        master = procs.start_master()
+        outs = [procs.dir / f"peer{i}.jsonl" for i in range(world)]
+        for i in range(world):
+            procs.start_peer(script, f"peer{i}", master, i, outs[i])
+        procs.expect_success([f"peer{i}" for i in range(world)], timeout_s)
+        by_case = {}
+        for out in outs:
+            for rec in read_json_lines(out):
+                by_case.setdefault(rec["case"], []).append(rec)
+        return by_case
+    finally:
+        procs.close()

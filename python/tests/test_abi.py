@@ -1,5 +1,6 @@
-"""The cdefs against PCCL 1.0's ABI and against pccl.h: every public struct's size and field
-offsets, every enum value, and the Python enums' values. pccl.h is read by compiling a probe."""
+"""The cdefs against PCCL 1.0's ABI and against pccl.h and pccl_coll.h: every public struct's size and
+field offsets, every enum value and flag, and the Python enums' values. The headers are read by
+compiling a probe."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,9 +33,19 @@ PCCL1_LAYOUT = {
     "pcclSharedStateSyncInfo_t": (16, {"tx_bytes": 0, "rx_bytes": 8}),
     "pcclBuildInfo_t": (1, {"has_cuda_support": 0}),
 }
+# pccl_coll.h's layouts on x86-64.
+COLL_LAYOUT = {
+    "pcclExtCollDescriptor_t": (96, {"kind": 0, "tag": 8, "sendbuf": 16, "recvbuf": 24, "count": 32,
+                                     "recv_capacity": 40, "datatype": 48, "op": 52, "quantization_options": 56,
+                                     "flags": 64, "rank_key": 72, "counts": 80, "counts_capacity": 88}),
+    "pcclExtCollInfo_t": (48, {"rank": 0, "world_size": 4, "root": 8, "offset": 16, "count": 24, "tx_bytes": 32,
+                               "rx_bytes": 40}),
+    "pcclExtAsyncCollOp_t": (16, {"comm": 0, "tag": 8}),
+}
+LAYOUT = {**PCCL1_LAYOUT, **COLL_LAYOUT}
 ENUM_TYPES = ["ccoip_inet_protocol_t", "pcclResult_t", "pcclDataType_t", "pcclDeviceType_t", "pcclRedOp_t",
               "pcclAttribute_t", "pcclSharedStateSyncStrategy_t", "pcclDistributionHint_t",
-              "pcclQuantizationAlgorithm_t"]
+              "pcclQuantizationAlgorithm_t", "pcclExtCollKind_t"]
 
 # (Python member or None, C name, PCCL 1.0's value)
 R, D, S, A = pccl.Result, pccl.DataType, pccl.SharedStateSyncStrategy, pccl.Attribute
@@ -67,6 +78,15 @@ ENUMS = [
     (pccl.QuantizationAlgorithm.NONE, "pcclQuantNone", 0), (pccl.QuantizationAlgorithm.MIN_MAX, "pcclQuantMinMax", 1),
     (pccl.QuantizationAlgorithm.ZERO_POINT_SCALE, "pcclQuantZeroPointScale", 2),
 ]
+K = pccl.CollectiveKind
+COLL_ENUMS = [
+    (K.ALL_REDUCE, "pcclExtCollAllReduce", 0), (K.BROADCAST, "pcclExtCollBroadcast", 1),
+    (K.ALL_GATHER, "pcclExtCollAllGather", 2), (K.ALL_GATHER_V, "pcclExtCollAllGatherV", 3),
+    (K.REDUCE_SCATTER, "pcclExtCollReduceScatter", 4), (K.BARRIER, "pcclExtCollBarrier", 5),
+    (None, "PCCL_EXT_COLL_ROOT", 1), (None, "PCCL_EXT_COLL_RANKED", 2), (None, "PCCL_EXT_COLL_SHARED_SOURCES", 4),
+]
+# The kind names of the master's JSON, metrics and logs.
+KIND_NAMES = ["all_reduce", "broadcast", "all_gather", "all_gather_v", "reduce_scatter", "barrier"]
 
 # Extension values beyond PCCL 1.0's enums: (Python member, extension header, C name); none may reuse a
 # PCCL 1.0 value.
@@ -89,12 +109,13 @@ def header(tmp_path_factory):
     cc = shutil.which("cc")
     if cc is None or not INCLUDE.is_dir():
         pytest.skip("needs a C compiler and libpccl/include")
-    lines = ["#include <pccl.h>", "#include <stddef.h>", "#include <stdio.h>", "int main(void) {"]
-    for t, (_, fields) in PCCL1_LAYOUT.items():
+    lines = ["#include <pccl.h>", "#include <pccl_coll.h>", "#include <stddef.h>", "#include <stdio.h>",
+             "int main(void) {"]
+    for t, (_, fields) in LAYOUT.items():
         lines.append(f'printf("size {t} %zu\\n", sizeof({t}));')
         lines += [f'printf("off {t} {f} %zu\\n", offsetof({t}, {f}));' for f in fields]
     lines += [f'printf("sizeof enum {t} %zu\\n", sizeof({t}));' for t in ENUM_TYPES]
-    lines += [f'printf("enum {c} %lld\\n", (long long){c});' for _, c, _ in ENUMS]
+    lines += [f'printf("enum {c} %lld\\n", (long long){c});' for _, c, _ in ENUMS + COLL_ENUMS]
     lines.append("return 0; }")
     d = tmp_path_factory.mktemp("abi")
     (d / "probe.c").write_text("\n".join(lines))
@@ -104,9 +125,9 @@ def header(tmp_path_factory):
     return {line.rpartition(" ")[0]: int(line.rpartition(" ")[2]) for line in out.splitlines()}
 
 
-@pytest.mark.parametrize("ctype", PCCL1_LAYOUT)
+@pytest.mark.parametrize("ctype", LAYOUT)
 def test_struct_layout(header, ctype):
-    size, fields = PCCL1_LAYOUT[ctype]
+    size, fields = LAYOUT[ctype]
     assert ffi.sizeof(ctype) == size == header[f"size {ctype}"]
     for f, off in fields.items():
         assert ffi.offsetof(ctype, f) == off == header[f"off {ctype} {f}"], f"{ctype}.{f}"
@@ -117,8 +138,13 @@ def test_enum_types_are_ints(header):
         assert ffi.sizeof(t) == 4 == header[f"sizeof enum {t}"], t
 
 
+def test_every_field_is_checked():
+    for t, (_, fields) in LAYOUT.items():
+        assert [f for f, _ in ffi.typeof(t).fields] == list(fields), f"{t}: the table above lacks fields"
+
+
 def test_enum_values(header):
-    for member, cname, value in ENUMS:
+    for member, cname, value in ENUMS + COLL_ENUMS:
         assert header[f"enum {cname}"] == value, f"pccl.h: {cname}"
         assert getattr(pccl._native.lib, cname) == value, f"cdefs: {cname}"
         if member is not None:
@@ -126,9 +152,29 @@ def test_enum_values(header):
 
 
 def test_every_enum_member_is_checked():
-    c_names = {c for _, c, _ in ENUMS}
+    c_names = {c for _, c, _ in ENUMS + COLL_ENUMS}
     for t in ENUM_TYPES:
         assert set(ffi.typeof(t).relements) <= c_names, f"{t} has values the table above lacks"
-    checked = {m for m, _, _ in ENUMS if m is not None} | {m for m, _, _ in EXTENSIONS}
-    for cls in (R, D, S, A, pccl.DeviceType, pccl.ReduceOp, pccl.DistributionHint, pccl.QuantizationAlgorithm):
+    checked = {m for m, _, _ in ENUMS + COLL_ENUMS if m is not None} | {m for m, _, _ in EXTENSIONS}
+    for cls in (R, D, S, A, pccl.DeviceType, pccl.ReduceOp, pccl.DistributionHint, pccl.QuantizationAlgorithm, K):
         assert set(cls) <= checked, f"{cls.__name__} has members the table above lacks"
+
+
+def test_collective_kind_names():
+    assert [k.name.lower() for k in sorted(K, key=lambda k: k.value)] == KIND_NAMES
+
+
+def test_collective_functions_are_declared():
+    """The functions the package calls are declared with the header's parameter types (read from both
+    texts: the library need not have them, as ABI mode resolves a symbol on its first call)."""
+    import re
+    from pccl._cdefs import CDEFS
+
+    def params(text, name, prefix):
+        m = re.search(r"%s%s\(([^)]*)\);" % (prefix, name), re.sub(r"\s+", " ", text))
+        assert m, f"{name} not declared"
+        return [re.sub(r"\s*\*\s*", " *", re.sub(r"\s*\b\w+$", "", p.strip())) for p in m.group(1).split(",")]
+    for name in ("pcclExtCollective", "pcclExtCollectiveAsync", "pcclExtAwaitCollective"):
+        header = params((INCLUDE / "pccl_coll.h").read_text(), name, "PCCL_EXPORT pcclResult_t ")
+        assert params(CDEFS, name, "pcclResult_t ") == header, name
+        assert len(header) in (2, 3) and all(p.endswith("*") for p in header), header

@@ -3,27 +3,13 @@ processes and a master, against NumPy's results; quantized sums within their doc
 import pytest
 
 from cases import WORLD, case_ids
-from harness import read_json_lines
+from harness import run_peers_once
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    """Runs the peers once; {case: [record of rank 0, 1, 2]}."""
-    from harness import Procs
-    procs = Procs(tmp_path_factory.mktemp("collectives"))
-    try:
-        master = procs.start_master()
-        outs = [procs.dir / f"rank{r}.jsonl" for r in range(WORLD)]
-        for r in range(WORLD):
-            procs.start_peer("collectives_peer.py", f"rank{r}", master, r, outs[r])
-        procs.expect_success([f"rank{r}" for r in range(WORLD)], 120)
-        by_case = {}
-        for out in outs:
-            for rec in read_json_lines(out):
-                by_case.setdefault(rec["case"], []).append(rec)
-        return by_case
-    finally:
-        procs.close()
+    """Runs the peers once; {case: [record of each peer]}."""
+    return run_peers_once(tmp_path_factory.mktemp("collectives"), "collectives_peer.py", WORLD, 120)
 
 
 @pytest.mark.parametrize("case", case_ids())

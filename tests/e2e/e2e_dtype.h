@@ -60,6 +60,15 @@ static inline double load(const void *buf, size_t i, pcclDataType_t dt) {
     }
 }
 
+/* Contribution of the peer numbered id at element i: small enough that products of 4 peers never overflow,
+ * negative in some places for the signed and floating dtypes. */
+static inline double e2e_contrib(int id, size_t i, pcclDataType_t dt) {
+    int v = (int)((i * 31 + (size_t)id * 17) % 5) + 1; /* 1..5 */
+    if (dt == pcclInt8 || dt == pcclInt16 || dt == pcclInt32 || dt == pcclInt64 || !is_int(dt))
+        if ((i + (size_t)id) % 3 == 0) v = -v;
+    return v;
+}
+
 /* The exact sum/avg/... acc of world contributions as the dtype stores it (avg divided at the end). */
 static inline double finish_expected(double acc, pcclDataType_t dt, pcclRedOp_t op, int world) {
     if (op == pcclAvg) acc = is_int(dt) ? trunc(acc / world) : acc / world;

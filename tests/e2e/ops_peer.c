@@ -26,20 +26,10 @@ static int failures;
 
 static int g_rank, g_world;
 
-/* Contribution of `rank` at element i, small enough that products never overflow. */
-
-static double contrib(int rank, size_t i, pcclDataType_t dt) {
-    int v = (int)((i * 31 + (size_t)rank * 17) % 5) + 1; /* 1..5 */
-    if (dt == pcclInt8 || dt == pcclInt16 || dt == pcclInt32 || dt == pcclInt64 || !is_int(dt))
-        if ((i + (size_t)rank) % 3 == 0) v = -v;
-    return v;
-}
-
-
 static double expected(size_t i, pcclDataType_t dt, pcclRedOp_t op) {
-    double acc = contrib(0, i, dt);
+    double acc = e2e_contrib(0, i, dt);
     for (int r = 1; r < g_world; r++) {
-        double v = contrib(r, i, dt);
+        double v = e2e_contrib(r, i, dt);
         switch (op) {
         case pcclSum: case pcclAvg: acc += v; break;
         case pcclProd: acc *= v; break;
@@ -96,7 +86,7 @@ int main(int argc, char **argv) {
             for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
                 size_t n = counts[c], esz = pccl_dtype_size(dts[d]);
                 uint8_t *in = malloc(n * esz), *out = malloc(n * esz);
-                for (size_t i = 0; i < n; i++) store(in, i, dts[d], contrib(g_rank, i, dts[d]));
+                for (size_t i = 0; i < n; i++) store(in, i, dts[d], e2e_contrib(g_rank, i, dts[d]));
                 pcclReduceDescriptor_t rd = desc(n, (pcclRedOp_t)op, tag++, dts[d]);
                 pcclReduceInfo_t info;
                 /* Neighbours differ in mode for the same op: each peer's path must not depend on the others'. */
@@ -109,7 +99,7 @@ int main(int argc, char **argv) {
                     EXPECT(info.local_world_size == (uint32_t)g_world, "local world size %u", info.local_world_size);
                     if (!inplace) /* the send buffer is untouched */
                         for (size_t i = 0; i < n; i++)
-                            if (load(in, i, dts[d]) != contrib(g_rank, i, dts[d])) {
+                            if (load(in, i, dts[d]) != e2e_contrib(g_rank, i, dts[d])) {
                                 EXPECT(0, "send buffer modified");
                                 break;
                             }
@@ -126,7 +116,7 @@ int main(int argc, char **argv) {
     pcclAsyncReduceOp_t h[K];
     for (int k = 0; k < K; k++) {
         bufs[k] = malloc(M * sizeof(float));
-        for (size_t i = 0; i < M; i++) bufs[k][i] = (float)contrib(g_rank, i + (size_t)k, pcclFloat);
+        for (size_t i = 0; i < M; i++) bufs[k][i] = (float)e2e_contrib(g_rank, i + (size_t)k, pcclFloat);
         pcclReduceDescriptor_t rd = desc(M, pcclSum, 1000 + (uint64_t)k, pcclFloat);
         EXPECT(pcclAllReduceAsync(bufs[k], bufs[k], &rd, comm, &h[k]) == pcclSuccess, "async launch %d", k);
     }
@@ -139,7 +129,7 @@ int main(int argc, char **argv) {
         EXPECT(pcclAwaitAsyncReduce(&h[k], &info) == pcclSuccess, "await %d", k);
         for (size_t i = 0; i < M; i++) {
             double want = 0;
-            for (int r = 0; r < g_world; r++) want += contrib(r, i + (size_t)k, pcclFloat);
+            for (int r = 0; r < g_world; r++) want += e2e_contrib(r, i + (size_t)k, pcclFloat);
             if (bufs[k][i] != (float)want) {
                 EXPECT(0, "async op %d element %zu: %g vs %g", k, i, bufs[k][i], want);
                 break;

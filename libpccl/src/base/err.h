@@ -29,7 +29,10 @@
     X(LOST, pcclMasterConnectionFailed, "the master is gone for good")                                    \
     X(RESTARTED, pcclMasterConnectionFailed, "the master connection moved to a new epoch")                \
     X(SYNTAX, pcclInvalidArgument, "malformed address")                                                  \
-    X(UNRESOLVED, pcclInvalidArgument, "the name does not resolve")
+    X(UNRESOLVED, pcclInvalidArgument, "the name does not resolve")                                      \
+    X(MISMATCH, pcclInvalidUsage, "the master rejected the operation: its members' parameters differ")     \
+    X(TOO_FEW_PEERS, pcclTooFewPeers, "too few peers for the operation")                                  \
+    X(BUSY, pcclInvalidUsage, "the tag already has an operation in flight")
 
 enum perr_code {
     PERR_OK_ = 0,

@@ -1,13 +1,12 @@
 /*
- * allreduce.h - all-reduce operations of a communicator (internal).
+ * allreduce.h - what the communicator calls in op/: the operations of every kind (all-reduce and pccl_coll.h's
+ * collectives; the names keep the all-reduce's, the first kind) (internal).
  *
- * An operation runs on the caller's thread (pcclAllReduce) or on a worker of
- * the communicator's pool (pcclAllReduceAsync, whose launch only queues it):
- * it votes COLL_INIT, waits for COMMENCE (which names the ring and the
- * connection slot), runs the ring, reports COLL_DONE and keeps a backup of the
- * caller's receive buffer until the master confirms COMPLETE for everyone; on
- * ABORT (any peer failed) the buffer is restored, so a retry starts from the
- * same input.
+ * An operation runs on the caller's thread (the blocking calls) or on a worker of the communicator's pool (the
+ * async calls, whose launch only queues it): it votes COLL_INIT, waits for COMMENCE (which names the ring, the
+ * ranks and the connection slots), moves its data, reports COLL_DONE and keeps a backup of what it wrote of the
+ * caller's buffer (in place) until the master confirms COMPLETE for everyone; on ABORT (any member failed) the
+ * buffer is restored, so a retry starts from the same input.
  */
 #ifndef PCCL_ALLREDUCE_H
 #define PCCL_ALLREDUCE_H

@@ -86,3 +86,15 @@ def cast_values(v, dt):
     if _is_float(dt):
         return np.asarray(v).astype(dt).astype(np.float64)
     return np.asarray(v)
+
+
+def make(kind, dt, values):
+    """A NumPy array ('numpy') or torch tensor ('torch' on the CPU, 'cuda' on the GPU) of dt holding values."""
+    if kind == "numpy":
+        return np.asarray(values).astype(dt)
+    import torch
+    if dt == "bfloat16":
+        t = torch.from_numpy(np.asarray(values, np.float32)).to(torch.bfloat16)
+    else:
+        t = torch.from_numpy(np.asarray(values).astype(dt))
+    return t.cuda() if kind == "cuda" else t

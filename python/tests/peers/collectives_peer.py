@@ -11,16 +11,9 @@ import numpy as np
 import torch
 
 import pccl
-from cases import NUMPY_DTYPES, OPS, QUANT, TORCH_DTYPES, WORLD, cast_values, expected, inputs, quant_tolerance
+from cases import (NUMPY_DTYPES, OPS, QUANT, TORCH_DTYPES, WORLD, cast_values, expected, inputs, make,
+                   quant_tolerance)
 from common import JsonLines, join
-
-
-def make(kind, dt, values):
-    if kind == "numpy":
-        return np.asarray(values).astype(dt)
-    if dt == "bfloat16":
-        return torch.from_numpy(np.asarray(values, np.float32)).to(torch.bfloat16)
-    return torch.from_numpy(np.asarray(values).astype(dt))
 
 
 def as_numpy(x):

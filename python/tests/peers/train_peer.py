@@ -8,7 +8,6 @@ integer, the number of peers its reduce ran with (a retry after a lost peer must
 in-place buffers first). Stops after the revision that STOPFILE names (the same step on every
 peer) or after 90 s (exit 1)."""
 import hashlib
-import os
 import sys
 import time
 

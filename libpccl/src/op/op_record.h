@@ -1,0 +1,128 @@
+/*
+ * op_record.h - the operation record every collective shares, and the table of what differs per kind
+ * (internal to op/).
+ *
+ * One record per operation of any kind (all-reduce included): the same vote (COLL_INIT), COMMENCE
+ * routing, streams (one pair per connection slot), verdict (COLL_DONE, then COMPLETE or ABORT), restore of
+ * the caller's buffer on failure (in place from a backup; out of place the input is never written),
+ * failure notes for a restarted master, worker pool and await. Only the data movement differs: op_kind_t.
+ *
+ * Every internal function here returns 0 or -PERR_<NAME> (base/err.h); the op keeps its code in rc and
+ * each API entry point maps it to pcclResult_t once (op_result).
+ */
+#ifndef PCCL_OP_RECORD_H
+#define PCCL_OP_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "pccl_coll.h"
+#include "ring/ring.h"
+
+typedef struct pccl_op pccl_op_t;
+
+/* What one kind of collective does with the shared record. */
+typedef struct op_kind {
+    const char *name; /* the kind's name in logs ("all_reduce", "broadcast", ...: pccl_coll.h's kinds) */
+    int moves_data;   /* 0: no streams and no data (the barrier) */
+    /* Checks a descriptor at launch (sendbuf already NULL-normalized to recvbuf when in place): 0 or -PERR_INVALID
+     * (the reason logged). */
+    int (*validate)(const pcclExtCollDescriptor_t *d);
+    /* After COMMENCE (world, pos, rank_of and counts set): fills info.count/offset/root, the byte range of
+     * recvbuf to back up (bk_off, bk_len; in place only) and move_bytes. 0, or -PERR_PROTOCOL when the output
+     * would not fit (the master checks it first). */
+    int (*plan)(pccl_op_t *o);
+    /* Moves the data over the op's k connected stripes: 0 or -PERR_<NAME> (ring.h; the reason in ios[0].err). */
+    int (*run)(pccl_op_t *o, ring_io_t *ios, uint32_t k);
+} op_kind_t;
+
+extern const op_kind_t op_kind_all_reduce, op_kind_broadcast, op_kind_all_gather, op_kind_all_gather_v,
+    op_kind_reduce_scatter, op_kind_barrier;
+/* The kind of value k (pcclExtCollKind_t), NULL when unknown. */
+const op_kind_t *op_kind_of(int k);
+
+struct pccl_op {
+    /* Kept when the record is recycled (op_get clears everything from `comm` on). The op's wait: cancelled
+     * (-PERR_ABORTED, -PERR_RESTARTED, -PERR_LOST, -PERR_CANCELLED) for an abort from the master, a lost
+     * master or destroy, which wakes its ring's poll (w.fd) and its thread (w.cv); w.cv is also signalled
+     * (with comm->mu) for this op's master messages and its end, so a message wakes only the thread that
+     * waits for it. */
+    pwait_t w;
+    pcclComm_t *comm;
+    uint64_t tag;
+    pcclExtCollDescriptor_t d; /* sendbuf == recvbuf in place */
+    const op_kind_t *kind;
+    int is_async; /* run by a pool worker (else on the caller's thread) */
+    /* filled by the reader under comm->mu */
+    int got_commence, got_reject, got_end, end_ok;
+    int ring_done; /* its data moved and it reported so in its epoch: only a verdict ends it */
+    uint8_t reject_reason;
+    char reject_detail[256];
+    uint64_t op_seq;
+    wire_msg_t commence;
+    /* set after COMMENCE by whoever runs the op (op_run.c) */
+    uint32_t pos, world;    /* this member's ring position and the op's world size */
+    uint32_t *rank_of;      /* rank of each ring position (world entries) */
+    uint64_t *counts;       /* elements of each rank's block, by rank (world entries) */
+    const uint8_t *holds;   /* broadcast: which ring positions hold the data (world entries) */
+    size_t bk_off, bk_len;  /* bytes of recvbuf the backup keeps (in place) */
+    uint8_t *backup;        /* that backup while the op runs */
+    int ring_backs_up;      /* the ring copies the backup itself as it goes (plain in-place all-reduce) */
+    int splices;            /* the kind lets the ring splice the caller's pages (the all-reduce) */
+    size_t move_bytes;      /* payload size the streams are paced for */
+    uint64_t hash;          /* shared-sources broadcast: simplehash of this member's data */
+    /* result, written by whoever runs the op; finished (under mu) tells the awaiter */
+    int rc;
+    pcclExtCollInfo_t info;
+    unsigned epoch; /* of the master connection its vote went to (comm.h) */
+    int finished;
+    struct pccl_op *next;      /* comm->ops */
+    struct pccl_op *next_work; /* comm->work queue or comm->op_free */
+};
+
+/* op_record.c: records, routing and failure notes. */
+pccl_op_t *op_find_locked(pcclComm_t *c, uint64_t tag);
+/* A zeroed record (recycled when possible); NULL when out of resources. */
+pccl_op_t *op_get(pcclComm_t *c);
+/* Returns a record nobody references any more (unlinked, not queued). */
+void op_put(pcclComm_t *c, pccl_op_t *o);
+void op_destroy(pccl_op_t *o);
+void op_unlink_locked(pcclComm_t *c, pccl_op_t *o);
+/* Remembers a commenced op that failed here, for a RESUME (comm.h failed_ops). */
+void op_note_failed(pccl_op_t *o);
+/* The API edge's one mapping of an op's code: 0 pcclSuccess; a failure of the operation itself (aborted, a lost
+ * neighbour, a wait cancelled, a master lost meanwhile) pcclRankConnectionLost, or once the run ended what every
+ * call then returns (comm_lost_result); the others perr_result's default (-PERR_MISMATCH pcclInvalidUsage,
+ * -PERR_TOO_FEW_PEERS pcclTooFewPeers, -PERR_INVALID pcclInvalidArgument, ...). */
+pcclResult_t op_result(const pcclComm_t *c, int rc);
+
+/* op_vote.c: sends the vote and waits for COMMENCE. 0 once commenced, else the op's code (a rejection is
+ * logged with the master's reason). */
+int op_vote(pccl_op_t *o);
+
+/* op_run.c: runs one operation from the vote to the end (on a pool worker or the caller's thread); o->rc. */
+void op_run(pccl_op_t *o);
+
+/* op_pool.c: launch (checks, registers the op so its COMMENCE is never missed, and queues an async op for a
+ * worker) and finish (waits for an async op, unlinks it and takes its code and info). d is validated here. */
+int op_launch(pcclComm_t *c, const pcclExtCollDescriptor_t *d, int is_async, pccl_op_t **out);
+int op_finish(pcclComm_t *c, pccl_op_t *o, pcclExtCollInfo_t *info);
+/* The API edge's retry loop (collective.c): runs n validated ops of distinct tags, at most max_in_flight at once, retrying those aborted (op_result
+ * pcclRankConnectionLost; every member sees the same outcomes, so every member retries the same ones) until all
+ * succeed or another result ends it. infos[i]: op i's last attempt, its tx/rx bytes summed over the attempts.
+ * pcclSuccess or the first result that is not a retryable abort. */
+pcclResult_t op_multiple_with_retry(pcclComm_t *c, const pcclExtCollDescriptor_t *descs, size_t n, pcclExtCollInfo_t *infos,
+                           int max_in_flight);
+/* Awaits the async op of tag (op_finish): its code, or -PERR_INVALID when there is none. */
+int op_await(pcclComm_t *c, uint64_t tag, pcclExtCollInfo_t *info);
+
+/* Shared by the kinds' checks: a known dtype, a byte count that does not overflow, no partial overlap of
+ * sendbuf (send_elems) and recvbuf (recv_elems) out of place. 0 or -PERR_INVALID. */
+int op_check_buffers(const pcclExtCollDescriptor_t *d, uint64_t send_elems, uint64_t recv_elems);
+/* The reduce op and quantization of an all-reduce or reduce-scatter: 0 or -PERR_INVALID (logged). */
+int op_check_reduce(const pcclExtCollDescriptor_t *d);
+/* The send buffer of an op in place: its first elements live in recvbuf, copied into the backup first. */
+int op_in_place(const pccl_op_t *o);
+
+#endif
