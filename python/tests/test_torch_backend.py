@@ -70,7 +70,7 @@ def test_world_of_one_needs_no_master(procs):
 
 def test_external_master(procs):
     master = procs.start_master()
-    run_ranks(procs, "objects", 2, env={"PCCL_MASTER_ADDR": master})
+    run_ranks(procs, "objects", 3, env={"PCCL_MASTER_ADDR": master})  # the subgroup hosts its own master
     assert "listening" in procs.log("master0")
 
 

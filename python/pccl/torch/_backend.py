@@ -23,8 +23,8 @@ def create_process_group(store, rank, world_size, timeout):
 class ProcessGroupPCCL(dist.ProcessGroup):
     """A torch.distributed process group whose collectives run on pccl.
 
-    Group rank 0 hosts a pccl master unless PCCL_MASTER_ADDR (HOST:PORT) names one (then PCCL_PEER_GROUP, a
-    uint32, selects the peer group, default 0); the store carries the master's address. The constructor
+    Group rank 0 hosts a pccl master, whose address the store carries, unless PCCL_MASTER_ADDR (HOST:PORT)
+    names one for the whole world's group (_rendezvous.master_address). The constructor
     blocks until the run has world_size peers or `timeout` passed (TimeoutError). A world of 1 needs no
     master: every collective is a local copy.
     """
@@ -35,10 +35,9 @@ class ProcessGroupPCCL(dist.ProcessGroup):
         self._tag = 0
         self._comm = self._master = None
         if world_size > 1:
-            import os
-            address, self._master = master_address(store, rank)
+            address, peer_group, self._master = master_address(store, rank, world_size)
             deadline = time.monotonic() + timeout.total_seconds()
-            self._comm = join(address, world_size, deadline, int(os.environ.get("PCCL_PEER_GROUP", "0")))
+            self._comm = join(address, world_size, deadline, peer_group)
         self._worker = Worker(f"pccl-pg-{rank}")
 
     def getBackendName(self):

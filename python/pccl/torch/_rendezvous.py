@@ -8,6 +8,7 @@ import time
 import pccl
 
 _STORE_KEY = "pccl/master_address"
+_world_groups = 0  # pccl process groups of the whole world created in this process so far
 _MASTER_BIND_ATTEMPTS = 5
 
 
@@ -41,18 +42,27 @@ def stop_master(master):
         master.await_termination()
 
 
-def master_address(store, rank):
-    """(address, hosted MasterNode or None): PCCL_MASTER_ADDR if set; else group rank 0 hosts a master and
-    publishes HOST:PORT in the store (HOST: MASTER_ADDR, as the other ranks reach rank 0), the others read it."""
-    external = os.environ.get("PCCL_MASTER_ADDR")
+def master_address(store, rank, world_size):
+    """(address, peer group, hosted MasterNode or None) of a new process group.
+
+    PCCL_MASTER_ADDR serves the first process group of the whole world (WORLD_SIZE ranks; every rank creates
+    those in the same order), in peer group PCCL_PEER_GROUP (default 0). Any other group gets a master of its
+    own: a run accepts newcomers only through a vote of all its peers, which another group's communicators
+    would never join. Group rank 0 hosts it and publishes HOST:PORT in the group's store (HOST: MASTER_ADDR,
+    as the other ranks reach rank 0).
+    """
+    global _world_groups
+    whole = world_size == int(os.environ.get("WORLD_SIZE", world_size))
+    external = os.environ.get("PCCL_MASTER_ADDR") if whole and _world_groups == 0 else None
+    _world_groups += whole
     if external:
-        return external, None
+        return external, int(os.environ.get("PCCL_PEER_GROUP", "0")), None
     if rank == 0:
         master, port = host_master()
         address = f"{os.environ.get('MASTER_ADDR') or '127.0.0.1'}:{port}"
         store.set(_STORE_KEY, address)
-        return address, master
-    return store.get(_STORE_KEY).decode(), None
+        return address, 0, master
+    return store.get(_STORE_KEY).decode(), 0, None
 
 
 def join(address, world_size, deadline, peer_group=0):

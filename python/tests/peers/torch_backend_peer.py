@@ -125,6 +125,15 @@ def objects(rank, world, gloo):
         if objs != [("from", src, list(range(src * 7)))]:
             raise AssertionError(f"broadcast_object_list from {src}: {objs}")
     dist.barrier()
+    # A second pccl group, of the ranks but 0: its group rank 0 (global rank 1) hosts its master.
+    members = list(range(1, world))
+    sub = dist.new_group(ranks=members, backend="pccl") if members else None
+    if rank in members:
+        t = torch.full((5,), rank, dtype=torch.int64)
+        dist.all_reduce(t, group=sub)
+        if t.tolist() != [sum(members)] * 5:
+            raise AssertionError(f"subgroup all_reduce: {t.tolist()}")
+        dist.barrier(group=sub)
     return {}
 
 
