@@ -109,11 +109,12 @@ class ProcessGroupPCCL(dist.ProcessGroup):
     def _all_reduce(self, t, op, view, tag):
         if t.numel() == 0:
             return
-        buf = t.contiguous()
-        flat = buf.reshape(-1).view(view)
-        self._check_world(self._comm.all_reduce(flat, flat, op=op, tag=tag), "allreduce")
-        if buf is not t:
-            t.copy_(buf)
+        # Out of place: a world smaller than the group's (a rank lost) still reduces, and t must keep its
+        # values when that raises.
+        src = t.contiguous().reshape(-1).view(view)
+        out = torch.empty_like(src)
+        self._check_world(self._comm.all_reduce(src, out, op=op, tag=tag), "allreduce")
+        t.copy_(out.view(t.dtype).view(t.shape))
 
     def _gather_reduce(self, t, fn, tag):
         if t.numel() == 0:
