@@ -12,7 +12,7 @@ from pccl._descriptors import (QuantizationOptions, ReduceDescriptor, ReduceInfo
                                ReduceOperandDescriptor, SharedStateSyncInfo)
 from pccl._shared_state import SharedState, TensorInfo
 from pccl._coll import CollectiveInfo
-from pccl._coll_comm import AsyncCollectiveHandle
+from pccl._coll_comm import AsyncCollectiveHandle, CollectiveOp
 from pccl._comm import AsyncReduceHandle, Communicator
 from pccl._master import MasterNode
 import pccl._cuda as cuda
@@ -26,4 +26,4 @@ __all__ = ["cuda",
            "ReduceDescriptor", "TensorInfo", "SharedState", "SharedStateSyncInfo", "ReduceInfo", "ReduceOpDescriptor",
            "AsyncReduceHandle", "PCCLError",
            "DeviceType", "Result",
-           "CollectiveKind", "CollectiveInfo", "AsyncCollectiveHandle"]
+           "CollectiveKind", "CollectiveInfo", "CollectiveOp", "AsyncCollectiveHandle"]

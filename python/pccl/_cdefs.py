@@ -170,4 +170,7 @@ pcclResult_t pcclExtCollective(const pcclExtCollDescriptor_t *desc, const pcclCo
 pcclResult_t pcclExtCollectiveAsync(const pcclExtCollDescriptor_t *desc, const pcclComm_t *communicator,
                                     pcclExtAsyncCollOp_t *handle);
 pcclResult_t pcclExtAwaitCollective(const pcclExtAsyncCollOp_t *handle, pcclExtCollInfo_t *info);
+pcclResult_t pcclExtCollectiveMultipleWithRetry(const pcclExtCollDescriptor_t *descs, size_t n,
+                                                const pcclComm_t *communicator, pcclExtCollInfo_t *info,
+                                                int max_in_flight);
 """

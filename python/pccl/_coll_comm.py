@@ -16,7 +16,7 @@ given by every member or none) ranks follow the keys in ascending order.
 from pccl._buffers import describe
 from pccl._coll import CollectiveInfo
 import pccl._coll as coll
-from pccl._descriptors import uint
+from pccl._descriptors import check_multiple, of_type, uint
 from pccl._enums import Attribute
 from pccl._errors import PCCLError
 from pccl._native import ffi, lib
@@ -59,6 +59,51 @@ class AsyncCollectiveHandle:
         if not ok:
             raise PCCLError(status, "pcclExtAwaitCollective")
         return self._value
+
+
+class CollectiveOp:
+    """One collective for Communicator.collectives_multiple_with_retry, built by the class method of its
+    kind, whose arguments are those of the Communicator's call of that name. Outputs are not sized against a
+    world here: all_gather and all_gather_v need recv (and all_gather_v max_world); reduce_scatter may
+    allocate (the largest block of a world of 2)."""
+    __slots__ = ("_op",)
+
+    def __init__(self, op):
+        self._op = op
+
+    @property
+    def kind(self):
+        """The CollectiveKind of the operation."""
+        return self._op.kind
+
+    @property
+    def tag(self):
+        return self._op.desc.tag
+
+    @classmethod
+    def broadcast(cls, tensor, *, is_root: bool, send=None, tag: int = 0, rank_key: int = None,
+                  shared_sources: bool = False):
+        return cls(coll.broadcast(tensor, is_root, send, tag, rank_key, shared_sources))
+
+    @classmethod
+    def all_gather(cls, send, recv, *, tag: int = 0, rank_key: int = None):
+        if recv is None:
+            raise ValueError("CollectiveOp.all_gather needs recv")
+        return cls(coll.all_gather(send, recv, tag, rank_key, 0))
+
+    @classmethod
+    def all_gather_v(cls, send, recv, *, max_world: int, tag: int = 0, rank_key: int = None):
+        if recv is None:
+            raise ValueError("CollectiveOp.all_gather_v needs recv")
+        return cls(coll.all_gather_v(send, recv, tag, rank_key, max_world))
+
+    @classmethod
+    def reduce_scatter(cls, send, recv=None, *, op, tag: int = 0, quantization_options=None, rank_key: int = None):
+        return cls(coll.reduce_scatter(send, recv, op, tag, quantization_options, rank_key))
+
+    @classmethod
+    def barrier(cls, *, tag: int = 0, rank_key: int = None):
+        return cls(coll.barrier(tag, rank_key))
 
 
 class CollectivesMixin:
@@ -169,3 +214,21 @@ class CollectivesMixin:
     def barrier_async(self, *, tag: int = 0, rank_key: int = None) -> AsyncCollectiveHandle:
         """barrier, launched: returns at once; result() gives the CollectiveInfo."""
         return self._launch(coll.barrier(tag, rank_key))
+
+    def collectives_multiple_with_retry(self, ops, *, max_in_flight: int = 4) -> list:
+        """Runs the CollectiveOps (distinct tags), at most max_in_flight at once, and retries those aborted
+        with RANK_CONNECTION_LOST (every member retries the same ones, in-place outputs restored first)
+        until all succeeded. Returns, per operation in order, what its blocking call returns. Raises
+        PCCLError with the first result that is not a retryable abort (TOO_FEW_PEERS, INVALID_USAGE...)."""
+        ops = [of_type(CollectiveOp, o, "each operation")._op for o in ops]
+        check_multiple([o.desc.tag for o in ops], max_in_flight)
+        if not ops:
+            return []
+        descs = ffi.new("pcclExtCollDescriptor_t[]", len(ops))
+        for i, o in enumerate(ops):
+            o.prepare()
+            descs[i] = o.desc[0]
+        infos = ffi.new("pcclExtCollInfo_t[]", len(ops))
+        PCCLError.check(lib.pcclExtCollectiveMultipleWithRetry(descs, len(ops), self._comm, infos, max_in_flight),
+                        "pcclExtCollectiveMultipleWithRetry")
+        return [o.finish(infos[i]) for i, o in enumerate(ops)]

@@ -8,7 +8,7 @@ import time
 
 from pccl._address import socket_address
 from pccl._coll_comm import CollectivesMixin
-from pccl._descriptors import ReduceInfo, ReduceOpDescriptor, SharedStateSyncInfo, of_type, uint
+from pccl._descriptors import ReduceInfo, ReduceOpDescriptor, SharedStateSyncInfo, check_multiple, of_type, uint
 from pccl._enums import Attribute, SharedStateSyncStrategy
 from pccl._errors import PCCLError
 from pccl._native import ffi, lib
@@ -168,11 +168,7 @@ class Communicator(CollectivesMixin):
         failed ones until all succeeded or the group fell below 2 peers. Returns tx/rx bytes summed
         over all and the last world size. Raises PCCLError (TOO_FEW_PEERS)."""
         ops = [of_type(ReduceOpDescriptor, d, "each descriptor") for d in descriptors]
-        tags = [d.reduce_descriptor.tag for d in ops]
-        if len(set(tags)) != len(tags):
-            raise ValueError(f"descriptors need distinct tags, got {tags}")
-        if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be an int >= 1, got {max_in_flight!r}")
+        check_multiple([d.reduce_descriptor.tag for d in ops], max_in_flight)
         c = ffi.new("pcclReduceOpDescriptor_t[]", len(ops))
         for i, rop in enumerate(ops):
             rop._prepare()

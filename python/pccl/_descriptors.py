@@ -24,6 +24,14 @@ def uint(value, bits, what):
     return value
 
 
+def check_multiple(tags, max_in_flight):
+    """The checks of a multiple-with-retry call: distinct tags, max_in_flight an int >= 1 (ValueError)."""
+    if len(set(tags)) != len(tags):
+        raise ValueError(f"operations need distinct tags, got {tags}")
+    if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int) or max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be an int >= 1, got {max_in_flight!r}")
+
+
 @dataclass
 class ReduceInfo:
     """Result of an all-reduce: `local_world_size` (peers that took part), `tx_bytes` / `rx_bytes`

@@ -38,6 +38,13 @@ X = np.arange(8, dtype=np.float32)
     (lambda c: c.reduce_scatter(torch.zeros(4), torch.zeros(2, dtype=torch.float64), op=pccl.ReduceOp.SUM),
      TypeError, "dtypes differ"),
     (lambda c: c.barrier(tag=1.5), TypeError, "tag must be an integer"),
+    (lambda c: pccl.CollectiveOp.all_gather(X, None), ValueError, "needs recv"),
+    (lambda c: pccl.CollectiveOp.all_gather_v(X, None, max_world=3), ValueError, "needs recv"),
+    (lambda c: c.collectives_multiple_with_retry([pccl.CollectiveOp.barrier(tag=1), pccl.CollectiveOp.barrier(tag=1)]),
+     ValueError, "distinct tags"),
+    (lambda c: c.collectives_multiple_with_retry([pccl.CollectiveOp.barrier()], max_in_flight=0), ValueError,
+     "max_in_flight"),
+    (lambda c: c.collectives_multiple_with_retry([c.barrier]), TypeError, "pccl.CollectiveOp"),
 ], ids=lambda x: x if isinstance(x, str) else "")
 def test_rejected_before_c(comm, call, error, match):
     with pytest.raises(error, match=match):

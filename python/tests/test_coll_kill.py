@@ -1,8 +1,12 @@
-"""3 peers run broadcast, all-gather, all-gather-v, reduce-scatter and barrier in a loop; one is SIGKILLed
-in the middle of it. The survivors retry what the kill aborted (their in-place buffers restored), go on
-as a world of 2 with results right for that world, accept a newcomer in its place, go on as 3 again,
-and stop together."""
+"""3 peers run broadcast, all-gather, all-gather-v, reduce-scatter and barrier in a loop; one SIGKILLs
+itself in the middle of a large reduce-scatter. The survivors retry what the kill aborted (their in-place
+buffers restored), go on as a world of 2 with results right for that world, accept a newcomer in its
+place, go on as 3 again, and stop together."""
+import signal
+
 from harness import read_json_lines, wait_until
+
+BIG_STEP = 4
 
 
 def test_kill_and_rejoin_during_collectives(procs):
@@ -10,7 +14,7 @@ def test_kill_and_rejoin_during_collectives(procs):
     stopfile = procs.dir / "stop"
     out = {name: procs.dir / f"{name}.jsonl" for name in ("id0", "id1", "id2", "new2")}
     for i in range(3):
-        procs.start_peer("coll_kill_peer.py", f"id{i}", master, i, out[f"id{i}"], stopfile, 3)
+        procs.start_peer("coll_kill_peer.py", f"id{i}", master, i, out[f"id{i}"], stopfile, 3, BIG_STEP, int(i == 2))
 
     def records(name):
         return read_json_lines(out[name])
@@ -18,12 +22,12 @@ def test_kill_and_rejoin_during_collectives(procs):
     def steps(name, worlds, after=0):
         return [x for x in records(name) if x["worlds"] == worlds and x["step"] > after]
 
-    wait_until(lambda: all(len(steps(f"id{i}", [3])) >= 3 for i in range(3)), 90, "3 steps of 3 peers")
-    procs.kill("id2")
+    assert procs.wait("id2", 90) == -signal.SIGKILL, procs.log("id2")[-3000:]
     killed_at = max(x["step"] for x in records("id2"))
+    assert killed_at == BIG_STEP - 1
     wait_until(lambda: all(len(steps(n, [2], killed_at)) >= 3 for n in ("id0", "id1")), 60,
                "3 steps of the 2 survivors")
-    procs.start_peer("coll_kill_peer.py", "new2", master, 2, out["new2"], stopfile, 2)
+    procs.start_peer("coll_kill_peer.py", "new2", master, 2, out["new2"], stopfile, 2, 0, 0)
     wait_until(lambda: len(steps("new2", [3])) >= 3, 60, "3 steps with the newcomer")
     stop = max(x["step"] for n in ("id0", "id1", "new2") for x in records(n)) + 20
     stopfile.write_text(str(stop))
@@ -35,4 +39,6 @@ def test_kill_and_rejoin_during_collectives(procs):
     for name in ("id0", "id1", "new2"):
         assert records(name)[-1]["step"] == stop and records(name)[-1]["worlds"] == [3]
     assert records("new2")[0]["step"] > killed_at, "the newcomer did not take over the run's step"
-    print("retries:", {n: records(n)[-1]["retries"] for n in ("id0", "id1")})
+    for name in ("id0", "id1"):
+        assert [x["worlds"] for x in records(name) if x["step"] == BIG_STEP] == [[2, 3]]
+        assert records(name)[-1]["retries"] >= 1, f"{name} retried nothing: the kill missed the operation"

@@ -7,16 +7,23 @@ import pytest
 
 import pccl
 from cases import make
-from coll_cases import BAD, COUNT, ROOT_ID, WORLD, agv_count, block, case_ids, digest, expected_values, ranked_key
+from coll_cases import (BAD, COUNT, ROOT_ID, SHARED_ID, WORLD, agv_count, block, case_ids, digest, expected_values,
+                        ranked_key)
 from harness import free_port, run_peers_once
 
 GOOD = [c for c in case_ids() if not c.startswith("bad-")]
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    """Runs the peers once; {case: [record of each peer]}."""
-    return run_peers_once(tmp_path_factory.mktemp("collectives_ext"), "coll_peer.py", WORLD, 240)
+def run(tmp_path_factory):
+    """Runs the peers once; ({case: [record of each peer]}, the directory of their logs)."""
+    workdir = tmp_path_factory.mktemp("collectives_ext")
+    return run_peers_once(workdir, "coll_peer.py", WORLD, 240), workdir
+
+
+@pytest.fixture(scope="module")
+def results(run):
+    return run[0]
 
 
 def ranked(recs):
@@ -55,22 +62,30 @@ def test_case(results, case):
 
 
 @pytest.mark.parametrize("name", BAD)
-def test_rejected_on_every_peer(results, name):
+def test_rejected_on_every_peer(run, name):
+    """The same error on every peer, the master's reason in every peer's log, the buffers untouched."""
+    results, workdir = run
     recs = results.get(f"bad-{name}", [])
     assert len(recs) == WORLD
+    error, reason = BAD[name]
     for r in recs:
-        assert r["error"] == BAD[name], f"peer {r['id']}: got {r['error'] or 'success'}"
+        assert r["error"] == error, f"peer {r['id']}: got {r['error'] or 'success'}"
+        assert r["func"] == "pcclExtCollective"
         assert r["intact"], f"peer {r['id']}: a rejected operation changed the buffer"
+        log = (workdir / f"peer{r['id']}.log").read_text()
+        assert f"tag {r['tag']} rejected by the master: {reason}" in log, f"peer {r['id']}: no reason logged"
 
 
 def test_traffic(results):
     """Ring all-gather: each peer receives and sends the other W-1 blocks once; broadcast: each non-root
-    receives the buffer once; reduce-scatter: each peer sends about (W-1)/W of its input."""
+    that lacks the data receives it once; reduce-scatter: each peer sends about (W-1)/W of its input."""
     n, itemsize = COUNT, 4
     for r in results["numpy-float32-ag-outofplace"]:
         assert r["rx"] == r["tx"] == (WORLD - 1) * n * itemsize, r
     for r in results["numpy-float32-bcast-inplace"]:
         assert r["rx"] == (0 if r["id"] == ROOT_ID else n * itemsize), r
+    for r in results["numpy-float32-bcast-shared"]:  # a member that holds the data receives nothing
+        assert r["rx"] == (0 if r["id"] in (ROOT_ID, SHARED_ID) else n * itemsize), r
     for r in results["numpy-float32-rs_SUM-outofplace"]:
         ideal = (WORLD - 1) * n * itemsize / WORLD
         assert abs(r["tx"] - ideal) <= WORLD * itemsize, r

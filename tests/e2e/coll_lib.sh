@@ -23,7 +23,7 @@ coll_kill() {
     export PCCL_LOG_LEVEL=info
     local -a cp
     for id in 0 1 2; do
-        "$BIN/coll_peer" "$PORT" "$id" 3 kill "$kind" > "$WORK/c$id.log" 2> "$WORK/c$id.err" &
+        "$BIN/coll_peer" "$PORT" "$id" 3 kill "$kind" > "$WORK/c$id.log" 2>&1 &
         cp[$id]=$!; PIDS+=($!)
     done
     for _ in $(seq 1 1200); do [ "$(grep -c '^op ok' "$WORK/c0.log")" -ge 2 ] && break; sleep 0.05; done
@@ -36,13 +36,14 @@ coll_kill() {
         kill -STOP "${cp[1]}"
         sleep 0.3
         seen=$(grep -c commenced "$WORK/master.log")
-        op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: op ([0-9]+),.*/\1/')
+        op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: ([a-z_]+, )?op ([0-9]+),.*/\2/')
+        [[ "$op" =~ ^[0-9]+$ ]] || fail "the master's log names no operation in: $op"
         if ! grep -q "completed: op $op\$" "$WORK/master.log"; then kill -9 "${cp[1]}"; killed=1; break; fi
         kill -CONT "${cp[1]}"
     done
     [ -n "$killed" ] || fail "no $kind was caught in progress"
     for _ in $(seq 1 1200); do grep -q '^op failed' "$WORK/c0.log" && break; sleep 0.05; done
-    "$BIN/coll_peer" "$PORT" 3 3 kill "$kind" > "$WORK/c3.log" 2> "$WORK/c3.err" &
+    "$BIN/coll_peer" "$PORT" 3 3 kill "$kind" > "$WORK/c3.log" 2>&1 &
     cp[3]=$!; PIDS+=($!)
     for id in 0 2 3; do wait_pid "${cp[$id]}" 60 || fail "ID $id exited with $?"; done
     grep -q "aborting" "$WORK/master.log" || fail "the kill did not land inside an operation (no abort logged)"

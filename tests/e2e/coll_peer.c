@@ -4,7 +4,7 @@
  * ID (0..WORLD-1) is given by the harness, not by pccl, so every expected result is computed here from the
  * contributions e2e_contrib(id, i) of the members, independently of the library.
  *  all    every collective, in place and out of place (mixed across the members of one operation), every dtype,
- *         every reduce op of the reduce-scatter; ranks ordered by rank keys (key 100 - ID: rank r is ID WORLD-1-r)
+ *         every reduce op of the reduce-scatter (and a quantized one); ranks ordered by rank keys (key 100 - ID: rank r is ID WORLD-1-r)
  *         and by ring position (learned from the info); a shared-sources broadcast; async operations of several
  *         kinds at once; the with-retry form.
  *  keyed  a few operations of every kind (the run is keyed: PCCL_KEY_FILE).
@@ -105,6 +105,9 @@ static void check_broadcast(pcclDataType_t dt, size_t n, int inplace, int root, 
         if (is_root && !inplace) holds_contrib(send, n, dt, root, 0, "broadcast root's input");
         check_info(&in, n, "broadcast");
         EXPECT(id_of_rank(in.root) == root, "broadcast root rank %u, want ID %d", in.root, root);
+        /* a member that holds the data (the root, and with shared sources those equal to it) receives none */
+        EXPECT(holder ? in.rx_bytes == 0 : in.rx_bytes == n * esz, "broadcast: ID %d (%s) received %llu bytes", g_rank,
+               holder ? "a holder" : "not a holder", (unsigned long long)in.rx_bytes);
     }
     free(send);
     free(recv);
@@ -202,6 +205,27 @@ static void check_reduce_scatter(pcclDataType_t dt, pcclRedOp_t op, size_t n, in
     free(recv);
 }
 
+/* A quantized reduce-scatter (min-max to uint8 on the wire, reduced in float at each hop): within the
+ * quantization error of the exact sum. */
+static void check_quantized_reduce_scatter(size_t n) {
+    float *send = malloc(n * sizeof(float)), *recv = malloc(n * sizeof(float));
+    fill(send, n, pcclFloat, g_rank, 0);
+    pcclExtCollDescriptor_t d = mk(pcclExtCollReduceScatter, send, recv, n, n, pcclFloat);
+    d.quantization_options = (pcclQuantizationOptions_t){.quantized_datatype = pcclUint8,
+                                                         .algorithm = pcclQuantMinMax};
+    pcclExtCollInfo_t in;
+    pcclResult_t r = pcclExtCollective(&d, g_comm, &in);
+    expect_ok(r, &d, "quantized reduce_scatter");
+    for (uint64_t j = 0; r == pcclSuccess && j < in.count; j++)
+        if (fabs(recv[j] - reduced(in.offset + j, pcclFloat, pcclSum)) > 1.0) {
+            EXPECT(0, "quantized reduce_scatter element %llu: got %g want %g", (unsigned long long)(in.offset + j),
+                   recv[j], reduced(in.offset + j, pcclFloat, pcclSum));
+            break;
+        }
+    free(send);
+    free(recv);
+}
+
 /* Ranks by ring position: an all-gather of the IDs is a permutation with this member's ID at its rank. */
 static void check_ring_ranks(void) {
     uint32_t me = (uint32_t)g_rank, ids[8];
@@ -281,6 +305,7 @@ static void mode_all(void) {
     check_broadcast(pcclFloat, 300007, 1, 0, 1);
     check_reduce_scatter(pcclInt32, pcclSum, 2, 0, 1); /* fewer elements than members: empty blocks */
     check_reduce_scatter(pcclInt32, pcclSum, 100003, g_rank % 2, 0);
+    check_quantized_reduce_scatter(100003);
     check_ring_ranks();
     check_barrier();
     check_async();
@@ -469,7 +494,8 @@ static void mode_kill(pcclExtCollKind_t kind, int rounds) {
     int inplace = g_rank == 0, full = 0, failed = 0;
     uint8_t *send = malloc(n * esz), *recv = malloc(cap * esz), *snap = malloc(cap * esz);
     uint64_t counts[8];
-    for (int iter = 0; iter < 600 && full < rounds; iter++) {
+    uint64_t until = now_ms() + 40000; /* bounded in time too: a joiner that never comes fails the test early */
+    for (int iter = 0; iter < 2000 && full < rounds && now_ms() < until; iter++) {
         /* the joiner was accepted by the others' topology update: it starts where they go on, at the operation */
         bool pending = false;
         if ((g_rank != 3 || iter > 0) && pcclArePeersPending(g_comm, &pending) == pcclSuccess && pending)

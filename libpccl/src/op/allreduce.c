@@ -124,9 +124,11 @@ pcclResult_t pcclAllReduceMultipleWithRetry(const pcclReduceOpDescriptor_t *desc
     pcclExtCollDescriptor_t *cds = malloc(count * sizeof *cds);
     pcclExtCollInfo_t *infos = calloc(count, sizeof *infos);
     int rc = cds && infos ? 0 : -PERR_NOMEM;
-    for (size_t i = 0; i < count && rc == 0; i++)
-        if ((rc = as_collective(descs[i].sendbuf, descs[i].recvbuf, &descs[i].descriptor, &cds[i])) == 0)
-            rc = op_kind_all_reduce.validate(&cds[i]);
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        pcclExtCollDescriptor_t d;
+        if ((rc = as_collective(descs[i].sendbuf, descs[i].recvbuf, &descs[i].descriptor, &d)) == 0)
+            rc = op_validate(&d, &cds[i]);
+    }
     r = rc == 0 ? op_multiple_with_retry(c, cds, count, infos, max_in_flight) : op_result(c, rc);
     pcclReduceInfo_t total = {0};
     for (size_t i = 0; infos && i < count; i++) {

@@ -47,7 +47,7 @@ static int bc_validate(const pcclExtCollDescriptor_t *d) {
 static int bc_plan(pccl_op_t *o) {
     size_t bytes = o->d.count * esz_of(o);
     uint32_t root = o->commence.u.commence.root;
-    if (root >= o->world || !o->holds[root] || ((o->d.flags & PCCL_EXT_COLL_ROOT) && root != o->pos)) {
+    if (root >= o->world || !o->holds[root] || !(o->d.flags & PCCL_EXT_COLL_ROOT) != (root != o->pos)) {
         PLOG_ERROR(o->comm->log_name, "broadcast tag %llu: the master's root %u is not the member that holds the "
                    "data", (unsigned long long)o->tag, root);
         return -PERR_PROTOCOL;

@@ -120,10 +120,8 @@ pcclResult_t pcclExtCollectiveMultipleWithRetry(const pcclExtCollDescriptor_t *d
     pcclExtCollInfo_t *infos = calloc(n, sizeof *infos);
     int rc = ds && infos ? 0 : -PERR_NOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        const op_kind_t *kind = op_kind_of((int)descs[i].kind);
-        if ((rc = normalize(&descs[i], &ds[i])) != 0) break;
-        if (!ds[i].sendbuf) ds[i].sendbuf = ds[i].recvbuf;
-        rc = kind ? kind->validate(&ds[i]) : -PERR_INVALID;
+        pcclExtCollDescriptor_t nd;
+        if ((rc = normalize(&descs[i], &nd)) == 0) rc = op_validate(&nd, &ds[i]);
     }
     r = rc == 0 ? op_multiple_with_retry(c, ds, n, infos, max_in_flight) : op_result(c, rc);
     if (info && infos) memcpy(info, infos, n * sizeof *info);

@@ -76,16 +76,22 @@ static int register_locked(pcclComm_t *c, pccl_op_t *o) {
     return 0;
 }
 
-int op_launch(pcclComm_t *c, const pcclExtCollDescriptor_t *d, int is_async, pccl_op_t **out) {
+int op_validate(const pcclExtCollDescriptor_t *d, pcclExtCollDescriptor_t *out) {
     const op_kind_t *kind = op_kind_of((int)d->kind);
     if (!kind) {
-        PLOG_ERROR(c->log_name, "collective tag %llu: unknown kind %d", (unsigned long long)d->tag, (int)d->kind);
+        PLOG_ERROR("pccl", "collective tag %llu: unknown kind %d", (unsigned long long)d->tag, (int)d->kind);
         return -PERR_INVALID;
     }
-    pcclExtCollDescriptor_t nd = *d;
-    if (!nd.sendbuf) nd.sendbuf = nd.recvbuf;
-    int rc = kind->validate(&nd);
+    *out = *d;
+    if (!out->sendbuf) out->sendbuf = out->recvbuf;
+    return kind->validate(out);
+}
+
+int op_launch(pcclComm_t *c, const pcclExtCollDescriptor_t *d, int is_async, pccl_op_t **out) {
+    pcclExtCollDescriptor_t nd;
+    int rc = op_validate(d, &nd);
     if (rc != 0) return rc;
+    const op_kind_t *kind = op_kind_of((int)nd.kind);
     pccl_op_t *o = op_get(c);
     if (!o) return -PERR_NOMEM;
     o->comm = c;

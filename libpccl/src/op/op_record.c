@@ -86,7 +86,8 @@ static int take_locked(pccl_op_t *o, wire_msg_t *msg) {
     if (msg->type == M2C_COLL_REJECT && !o->got_commence) {
         o->got_reject = 1;
         o->reject_reason = msg->u.reject.reason;
-        snprintf(o->reject_detail, sizeof o->reject_detail, "%s", msg->u.reject.detail);
+        snprintf(o->reject_detail, sizeof o->reject_detail, "%.*s", (int)sizeof msg->u.reject.detail - 1,
+                 msg->u.reject.detail);
     } else if ((msg->type == M2C_COLL_ABORT || msg->type == M2C_COLL_COMPLETE) && o->got_commence &&
                msg->u.coll.op_seq == o->op_seq && !o->got_end) {
         /* An ABORT/COMPLETE for an older attempt of the same tag is ignored by the op_seq check. */

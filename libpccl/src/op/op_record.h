@@ -106,6 +106,8 @@ void op_run(pccl_op_t *o);
 
 /* op_pool.c: launch (checks, registers the op so its COMMENCE is never missed, and queues an async op for a
  * worker) and finish (waits for an async op, unlinks it and takes its code and info). d is validated here. */
+/* Looks up d's kind and runs its checks on a copy whose sendbuf is NULL-normalized: 0 or -PERR_INVALID (logged). */
+int op_validate(const pcclExtCollDescriptor_t *d, pcclExtCollDescriptor_t *out);
 int op_launch(pcclComm_t *c, const pcclExtCollDescriptor_t *d, int is_async, pccl_op_t **out);
 int op_finish(pcclComm_t *c, pccl_op_t *o, pcclExtCollInfo_t *info);
 /* The API edge's retry loop (collective.c): runs n validated ops of distinct tags, at most max_in_flight at once, retrying those aborted (op_result

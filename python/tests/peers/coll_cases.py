@@ -1,10 +1,12 @@
 """The cases of test_collectives_ext: broadcast, all-gather(v), reduce-scatter and barrier over 3 peers,
 their inputs (per peer id, exact in every dtype: cases.inputs) and the outputs NumPy computes for them.
 
-A case id is 'kind-dtype-collective-mode' (kind numpy, torch or cuda (where torch has a GPU); collective bcast, ag, agv, rs_OP, barrier;
-mode inplace, outofplace, alloc (Python allocates the output), async, ranked), or 'bad-NAME' for input the
-master must reject on every peer. Ranks are ring positions unless the mode is 'ranked', where peer id i
-passes rank_key RANKED_KEY(i) (so ranks run opposite to the ids).
+A case id is 'kind-dtype-collective-mode': kind numpy, torch or cuda (where torch has a GPU); collective
+bcast, ag, agv, rs_OP or barrier; mode inplace, outofplace, alloc (Python allocates the output), async,
+multi (collectives_multiple_with_retry), ranked, zero (an all-gather-v where peer 1 sends nothing), quant
+(a quantized reduce-scatter) or shared (a broadcast with shared sources: peer SHARED_ID holds the root's
+data already). 'bad-NAME' is input the master must reject on every peer. Ranks are ring positions unless
+the mode is 'ranked', where peer id i passes rank_key ranked_key(i) (so ranks run opposite to the ids).
 """
 import hashlib
 
@@ -15,6 +17,7 @@ from cases import OPS, cast_values, expected, inputs
 WORLD = 3
 COUNT = 1031  # not a multiple of the world size: uneven reduce-scatter blocks
 ROOT_ID = 1
+SHARED_ID = 0
 NUMPY_DTYPES = ["uint8", "int16", "uint32", "int64", "float16", "float32", "float64"]
 TORCH_DTYPES = ["int8", "int32", "bfloat16", "float32", "float64"]
 MODES = {"bcast": ["inplace", "outofplace"], "ag": ["inplace", "outofplace", "alloc"],
@@ -22,12 +25,19 @@ MODES = {"bcast": ["inplace", "outofplace"], "ag": ["inplace", "outofplace", "al
          **{f"rs_{op}": ["outofplace"] for op in OPS if op != "SUM"}}
 ASYNC_DTYPES = [("numpy", "float32"), ("torch", "bfloat16"), ("numpy", "int64")]  # every collective at once
 RANKED = [("numpy", "float64"), ("torch", "int32")]
+MULTI_DTYPES = [("numpy", "float64"), ("torch", "float32")]  # every collective in one multiple-with-retry
 QUANT = ("numpy", "float32", "MIN_MAX", "UINT8")
-# name: the result every peer must get
-BAD = {"bcast_noroot": "INVALID_USAGE", "bcast_tworoots": "INVALID_USAGE", "ag_counts": "INVALID_USAGE",
-       "rs_counts": "INVALID_USAGE", "ag_dtype": "INVALID_USAGE", "ag_small": "INVALID_USAGE",
-       "agv_maxworld": "INVALID_USAGE", "rank_key_some": "INVALID_USAGE", "rank_key_equal": "INVALID_USAGE",
-       "kinds_differ": "INVALID_USAGE"}
+# name: the result every peer must get, and the master's reason that every peer logs
+BAD = {"bcast_noroot": ("INVALID_USAGE", "no member is the root"),
+       "bcast_tworoots": ("INVALID_USAGE", "two roots"),
+       "ag_counts": ("INVALID_USAGE", "counts differ"),
+       "rs_counts": ("INVALID_USAGE", "counts differ"),
+       "ag_dtype": ("INVALID_USAGE", "dtypes differ"),
+       "ag_small": ("INVALID_USAGE", "output too small"),
+       "agv_maxworld": ("INVALID_USAGE", "counts too small"),
+       "rank_key_some": ("INVALID_USAGE", "rank keys on only some members"),
+       "rank_key_equal": ("INVALID_USAGE", "duplicate rank key"),
+       "kinds_differ": ("INVALID_USAGE", "kinds differ")}
 
 
 def ranked_key(peer_id):
@@ -44,7 +54,9 @@ def case_ids():
            for dt in dts for coll, modes in MODES.items() for mode in modes]
     out += [f"{kind}-{dt}-{coll}-async" for kind, dt in ASYNC_DTYPES for coll in ("bcast", "ag", "agv", "rs_SUM")]
     out += [f"{kind}-{dt}-{coll}-ranked" for kind, dt in RANKED for coll in ("bcast", "ag", "agv", "rs_SUM")]
-    out += ["numpy-float32-agv-zero", "none-none-barrier-plain", "none-none-barrier-async",
+    out += [f"{kind}-{dt}-{coll}-multi" for kind, dt in MULTI_DTYPES for coll in ("bcast", "ag", "agv", "rs_SUM")]
+    out += ["numpy-float32-agv-zero", "numpy-float32-bcast-shared", "torch-float16-bcast-shared",
+            "none-none-barrier-plain", "none-none-barrier-async",
             "numpy-float32-rs_SUM-quant"]
     if _has_cuda():  # staged through pinned host memory
         out += [f"cuda-float32-{c}" for c in ("bcast-inplace", "bcast-outofplace", "ag-inplace", "ag-alloc",

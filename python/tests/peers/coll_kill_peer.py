@@ -1,4 +1,4 @@
-"""Peer of test_coll_kill: MASTER ID OUT STOPFILE WORLD_BEFORE_START.
+"""Peer of test_coll_kill: MASTER ID OUT STOPFILE WORLD_BEFORE_START BIG_STEP DIE.
 
 Each step accepts newcomers (update_topology), learns the step number from id 0 (a broadcast, so that a
 newcomer falls in step), then runs broadcast (root: id 0, in place), all-gather (out of place),
@@ -7,9 +7,15 @@ in place) and barrier, every operation with rank_key = id, so that ranks are the
 0..W-1 while the peers with the highest ids are the ones that leave and rejoin. An operation aborted
 with RANK_CONNECTION_LOST is retried after checking that its in-place buffer holds its content from
 before the call. Each result is checked against NumPy's for the world it ran in. One JSON line per
-step: step, worlds, errors (empty when all is right), retries so far. Stops after the step that
-STOPFILE names (the same step on every peer) or after 120 s (exit 1)."""
+step: step, worlds, errors (empty when all is right), retries so far, big_s. At steps BIG_STEP - 1 and
+BIG_STEP every peer also runs a reduce-scatter of BIG elements (the first one's duration: big_s); with
+DIE 1 this peer SIGKILLs itself half of big_s into the second, from another thread while the call is in
+the library. Stops after the step that STOPFILE names (the same step
+on every peer) or after 120 s (exit 1)."""
+import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -17,7 +23,8 @@ import numpy as np
 import pccl
 from common import JsonLines, join
 
-N = 1 << 19  # float32 elements: large enough that a kill lands in the middle of a transfer
+N = 1 << 19  # float32 elements
+BIG = 1 << 23  # float32 elements: a transfer long enough to be killed in the middle of
 
 
 def data(peer_id, step, n=N):
@@ -31,7 +38,7 @@ def agv_count(peer_id):
 
 class Retrying:
     def __init__(self, comm):
-        self.comm, self.retries, self.errors = comm, 0, []
+        self.comm, self.retries, self.errors, self.big_s = comm, 0, [], 0.0
 
     def run(self, call, buffer=None):
         """call() until it is not aborted; buffer: an in-place buffer that an abort must leave as it was."""
@@ -47,12 +54,29 @@ class Retrying:
                     self.errors.append(f"{e.func_name}: aborted in-place buffer not restored")
 
 
-def step_once(r, pid, step):
+def big_step(r, pid, step, die):
+    """The reduce-scatter of BIG elements that a peer may die in; returns its world size."""
+    x = data(pid, step, BIG)
+    r.run(lambda: r.comm.barrier(tag=8))  # every peer enters the reduce-scatter at about the same time
+    if die:
+        threading.Timer(r.big_s / 2, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    start = time.monotonic()
+    blk, info = r.run(lambda: r.comm.reduce_scatter(x, x, op=pccl.ReduceOp.SUM, tag=7, rank_key=pid), x)
+    r.big_s = time.monotonic() - start
+    total = sum(data(i, step, BIG) for i in range(info.world_size))
+    if not np.array_equal(blk, total[info.offset:info.offset + info.count]):
+        r.errors.append("big reduce_scatter")
+    return info.world_size
+
+
+def step_once(r, pid, step, big_step_no=0, die=False):
     c, errors, worlds = r.comm, r.errors, set()
     n = np.array([step], np.int64)
     info = r.run(lambda: c.broadcast(n, is_root=pid == 0, tag=6, rank_key=pid), n)
     step = int(n[0])
     worlds.add(info.world_size)
+    if step in (big_step_no - 1, big_step_no):
+        worlds.add(big_step(r, pid, step, die and step == big_step_no))
     t = data(0, step) if pid == 0 else np.zeros(N, np.float32)
     info = r.run(lambda: c.broadcast(t, is_root=pid == 0, tag=1, rank_key=pid), t)
     worlds.add(info.world_size)
@@ -96,7 +120,7 @@ def stop_step(path):
         return None
 
 
-def main(master, pid, out, stopfile, first_world):
+def main(master, pid, out, stopfile, first_world, big_step_no, die):
     comm = join(master, first_world, 60)
     log, r = JsonLines(out), Retrying(comm)
     deadline = time.monotonic() + 120
@@ -105,8 +129,8 @@ def main(master, pid, out, stopfile, first_world):
         if not just_joined and comm.are_peers_pending():
             comm.update_topology()
         just_joined = False
-        step, worlds = step_once(r, pid, step + 1)
-        log.write(id=pid, step=step, worlds=sorted(worlds), errors=r.errors, retries=r.retries)
+        step, worlds = step_once(r, pid, step + 1, big_step_no, die)
+        log.write(id=pid, step=step, worlds=sorted(worlds), errors=r.errors, retries=r.retries, big_s=r.big_s)
         stop = stop_step(stopfile)
         if stop is not None and step >= stop:
             return 0
@@ -114,4 +138,5 @@ def main(master, pid, out, stopfile, first_world):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
+                  sys.argv[7] == "1"))

@@ -10,8 +10,8 @@ import numpy as np
 
 import pccl
 from cases import cast_values, inputs, make, quant_tolerance
-from coll_cases import (COUNT, QUANT, ROOT_ID, WORLD, agv_count, as_numpy, block, case_ids, digest, ranked_key,
-                        values)
+from coll_cases import (COUNT, QUANT, ROOT_ID, SHARED_ID, WORLD, agv_count, as_numpy, block, case_ids, digest,
+                        ranked_key, values)
 from common import JsonLines, join
 
 
@@ -22,6 +22,7 @@ def zeros(kind, dt, n):
 class Peer:
     def __init__(self, comm, pid, out):
         self.comm, self.pid, self.log, self.tag = comm, pid, JsonLines(out), 0
+        self.multi_ops, self.multi = [], {}
 
     def next_tag(self):
         self.tag += 1
@@ -35,19 +36,19 @@ class Peer:
 
     def launch(self, kind, dt, coll, mode):
         """Starts one good case: returns (finish, extra), finish() -> (info, output, counts)."""
-        c, pid, tag = self.comm, self.pid, self.next_tag()
-        run_async = mode == "async"
+        pid, tag = self.pid, self.next_tag()
         key = ranked_key(pid) if mode == "ranked" else None
         v = inputs(dt, "MAX", pid, COUNT) if mode == "quant" else values(coll, dt, pid, mode == "zero")
         if coll == "bcast":
             root = pid == ROOT_ID
             send = make(kind, dt, v) if root and mode == "outofplace" else None
-            t = make(kind, dt, v) if root and send is None else zeros(kind, dt, COUNT)
-            call = c.broadcast_async if run_async else c.broadcast
-            res = call(t, is_root=root, send=send, tag=tag, rank_key=key)
+            holds = (root and send is None) or (mode == "shared" and pid == SHARED_ID)
+            t = make(kind, dt, values(coll, dt, ROOT_ID)) if holds else zeros(kind, dt, COUNT)
+            res = self.call("broadcast", mode)(t, is_root=root, send=send, tag=tag, rank_key=key,
+                                               shared_sources=mode == "shared")
             return self._done(res, lambda info: (info, t, None)), self._intact(send, v)
         if coll == "barrier":
-            res = (c.barrier_async if run_async else c.barrier)(tag=tag)
+            res = self.call("barrier", mode)(tag=tag)
             return self._done(res, lambda info: (info, None, None)), {}
         if coll == "ag":
             if mode == "inplace":
@@ -55,29 +56,47 @@ class Peer:
                 send = recv[:COUNT]
             else:
                 send, recv = make(kind, dt, v), None if mode == "alloc" else zeros(kind, dt, WORLD * COUNT)
-            call = c.all_gather_async if run_async else c.all_gather
-            res = call(send, recv, tag=tag, rank_key=key)
+            res = self.call("all_gather", mode)(send, recv, tag=tag, rank_key=key)
             return self._done(res, lambda r: (r[1], r[0], None)), self._intact(None if mode == "inplace" else send, v)
         if coll == "agv":
             total = sum(agv_count(i, mode == "zero") for i in range(WORLD))
             send = make(kind, dt, v)
             recv = None if mode == "alloc" else zeros(kind, dt, total)
-            call = c.all_gather_v_async if run_async else c.all_gather_v
-            res = call(send, recv, tag=tag, rank_key=key)
+            res = self.call("all_gather_v", mode)(send, recv, tag=tag, rank_key=key,
+                                                  **({"max_world": WORLD} if mode == "multi" else {}))
             return self._done(res, lambda r: (r[2], r[0], r[1])), self._intact(send, v)
         op = pccl.ReduceOp[coll[3:]]
         send = make(kind, dt, v)
         recv = {"inplace": send, "alloc": None}.get(mode, zeros(kind, dt, -(-COUNT // WORLD)))
         q = pccl.QuantizationOptions(pccl.DataType[QUANT[3]], pccl.QuantizationAlgorithm[QUANT[2]]) \
             if mode == "quant" else None
-        call = c.reduce_scatter_async if run_async else c.reduce_scatter
-        res = call(send, recv, op=op, tag=tag, rank_key=key, quantization_options=q)
+        res = self.call("reduce_scatter", mode)(send, recv, op=op, tag=tag, rank_key=key, quantization_options=q)
         return self._done(res, lambda r: (r[1], r[0], None)), self._intact(None if recv is send else send, v)
 
-    @staticmethod
-    def _done(res, unpack):
+    def call(self, name, mode):
+        """The Communicator's call `name`, its async form, or (mode multi) CollectiveOp's, whose operations
+        collect in self.multi_ops."""
+        if mode == "async":
+            return getattr(self.comm, name + "_async")
+        if mode != "multi":
+            return getattr(self.comm, name)
+
+        def build(*args, **kw):
+            op = getattr(pccl.CollectiveOp, name)(*args, **kw)
+            self.multi_ops.append(op)
+            return op
+        return build
+
+    def run_multi(self):
+        """Runs the collected CollectiveOps with collectives_multiple_with_retry."""
+        ops, self.multi_ops = self.multi_ops, []
+        self.multi = dict(zip((op.tag for op in ops), self.comm.collectives_multiple_with_retry(ops, max_in_flight=2)))
+
+    def _done(self, res, unpack):
         if isinstance(res, pccl.AsyncCollectiveHandle):
             return lambda: unpack(res.result())
+        if isinstance(res, pccl.CollectiveOp):
+            return lambda: unpack(self.multi.pop(res.tag))
         return lambda: unpack(res)
 
     @staticmethod
@@ -140,10 +159,10 @@ class Peer:
                     c.broadcast(x, is_root=pid == ROOT_ID, tag=tag)
             else:
                 raise AssertionError(name)
-            self.record(f"bad-{name}", error="", intact=bool(np.array_equal(x, original)))
+            self.record(f"bad-{name}", error="", intact=bool(np.array_equal(x, original)), tag=tag)
         except pccl.PCCLError as e:
             self.record(f"bad-{name}", error=e.result.name, intact=bool(np.array_equal(x, original)),
-                        func=e.func_name)
+                        func=e.func_name, tag=tag)
 
 
 def main(master, pid, out):
@@ -156,10 +175,12 @@ def main(master, pid, out):
             continue
         kind, dt = ("numpy", "float32") if kind == "none" else (kind, dt)
         launched = peer.launch(kind, dt, coll, mode)
-        if mode == "async":
+        if mode in ("async", "multi"):
             pending.append((case, *launched))
-            if coll not in ("rs_SUM", "barrier"):  # each async group ends with them: then wait for all
+            if coll not in ("rs_SUM", "barrier"):  # each group ends with them: then wait for all
                 continue
+            if mode == "multi":
+                peer.run_multi()
         for p in pending or [(case, *launched)]:
             peer.finish(*p)
         pending = []
