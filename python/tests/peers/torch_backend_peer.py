@@ -90,6 +90,12 @@ def collectives(rank, world, gloo):
     dist.all_reduce(avg, op=dist.ReduceOp.AVG)
     same(avg, expect, "all_reduce AVG")
     hashes["avg"] = digest(avg)
+    z = torch.complex(data(rank, torch.float32, salt=6), data(rank, torch.float32, salt=7))
+    zref = z.clone()
+    dist.all_reduce(z)
+    dist.all_reduce(zref, group=gloo)
+    same(torch.view_as_real(z), torch.view_as_real(zref), "all_reduce SUM complex64")
+    hashes["complex"] = digest(torch.view_as_real(z))
     flags = torch.tensor([rank == 0, True, False])
     dist.all_reduce(flags)
     if flags.tolist() != [True, True, False]:
