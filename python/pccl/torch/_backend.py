@@ -38,6 +38,7 @@ class ProcessGroupPCCL(dist.ProcessGroup):
             address, peer_group, self._master = master_address(store, rank, world_size)
             deadline = time.monotonic() + timeout.total_seconds()
             self._comm = join(address, world_size, deadline, peer_group)
+        self._scratch = torch.empty(0, dtype=torch.uint8)
         self._worker = Worker(f"pccl-pg-{rank}")
 
     def getBackendName(self):
@@ -112,9 +113,17 @@ class ProcessGroupPCCL(dist.ProcessGroup):
         # Out of place: a world smaller than the group's (a rank lost) still reduces, and t must keep its
         # values when that raises.
         src = t.contiguous().reshape(-1).view(view)
-        out = torch.empty_like(src)
+        out = self._scratch_for(src)
         self._check_world(self._comm.all_reduce(src, out, op=op, tag=tag), "allreduce")
         t.copy_(out.view(t.dtype).view(t.shape))
+
+    def _scratch_for(self, like):
+        """An output shaped and typed like 1-D `like` in this group's scratch memory, which grows to the
+        largest operation and is reused (only the worker thread uses it, one operation at a time)."""
+        nbytes = like.numel() * like.element_size()
+        if self._scratch.numel() < nbytes:
+            self._scratch = torch.empty(nbytes, dtype=torch.uint8)
+        return self._scratch[:nbytes].view(like.dtype)
 
     def _gather_reduce(self, t, fn, tag):
         if t.numel() == 0:
