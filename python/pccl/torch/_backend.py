@@ -15,6 +15,9 @@ from pccl.torch._rendezvous import join, master_address, stop_master
 from pccl.torch._worker import Worker
 
 
+_CLOSED_KEY = "pccl/closed"  # store counter: ranks whose communicator shutdown() closed
+
+
 def create_process_group(store, rank, world_size, timeout):
     """The creator torch.distributed.Backend.register_backend calls: (store, rank, world_size, timeout)."""
     return ProcessGroupPCCL(store, rank, world_size, timeout)
@@ -33,6 +36,8 @@ class ProcessGroupPCCL(dist.ProcessGroup):
         super().__init__(rank, world_size)
         self._rank, self._world = rank, world_size
         self._tag = 0
+        self._store = store
+        self._closed = False
         self._comm = self._master = None
         if world_size > 1:
             address, peer_group, self._master = master_address(store, rank, world_size)
@@ -47,11 +52,19 @@ class ProcessGroupPCCL(dist.ProcessGroup):
     def __repr__(self):
         return f"ProcessGroupPCCL(rank={self._rank}, world_size={self._world})"
 
-    def shutdown(self):
-        """Ends the worker thread after the operations issued so far; rank 0 stops its hosted master
-        (the other ranks' later operations then fail)."""
-        self._worker.stop()
+    def shutdown(self, timeout_s=60.0):
+        """Ends the group: its worker after the operations issued so far, then this rank's communicator. Group
+        rank 0 then waits (up to timeout_s) until every rank closed its communicator before it stops its
+        hosted master, so no rank sees the master vanish under a live communicator."""
+        self._closed = True
+        self._worker.stop(timeout_s)
+        self._comm = None  # the last reference: pcclDestroyCommunicator
+        if self._world > 1:
+            self._store.add(_CLOSED_KEY, 1)
         if self._master is not None:
+            deadline = time.monotonic() + timeout_s
+            while self._store.add(_CLOSED_KEY, 0) < self._world and time.monotonic() < deadline:
+                time.sleep(0.02)
             stop_master(self._master)
 
     # -- issuing -------------------------------------------------------------------------------------
@@ -65,6 +78,8 @@ class ProcessGroupPCCL(dist.ProcessGroup):
         so the other ranks' operation of that tag is rejected (kinds differ) instead of waiting for this
         rank, and the tags stay in step; this rank's Work then raises the refusal.
         """
+        if self._closed:
+            raise RuntimeError("pccl: this process group was shut down")
         tag = self._tag
         self._tag += 1
         try:

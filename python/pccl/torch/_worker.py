@@ -71,9 +71,10 @@ class Worker:
         self._queue.put((fn, fut))
         return PCCLWork(fut, self._keep)
 
-    def stop(self):
-        """Lets the thread end after the operations already submitted."""
+    def stop(self, timeout_s):
+        """Ends the thread after the operations already submitted; waits for it up to timeout_s."""
         self._queue.put(None)
+        self._thread.join(timeout_s)
 
     def _loop(self):
         while True:

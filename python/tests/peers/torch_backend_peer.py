@@ -246,6 +246,17 @@ def main():
     result = globals()[scenario](rank, world, gloo)
     if scenario != "lost":
         dist.barrier(group=gloo)  # rank 0 hosts the master: it leaves last
+        pg = dist.distributed_c10d._get_default_group()
+        pg.shutdown()
+        if pg._master is not None and pg._master._running:
+            raise AssertionError("shutdown() left rank 0's master running")
+        try:
+            dist.all_reduce(torch.ones(1))
+        except RuntimeError as e:
+            if "shut down" not in str(e):
+                raise
+        else:
+            raise AssertionError("all_reduce after shutdown() succeeded")
     with open(out, "w") as f:
         json.dump(result, f)
     if scenario == "lost":
