@@ -9,7 +9,8 @@ with RANK_CONNECTION_LOST is retried after checking that its in-place buffer hol
 before the call. Each result is checked against NumPy's for the world it ran in. One JSON line per
 step: step, worlds, errors (empty when all is right), retries so far, big_s. At steps BIG_STEP - 1 and
 BIG_STEP every peer also runs a reduce-scatter of BIG elements (the first one's duration: big_s); with
-DIE 1 this peer SIGKILLs itself half of big_s into the second, from another thread while the call is in
+DIE 1 this peer SIGKILLs itself a quarter of big_s into the second (the first is the slower: its memory is
+fresh), from another thread while the call is in
 the library. Stops after the step that STOPFILE names (the same step
 on every peer) or after 120 s (exit 1)."""
 import os
@@ -24,7 +25,7 @@ import pccl
 from common import JsonLines, join
 
 N = 1 << 19  # float32 elements
-BIG = 1 << 23  # float32 elements: a transfer long enough to be killed in the middle of
+BIG = 1 << 24  # float32 elements: a transfer long enough to be killed in the middle of
 
 
 def data(peer_id, step, n=N):
@@ -59,7 +60,7 @@ def big_step(r, pid, step, die):
     x = data(pid, step, BIG)
     r.run(lambda: r.comm.barrier(tag=8))  # every peer enters the reduce-scatter at about the same time
     if die:
-        threading.Timer(r.big_s / 2, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        threading.Timer(r.big_s / 4, os.kill, (os.getpid(), signal.SIGKILL)).start()
     start = time.monotonic()
     blk, info = r.run(lambda: r.comm.reduce_scatter(x, x, op=pccl.ReduceOp.SUM, tag=7, rank_key=pid), x)
     r.big_s = time.monotonic() - start
