@@ -9,16 +9,16 @@
  *  - the heartbeat thread (comm.c): a HEARTBEAT to the master every
  *    PCCL_HEARTBEAT_MS so a hung peer is told apart from a busy one;
  *  - the p2p acceptor (p2p.c): accepts ring connections and shared-state requests;
- *  - all-reduce workers (allreduce.c): a pool created lazily, one thread per
- *    concurrently running async all-reduce, parked between operations and
- *    joined on destroy; the blocking pcclAllReduce runs on the caller's thread;
+ *  - collective workers (op/op_pool.c): a pool created lazily, one thread per
+ *    concurrently running async collective (every kind), parked between operations
+ *    and joined on destroy; a blocking collective runs on the caller's thread;
  *  - one short-lived server thread per shared-state request (shared_state.c).
  * Locking: mu guards the inbox, ops list, work queue, world, state and waits; p2p.mu
  * guards the connection table. Never hold mu while doing network I/O.
  * Waits: every blocking path waits through a pwait_t (base/wait.h); the control
  * waits are in waits, which one call cancels with the operations (comm_cancel_all in
  * api/: destroy, an outage, the end); a leave ends them alone (comm_stop).
- * Wake-ups: cv is for the control waits and the heartbeat only; each all-reduce
+ * Wake-ups: cv is for the control waits and the heartbeat only; each collective
  * has its own wait (signalled by the reader for that op's messages) and the
  * worker pool has work_cv, so a collective message wakes one thread.
  */
@@ -182,7 +182,7 @@ struct pcclComm_t {
     pthread_cond_t cv;
     inbox_item_t *inbox_head, *inbox_tail;
     struct pccl_op *ops;
-    /* all-reduce worker pool (allreduce.c), guarded by mu */
+    /* collective worker pool (op/op_pool.c), guarded by mu */
     pthread_cond_t work_cv;               /* queued work or stop */
     struct pccl_op *work_head, *work_tail; /* launched async ops not yet picked up */
     uint32_t work_queued, workers_idle, nworkers, workers_cap;
@@ -194,7 +194,7 @@ struct pcclComm_t {
     ss_serving_t *serving;
 
     p2p_state_t p2p;
-    bufpool_t buffers; /* staging and backup buffers of all-reduces */
+    bufpool_t buffers; /* staging, backup and work buffers of collectives */
 
     /* What this peer tells a restarted master (guarded by mu): its group's ring as last seen,
      * the revision and entries of its last completed sync. */
@@ -204,7 +204,7 @@ struct pcclComm_t {
     uint64_t last_revision;
     wire_tensor_t *last_tensors;
     uint32_t last_ntensors;
-    /* Commenced all-reduces that failed here, newest last (a ring of FAILED_OPS_MAX, guarded by mu):
+    /* Commenced collectives that failed here, newest last (a ring of FAILED_OPS_MAX, guarded by mu):
      * a RESUME lists those of the lost master as unfinished, since it may not have read their failure. */
     struct { uint64_t tag, op_seq; unsigned epoch; } failed_ops[FAILED_OPS_MAX];
     uint32_t nfailed_ops;
