@@ -302,6 +302,11 @@ static void test_broadcast(void) {
     uint8_t all[MAXW] = {1, 1, 1, 1, 1}, root[MAXW] = {0, 0, 1, 0, 0};
     broadcast_case(5, 3, 1 << 20, root, 1);
     broadcast_case(4, 2, 12345, all, 1); /* every edge carries the header only */
+    /* A holder out of place copies ahead of its sends in steps: slices of several steps, one stripe and two. */
+    uint8_t pair[MAXW] = {1, 0, 1, 0, 0};
+    broadcast_case(3, 1, (5u << 20) + 77, root, 1);
+    broadcast_case(4, 2, (3u << 20) + 5, pair, 1);
+    broadcast_case(4, 1, (3u << 20) + 5, all, 1); /* no sends: the whole copy after the flow */
 }
 
 int main(void) {
