@@ -8,8 +8,7 @@
  * and the time is that of one transfer plus a hop of latency per member, not one send after another. With
  * several holders (shared sources) the segments run side by side. A holder whose successor holds sends no
  * payload on that edge, but every edge still carries the header, so a stale stream is found everywhere.
- * Stripe s moves slice s of the bytes. A holder out of place (src != buf) copies src into buf a step ahead of
- * its sends and sends from buf, so the copy overlaps the successors' receives instead of following them.
+ * Stripe s moves slice s of the bytes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,8 +16,6 @@
 #include "ring/ring_flow.h"
 
 #define RING_BC_MAGIC 0x52424353u /* "RBCS" */
-/* Bytes a holder copies from src to buf before it lets them be sent. */
-#define BC_COPY_STEP ((size_t)1 << 20)
 
 typedef struct bcast {
     const uint8_t *src;
@@ -32,28 +29,18 @@ typedef struct bcast {
 typedef struct bcast_stripe {
     const bcast_t *g;
     size_t off, len; /* this stripe's slice */
-    size_t copied;   /* a holder out of place: bytes of the slice copied from src to buf */
 } bcast_stripe_t;
-
-/* A holder out of place: copies the next step of the slice into buf. */
-static void copy_ahead(bcast_stripe_t *x) {
-    size_t n = x->len - x->copied < BC_COPY_STEP ? x->len - x->copied : BC_COPY_STEP;
-    memcpy(x->g->buf + x->off + x->copied, x->g->src + x->off + x->copied, n);
-    x->copied += n;
-}
 
 static const uint8_t *send_elem(ring_flow_t *f, uint32_t k, size_t *len) {
     const bcast_stripe_t *x = f->ctx;
     (void)k;
     *len = x->len;
-    return x->g->buf + x->off; /* a holder's bytes are there already (in place) or copied there first */
+    return (x->g->holds ? x->g->src : x->g->buf) + x->off;
 }
 
 static size_t send_ready(ring_flow_t *f, uint32_t k, size_t len) {
-    bcast_stripe_t *x = f->ctx;
-    if (x->g->holds && x->g->src == x->g->buf) return len;
-    if (x->g->holds && x->copied < x->len) copy_ahead(x);
-    size_t got = x->g->holds ? x->copied : ring_flow_got(f, k);
+    const bcast_stripe_t *x = f->ctx;
+    size_t got = x->g->holds ? len : ring_flow_got(f, k);
     return got < len ? got : len;
 }
 
@@ -82,7 +69,7 @@ static int bcast_stripe(ring_io_t *io, void *arg) {
                      .ctx = &x, .send_elem = send_elem, .send_ready = send_ready, .recv_len = recv_len,
                      .recv = recv_into};
     int rc = ring_flow_run(&f);
-    while (rc == 0 && g->holds && g->src != g->buf && x.copied < x.len) copy_ahead(&x); /* nothing was sent */
+    if (rc == 0 && g->holds && g->src != g->buf) memcpy(g->buf + x.off, g->src + x.off, x.len);
     return rc;
 }
 
