@@ -150,19 +150,7 @@ static void check_allgather(pcclDataType_t dt, size_t base, int inplace, int var
     free(recv);
 }
 
-static double reduced(size_t i, pcclDataType_t dt, pcclRedOp_t op) {
-    double acc = e2e_contrib(0, i, dt);
-    for (int id = 1; id < g_world; id++) {
-        double v = e2e_contrib(id, i, dt);
-        switch (op) {
-        case pcclSum: case pcclAvg: acc += v; break;
-        case pcclProd: acc *= v; break;
-        case pcclMax: acc = v > acc ? v : acc; break;
-        case pcclMin: acc = v < acc ? v : acc; break;
-        }
-    }
-    return finish_expected(acc, dt, op, g_world);
-}
+static double reduced(size_t i, pcclDataType_t dt, pcclRedOp_t op) { return e2e_reduced(i, dt, op, g_world); }
 
 /* Rank r's block of n elements over w members (pccl_coll.h's split). */
 static void block_of(uint64_t n, uint64_t w, uint64_t r, uint64_t *off, uint64_t *len) {

@@ -78,6 +78,22 @@ static inline double finish_expected(double acc, pcclDataType_t dt, pcclRedOp_t 
     return acc;
 }
 
+/* Element i of the reduction of the contributions of ids 0..world-1 with op, computed here in ring-independent
+ * order (exact for the test's small integers), as the dtype stores it. */
+static inline double e2e_reduced(size_t i, pcclDataType_t dt, pcclRedOp_t op, int world) {
+    double acc = e2e_contrib(0, i, dt);
+    for (int id = 1; id < world; id++) {
+        double v = e2e_contrib(id, i, dt);
+        switch (op) {
+        case pcclSum: case pcclAvg: acc += v; break;
+        case pcclProd: acc *= v; break;
+        case pcclMax: acc = v > acc ? v : acc; break;
+        case pcclMin: acc = v < acc ? v : acc; break;
+        }
+    }
+    return finish_expected(acc, dt, op, world);
+}
+
 /* A plain (unquantized) descriptor. */
 static inline pcclReduceDescriptor_t desc(size_t count, pcclRedOp_t op, uint64_t tag, pcclDataType_t dt) {
     pcclReduceDescriptor_t d = {.count = count, .op = op, .tag = tag,
