@@ -18,7 +18,7 @@ coll_run() {
 # unchanged, retry, accept the joiner and finish 3 operations with it, each checked against the
 # members its contents name.
 coll_kill() {
-    local kind=$1 id seen=0 killed= op
+    local kind=$1 id
     PCCL_LOG_LEVEL=debug start_master
     export PCCL_LOG_LEVEL=info
     local -a cp
@@ -28,20 +28,7 @@ coll_kill() {
     done
     for _ in $(seq 1 1200); do [ "$(grep -c '^op ok' "$WORK/c0.log")" -ge 2 ] && break; sleep 0.05; done
     [ "$(grep -c '^op ok' "$WORK/c0.log")" -ge 2 ] || fail "no $kind completed on 3 peers"
-    # Stop ID 1 once an operation commenced; if that operation is still not completed after the stop, ID 1 is a
-    # member that has not reported it done and never will: the kill lands inside it. (test_kill_midop.sh)
-    seen=$(grep -c commenced "$WORK/master.log")
-    for _ in $(seq 1 10); do
-        for _ in $(seq 1 3000); do [ "$(grep -c commenced "$WORK/master.log")" -gt "$seen" ] && break; sleep 0.005; done
-        kill -STOP "${cp[1]}"
-        sleep 0.3
-        seen=$(grep -c commenced "$WORK/master.log")
-        op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: ([a-z_]+, )?op ([0-9]+),.*/\2/')
-        [[ "$op" =~ ^[0-9]+$ ]] || fail "the master's log names no operation in: $op"
-        if ! grep -q "completed: op $op\$" "$WORK/master.log"; then kill -9 "${cp[1]}"; killed=1; break; fi
-        kill -CONT "${cp[1]}"
-    done
-    [ -n "$killed" ] || fail "no $kind was caught in progress"
+    kill_inside_op "${cp[1]}" 10 "$(grep -c commenced "$WORK/master.log")" || fail "no $kind was caught in progress"
     for _ in $(seq 1 1200); do grep -q '^op failed' "$WORK/c0.log" && break; sleep 0.05; done
     "$BIN/coll_peer" "$PORT" 3 3 kill "$kind" > "$WORK/c3.log" 2>&1 &
     cp[3]=$!; PIDS+=($!)

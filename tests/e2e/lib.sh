@@ -61,6 +61,26 @@ wait_pid() {
 }
 
 # count_events FILE EVENT
+# Stops PID once an operation commenced (past the first SEEN commence lines of the master's log); if that operation
+# is still not completed after the stop, PID is a member that has not reported it done and never will: PID is killed
+# inside it (return 0) and the master must abort it. An operation the ring finished before the stop (it can be faster
+# than this loop) lets PID go on, and a later one is tried, TRIES times in all (then return 1).
+kill_inside_op() { # PID TRIES SEEN
+    local pid=$1 tries=$2 seen=$3 op
+    for _ in $(seq 1 "$tries"); do
+        for _ in $(seq 1 3000); do [ "$(grep -c commenced "$WORK/master.log")" -gt "$seen" ] && break; sleep 0.005; done
+        kill -STOP "$pid"
+        sleep 0.3
+        seen=$(grep -c commenced "$WORK/master.log")
+        op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: ([a-z_]+, )?op ([0-9]+),.*/\2/')
+        [[ "$op" =~ ^[0-9]+$ ]] || fail "the master's log names no operation in: $op"
+        if ! grep -q "completed: op $op\$" "$WORK/master.log"; then kill -9 "$pid"; return 0; fi
+        echo "op $op completed before the stop; the peer goes on"
+        kill -CONT "$pid"
+    done
+    return 1
+}
+
 count_events() { grep -c "\"event\":\"$2\"" "$1" 2>/dev/null || true; }
 
 # wait_events FILE EVENT N SECONDS

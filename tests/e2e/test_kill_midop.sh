@@ -19,20 +19,7 @@ start_peer p1 "${args[@]}"; P1=$LAST_PID
 start_peer p2 "${args[@]}"; P2=$LAST_PID
 start_peer p3 "${args[@]}"; P3=$LAST_PID
 wait_events "$WORK/p1.log" step 3 60
-# Stop p2 once an all-reduce commenced; if that op is still not completed after the stop, p2 is a member that
-# has not reported it done and never will: the kill lands inside the op and the master must abort it. An op
-# the ring finished before the stop (it can be faster than this loop) lets p2 go on, and a later op is tried.
-seen=3 killed=
-for _ in $(seq 1 8); do
-    for _ in $(seq 1 3000); do [ "$(grep -c commenced "$WORK/master.log")" -gt "$seen" ] && break; sleep 0.005; done
-    kill -STOP "$P2"
-    sleep 0.3
-    seen=$(grep -c commenced "$WORK/master.log")
-    op=$(grep commenced "$WORK/master.log" | tail -n 1 | sed -E 's/.*commenced: ([a-z_]+, )?op ([0-9]+),.*/\2/')
-    if ! grep -q "completed: op $op\$" "$WORK/master.log"; then kill -9 "$P2"; killed=1; break; fi
-    echo "op $op completed before the stop; p2 goes on"; kill -CONT "$P2"
-done
-[ -n "$killed" ] || fail "no all-reduce was caught in progress"
+kill_inside_op "$P2" 8 3 || fail "no all-reduce was caught in progress"
 for p in "$P1" "$P3"; do wait_pid "$p" 120 || fail "a surviving peer exited with $?"; done
 h=$(json_field "$WORK/p1.log" done hash)
 [ "$(json_field "$WORK/p3.log" done hash)" = "$h" ] || fail "survivors' hashes differ"
