@@ -22,7 +22,7 @@
  *
  * plus the rounding of the parameters to float32 and of the result to the source type. NaN, +Inf and -Inf
  * are carried exactly; a group holding one spends three codes on them, leaving 13 codes (4 bits) or one code
- * (2 bits: every finite value of that group becomes the group's midpoint, or 0 for zero-point). Format,
+ * (2 bits: every finite value of that group becomes the midpoint of its finite values). Format,
  * bounds over a ring and sources: docs/quantization.md.
  */
 #ifndef PCCL_COMPRESS_H
