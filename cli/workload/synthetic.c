@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "join.h"
+#include "pccl_compress.h"
 #include "pccl_kernels.h"
 
 static double now_ms(void) {
@@ -50,7 +51,9 @@ static int check_piece(const float *res, size_t off, size_t n, uint64_t r) {
  * error, which is at most (k + 1) encodes of values within [0, 12 k] (pccl_quant.h bounds).
  */
 static int check_piece_quantized(const float *res, size_t off, size_t n, uint64_t r, const pcclQuantizationOptions_t *q) {
-    double rel = q->quantized_datatype == pcclFloat16 ? 0x1p-10 : q->quantized_datatype == pcclUint16 ? 1.0 / 65532 : 1.0 / 252;
+    const pcclDataType_t qdt = q->quantized_datatype;
+    double rel = qdt == pcclFloat16 ? 0x1p-10 : qdt == pcclUint16 ? 1.0 / 65532 : 1.0 / 252;
+    if (qdt == pcclExtUint4 || qdt == pcclExtUint2) rel = qdt == pcclExtUint4 ? 1.0 / 14 : 1.0 / 2; /* step / 2 of max|x| */
     int k = -1;
     for (size_t j = 0; j < n && k < 0; j++)
         if (contribution(off + j, r) == 12.0f) k = (int)lrint(res[j] / 12.0);

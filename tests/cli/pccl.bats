@@ -142,7 +142,7 @@ start_master() {
 }
 
 @test "join --quantize rejects unknown or meaningless formats (exit 2)" {
-    for q in bogus minmax minmax:float16 minmax:float zps:int32 fancy:uint8; do
+    for q in bogus minmax minmax:float16 minmax:float zps:int32 fancy:uint8 minmax:uint3 zps:uint1 minmax:uint4x; do
         run "$PCCL" join --master 127.0.0.1:1 --quantize "$q"
         [ "$status" -eq 2 ]
         [[ "$output" == *"bad value '$q' for --quantize"* ]]
@@ -159,6 +159,20 @@ start_master() {
     b=$(echo "$output" | grep '"event":"done"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["hash"])')
     a=$(grep '"event":"done"' "$TMP/a.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["hash"])')
     [ -n "$a" ] && [ "$a" = "$b" ]
+}
+
+@test "join --quantize minmax:uint2 and zero-point-scale:uint4 run synthetic runs with equal hashes" {
+    start_master
+    for q in minmax:uint2 zero-point-scale:uint4; do
+        "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 3 --json --quantize "$q" > "$TMP/a.log" &
+        A=$!
+        run timeout 30 "$PCCL" join --master 127.0.0.1:"$PORT" --workload synthetic --steps 3 --json --quantize "$q"
+        [ "$status" -eq 0 ]
+        wait "$A"
+        b=$(echo "$output" | grep '"event":"done"' | python3 -c 'import json,sys; print(json.load(sys.stdin)["hash"])')
+        a=$(grep '"event":"done"' "$TMP/a.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["hash"])')
+        [ -n "$a" ] && [ "$a" = "$b" ]
+    done
 }
 
 @test "pccl master starts, and stops cleanly on SIGINT and on SIGTERM" {
