@@ -90,14 +90,15 @@ static int peer_main(const char *mode, const uint8_t ip[4], uint16_t port, int r
         for (int r = -warm; r < reps; r++) {
             if (bench_barrier(comm)) return 1;
             pcclReduceDescriptor_t d = fdesc(count, tag++);
+            pcclReduceInfo_t info = {0};
             double t0 = bench_now_s();
-            pcclResult_t res = pcclAllReduce(buf, out, &d, comm, NULL);
+            pcclResult_t res = pcclAllReduce(buf, out, &d, comm, &info);
             double dt = bench_now_s() - t0;
             if (res != pcclSuccess) {
                 fprintf(stderr, "rank %d: all-reduce: %s\n", rank, pcclResultString(res));
                 return 1;
             }
-            if (r >= 0) t[r * NQ] = dt;
+            if (r >= 0) t[r * NQ] = dt, t[r * NQ + 1] = (double)info.tx_bytes; /* slot 1: the bytes it sent */
         }
         if (out != buf) free(out);
         free(buf);
@@ -240,10 +241,12 @@ int main(int argc, char **argv) {
         bench_stats(g_times, world, reps, NQ, 0, &med, &mn, &mx);
         double total = (double)arg * (strcmp(mode, "conc") == 0 ? extra : 1);
         const char *q = getenv("PCCL_BENCH_QUANT"); /* tags the quantization series of run.sh */
+        char tx[48] = ""; /* with it, the bytes rank 0 sent in its last all-reduce */
+        if (q && strcmp(mode, "ar") == 0) snprintf(tx, sizeof tx, " tx_bytes=%.0f", g_times[(size_t)(reps - 1) * NQ + 1]);
         printf("RESULT impl=%s mode=%s peers=%d bytes=%zu conc=%d reps=%d median_s=%.6f min_s=%.6f max_s=%.6f "
-               "GBps=%.4f%s%s\n",
+               "GBps=%.4f%s%s%s\n",
                impl, mode, world, arg, strcmp(mode, "conc") == 0 || strcmp(mode, "pool") == 0 ? extra : 1, reps, med, mn, mx, total / med / 1e9,
-               q ? " quant=" : "", q ? q : "");
+               q ? " quant=" : "", q ? q : "", tx);
     }
     return 0;
 }

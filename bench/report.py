@@ -429,24 +429,41 @@ def main():
     p("## 4b. Quantized all-reduce (docs/quantization.md)")
     p("")
     if quant:
-        p("4 peers, one float sum all-reduce, `PCCL_BENCH_QUANT=ALGO:TYPE pccl_allreduce ar ...` (loopback) and "
+        p("One float sum all-reduce, `PCCL_BENCH_QUANT=ALGO:TYPE pccl_allreduce ar ...` (loopback) and "
           "`bench/wan.sh` with one connection (namespaces, shaping as in section 4). Time = max over ranks, median "
-          "over repetitions; all series of one setting ran back to back.")
+          "over repetitions; all series of one setting ran back to back. Sent = the bytes rank 0 sent in one "
+          "all-reduce.")
         p("")
-        p("| setting | size | quantization | time (s, median) | min | max | throughput (GB/s) | speed-up vs unquantized |")
-        p("|---|---|---|---|---|---|---|---|")
+        p("| setting | peers | size | quantization | time (s, median) | min | max | throughput (GB/s) | sent | "
+          "speed-up vs unquantized |")
+        p("|---|---|---|---|---|---|---|---|---|---|")
         for setting, mode in (("loopback", "ar"), ("shaped link", "wan")):
             base = {}
             for r in [r for r in quant if r.get("mode") == mode]:
                 if r.get("status"):
-                    p(f"| {setting} | | {r['quant']} | {r['status']} | | | | |")
+                    p(f"| {setting} | {r.get('peers', '')} | | {r['quant']} | {r['status']} | | | | | |")
                     continue
-                t = float(r["median_s"])
+                t, key = float(r["median_s"]), (r.get("peers"), r["bytes"])
                 if r["quant"] == "none":
-                    base[r["bytes"]] = t
-                b = base.get(r["bytes"])
-                p(f"| {setting} | {human(r['bytes'])} | {r['quant']} | {t:.3f} | {float(r['min_s']):.3f} | "
-                  f"{float(r['max_s']):.3f} | {float(r['GBps']):.4f} | {b and f'{b / t:.2f}x' or ''} |")
+                    base[key] = t
+                b = base.get(key)
+                p(f"| {setting} | {r.get('peers', '')} | {human(r['bytes'])} | {r['quant']} | {t:.3f} | "
+                  f"{float(r['min_s']):.3f} | {float(r['max_s']):.3f} | {float(r['GBps']):.4f} | "
+                  f"{human(r['tx_bytes']) if r.get('tx_bytes') else ''} | {b and f'{b / t:.2f}x' or ''} |")
+        kern = [r for r in rows if r.get("mode") == "qkernel" and not r.get("status")]
+        if kern:
+            p("")
+            p(f"Kernels (`bench_quant`, {human(kern[0]['bytes'])} of float, GB/s of float processed, median): encode, "
+              "decode, and decode-and-sum (the reduce-scatter's step, one thread).")
+            p("")
+            p("| algorithm | codes | wire | threads | encode | decode | decode-and-sum |")
+            p("|---|---|---|---|---|---|---|")
+            seen = {}
+            for r in kern:
+                seen.setdefault((r["algo"], r["qdt"], r["threads"], r["wire_bytes"]), {})[r["op"]] = r["GBps"]
+            for (algo, qdt, threads, wire), ops in seen.items():
+                p(f"| {algo} | {qdt} | {human(wire)} | {threads} | {ops.get('encode', '')} | {ops.get('decode', '')} "
+                  f"| {ops.get('decode_sum', '')} |")
     else:
         p("Not run in this invocation.")
     p("")

@@ -219,6 +219,17 @@ else
     echo "RESULT impl=pccl mode=ar peers=4 bytes=$QBYTES quant=all status=SKIPPED_MEMORY" >>"$RES"
 fi
 
+# ---- 6c. 8, 4 and 2 bits: the kernels' throughput (bench_quant: encode, decode, decode-and-sum; one thread and
+#          all), and a 16 MiB float all-reduce on 2 and 4 peers per width (time and the bytes a peer sends)
+run_point "impl=pccl mode=qkernel" "$BIN/bench_quant" 16 "$REPS"
+LBYTES=16777216
+for p in 2 4; do
+    for q in none minmax:uint8 minmax:uint4 minmax:uint2; do
+        run_point "impl=pccl mode=ar peers=$p bytes=$LBYTES quant=$q" \
+            env PCCL_BENCH_QUANT="$q" "$BIN/pccl_allreduce" ar "$p" "$LBYTES" "$REPS" 1
+    done
+done
+
 # ---- 7. profiles of pccl where the targets are usually missed (time split, perf, syscalls)
 PROF=$BUILD/bench-profile.md
 : >"$PROF"

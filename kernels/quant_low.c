@@ -84,16 +84,24 @@ static void choose(const double *x, size_t m, pcclQuantizationAlgorithm_t algo, 
 /* One code per element (branch-free so that it vectorizes); non-finite values get their special code. */
 static void group_codes(const double *x, size_t m, const gparams_t *p, unsigned levels, uint8_t *q) {
     const double base = p->base, inv = p->step > 0 ? 1.0 / (double)p->step : 0.0, off = p->off;
-    const double kmin = p->first, kmax = levels - 1;
+    const double kmin = (double)p->first - off, kmax = (double)(levels - 1) - off;
+    if (!p->first) { /* no specials: (x - base) * inv is never NaN (|base| <= FLT_MAX, inv 0 only with step 0) */
+        for (size_t i = 0; i < m; i++) {
+            double k = floor((x[i] - base) * inv + 0.5); /* round half up */
+            k = k < kmin ? kmin : k;
+            k = k > kmax ? kmax : k;
+            q[i] = (uint8_t)(int32_t)(k + off);
+        }
+        return;
+    }
     for (size_t i = 0; i < m; i++) {
         double v = x[i];
         int finite = fabs(v) <= DBL_MAX;
-        double c = finite ? (v < -FLT_MAX ? -FLT_MAX : v > FLT_MAX ? FLT_MAX : v) : base;
-        double k = floor((c - base) * inv + 0.5) + off; /* round half up */
+        double k = floor(((finite ? v : base) - base) * inv + 0.5);
         k = k < kmin ? kmin : k;
         k = k > kmax ? kmax : k;
         uint8_t special = v != v ? 0 : v > 0 ? 1 : 2;
-        q[i] = finite ? (uint8_t)(int)k : special;
+        q[i] = finite ? (uint8_t)(int32_t)(k + off) : special;
     }
 }
 
@@ -162,22 +170,52 @@ static int check_block(const uint8_t *wire, size_t n, unsigned bits) {
     return 0;
 }
 
-/* The group's value of every code, in double. */
-static void group_table(const uint8_t *g, unsigned algo, unsigned bits, double *lut) {
+/* A group's parameters as its header gives them. */
+typedef struct gview {
+    double base, step, off;
+    int specials;
+} gview_t;
+
+static gview_t group_view(const uint8_t *g, unsigned algo, unsigned bits) {
     const unsigned levels = 1u << bits;
     uint32_t b = get_u32(g), st = get_u32(g + 4);
-    const int specials = (st & SPECIALS_BIT) != 0;
+    gview_t v = {.specials = (st & SPECIALS_BIT) != 0};
     st &= ~SPECIALS_BIT;
     float base, step;
     memcpy(&base, &b, 4);
     memcpy(&step, &st, 4);
-    const unsigned first = specials ? 3u : 0u;
-    const unsigned off = algo == pcclQuantMinMax ? first : (levels / 2 > first ? levels / 2 : first);
-    for (unsigned q = 0; q < levels; q++) lut[q] = (double)base + ((double)q - (double)off) * (double)step;
-    if (specials) {
+    const unsigned first = v.specials ? 3u : 0u;
+    v.base = base;
+    v.step = step;
+    v.off = algo == pcclQuantMinMax ? first : (levels / 2 > first ? levels / 2 : first);
+    return v;
+}
+
+/* The group's value of every code, in double: base + (q - off) * step, or a special. */
+static void group_table(const gview_t *v, unsigned bits, double *lut) {
+    for (unsigned q = 0; q < 1u << bits; q++) lut[q] = v->base + ((double)q - v->off) * v->step;
+    if (v->specials) {
         lut[0] = NAN;
         lut[1] = INFINITY;
         lut[2] = -INFINITY;
+    }
+}
+
+/* The float values of a group without specials, computed as group_table does (vectorizes; add: out += them). */
+static void arith_f32(const gview_t *v, const uint8_t *q, size_t m, int add, uint8_t *out) {
+    const double base = v->base, step = v->step, off = v->off;
+    if (add) {
+        for (size_t i = 0; i < m; i++) {
+            float a;
+            memcpy(&a, out + 4 * i, 4);
+            a = a + (float)(base + ((double)q[i] - off) * step);
+            memcpy(out + 4 * i, &a, 4);
+        }
+    } else {
+        for (size_t i = 0; i < m; i++) {
+            float f = (float)(base + ((double)q[i] - off) * step);
+            memcpy(out + 4 * i, &f, 4);
+        }
     }
 }
 
@@ -234,8 +272,13 @@ int pccl_qlow_decode(const uint8_t *wire, size_t n, unsigned bits, void *dst, pc
     for (size_t s = 0; s < n; s += G, g += group_stride(bits)) {
         const size_t m = n - s < G ? n - s : G;
         uint8_t *out = (uint8_t *)dst + s * esz;
-        group_table(g, algo, bits, lut);
+        const gview_t v = group_view(g, algo, bits);
         unpack(g + GHDR, m, bits, q);
+        if (dt == pcclFloat && !v.specials && (fused || !reduce)) {
+            arith_f32(&v, q, m, fused, out);
+            continue;
+        }
+        group_table(&v, bits, lut);
         if (fused) {
             lookup_add_f32(lut, levels, q, m, out);
         } else if (!reduce) {

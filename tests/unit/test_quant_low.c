@@ -253,6 +253,24 @@ static void test_reduce_block(void) {
             }
 }
 
+/* The float decoder (arithmetic, vectorized) gives the bits of the table every other type uses: the
+ * double decode rounded once to float. */
+static void test_float_path_matches_table(void) {
+    double x[1000], d[1000];
+    float f[1000];
+    uint8_t w[1024];
+    for (int i = 0; i < 1000; i++) x[i] = (urand() * 2 - 1) * (i < 500 ? 1e-3 : 7);
+    for (size_t t = 0; t < 2; t++)
+        for (size_t a = 0; a < 2; a++) {
+            pccl_quant_block(x, 1000, pcclDouble, algos[a], lows[t], w);
+            CHECK(pccl_dequant_block(w, 1000, lows[t], d, pcclDouble) == 0);
+            CHECK(pccl_dequant_block(w, 1000, lows[t], f, pcclFloat) == 0);
+            int same = 1;
+            for (int i = 0; i < 1000; i++) same &= f[i] == (float)d[i];
+            CHECK(same);
+        }
+}
+
 /* Each corruption of a valid block must be refused by decode and reduce, leaving dst as it was. */
 static void test_malformed(void) {
     float x[300], y[300], keep[300];
@@ -311,6 +329,7 @@ int main(void) {
     RUN_TEST(test_nan_inf);
     RUN_TEST(test_zero_point_keeps_zero);
     RUN_TEST(test_reduce_block);
+    RUN_TEST(test_float_path_matches_table);
     RUN_TEST(test_malformed);
     RUN_TEST(test_double_beyond_float);
     TEST_MAIN_END();
