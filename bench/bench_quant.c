@@ -9,22 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_peer.h"
 #include "pccl_compress.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* What one repetition runs: 0 encode, 1 decode, 2 decode and sum into the buffer, block by block. */
 static void step(int what, float *x, float *y, size_t n, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
@@ -59,7 +48,7 @@ int main(int argc, char **argv) {
     const pcclQuantizationAlgorithm_t algos[] = {pcclQuantMinMax, pcclQuantZeroPointScale};
     const char *whats[] = {"encode", "decode", "decode_sum"};
     const int threads[] = {1, omp_get_max_threads()};
-    double t[100];
+    double t[100], med, mn, mx;
     for (int th = 0; th < (threads[1] > 1 ? 2 : 1); th++) {
         omp_set_num_threads(threads[th]);
         for (int a = 0; a < 2; a++)
@@ -68,15 +57,15 @@ int main(int argc, char **argv) {
                     if (w == 2 && threads[th] > 1) continue; /* the block loop is the ring's: one thread */
                     step(0, x, y, n, algos[a], qdts[q], wire);
                     for (int k = 0; k < reps; k++) {
-                        double t0 = now_s();
+                        double t0 = bench_now_s();
                         step(w, x, y, n, algos[a], qdts[q], wire);
-                        t[k] = now_s() - t0;
+                        t[k] = bench_now_s() - t0;
                     }
-                    qsort(t, (size_t)reps, sizeof t[0], cmp_d);
+                    bench_stats(t, 1, reps, 1, 0, &med, &mn, &mx);
                     printf("RESULT impl=pccl mode=qkernel algo=%s qdt=%s op=%s threads=%d bytes=%zu wire_bytes=%zu "
                            "median_s=%.6f GBps=%.3f\n", a ? "zps" : "minmax", pccl_dtype_name(qdts[q]), whats[w],
-                           threads[th], n * sizeof(float), pccl_quant_wire_bytes(n, qdts[q]), t[reps / 2],
-                           (double)(n * sizeof(float)) / t[reps / 2] / 1e9);
+                           threads[th], n * sizeof(float), pccl_quant_wire_bytes(n, qdts[q]), med,
+                           (double)(n * sizeof(float)) / med / 1e9);
                 }
     }
     free(x);
