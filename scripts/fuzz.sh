@@ -6,7 +6,7 @@
 # (default 1). Prints executions and crashes per harness; crashing inputs are left in
 # DIR/crashes/<harness>/ - copy each to tests/fuzz/regressions/<harness>/ so that the ctest
 # unit.test_fuzz_regressions replays it. Exit status 1 when any harness crashed.
-# Harnesses: fuzz_wire_decode fuzz_master_sm fuzz_p2p_hello fuzz_quant_block fuzz_sec_handshake (default: all).
+# Harnesses: fuzz_wire_decode fuzz_master_sm fuzz_p2p_hello fuzz_quant_block fuzz_quant_low fuzz_sec_handshake (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=60 dir=build-fuzz parallel=1 harnesses=()
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
         *) echo "fuzz.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_wire_decode fuzz_master_sm fuzz_p2p_hello fuzz_quant_block fuzz_sec_handshake)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_wire_decode fuzz_master_sm fuzz_p2p_hello fuzz_quant_block fuzz_quant_low fuzz_sec_handshake)
 command -v clang >/dev/null || { echo "fuzz.sh: clang not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
 
 CC=${CC:-clang}
@@ -31,7 +31,7 @@ mkdir -p "$dir"
 srcs_for() {
     case $1 in
         fuzz_master_sm) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c master/sm/master_sm.c master/sm/msm_*.c master/topology/topology_*.c libpccl/src/sec/identity.c libpccl/src/base/addr.c libpccl/src/sec/sec_key.c kernels/dtype.c -lcrypto ;;
-        fuzz_quant_block) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c kernels/quantize.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
+        fuzz_quant_block|fuzz_quant_low) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c kernels/quantize.c kernels/quant_low.c kernels/reduce.c kernels/dtype.c -fopenmp ;;
         fuzz_sec_handshake) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c libpccl/src/sec/sec_hs.c libpccl/src/sec/sec_frame.c libpccl/src/sec/sec_key.c -lsodium -lcrypto ;;
         *) echo libpccl/src/base/wire.c libpccl/src/base/wire_spec.c libpccl/src/base/log.c ;;
     esac

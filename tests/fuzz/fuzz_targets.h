@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "sm/master_sm.h"
 #include "sm/msm_admin.h"
+#include "pccl_compress.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
 #include "sec/sec_frame.h"
@@ -196,6 +197,62 @@ static inline int fuzz_quant_block_one(const uint8_t *data, size_t size) {
         FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
     } else {
         FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -PERR_PROTOCOL);
+    }
+    free(wire);
+    free(a);
+    free(b);
+    return 0;
+}
+
+/*
+ * fuzz_quant_low: a 4- or 2-bit block as the decoder receives it (pccl_quant.h, kernels/quant_low.c).
+ * Input: a selector byte (bits 0-1 source dtype, bit 2 the width: 4 or 2, bits 4-7 reduce op), a u16 (LE)
+ * giving the element count (1 + value % 8192), then the block (the rest of the input beyond its size is
+ * ignored). Decoding must reject exactly the blocks whose prefix or group headers are malformed (checked
+ * here independently), never read past the block, be deterministic, and the reduce variant must accept
+ * whatever the plain decode accepts.
+ */
+static inline int fuzz_quant_low_bad(const uint8_t *w, size_t n, unsigned bits) {
+    if ((w[0] != pcclQuantMinMax && w[0] != pcclQuantZeroPointScale) || w[1] != bits || w[2] || w[3]) return 1;
+    const size_t stride = 8 + PCCL_QLOW_GROUP * bits / 8;
+    for (size_t s = 0, g = 4; s < n; s += PCCL_QLOW_GROUP, g += stride) {
+        uint32_t b, st;
+        memcpy(&b, w + g, 4);
+        memcpy(&st, w + g + 4, 4);
+        const int specials = st >> 31;
+        if ((b & 0x7F800000u) == 0x7F800000u || (st & 0x7F800000u) == 0x7F800000u) return 1; /* NaN or Inf */
+        if (w[0] == pcclQuantZeroPointScale && b != 0 && !(bits == 2 && specials)) return 1;
+        const size_t m = n - s < PCCL_QLOW_GROUP ? n - s : PCCL_QLOW_GROUP, tail = m * bits % 8;
+        if (tail && (w[g + 8 + (m * bits + 7) / 8 - 1] >> tail)) return 1;
+    }
+    return 0;
+}
+
+static inline int fuzz_quant_low_one(const uint8_t *data, size_t size) {
+    static const pcclDataType_t srcs[4] = {pcclFloat, pcclDouble, pcclFloat16, pcclBFloat16};
+    if (size < 3) return 0;
+    const pcclDataType_t dt = srcs[data[0] & 3], qdt = data[0] & 4 ? pcclExtUint2 : pcclExtUint4;
+    const unsigned bits = data[0] & 4 ? 2 : 4;
+    const pcclRedOp_t op = (pcclRedOp_t)((data[0] >> 4) % 5);
+    const size_t n = 1 + ((size_t)data[1] | (size_t)data[2] << 8) % PCCL_QBLOCK_ELEMS, esz = pccl_dtype_size(dt);
+    const size_t len = pccl_quant_wire_bytes(n, qdt);
+    if (size - 3 < len) return 0;
+    /* an exact-size copy, so ASan sees any read past the block */
+    uint8_t *wire = malloc(len), *a = malloc(n * esz), *b = malloc(n * esz);
+    FUZZ_CHECK(wire && a && b);
+    memcpy(wire, data + 3, len);
+    memset(a, 0x5A, n * esz);
+    memset(b, 0x5A, n * esz);
+    const int bad = fuzz_quant_low_bad(wire, n, bits);
+    int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
+    FUZZ_CHECK(r1 == (bad ? -PERR_PROTOCOL : 0));
+    if (r1 == 0) {
+        FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
+        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
+    } else {
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -PERR_PROTOCOL);
+        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* nothing written */
     }
     free(wire);
     free(a);

@@ -183,3 +183,17 @@ write('fuzz_quant_block', 'i8_zps_specials', qblock(0x15, 0.0, 0.25, 128, 1, byt
 write('fuzz_quant_block', 'u16_double', qblock(0x29, 1e300, 1e296, 7, 0, bytes(range(64))))
 write('fuzz_quant_block', 'f16_bf16_max', qblock(0x3f, 0.0, 2.0 ** -20, 0, 0, bytes([0x00, 0x7c, 0x00, 0xfc, 0x01, 0x7e] * 6)))
 write('fuzz_quant_block', 'bad_flags', qblock(0x40, 0.0, 1.0, 0, 0x82, bytes(32)))
+
+
+# 4- and 2-bit blocks: selector byte (bits 0-1 source dtype, bit 2 width 2 instead of 4, bits 4-7 op), u16 count - 1,
+# then the prefix (algorithm, bits, 2 zero bytes) and per group of 128: f32 base, f32 step (sign: specials), codes
+def lowblock(sel, count, algo, bits, groups):
+    body = bytes([algo, bits, 0, 0]) + b''.join(struct.pack('<fI', base, step) + codes for base, step, codes in groups)
+    return bytes([sel]) + struct.pack('<H', count - 1) + body
+
+
+write('fuzz_quant_low', 'u4_minmax_odd', lowblock(0x00, 129, 1, 4, [(-1.0, 0x3E000000, bytes(range(64))),
+                                                                  (0.5, 0x3C000000, b'\x0f')]))
+write('fuzz_quant_low', 'u2_zps_specials', lowblock(0x25, 6, 2, 2, [(0.75, 0x80000000, bytes([0xE4, 0x0F]))]))
+write('fuzz_quant_low', 'u4_double_sum', lowblock(0x01, 3, 2, 4, [(0.0, 0x40000000, bytes([0x8F, 0x01]))]))
+write('fuzz_quant_low', 'bad_padding', lowblock(0x06, 5, 1, 2, [(0.0, 0x3F800000, bytes([0x1B, 0xFF]))]))

@@ -74,6 +74,7 @@ static void test_wire_decode(void) { replay("fuzz_wire_decode", fuzz_wire_decode
 static void test_p2p_hello(void) { replay("fuzz_p2p_hello", fuzz_p2p_hello_one, 3); }
 static void test_master_sm(void) { replay("fuzz_master_sm", fuzz_master_sm_one, 5); }
 static void test_quant_block(void) { replay("fuzz_quant_block", fuzz_quant_block_one, 5); }
+static void test_quant_low(void) { replay("fuzz_quant_low", fuzz_quant_low_one, 4); }
 static void test_sec_handshake(void) { replay("fuzz_sec_handshake", fuzz_sec_handshake_one, 5); }
 
 /* The harness bodies themselves on a few fixed inputs (independent of the files). */
@@ -94,6 +95,7 @@ int main(void) {
     RUN_TEST(test_p2p_hello);
     RUN_TEST(test_master_sm);
     RUN_TEST(test_quant_block);
+    RUN_TEST(test_quant_low);
     RUN_TEST(test_sec_handshake);
     TEST_MAIN_END();
 }
