@@ -167,6 +167,32 @@ static inline int fuzz_sec_handshake_one(const uint8_t *data, size_t size) {
 
 /* ---------- quantized block (what a ring predecessor sends in a quantized all-reduce) ---------- */
 
+/* Decodes the block at wire (len bytes, copied from src to an exact-size buffer so that ASan sees any read past
+ * it) both ways and checks that it is rejected exactly when bad, deterministically, and by the reduce as by the
+ * plain decode, with nothing written on rejection. */
+static inline void fuzz_decode_block(const uint8_t *src, size_t len, size_t n, pcclDataType_t qdt, pcclDataType_t dt,
+                                     pcclRedOp_t op, int bad) {
+    const size_t esz = pccl_dtype_size(dt);
+    uint8_t *wire = malloc(len), *a = malloc(n * esz), *b = malloc(n * esz);
+    FUZZ_CHECK(wire && a && b);
+    memcpy(wire, src, len);
+    memset(a, 0x5A, n * esz);
+    memset(b, 0x5A, n * esz);
+    int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
+    FUZZ_CHECK(r1 == (bad ? -PERR_PROTOCOL : 0));
+    if (r1 == 0) {
+        FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
+        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
+    } else {
+        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -PERR_PROTOCOL);
+        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* nothing written */
+    }
+    free(wire);
+    free(a);
+    free(b);
+}
+
 /*
  * Input: one selector byte (source dtype, quantized dtype, reduce op), then a block as it would
  * arrive on the wire (header + codes; the element count follows from the length). Decoding must
@@ -180,27 +206,13 @@ static inline int fuzz_quant_block_one(const uint8_t *data, size_t size) {
     if (size < 1 + PCCL_QHDR_BYTES) return 0;
     pcclDataType_t dt = srcs[data[0] & 3], qdt = qdts[(data[0] >> 2) & 3];
     pcclRedOp_t op = (pcclRedOp_t)((data[0] >> 4) % 5);
-    size_t csz = qdt == pcclUint8 || qdt == pcclInt8 ? 1 : 2, esz = pccl_dtype_size(dt);
+    size_t csz = qdt == pcclUint8 || qdt == pcclInt8 ? 1 : 2;
     size_t n = (size - 1 - PCCL_QHDR_BYTES) / csz;
     if (n == 0 || n > PCCL_QBLOCK_ELEMS) return 0;
-    /* an exact-size copy, so ASan sees any read past the codes */
-    uint8_t *wire = malloc(PCCL_QHDR_BYTES + n * csz), *a = malloc(n * esz), *b = malloc(n * esz);
-    FUZZ_CHECK(wire && a && b);
-    memcpy(wire, data + 1, PCCL_QHDR_BYTES + n * csz);
-    uint32_t off = (uint32_t)wire[16] | (uint32_t)wire[17] << 8 | (uint32_t)wire[18] << 16 | (uint32_t)wire[19] << 24;
-    int bad_hdr = (wire[20] & ~PCCL_QFLAG_SPECIALS) || wire[21] || wire[22] || wire[23] || off > 65535u;
-    int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
-    FUZZ_CHECK(r1 == (bad_hdr ? -PERR_PROTOCOL : 0));
-    if (r1 == 0) {
-        FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
-        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
-        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
-    } else {
-        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -PERR_PROTOCOL);
-    }
-    free(wire);
-    free(a);
-    free(b);
+    const uint8_t *w = data + 1;
+    uint32_t off = (uint32_t)w[16] | (uint32_t)w[17] << 8 | (uint32_t)w[18] << 16 | (uint32_t)w[19] << 24;
+    int bad_hdr = (w[20] & ~PCCL_QFLAG_SPECIALS) || w[21] || w[22] || w[23] || off > 65535u;
+    fuzz_decode_block(w, PCCL_QHDR_BYTES + n * csz, n, qdt, dt, op, bad_hdr);
     return 0;
 }
 
@@ -234,29 +246,10 @@ static inline int fuzz_quant_low_one(const uint8_t *data, size_t size) {
     const pcclDataType_t dt = srcs[data[0] & 3], qdt = data[0] & 4 ? pcclExtUint2 : pcclExtUint4;
     const unsigned bits = data[0] & 4 ? 2 : 4;
     const pcclRedOp_t op = (pcclRedOp_t)((data[0] >> 4) % 5);
-    const size_t n = 1 + ((size_t)data[1] | (size_t)data[2] << 8) % PCCL_QBLOCK_ELEMS, esz = pccl_dtype_size(dt);
+    const size_t n = 1 + ((size_t)data[1] | (size_t)data[2] << 8) % PCCL_QBLOCK_ELEMS;
     const size_t len = pccl_quant_wire_bytes(n, qdt);
     if (size - 3 < len) return 0;
-    /* an exact-size copy, so ASan sees any read past the block */
-    uint8_t *wire = malloc(len), *a = malloc(n * esz), *b = malloc(n * esz);
-    FUZZ_CHECK(wire && a && b);
-    memcpy(wire, data + 3, len);
-    memset(a, 0x5A, n * esz);
-    memset(b, 0x5A, n * esz);
-    const int bad = fuzz_quant_low_bad(wire, n, bits);
-    int r1 = pccl_dequant_block(wire, n, qdt, a, dt);
-    FUZZ_CHECK(r1 == (bad ? -PERR_PROTOCOL : 0));
-    if (r1 == 0) {
-        FUZZ_CHECK(pccl_dequant_block(wire, n, qdt, b, dt) == 0);
-        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* every peer decodes the same bits */
-        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == 0);
-    } else {
-        FUZZ_CHECK(pccl_dequant_reduce_block(wire, n, qdt, b, dt, op) == -PERR_PROTOCOL);
-        FUZZ_CHECK(memcmp(a, b, n * esz) == 0); /* nothing written */
-    }
-    free(wire);
-    free(a);
-    free(b);
+    fuzz_decode_block(data + 3, len, n, qdt, dt, op, fuzz_quant_low_bad(data + 3, n, bits));
     return 0;
 }
 
