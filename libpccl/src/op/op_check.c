@@ -42,7 +42,8 @@ int op_check_reduce(const pcclExtCollDescriptor_t *d) {
     const pcclQuantizationOptions_t *q = &d->quantization_options;
     if (q->algorithm != pcclQuantNone && pccl_quant_check(d->datatype, q->algorithm, q->quantized_datatype) != 0) {
         PLOG_ERROR("pccl", "cannot quantize %s to %s with algorithm %d (sources: float, double, float16, bfloat16; "
-                   "targets: uint8, int8, uint16, and float16 with zero-point-scale)", pccl_dtype_name(d->datatype),
+                   "targets: uint8, int8, uint16, uint4, uint2, and float16 with zero-point-scale)",
+                   pccl_dtype_name(d->datatype),
                    pccl_dtype_name(q->quantized_datatype), (int)q->algorithm);
         return -PERR_INVALID;
     }
