@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "base/net.h"
+#include "pccl_compress.h"
 #include "pccl_quant.h"
 #include "ring/ring.h"
 #include "tinytest.h"
 
 enum { N = 3, MAXK = 8 };
+static pcclDataType_t g_qdt = pcclUint8; /* the codes of the quantized runs */
 
 typedef struct rank_run {
     ring_io_t io[MAXK];
@@ -31,7 +33,7 @@ typedef struct rank_run {
 
 static void *rank_main(void *p) {
     rank_run_t *r = p;
-    r->rc = ring_allreduce_striped(r->io, r->k, NULL, r->buf, r->count, pcclFloat, pcclSum, r->algo, pcclUint8,
+    r->rc = ring_allreduce_striped(r->io, r->k, NULL, r->buf, r->count, pcclFloat, pcclSum, r->algo, g_qdt,
                                    r->wire, r->rank, N, 7);
     return NULL;
 }
@@ -67,7 +69,7 @@ static void start(ring_runs_t *x, uint32_t k, size_t count, pcclQuantizationAlgo
         r->input = malloc(count * sizeof(float));
         for (size_t i = 0; i < count; i++) r->buf[i] = r->input[i] = value(q, i);
         uint8_t *backup = algo == pcclQuantNone ? malloc(count * sizeof(float)) : NULL;
-        if (algo != pcclQuantNone) r->wire = malloc(ring_quant_wire_bytes(count, pcclUint8, N));
+        if (algo != pcclQuantNone) r->wire = malloc(ring_quant_wire_bytes(count, g_qdt, N));
         for (uint32_t s = 0; s < k; s++)
             r->io[s] = (ring_io_t){.tx_fd = x->links[s][q][0], .rx_fd = x->links[s][(q + N - 1) % N][1],
                                    .abort_fd = x->efd, .timeout_ms = 10000, .staging = malloc(4096),
@@ -125,6 +127,15 @@ static void test_plain_bits(void) { same_bits_as_one_ring(100003, pcclQuantNone)
 static void test_plain_tiny(void) { same_bits_as_one_ring(5, pcclQuantNone); } /* most stripes move nothing */
 /* 3 x 5 blocks per chunk: stripes of whole blocks, the last one partial. */
 static void test_quant_bits(void) { same_bits_as_one_ring(3 * 5 * PCCL_QBLOCK_ELEMS - 77, pcclQuantMinMax); }
+/* 4- and 2-bit blocks (groups of 128 inside): the same stripes of whole blocks. */
+static void test_quant_low_bits(void) {
+    const pcclDataType_t lows[] = {pcclExtUint4, pcclExtUint2};
+    for (int i = 0; i < 2; i++) {
+        g_qdt = lows[i];
+        same_bits_as_one_ring(3 * 5 * PCCL_QBLOCK_ELEMS - 77, pcclQuantZeroPointScale);
+    }
+    g_qdt = pcclUint8;
+}
 
 /* One stripe's link is broken (rank 1 to rank 2, stripe 2) while the other stripes run: every
  * rank fails fast and is back to its input, whatever its stripes had reduced. */
@@ -147,6 +158,7 @@ int main(void) {
     RUN_TEST(test_plain_bits);
     RUN_TEST(test_plain_tiny);
     RUN_TEST(test_quant_bits);
+    RUN_TEST(test_quant_low_bits);
     RUN_TEST(test_broken_stripe_restores);
     TEST_MAIN_END();
 }
