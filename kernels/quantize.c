@@ -169,17 +169,31 @@ int pccl_qscan_range(const double *x, size_t n, double *plo, double *phi) {
     size_t i = 0;
 #ifdef __SSE2__
     /* The compiler does not vectorize floating min/max reductions (their NaN/-0 rules); with non-finite
-     * lanes masked out, minpd/maxpd give the same result as the scalar loop below. */
+     * lanes replaced by +Inf (for the minimum) and -Inf (for the maximum), minpd/maxpd give the same result
+     * as the scalar loop below. Two accumulators each, so that no iteration waits on the previous one. */
     __m128d vlo = _mm_set1_pd(*plo), vhi = _mm_set1_pd(*phi), vbad = _mm_setzero_pd();
+    __m128d vlo2 = vlo, vhi2 = vhi;
     const __m128d absmask = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX)), big = _mm_set1_pd(DBL_MAX);
-    for (; i + 2 <= n; i += 2) {
-        __m128d v = _mm_loadu_pd(x + i);
-        __m128d a = _mm_and_pd(v, absmask);
-        __m128d finite = _mm_cmple_pd(a, big);              /* false for NaN and Inf */
-        vbad = _mm_or_pd(vbad, _mm_cmpnle_pd(a, big));      /* all ones for NaN and Inf */
-        vlo = _mm_min_pd(vlo, _mm_or_pd(_mm_and_pd(finite, v), _mm_andnot_pd(finite, vlo)));
-        vhi = _mm_max_pd(vhi, _mm_or_pd(_mm_and_pd(finite, v), _mm_andnot_pd(finite, vhi)));
+    const __m128d pinf = _mm_set1_pd(INFINITY), ninf = _mm_set1_pd(-INFINITY);
+#define PCCL_SCAN2(v, lo_acc, hi_acc)                                                              \
+    do {                                                                                           \
+        __m128d fin_ = _mm_cmple_pd(_mm_and_pd((v), absmask), big); /* false for NaN and Inf */   \
+        vbad = _mm_or_pd(vbad, _mm_cmpnle_pd(_mm_and_pd((v), absmask), big));                      \
+        lo_acc = _mm_min_pd(lo_acc, _mm_or_pd(_mm_and_pd(fin_, (v)), _mm_andnot_pd(fin_, pinf))); \
+        hi_acc = _mm_max_pd(hi_acc, _mm_or_pd(_mm_and_pd(fin_, (v)), _mm_andnot_pd(fin_, ninf))); \
+    } while (0)
+    for (; i + 4 <= n; i += 4) {
+        __m128d v0 = _mm_loadu_pd(x + i), v1 = _mm_loadu_pd(x + i + 2);
+        PCCL_SCAN2(v0, vlo, vhi);
+        PCCL_SCAN2(v1, vlo2, vhi2);
     }
+    for (; i + 2 <= n; i += 2) {
+        __m128d v0 = _mm_loadu_pd(x + i);
+        PCCL_SCAN2(v0, vlo, vhi);
+    }
+#undef PCCL_SCAN2
+    vlo = _mm_min_pd(vlo, vlo2);
+    vhi = _mm_max_pd(vhi, vhi2);
     double l2[2], h2[2];
     _mm_storeu_pd(l2, vlo);
     _mm_storeu_pd(h2, vhi);
