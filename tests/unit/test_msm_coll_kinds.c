@@ -11,7 +11,8 @@ TT_FIXTURE(setup, teardown);
 /* One member's COLL_INIT (dtype float, op sum, no quantization unless set). */
 typedef struct vote {
     uint8_t kind, flags, op, quant_algo;
-    uint8_t dtype; /* 0 means float here: pcclUint8 is spelled out through quant tests only */
+    uint8_t dtype;       /* 0 means float here: pcclUint8 is spelled out through quant tests only */
+    uint8_t quant_dtype; /* when quantized; 0 means uint8 */
     uint64_t count, key, capacity, hash;
     uint32_t max_world;
 } vote_t;
@@ -25,7 +26,7 @@ static void vote(uint64_t conn, uint64_t tag, vote_t v) {
     m.u.coll_init.dtype = v.dtype ? v.dtype : pcclFloat;
     m.u.coll_init.op = v.op;
     m.u.coll_init.quant_algo = v.quant_algo;
-    m.u.coll_init.quant_dtype = v.quant_algo ? pcclUint8 : m.u.coll_init.dtype;
+    m.u.coll_init.quant_dtype = v.quant_algo ? (v.quant_dtype ? v.quant_dtype : pcclUint8) : m.u.coll_init.dtype;
     m.u.coll_init.rank_key = v.key;
     m.u.coll_init.capacity = v.capacity;
     m.u.coll_init.max_world = v.max_world;
@@ -92,6 +93,11 @@ static void test_every_kind_commences(void) {
         uint64_t bytes;
     } cases[] = {
         {pcclExtCollAllReduce, {{.count = 100}, {.count = 100}, {.count = 100}}, 0, {100, 100, 100}, {0}, 400},
+        {pcclExtCollAllReduce, /* 2-bit codes of pccl_compress.h pass the master's checks */
+         {{.quant_algo = pcclQuantZeroPointScale, .quant_dtype = 65, .count = 100},
+          {.quant_algo = pcclQuantZeroPointScale, .quant_dtype = 65, .count = 100},
+          {.quant_algo = pcclQuantZeroPointScale, .quant_dtype = 65, .count = 100}},
+         0, {100, 100, 100}, {0}, 400},
         {pcclExtCollBroadcast,
          {{.kind = 1, .count = 100, .capacity = 100},
           {.kind = 1, .flags = PCCL_EXT_COLL_ROOT, .count = 100, .capacity = 100},
@@ -241,6 +247,11 @@ static const struct bad {
      {{.kind = 4, .count = 9, .capacity = 3}, {.kind = 4, .count = 9, .capacity = 3},
       {.kind = 4, .quant_algo = pcclQuantMinMax, .count = 9, .capacity = 3}},
      "quantizations differ: none to float on peer-a, min_max to uint8 on peer-c"},
+    {"quantized widths differ (pccl_compress.h)",
+     {{.quant_algo = pcclQuantMinMax, .quant_dtype = 64, .count = 9},
+      {.quant_algo = pcclQuantMinMax, .quant_dtype = 65, .count = 9},
+      {.quant_algo = pcclQuantMinMax, .quant_dtype = 64, .count = 9}},
+     "quantizations differ: min_max to uint4 on peer-a, min_max to uint2 on peer-b"},
     {"broadcast output too small",
      {{.kind = 1, .flags = PCCL_EXT_COLL_ROOT, .count = 12, .capacity = 12}, {.kind = 1, .count = 12, .capacity = 12},
       {.kind = 1, .count = 12, .capacity = 8}},
