@@ -2,9 +2,10 @@
  * quant_low.c - 4-bit and 2-bit block codes (format and error bounds in pccl_quant.h and pccl_compress.h).
  *
  * A block is a 4-byte prefix and groups of PCCL_QLOW_GROUP elements, each with a float32 base and step and
- * packed codes. Decoding goes through a table of the group's 2^bits values, each computed once as
- * base + (q - off) * step in double and rounded once to the destination type: the result depends only on
- * the block's bytes, so every peer gets the same bits (this file is built with -ffp-contract=off).
+ * packed codes. A code decodes to base + (q - off) * step, computed in double and rounded once to the
+ * destination type: through a table of the group's 2^bits values, or (float, no specials) computed per
+ * element in a loop that vectorizes, with the same bits. The result depends only on the block's bytes, so
+ * every peer gets the same bits (this file is built with -ffp-contract=off).
  */
 #include "quant_low.h"
 #include "pccl_compress.h"
