@@ -14,15 +14,16 @@
 #include <math.h>
 #include <string.h>
 
+/* n <= 25 bits at bit pos, LSB first; only the bytes holding them are touched (buf pre-zeroed for put). */
 static void put_bits(uint8_t *buf, size_t pos, uint32_t v, int n) {
-    for (int b = 0; b < n; b++, pos++)
-        if (v >> b & 1u) buf[pos >> 3] |= (uint8_t)(1u << (pos & 7));
+    uint32_t w = v << (pos & 7);
+    for (unsigned j = 0; j < ((pos & 7) + (unsigned)n + 7) / 8; j++) buf[(pos >> 3) + j] |= (uint8_t)(w >> (8 * j));
 }
 
 static uint32_t get_bits(const uint8_t *buf, size_t pos, int n) {
-    uint32_t v = 0;
-    for (int b = 0; b < n; b++, pos++) v |= (uint32_t)(buf[pos >> 3] >> (pos & 7) & 1u) << b;
-    return v;
+    uint32_t w = 0;
+    for (unsigned j = 0; j < ((pos & 7) + (unsigned)n + 7) / 8; j++) w |= (uint32_t)buf[(pos >> 3) + j] << (8 * j);
+    return w >> (pos & 7) & ((1u << n) - 1);
 }
 
 static size_t bits_to_bytes(uint64_t nbits) { return (size_t)((nbits + 7) / 8); }
@@ -63,32 +64,37 @@ size_t pccl_topk_body_bytes(const pccl_topk_cfg_t *c, uint64_t *kept) {
 
 size_t pccl_topk_exc_bytes(const pccl_topk_cfg_t *c) { return 8 + esz_of(c); }
 
-/* The offsets of the k largest keys of a chunk, ascending: radix select of the k-th largest key (top byte
- * first), then one pass taking the keys above it and the first of those equal to it. */
+/* The offsets of the k largest keys of a chunk, ascending. A radix select finds the k-th largest key, top bits
+ * first (11, then 8 at a time), keeping after each digit only the keys that share the digits chosen so far, so
+ * only the first digit reads the whole chunk; then one pass takes the keys above it and the first of those equal
+ * to it. */
 static void select_chunk(const uint64_t *key, uint32_t len, uint32_t k, int key_bits, uint16_t *sel) {
     if (k >= len) {
         for (uint32_t i = 0; i < len; i++) sel[i] = (uint16_t)i;
         return;
     }
-    uint64_t prefix = 0, mask = 0;
-    uint32_t need = k;
-    for (int shift = key_bits - 8; shift >= 0; shift -= 8) {
-        uint32_t hist[256] = {0};
-        for (uint32_t i = 0; i < len; i++)
-            if ((key[i] & mask) == prefix) hist[key[i] >> shift & 255u]++;
-        for (int b = 255; b >= 0; b--) {
-            if (hist[b] >= need) {
-                prefix |= (uint64_t)b << shift;
-                break;
-            }
-            need -= hist[b];
+    uint64_t cand[PCCL_TOPK_CHUNK], prefix = 0;
+    uint32_t hist[1u << 11], n = len, need = k;
+    const uint64_t *cur = key;
+    for (int width = 11, shift = key_bits - 11;; width = shift < 8 ? shift : 8, shift -= width) {
+        uint32_t mask = (1u << width) - 1, b = mask, m = 0;
+        memset(hist, 0, (mask + 1) * sizeof *hist);
+        for (uint32_t i = 0; i < n; i++) hist[cur[i] >> shift & mask]++;
+        while (hist[b] < need) need -= hist[b--];
+        prefix |= (uint64_t)b << shift;
+        if (shift == 0) break;
+        for (uint32_t i = 0; i < n; i++)
+            if ((cur[i] >> shift & mask) == b) cand[m++] = cur[i];
+        cur = cand, n = m;
+        if (n == 1) { /* the k-th largest key itself */
+            prefix = cand[0];
+            break;
         }
-        mask |= (uint64_t)255u << shift;
     }
     /* prefix is the k-th largest key; need of the keys equal to it are taken, the lowest offsets first. */
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < len && n < k; i++)
-        if (key[i] > prefix || (key[i] == prefix && need && need--)) sel[n++] = (uint16_t)i;
+    uint32_t taken = 0;
+    for (uint32_t i = 0; i < len && taken < k; i++)
+        if (key[i] > prefix || (key[i] == prefix && need && need--)) sel[taken++] = (uint16_t)i;
 }
 
 static void put_offsets(uint8_t *rec, const uint16_t *sel, uint32_t k) {

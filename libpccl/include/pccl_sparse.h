@@ -30,7 +30,8 @@ extern "C" {
 /** Elements per selection chunk: each chunk keeps ceil(fraction * its length) values. */
 #define PCCL_EXT_SPARSE_CHUNK 4096u
 
-/** One member's residual of one tensor: count elements of dtype, zero when created. Opaque. */
+/** One member's residual of one tensor: count elements of dtype, zero when created, and a second buffer of count
+ * elements that calls build the next residual in. Opaque; one call at a time uses it. */
 typedef struct pcclExtSparseResidual pcclExtSparseResidual_t;
 
 /** What one sparse all-reduce did on this member. */

@@ -3,8 +3,8 @@
  * two collectives of the call's tag (an all-gather of every member's settings, then the all-gather of variable
  * counts of the packs) and the sum of the packs in rank order.
  *
- * Nothing the caller sees changes before both collectives succeeded: the new residual is built in a buffer of
- * its own and swapped in at the end, and recvbuf is written only then, so an abort leaves both as they were.
+ * Nothing the caller sees changes before both collectives succeeded: the new residual is built in the residual's
+ * spare buffer and swapped in at the end, and recvbuf is written only then, so an abort leaves both as they were.
  */
 #include "op/sparse.h"
 
@@ -85,15 +85,17 @@ static size_t pack_size(const sparse_call_t *s, uint64_t nonfinite) {
 }
 
 /* Builds this member's pack and the residual it leaves (acc). */
-static int build_pack(sparse_call_t *s, const void *in, const pcclExtSparseResidual_t *res) {
+static int build_pack(sparse_call_t *s, const void *in, pcclExtSparseResidual_t *res) {
     size_t esz = pccl_dtype_size(res->datatype);
     s->body_bytes = pccl_topk_body_bytes(&s->cfg, &s->kept);
-    if (!(s->acc = malloc((size_t)s->cfg.count * esz))) return -PERR_NOMEM;
+    s->acc = res->spare;
+    res->spare = NULL;
+    if (!s->acc && !(s->acc = malloc((size_t)s->cfg.count * esz))) return -PERR_NOMEM;
     s->h.nonfinite = pccl_topk_accumulate(&s->cfg, s->acc, in, res->data);
     s->pack_bytes = pack_size(s, s->h.nonfinite);
     if (!(s->pack = malloc(s->pack_bytes))) return -PERR_NOMEM;
     hdr_put(s->pack, &s->h);
-    pccl_topk_take_nonfinite(&s->cfg, s->acc, s->pack + HDR_BYTES + s->body_bytes);
+    if (s->h.nonfinite) pccl_topk_take_nonfinite(&s->cfg, s->acc, s->pack + HDR_BYTES + s->body_bytes);
     pccl_topk_encode(&s->cfg, s->acc, s->pack + HDR_BYTES);
     return 0;
 }
@@ -230,7 +232,7 @@ pcclResult_t pcclExtSparseAllReduce(const void *sendbuf, void *recvbuf, uint64_t
     s.info.nonfinite = s.h.nonfinite;
     s.info.pack_bytes = s.pack_bytes;
     if (info) *info = s.info;
-    free(s.acc);
+    residual->spare = s.acc; /* the old residual after a success, else the unused buffer */
     free(s.pack);
     return op_result(c, rc);
 }

@@ -9,7 +9,9 @@
 struct pcclExtSparseResidual {
     uint64_t count;
     pcclDataType_t datatype;
-    void *data; /* count elements; replaced whole by a succeeded call */
+    void *data;  /* count elements; replaced whole by a succeeded call */
+    void *spare; /* count elements a call builds the next residual in (NULL until the first call): swapped with
+                  * data on success, so no call faults in fresh pages */
 };
 
 /* float or double: the dtypes a sparse all-reduce takes. */

@@ -35,6 +35,7 @@ pcclResult_t pcclExtSparseResidualCreate(uint64_t count, pcclDataType_t datatype
 void pcclExtSparseResidualDestroy(pcclExtSparseResidual_t *residual) {
     if (!residual) return;
     free(residual->data);
+    free(residual->spare);
     free(residual);
 }
 
