@@ -12,6 +12,7 @@
 #include "base/err.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* n <= 25 bits at bit pos, LSB first; only the bytes holding them are touched (buf pre-zeroed for put). */
@@ -36,13 +37,6 @@ uint32_t pccl_topk_k(uint32_t len, double fraction) {
 
 static size_t esz_of(const pccl_topk_cfg_t *c) { return c->is_double ? sizeof(double) : sizeof(float); }
 
-size_t pccl_topk_chunk_bytes(const pccl_topk_cfg_t *c, uint32_t len) {
-    uint32_t k = pccl_topk_k(len, c->fraction);
-    size_t idx = bits_to_bytes((uint64_t)k * PCCL_TOPK_IDX_BITS);
-    if (c->bits == 0) return idx + (size_t)k * esz_of(c);
-    return 2 * esz_of(c) + idx + bits_to_bytes((uint64_t)k * (unsigned)c->bits);
-}
-
 static uint64_t nchunks(const pccl_topk_cfg_t *c) { return (c->count + PCCL_TOPK_CHUNK - 1) / PCCL_TOPK_CHUNK; }
 
 static uint32_t chunk_len(const pccl_topk_cfg_t *c, uint64_t ch) {
@@ -50,16 +44,42 @@ static uint32_t chunk_len(const pccl_topk_cfg_t *c, uint64_t ch) {
     return left < PCCL_TOPK_CHUNK ? (uint32_t)left : PCCL_TOPK_CHUNK;
 }
 
-size_t pccl_topk_body_bytes(const pccl_topk_cfg_t *c, uint64_t *kept) {
+/* The record's fixed part: the scales and codes, or the values. */
+static size_t fixed_bytes(const pccl_topk_cfg_t *c, uint32_t k) {
+    if (c->bits == 0) return (size_t)k * esz_of(c);
+    return 2 * esz_of(c) + bits_to_bytes((uint64_t)k * (unsigned)c->bits);
+}
+
+/* The Rice parameter of a chunk's gaps: floor(log2(len / k)), the mean gap's magnitude. */
+static int rice_r(uint32_t len, uint32_t k) {
+    int r = 0;
+    while (r < 11 && ((uint64_t)k << (r + 1)) <= len) r++;
+    return r;
+}
+
+/* At most k (1 + r) bits of unary ends and low bits, plus one unary bit per 2^r of the gaps' sum (< len). */
+static size_t stream_max(uint32_t len, uint32_t k) {
+    int r = rice_r(len, k);
+    return bits_to_bytes((uint64_t)k * (uint64_t)(1 + r) + (len >> r));
+}
+
+static size_t slot_bytes(const pccl_topk_cfg_t *c, uint32_t len) {
+    uint32_t k = pccl_topk_k(len, c->fraction);
+    return fixed_bytes(c, k) + stream_max(len, k);
+}
+
+static size_t table_bytes(const pccl_topk_cfg_t *c) { return 2 * (size_t)nchunks(c); }
+
+uint64_t pccl_topk_kept(const pccl_topk_cfg_t *c) {
     uint64_t n = nchunks(c), full = c->count / PCCL_TOPK_CHUNK;
-    size_t bytes = (size_t)full * pccl_topk_chunk_bytes(c, PCCL_TOPK_CHUNK);
     uint64_t k = full * pccl_topk_k(PCCL_TOPK_CHUNK, c->fraction);
-    if (n > full) {
-        bytes += pccl_topk_chunk_bytes(c, chunk_len(c, full));
-        k += pccl_topk_k(chunk_len(c, full), c->fraction);
-    }
-    if (kept) *kept = k;
-    return bytes;
+    return n > full ? k + pccl_topk_k(chunk_len(c, full), c->fraction) : k;
+}
+
+size_t pccl_topk_body_max(const pccl_topk_cfg_t *c) {
+    uint64_t n = nchunks(c), full = c->count / PCCL_TOPK_CHUNK;
+    size_t bytes = table_bytes(c) + (size_t)full * slot_bytes(c, PCCL_TOPK_CHUNK);
+    return n > full ? bytes + slot_bytes(c, chunk_len(c, full)) : bytes;
 }
 
 size_t pccl_topk_exc_bytes(const pccl_topk_cfg_t *c) { return 8 + esz_of(c); }
@@ -97,8 +117,43 @@ static void select_chunk(const uint64_t *key, uint32_t len, uint32_t k, int key_
         if (key[i] > prefix || (key[i] == prefix && need && need--)) sel[taken++] = (uint16_t)i;
 }
 
-static void put_offsets(uint8_t *rec, const uint16_t *sel, uint32_t k) {
-    for (uint32_t j = 0; j < k; j++) put_bits(rec, (size_t)j * PCCL_TOPK_IDX_BITS, sel[j], PCCL_TOPK_IDX_BITS);
+/* A chunk's offsets (ascending) as Rice-coded gaps: gap g = offset - previous - 1 (the first from -1) as g >> r
+ * ones, a zero, then the r low bits of g. Returns the stream's bytes (st pre-zeroed). */
+static size_t put_stream(uint8_t *st, const uint16_t *sel, uint32_t k, int r) {
+    size_t pos = 0;
+    int32_t prev = -1;
+    for (uint32_t j = 0; j < k; prev = sel[j], j++) {
+        uint32_t g = (uint32_t)(sel[j] - prev - 1), q = g >> r;
+        for (; q >= 24; q -= 24, pos += 24) put_bits(st, pos, 0xFFFFFFu, 24);
+        put_bits(st, pos, (1u << q) - 1, (int)q);
+        pos += q + 1;
+        put_bits(st, pos, g & ((1u << r) - 1), r);
+        pos += (size_t)r;
+    }
+    return bits_to_bytes(pos);
+}
+
+/* Reads k offsets of a chunk of len from a stream of nbytes: 0, or -PERR_PROTOCOL when the stream ends early or
+ * an offset falls outside the chunk (so a received stream is never read past its end). */
+static int get_stream(const uint8_t *st, size_t nbytes, uint32_t k, int r, uint32_t len, uint16_t *offs) {
+    size_t pos = 0, nbits = nbytes * 8;
+    int64_t prev = -1;
+    for (uint32_t j = 0; j < k; j++) {
+        uint64_t q = 0;
+        for (;; q++) {
+            if (pos >= nbits) return -PERR_PROTOCOL;
+            int one = st[pos >> 3] >> (pos & 7) & 1;
+            pos++;
+            if (!one) break;
+        }
+        if (pos + (size_t)r > nbits) return -PERR_PROTOCOL;
+        int64_t off = prev + 1 + (int64_t)(q << r | get_bits(st, pos, r));
+        pos += (size_t)r;
+        if (off >= (int64_t)len) return -PERR_PROTOCOL;
+        offs[j] = (uint16_t)off;
+        prev = off;
+    }
+    return 0;
 }
 
 /* The typed kernels: accumulate, take the non-finite, encode and decode a chunk, add exceptions. */
@@ -128,20 +183,18 @@ static void put_offsets(uint8_t *rec, const uint16_t *sel, uint32_t k) {
         T step = (hi - lo) / (T)(levels - 1);                                                                     \
         return lo + (T)q * step;                                                                                  \
     }                                                                                                             \
-    static void encode_chunk_##SUF(T *a, uint32_t len, uint32_t k, int bits, uint8_t *rec) {                    \
+    static void encode_chunk_##SUF(T *a, uint32_t len, uint32_t k, int bits, uint8_t *rec, uint16_t *sel) {    \
         uint64_t key[PCCL_TOPK_CHUNK];                                                                            \
-        uint16_t sel[PCCL_TOPK_CHUNK] = {0};                                                                      \
         for (uint32_t i = 0; i < len; i++) {                                                                      \
             uint64_t u = 0;                                                                                       \
             memcpy(&u, &a[i], sizeof(T));                                                                         \
             key[i] = u & (ABS_MASK);                                                                              \
         }                                                                                                         \
         select_chunk(key, len, k, KEY_BITS, sel);                                                                 \
-        size_t esz = sizeof(T), idx_bytes = bits_to_bytes((uint64_t)k * PCCL_TOPK_IDX_BITS);                   \
+        size_t esz = sizeof(T);                                                                                   \
         if (bits == 0) {                                                                                          \
-            put_offsets(rec, sel, k);                                                                             \
             for (uint32_t j = 0; j < k; j++) {                                                                    \
-                memcpy(rec + idx_bytes + j * esz, &a[sel[j]], esz);                                               \
+                memcpy(rec + j * esz, &a[sel[j]], esz);                                                           \
                 a[sel[j]] = 0;                                                                                    \
             }                                                                                                     \
             return;                                                                                               \
@@ -154,8 +207,7 @@ static void put_offsets(uint8_t *rec, const uint16_t *sel, uint32_t k) {
         }                                                                                                         \
         memcpy(rec, &lo, esz);                                                                                    \
         memcpy(rec + esz, &hi, esz);                                                                              \
-        put_offsets(rec + 2 * esz, sel, k);                                                                       \
-        uint8_t *codes = rec + 2 * esz + idx_bytes;                                                               \
+        uint8_t *codes = rec + 2 * esz;                                                                           \
         uint32_t levels = 1u << (bits - 1);                                                                       \
         T step = (hi - lo) / (T)(levels - 1);                                                                     \
         for (uint32_t j = 0; j < k; j++) {                                                                        \
@@ -170,26 +222,25 @@ static void put_offsets(uint8_t *rec, const uint16_t *sel, uint32_t k) {
             a[sel[j]] = v - (neg ? -d : d);                                                                       \
         }                                                                                                         \
     }                                                                                                             \
-    static void decode_chunk_##SUF(const uint8_t *rec, uint32_t k, int bits, T *out) {                          \
-        size_t esz = sizeof(T), idx_bytes = bits_to_bytes((uint64_t)k * PCCL_TOPK_IDX_BITS);                   \
-        const uint8_t *offs = bits ? rec + 2 * esz : rec;                                                         \
+    static void decode_chunk_##SUF(const uint8_t *rec, uint32_t k, int bits, const uint16_t *offs, T *out) {   \
+        size_t esz = sizeof(T);                                                                                   \
         if (bits == 0) {                                                                                          \
             for (uint32_t j = 0; j < k; j++) {                                                                    \
                 T v;                                                                                              \
-                memcpy(&v, rec + idx_bytes + j * esz, esz);                                                       \
-                out[get_bits(offs, (size_t)j * PCCL_TOPK_IDX_BITS, PCCL_TOPK_IDX_BITS)] += v;                    \
+                memcpy(&v, rec + j * esz, esz);                                                                   \
+                out[offs[j]] += v;                                                                                \
             }                                                                                                     \
             return;                                                                                               \
         }                                                                                                         \
         T lo, hi;                                                                                                 \
         memcpy(&lo, rec, esz);                                                                                    \
         memcpy(&hi, rec + esz, esz);                                                                              \
-        const uint8_t *codes = offs + idx_bytes;                                                                  \
+        const uint8_t *codes = rec + 2 * esz;                                                                     \
         uint32_t levels = 1u << (bits - 1);                                                                       \
         for (uint32_t j = 0; j < k; j++) {                                                                        \
             uint32_t code = get_bits(codes, (size_t)j * (unsigned)bits, bits);                                    \
             T d = level_##SUF(lo, hi, code & (levels - 1), levels);                                               \
-            out[get_bits(offs, (size_t)j * PCCL_TOPK_IDX_BITS, PCCL_TOPK_IDX_BITS)] += code >> (bits - 1) ? -d : d; \
+            out[offs[j]] += code >> (bits - 1) ? -d : d;                                                          \
         }                                                                                                         \
     }                                                                                                             \
     static void exc_add_##SUF(const uint8_t *exc, uint64_t n, T *out) {                                        \
@@ -214,26 +265,62 @@ void pccl_topk_take_nonfinite(const pccl_topk_cfg_t *c, void *acc, uint8_t *exc)
     else take_nonfinite_f(acc, c->count, exc);
 }
 
-void pccl_topk_encode(const pccl_topk_cfg_t *c, void *acc, uint8_t *body) {
-    uint64_t n = nchunks(c);
-    size_t full = pccl_topk_chunk_bytes(c, PCCL_TOPK_CHUNK);
-    memset(body, 0, pccl_topk_body_bytes(c, NULL));
-    _Pragma("omp parallel for schedule(static) if (n >= 16)")
-    for (uint64_t ch = 0; ch < n; ch++) {
-        uint32_t len = chunk_len(c, ch), k = pccl_topk_k(len, c->fraction);
-        if (c->is_double) encode_chunk_d((double *)acc + ch * PCCL_TOPK_CHUNK, len, k, c->bits, body + ch * full);
-        else encode_chunk_f((float *)acc + ch * PCCL_TOPK_CHUNK, len, k, c->bits, body + ch * full);
-    }
+/* Encodes chunk ch into its slot: the fixed part, then the stream; returns the stream's bytes. */
+static size_t encode_one(const pccl_topk_cfg_t *c, void *acc, uint64_t ch, uint8_t *slot) {
+    uint16_t sel[PCCL_TOPK_CHUNK];
+    uint32_t len = chunk_len(c, ch), k = pccl_topk_k(len, c->fraction);
+    if (c->is_double) encode_chunk_d((double *)acc + ch * PCCL_TOPK_CHUNK, len, k, c->bits, slot, sel);
+    else encode_chunk_f((float *)acc + ch * PCCL_TOPK_CHUNK, len, k, c->bits, slot, sel);
+    return put_stream(slot + fixed_bytes(c, k), sel, k, rice_r(len, k));
 }
 
-int pccl_topk_check(const pccl_topk_cfg_t *c, const uint8_t *body, const uint8_t *exc, uint64_t nexc) {
+/* Chunks are encoded in parallel into slots of their largest size, then moved together in order. */
+size_t pccl_topk_encode(const pccl_topk_cfg_t *c, void *acc, uint8_t *body) {
     uint64_t n = nchunks(c);
-    size_t full = pccl_topk_chunk_bytes(c, PCCL_TOPK_CHUNK), esz = esz_of(c), eb = pccl_topk_exc_bytes(c);
-    if (n == 0) return 0;
-    uint32_t last = chunk_len(c, n - 1), k = pccl_topk_k(last, c->fraction);
-    const uint8_t *offs = body + (n - 1) * full + (c->bits ? 2 * esz : 0);
-    for (uint32_t j = 0; j < k; j++)
-        if (get_bits(offs, (size_t)j * PCCL_TOPK_IDX_BITS, PCCL_TOPK_IDX_BITS) >= last) return -PERR_PROTOCOL;
+    size_t slot = slot_bytes(c, PCCL_TOPK_CHUNK), tb = table_bytes(c);
+    memset(body, 0, pccl_topk_body_max(c));
+    _Pragma("omp parallel for schedule(static) if (n >= 16)")
+    for (uint64_t ch = 0; ch < n; ch++) {
+        size_t len = encode_one(c, acc, ch, body + tb + ch * slot);
+        body[2 * ch] = (uint8_t)len, body[2 * ch + 1] = (uint8_t)(len >> 8);
+    }
+    size_t at = tb;
+    for (uint64_t ch = 0; ch < n; ch++) {
+        size_t rec = fixed_bytes(c, pccl_topk_k(chunk_len(c, ch), c->fraction)) + (body[2 * ch] | (size_t)body[2 * ch + 1] << 8);
+        memmove(body + at, body + tb + ch * slot, rec);
+        at += rec;
+    }
+    return at;
+}
+
+/* Where each chunk's record starts (offsets of n chunks), from the table; the body's bytes, or 0 when the records
+ * run past avail. */
+static size_t record_offsets(const pccl_topk_cfg_t *c, const uint8_t *body, size_t avail, size_t *off) {
+    uint64_t n = nchunks(c);
+    size_t at = table_bytes(c);
+    if (at > avail) return 0;
+    for (uint64_t ch = 0; ch < n; ch++) {
+        if (off) off[ch] = at;
+        at += fixed_bytes(c, pccl_topk_k(chunk_len(c, ch), c->fraction)) + (body[2 * ch] | (size_t)body[2 * ch + 1] << 8);
+        if (at > avail) return 0;
+    }
+    return at;
+}
+
+static size_t stream_bytes(const uint8_t *body, uint64_t ch) { return body[2 * ch] | (size_t)body[2 * ch + 1] << 8; }
+
+int pccl_topk_check(const pccl_topk_cfg_t *c, const uint8_t *body, size_t body_bytes, const uint8_t *exc,
+                    uint64_t nexc) {
+    uint64_t n = nchunks(c);
+    size_t eb = pccl_topk_exc_bytes(c), at = table_bytes(c);
+    uint16_t offs[PCCL_TOPK_CHUNK];
+    if (record_offsets(c, body, body_bytes, NULL) != body_bytes) return -PERR_PROTOCOL;
+    for (uint64_t ch = 0; ch < n; ch++) {
+        uint32_t len = chunk_len(c, ch), k = pccl_topk_k(len, c->fraction);
+        size_t f = fixed_bytes(c, k);
+        if (get_stream(body + at + f, stream_bytes(body, ch), k, rice_r(len, k), len, offs) != 0) return -PERR_PROTOCOL;
+        at += f + stream_bytes(body, ch);
+    }
     for (uint64_t e = 0; e < nexc; e++) {
         uint64_t i = 0;
         for (int b = 0; b < 8; b++) i |= (uint64_t)exc[e * eb + (size_t)b] << (8 * b);
@@ -242,15 +329,30 @@ int pccl_topk_check(const pccl_topk_cfg_t *c, const uint8_t *body, const uint8_t
     return 0;
 }
 
+/* Adds the record of chunk ch (checked) at rec to out. */
+static void decode_one(const pccl_topk_cfg_t *c, const uint8_t *body, uint64_t ch, size_t at, void *out) {
+    uint16_t offs[PCCL_TOPK_CHUNK];
+    uint32_t len = chunk_len(c, ch), k = pccl_topk_k(len, c->fraction);
+    size_t f = fixed_bytes(c, k);
+    if (get_stream(body + at + f, stream_bytes(body, ch), k, rice_r(len, k), len, offs) != 0) return;
+    if (c->is_double) decode_chunk_d(body + at, k, c->bits, offs, (double *)out + ch * PCCL_TOPK_CHUNK);
+    else decode_chunk_f(body + at, k, c->bits, offs, (float *)out + ch * PCCL_TOPK_CHUNK);
+}
+
 void pccl_topk_decode_add(const pccl_topk_cfg_t *c, const uint8_t *body, void *out) {
     uint64_t n = nchunks(c);
-    size_t full = pccl_topk_chunk_bytes(c, PCCL_TOPK_CHUNK);
-    _Pragma("omp parallel for schedule(static) if (n >= 16)")
-    for (uint64_t ch = 0; ch < n; ch++) {
-        uint32_t kc = pccl_topk_k(chunk_len(c, ch), c->fraction);
-        if (c->is_double) decode_chunk_d(body + ch * full, kc, c->bits, (double *)out + ch * PCCL_TOPK_CHUNK);
-        else decode_chunk_f(body + ch * full, kc, c->bits, (float *)out + ch * PCCL_TOPK_CHUNK);
+    size_t *off = malloc((size_t)n * sizeof *off);
+    if (!off) { /* serially, walking the records */
+        for (uint64_t ch = 0, at = table_bytes(c); ch < n; ch++) {
+            decode_one(c, body, ch, at, out);
+            at += fixed_bytes(c, pccl_topk_k(chunk_len(c, ch), c->fraction)) + stream_bytes(body, ch);
+        }
+        return;
     }
+    record_offsets(c, body, SIZE_MAX, off);
+    _Pragma("omp parallel for schedule(static) if (n >= 16)")
+    for (uint64_t ch = 0; ch < n; ch++) decode_one(c, body, ch, off[ch], out);
+    free(off);
 }
 
 void pccl_topk_exc_add(const pccl_topk_cfg_t *c, const uint8_t *exc, uint64_t n, void *out) {

@@ -6,8 +6,8 @@
  * keeps, in each chunk, the ceil(fraction * chunk length) values of largest magnitude (ties: the lowest index),
  * optionally quantized to 2 or 4 bits (sign and magnitude levels between the chunk's smallest and largest kept
  * magnitude). What it did not send, the quantization error included, stays in its residual (error feedback).
- * The packs of (index, value) travel through the all-gather of variable counts (pccl_coll.h) and every member
- * sums them in rank order, so every member holds the same bits. The residual never leaves its member; a
+ * The packs (Rice-coded offsets and the values) travel through the all-gather of variable counts (pccl_coll.h)
+ * and every member sums them in rank order, so every member holds the same bits. The residual never leaves its member; a
  * newcomer starts with a zero residual.
  *
  * Non-finite values (NaN, infinities) of input + residual are never quantized or dropped: each is sent exactly,

@@ -55,7 +55,7 @@ static void replay_init(replay_t *r, uint64_t n, const pccl_topk_cfg_t *c) {
     for (int j = 0; j < 4; j++) r->res[j] = calloc(n, sizeof(float));
     r->acc = malloc(n * sizeof(float));
     r->want = malloc(n * sizeof(float));
-    r->body = malloc(pccl_topk_body_bytes(c, NULL));
+    r->body = malloc(pccl_topk_body_max(c));
 }
 
 /* Replays the round on every member of mask: want = sum of their packs (/world for avg), residuals advanced. */

@@ -16,12 +16,18 @@ static float rndf(void) {
     return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-/* Encodes acc (count floats) with cfg; returns the body, acc becomes the residual. */
-static uint8_t *encode(const pccl_topk_cfg_t *c, float *acc) {
-    uint8_t *body = malloc(pccl_topk_body_bytes(c, NULL) + 1);
-    pccl_topk_encode(c, acc, body);
+/* Encodes acc with cfg; returns the body (its bytes in *bytes when not NULL), acc becomes the residual. */
+static uint8_t *encode_n(const pccl_topk_cfg_t *c, void *acc, size_t *bytes) {
+    size_t max = pccl_topk_body_max(c);
+    uint8_t *body = malloc(max);
+    size_t n = pccl_topk_encode(c, acc, body);
+    CHECK(n <= max);
+    CHECK(pccl_topk_check(c, body, n, NULL, 0) == 0);
+    if (bytes) *bytes = n;
     return body;
 }
+
+static uint8_t *encode(const pccl_topk_cfg_t *c, float *acc) { return encode_n(c, acc, NULL); }
 
 static void test_k(void) {
     CHECK_EQ_U64(pccl_topk_k(4096, 0.03), 123); /* ceil(122.88) */
@@ -29,12 +35,26 @@ static void test_k(void) {
     CHECK_EQ_U64(pccl_topk_k(10, 1e-9), 1);
     CHECK_EQ_U64(pccl_topk_k(1, 0.5), 1);
     pccl_topk_cfg_t c = {.count = 4096 + 100, .bits = 0, .fraction = 0.03};
-    uint64_t kept = 0;
-    size_t b = pccl_topk_body_bytes(&c, &kept);
-    CHECK_EQ_U64(kept, 123 + 3);
-    CHECK_EQ_U64(b, (123 * 12 + 7) / 8 + 123 * 4 + (3 * 12 + 7) / 8 + 3 * 4);
-    c.bits = 2;
-    CHECK_EQ_U64(pccl_topk_body_bytes(&c, NULL), 8 + (123 * 12 + 7) / 8 + (123 * 2 + 7) / 8 + 8 + 5 + 1);
+    CHECK_EQ_U64(pccl_topk_kept(&c), 123 + 3);
+}
+
+/* The offsets cost about log2(1 / fraction) + 2 bits each: at 3% and 2 bits a pack is over 97x smaller than the
+ * floats it stands for; every fraction's stream fits the largest body. */
+static void test_pack_size(void) {
+    uint64_t n = 64 * 4096;
+    float *in = malloc(n * sizeof *in), *acc = malloc(n * sizeof *acc);
+    for (uint64_t i = 0; i < n; i++) in[i] = rndf();
+    const double fr[] = {0.03, 0.01, 1.0, 0.5, 1e-6, 0.2};
+    for (size_t t = 0; t < sizeof fr / sizeof *fr; t++) {
+        pccl_topk_cfg_t c = {.count = n, .bits = 2, .fraction = fr[t]};
+        size_t bytes;
+        pccl_topk_accumulate(&c, acc, in, NULL);
+        free(encode_n(&c, acc, &bytes));
+        double bits_per_kept = ((double)bytes * 8 - 64.0 * 64 - 16.0 * 64) / (double)pccl_topk_kept(&c) - 2;
+        CHECK(bits_per_kept <= log2(1 / fr[t]) + 2.6);
+        if (fr[t] == 0.03) CHECK((double)n * 4 / (double)bytes > 97);
+    }
+    free(in), free(acc);
 }
 
 /* bits 0: the decoded body plus the residual is the input exactly; the kept values are each chunk's largest
@@ -47,7 +67,6 @@ static void test_select_exact(void) {
     for (uint64_t i = 4096; i < 8192; i++) in[i] = (i % 3 ? 1.0f : -1.0f) * (i < 4200 ? 0.5f : 0.25f); /* ties */
     CHECK_EQ_U64(pccl_topk_accumulate(&c, acc, in, NULL), 0);
     uint8_t *body = encode(&c, acc);
-    CHECK(pccl_topk_check(&c, body, NULL, 0) == 0);
     pccl_topk_decode_add(&c, body, out);
     uint64_t sent = 0, bad = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -56,9 +75,7 @@ static void test_select_exact(void) {
         bad += s ? !(out[i] == in[i] && acc[i] == 0) : acc[i] != in[i];
     }
     CHECK_EQ_U64(bad, 0);
-    uint64_t kept = 0;
-    pccl_topk_body_bytes(&c, &kept);
-    CHECK_EQ_U64(sent, kept);
+    CHECK_EQ_U64(sent, pccl_topk_kept(&c));
     for (uint64_t ch = 0; ch < 4; ch++) { /* every sent magnitude >= every unsent one in its chunk */
         float min_sent = INFINITY, max_unsent = 0;
         for (uint64_t i = ch * 4096; i < n && i < (ch + 1) * 4096; i++) {
@@ -90,9 +107,9 @@ static void test_quantized(void) {
         pccl_topk_decode_add(&c, body, out);
         uint64_t bad = 0, sent = 0;
         for (uint64_t ch = 0; ch < 3; ch++) {
-            float lo, hi;
-            memcpy(&lo, body + ch * pccl_topk_chunk_bytes(&c, 4096), 4);
-            memcpy(&hi, body + ch * pccl_topk_chunk_bytes(&c, 4096) + 4, 4);
+            float lo = INFINITY, hi = 0; /* the encoder's scales: the smallest and largest kept magnitude */
+            for (uint64_t i = ch * 4096; i < n && i < (ch + 1) * 4096; i++)
+                if (out[i] != 0) lo = fminf(lo, fabsf(want[i])), hi = fmaxf(hi, fabsf(want[i]));
             float step = (hi - lo) / (float)((1 << (bits - 1)) - 1);
             for (uint64_t i = ch * 4096; i < n && i < (ch + 1) * 4096; i++) {
                 if (out[i] == 0) {
@@ -120,8 +137,7 @@ static void test_double(void) {
     double *in = malloc(n * sizeof *in), *acc = malloc(n * sizeof *acc), *out = calloc(n, sizeof *out);
     for (uint64_t i = 0; i < n; i++) in[i] = rndf() * 1e3;
     pccl_topk_accumulate(&c, acc, in, NULL);
-    uint8_t *body = malloc(pccl_topk_body_bytes(&c, NULL));
-    pccl_topk_encode(&c, acc, body);
+    uint8_t *body = encode_n(&c, acc, NULL);
     pccl_topk_decode_add(&c, body, out);
     uint64_t sent = 0, bad = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -145,27 +161,36 @@ static void test_nonfinite(void) {
     pccl_topk_take_nonfinite(&c, acc, exc);
     CHECK(acc[7] == 0 && acc[100] == 0 && acc[4100] == 0);
     CHECK(exc[0] == 7 && exc[12] == 100 && exc[24] == (4100 & 255) && exc[25] == 4100 >> 8);
-    uint8_t *body = encode(&c, acc);
-    CHECK(pccl_topk_check(&c, body, exc, 3) == 0);
+    size_t bytes;
+    uint8_t *body = encode_n(&c, acc, &bytes);
+    CHECK(pccl_topk_check(&c, body, bytes, exc, 3) == 0);
     pccl_topk_decode_add(&c, body, out);
     pccl_topk_exc_add(&c, exc, 3, out);
     CHECK(isnan(out[7]) && out[100] == INFINITY && out[4100] == -INFINITY);
     CHECK(acc[7] == 0 && acc[100] == 0 && acc[4100] == 0);
     exc[24] = 0xff, exc[25] = 0xff; /* index 65535: out of range */
-    CHECK(pccl_topk_check(&c, body, exc, 3) == -PERR_PROTOCOL);
+    CHECK(pccl_topk_check(&c, body, bytes, exc, 3) == -PERR_PROTOCOL);
     free(in), free(acc), free(out), free(exc), free(body);
 }
 
-/* A received body whose last chunk names an offset past the tensor's end is refused. */
+/* A received body is refused when its records do not fill it exactly, or when an offset stream runs out or names an
+ * offset past its chunk's end. */
 static void test_check_offsets(void) {
     pccl_topk_cfg_t c = {.count = 4096 + 20, .bits = 0, .fraction = 0.1};
     float *acc = calloc(c.count, sizeof *acc);
     for (uint64_t i = 0; i < c.count; i++) acc[i] = (float)i;
-    uint8_t *body = encode(&c, acc);
-    CHECK(pccl_topk_check(&c, body, NULL, 0) == 0);
-    uint8_t *last = body + pccl_topk_chunk_bytes(&c, 4096);
-    last[0] = 0xff, last[1] |= 0x0f; /* first offset 4095 >= 20 */
-    CHECK(pccl_topk_check(&c, body, NULL, 0) == -PERR_PROTOCOL);
+    size_t bytes;
+    uint8_t *body = encode_n(&c, acc, &bytes);
+    CHECK(pccl_topk_check(&c, body, bytes - 1, NULL, 0) == -PERR_PROTOCOL);
+    CHECK(pccl_topk_check(&c, body, bytes + 1, NULL, 0) == -PERR_PROTOCOL);
+    /* the last chunk (20 elements, k 2, r 3) took offsets 18 and 19: gap 18 (2 ones, a zero, low bits 010), then
+     * gap 0 (a zero, 000): 10 bits in 2 bytes */
+    uint8_t *last = body + bytes - 2;
+    CHECK(body[2] == 2 && body[3] == 0 && last[0] == (0x3 | 0x2 << 3) && last[1] == 0);
+    last[0] = 0x3 | 0x7 << 3; /* gap 23: past the chunk */
+    CHECK(pccl_topk_check(&c, body, bytes, NULL, 0) == -PERR_PROTOCOL);
+    last[0] = last[1] = 0xff; /* the stream ends inside a gap */
+    CHECK(pccl_topk_check(&c, body, bytes, NULL, 0) == -PERR_PROTOCOL);
     free(acc), free(body);
 }
 
@@ -205,6 +230,7 @@ static void test_residual_object(void) {
 
 int main(void) {
     RUN_TEST(test_k);
+    RUN_TEST(test_pack_size);
     RUN_TEST(test_select_exact);
     RUN_TEST(test_quantized);
     RUN_TEST(test_double);

@@ -16,15 +16,15 @@
 #include "pccl_kernels.h"
 #include "pccl_topk.h"
 
-#define HDR_BYTES 40u
+#define HDR_BYTES 48u
 #define HDR_MAGIC 0x4b505350u /* "PSPK" */
 #define HDR_VERSION 1u
 
-/* A pack's header: the settings every member must share, and this member's count of non-finite values. */
+/* A pack's header: the settings every member must share, this member's body bytes and non-finite values. */
 typedef struct hdr {
     uint32_t magic, chunk;
     uint8_t version, bits, dtype, op;
-    uint64_t fraction_bits, count, nonfinite;
+    uint64_t fraction_bits, count, nonfinite, body_bytes;
 } hdr_t;
 
 static void hdr_put(uint8_t *p, const hdr_t *h) {
@@ -34,13 +34,15 @@ static void hdr_put(uint8_t *p, const hdr_t *h) {
     wire_put_u64(p + 8, h->fraction_bits);
     wire_put_u64(p + 16, h->count);
     wire_put_u64(p + 24, h->nonfinite);
-    wire_put_u32(p + 32, h->chunk);
+    wire_put_u64(p + 32, h->body_bytes);
+    wire_put_u32(p + 40, h->chunk);
 }
 
 static hdr_t hdr_get(const uint8_t *p) {
     return (hdr_t){.magic = wire_get_u32(p), .version = p[4], .bits = p[5], .dtype = p[6], .op = p[7],
                    .fraction_bits = wire_get_u64(p + 8), .count = wire_get_u64(p + 16),
-                   .nonfinite = wire_get_u64(p + 24), .chunk = wire_get_u32(p + 32)};
+                   .nonfinite = wire_get_u64(p + 24), .body_bytes = wire_get_u64(p + 32),
+                   .chunk = wire_get_u32(p + 40)};
 }
 
 static int same_settings(const hdr_t *a, const hdr_t *b) {
@@ -62,7 +64,7 @@ typedef struct sparse_call {
     hdr_t h;
     void *acc;
     uint8_t *pack;
-    size_t body_bytes, pack_bytes;
+    size_t body_max, pack_bytes;
     uint64_t kept;
     pcclExtSparseInfo_t info;
 } sparse_call_t;
@@ -80,23 +82,30 @@ static int run_coll(sparse_call_t *s, const pcclExtCollDescriptor_t *d, pcclExtC
     return rc;
 }
 
-static size_t pack_size(const sparse_call_t *s, uint64_t nonfinite) {
-    return HDR_BYTES + s->body_bytes + (size_t)nonfinite * pccl_topk_exc_bytes(&s->cfg);
+/* The bytes of a pack whose header is h; 0 when h claims more than its settings allow. */
+static size_t pack_size(const sparse_call_t *s, const hdr_t *h) {
+    if (h->nonfinite > s->cfg.count || h->body_bytes > s->body_max) return 0;
+    return HDR_BYTES + (size_t)h->body_bytes + (size_t)h->nonfinite * pccl_topk_exc_bytes(&s->cfg);
 }
 
 /* Builds this member's pack and the residual it leaves (acc). */
 static int build_pack(sparse_call_t *s, const void *in, pcclExtSparseResidual_t *res) {
     size_t esz = pccl_dtype_size(res->datatype);
-    s->body_bytes = pccl_topk_body_bytes(&s->cfg, &s->kept);
+    s->kept = pccl_topk_kept(&s->cfg);
+    s->body_max = pccl_topk_body_max(&s->cfg);
     s->acc = res->spare;
     res->spare = NULL;
     if (!s->acc && !(s->acc = malloc((size_t)s->cfg.count * esz))) return -PERR_NOMEM;
     s->h.nonfinite = pccl_topk_accumulate(&s->cfg, s->acc, in, res->data);
-    s->pack_bytes = pack_size(s, s->h.nonfinite);
-    if (!(s->pack = malloc(s->pack_bytes))) return -PERR_NOMEM;
+    size_t exc_bytes = (size_t)s->h.nonfinite * pccl_topk_exc_bytes(&s->cfg);
+    if (!(s->pack = malloc(HDR_BYTES + s->body_max + exc_bytes))) return -PERR_NOMEM;
+    /* the exceptions wait behind the largest body, then move up behind the body written */
+    uint8_t *exc = s->pack + HDR_BYTES + s->body_max;
+    if (s->h.nonfinite) pccl_topk_take_nonfinite(&s->cfg, s->acc, exc);
+    s->h.body_bytes = pccl_topk_encode(&s->cfg, s->acc, s->pack + HDR_BYTES);
+    memmove(s->pack + HDR_BYTES + s->h.body_bytes, exc, exc_bytes);
+    s->pack_bytes = pack_size(s, &s->h);
     hdr_put(s->pack, &s->h);
-    if (s->h.nonfinite) pccl_topk_take_nonfinite(&s->cfg, s->acc, s->pack + HDR_BYTES + s->body_bytes);
-    pccl_topk_encode(&s->cfg, s->acc, s->pack + HDR_BYTES);
     return 0;
 }
 
@@ -125,10 +134,8 @@ static int check_settings(sparse_call_t *s, uint64_t **sizes, uint32_t *world) {
         if (!same_settings(&h0, &hr)) {
             log_mismatch(s, &h0, 0, &hr, r);
             rc = -PERR_MISMATCH;
-        } else if (hr.nonfinite > s->cfg.count) {
+        } else if (!((*sizes)[r] = pack_size(s, &hr))) {
             rc = -PERR_PROTOCOL;
-        } else {
-            (*sizes)[r] = pack_size(s, hr.nonfinite);
         }
     }
     *world = w;
@@ -141,9 +148,10 @@ static int check_packs(const sparse_call_t *s, const uint8_t *all, const uint64_
     const uint8_t *p = all;
     for (uint32_t r = 0; r < w; p += counts[r], r++) {
         hdr_t h = hdr_get(p);
-        int rc = counts[r] >= HDR_BYTES && same_settings(&h, &s->h) && h.nonfinite <= s->cfg.count &&
-                 counts[r] == pack_size(s, h.nonfinite) ? 0 : -PERR_PROTOCOL;
-        if (rc == 0) rc = pccl_topk_check(&s->cfg, p + HDR_BYTES, p + HDR_BYTES + s->body_bytes, h.nonfinite);
+        int rc = counts[r] >= HDR_BYTES && same_settings(&h, &s->h) && pack_size(s, &h) &&
+                 counts[r] == pack_size(s, &h) ? 0 : -PERR_PROTOCOL;
+        if (rc == 0)
+            rc = pccl_topk_check(&s->cfg, p + HDR_BYTES, h.body_bytes, p + HDR_BYTES + h.body_bytes, h.nonfinite);
         if (rc != 0) {
             PLOG_ERROR(s->c->log_name, "sparse all-reduce tag %llu: rank %u's pack is malformed",
                        (unsigned long long)s->tag, r);
@@ -159,8 +167,9 @@ static void sum_packs(const sparse_call_t *s, const uint8_t *all, const uint64_t
     memset(out, 0, (size_t)s->cfg.count * pccl_dtype_size(dt));
     const uint8_t *p = all;
     for (uint32_t r = 0; r < w; p += counts[r], r++) {
+        hdr_t h = hdr_get(p);
         pccl_topk_decode_add(&s->cfg, p + HDR_BYTES, out);
-        pccl_topk_exc_add(&s->cfg, p + HDR_BYTES + s->body_bytes, hdr_get(p).nonfinite, out);
+        pccl_topk_exc_add(&s->cfg, p + HDR_BYTES + h.body_bytes, h.nonfinite, out);
     }
     if (op == pcclAvg) pccl_reduce_finalize_avg(out, (size_t)s->cfg.count, dt, w);
 }
