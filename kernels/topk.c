@@ -103,8 +103,10 @@ static void select_chunk(const uint64_t *key, uint32_t len, uint32_t k, int key_
         while (hist[b] < need) need -= hist[b--];
         prefix |= (uint64_t)b << shift;
         if (shift == 0) break;
-        for (uint32_t i = 0; i < n; i++)
-            if ((cur[i] >> shift & mask) == b) cand[m++] = cur[i];
+        for (uint32_t i = 0; i < n; i++) { /* branch-free: which keys match is data, not a pattern */
+            cand[m] = cur[i];
+            m += (cur[i] >> shift & mask) == b;
+        }
         cur = cand, n = m;
         if (n == 1) { /* the k-th largest key itself */
             prefix = cand[0];
@@ -113,8 +115,12 @@ static void select_chunk(const uint64_t *key, uint32_t len, uint32_t k, int key_
     }
     /* prefix is the k-th largest key; need of the keys equal to it are taken, the lowest offsets first. */
     uint32_t taken = 0;
-    for (uint32_t i = 0; i < len && taken < k; i++)
-        if (key[i] > prefix || (key[i] == prefix && need && need--)) sel[taken++] = (uint16_t)i;
+    for (uint32_t i = 0; i < len; i++) {
+        uint32_t tie = key[i] == prefix && need > 0;
+        need -= tie;
+        sel[taken] = (uint16_t)i;
+        taken += (key[i] > prefix) | tie;
+    }
 }
 
 /* A chunk's offsets (ascending) as Rice-coded gaps: gap g = offset - previous - 1 (the first from -1) as g >> r
