@@ -222,8 +222,22 @@ static void test_residual_object(void) {
     CHECK(pcclExtSparseResidualReset(r) == pcclSuccess);
     CHECK(pcclExtSparseResidualReset(NULL) == pcclInvalidArgument);
     float buf[10] = {0};
-    /* local mistakes are refused before any communicator is touched */
+    double dbuf[11] = {0};
+    /* local mistakes are refused before the communicator is touched (this one is not a communicator at all) */
+    const pcclComm_t *comm = (const pcclComm_t *)(void *)dbuf;
     CHECK(pcclExtSparseAllReduce(buf, buf, 10, pcclFloat, pcclSum, 0.5, 0, r, 1, NULL, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclFloat, pcclSum, 0.5, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 11, pcclDouble, pcclSum, 0.5, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclDouble, pcclMax, 0.5, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclDouble, pcclSum, 0.0, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclDouble, pcclSum, 1.5, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclDouble, pcclSum, NAN, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclDouble, pcclSum, 0.5, 3, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, NULL, 10, pcclDouble, pcclSum, 0.5, 0, r, 1, comm, NULL) == pcclInvalidArgument);
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf + 1, 10, pcclDouble, pcclSum, 0.5, 0, r, 1, comm, NULL) ==
+          pcclInvalidArgument); /* overlapping */
+    CHECK(pcclExtSparseAllReduce(dbuf, dbuf, 10, pcclDouble, pcclSum, 0.5, 0, NULL, 1, comm, NULL) ==
+          pcclInvalidArgument);
     pcclExtSparseResidualDestroy(r);
     pcclExtSparseResidualDestroy(NULL);
 }
