@@ -15,6 +15,7 @@ from pccl._coll import CollectiveInfo
 from pccl._coll_comm import AsyncCollectiveHandle, CollectiveOp
 from pccl._comm import AsyncReduceHandle, Communicator
 from pccl._master import MasterNode
+from pccl._sparse import SparseAllReduce, SparseInfo, parse_sparsify
 import pccl._cuda as cuda
 
 PCCLError.check(_lib.pcclInit(), "pcclInit")
@@ -26,4 +27,5 @@ __all__ = ["cuda",
            "ReduceDescriptor", "TensorInfo", "SharedState", "SharedStateSyncInfo", "ReduceInfo", "ReduceOpDescriptor",
            "AsyncReduceHandle", "PCCLError",
            "DeviceType", "Result",
-           "CollectiveKind", "CollectiveInfo", "CollectiveOp", "AsyncCollectiveHandle"]
+           "CollectiveKind", "CollectiveInfo", "CollectiveOp", "AsyncCollectiveHandle",
+           "SparseAllReduce", "SparseInfo", "parse_sparsify"]

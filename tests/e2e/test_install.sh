@@ -20,7 +20,7 @@ LIBDIR=$(dirname "$(find "$PREFIX" -name libpccl.a | head -1)")
 # sends the tool SIGPIPE.
 dynamic=$(objdump -p "$LIBDIR/libpccl.so") || fail "objdump -p libpccl.so"
 grep -q 'SONAME *libpccl.so.0' <<< "$dynamic" || fail "libpccl.so has no SONAME libpccl.so.0"
-for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/pccl_compress.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
+for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/pccl_compress.h include/pccl_sparse.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
          share/zsh/site-functions/_pccl share/fish/vendor_completions.d/pccl.fish; do
     [ -e "$PREFIX/$f" ] || fail "$f not installed"
 done
