@@ -9,40 +9,26 @@
  * pseudo-gradient outer - inner, then the outer Nesterov SGD step, which is
  * element-wise and therefore bit-identical on every peer. The inner AdamW
  * state is private to the peer and persists across outer steps.
+ * With --fragments K > 1 or --overlap-steps, streaming.c runs the loop instead.
  */
+#include "diloco.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "join.h"
 #include "mlp.h"
-#include "mnist.h"
-#include "optim.h"
 #include "pccl_kernels.h"
-#include "sampler.h"
 
-static double now_ms(void) {
+double diloco_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* One peer's training: the shared outer parameters and momentum, its inner model, optimizer and sampler. */
-typedef struct {
-    size_t np;
-    uint32_t batch, H;
-    float *outer, *momentum, *inner, *grad, *delta;
-    uint32_t *idx;
-    mlp_scratch_t *scratch;
-    adamw_state_t adam;
-    adamw_config_t cfg;
-    mnist_sampler_t sampler;
-    uint64_t retries, tx_total, rx_total; /* for the done event */
-} diloco_t;
-
-static void diloco_free(diloco_t *t) {
+void diloco_free(diloco_t *t) {
     free(t->outer);
     free(t->momentum);
     free(t->inner);
@@ -54,8 +40,7 @@ static void diloco_free(diloco_t *t) {
     mnist_sampler_free(&t->sampler);
 }
 
-/* 0, or -1 after "out of memory" (t is freed either way by diloco_free). */
-static int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train) {
+int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train) {
     const size_t np = MLP_NPARAMS;
     t->np = np;
     t->batch = o->batch ? o->batch : JOIN_DEFAULT_BATCH;
@@ -74,23 +59,33 @@ static int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *tra
     }
     /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
     mlp_init(t->outer, 42);
+    memcpy(t->inner, t->outer, np * sizeof *t->inner);
     t->cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : (float)JOIN_DEFAULT_INNER_LR);
     return 0;
 }
 
-/* H inner AdamW steps from the outer parameters; the mean loss in *loss. -1 when a stop request ended them: the
- * inner steps may compute for minutes. */
-static int inner_steps(diloco_t *t, const mnist_set_t *train, float *loss) {
-    memcpy(t->inner, t->outer, t->np * sizeof *t->inner);
-    *loss = 0;
-    for (uint32_t h = 0; h < t->H && !join_stop_requested(); h++) {
+int diloco_inner(diloco_t *t, const mnist_set_t *train, uint32_t n, float *loss) {
+    double t0 = diloco_now_ms();
+    for (uint32_t h = 0; h < n && !join_stop_requested(); h++) {
         mnist_sampler_next(&t->sampler, t->idx, t->batch);
         *loss += mlp_loss_grad(t->inner, train->images, train->labels, t->idx, t->batch, t->grad, t->scratch);
         adamw_step(&t->adam, &t->cfg, t->inner, t->grad);
     }
-    if (join_stop_requested()) return -1;
-    *loss /= (float)t->H;
-    return 0;
+    t->inner_ms += diloco_now_ms() - t0;
+    return join_stop_requested() ? -1 : 0;
+}
+
+void diloco_outer_step(diloco_t *t, const join_opts_t *o, size_t off, size_t n) {
+    outer_nesterov_step(t->outer + off, t->delta + off, t->momentum + off, n,
+                        o->outer_lr > 0 ? o->outer_lr : (float)JOIN_DEFAULT_OUTER_LR,
+                        o->outer_momentum >= 0 ? o->outer_momentum : (float)JOIN_DEFAULT_OUTER_MOMENTUM);
+}
+
+void diloco_shared_infos(diloco_t *t, pcclTensorInfo_t infos[2]) {
+    infos[0] = (pcclTensorInfo_t){.name = "mlp.params", .data = t->outer, .count = t->np, .datatype = pcclFloat,
+                                  .device_type = pcclDeviceCpu};
+    infos[1] = (pcclTensorInfo_t){.name = "outer.momentum", .data = t->momentum, .count = t->np,
+                                  .datatype = pcclFloat, .device_type = pcclDeviceCpu};
 }
 
 /* The average of the peers' pseudo-gradients (outer - inner) into t->delta. */
@@ -117,9 +112,9 @@ static void quant_name(const pcclQuantizationOptions_t *q, char *out, size_t cap
              pccl_dtype_name(q->quantized_datatype));
 }
 
-/* After the last step: a final sync, the test set's accuracy and the hashes every peer must agree on. */
-static void emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t, pcclSharedState_t *ss,
+void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t, pcclSharedState_t *ss,
                       const mnist_set_t *test) {
+    double wall = t->t_first > 0 ? diloco_now_ms() - t->t_first : 0;
     pcclSharedStateSyncInfo_t si = {0};
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
     float acc = 0, tloss = 0;
@@ -140,50 +135,55 @@ static void emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t,
     cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)t->rx_total);
     cJSON_AddNumberToObject(e, "retries", (double)t->retries);
     cJSON_AddStringToObject(e, "quantize", qname);
+    cJSON_AddNumberToObject(e, "fragments", o->fragments ? o->fragments : 1);
+    cJSON_AddNumberToObject(e, "overlap_steps", o->overlap_steps);
+    cJSON_AddNumberToObject(e, "inner_ms", t->inner_ms);
+    cJSON_AddNumberToObject(e, "wall_ms", wall);
+    cJSON_AddNumberToObject(e, "compute_utilization", wall > 0 ? t->inner_ms / wall : 0);
     join_emit(o, e);
 }
 
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
+    if (o->fragments > 1 || o->overlap_steps > 0) return workload_streaming_diloco(comm, o, d);
     diloco_t t = {0};
     if (diloco_init(&t, o, &d->train) != 0) {
         diloco_free(&t);
         return JOIN_EXIT_FAILED;
     }
-    pcclTensorInfo_t infos[2] = {
-        {.name = "mlp.params", .data = t.outer, .count = t.np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
-        {.name = "outer.momentum", .data = t.momentum, .count = t.np, .datatype = pcclFloat,
-         .device_type = pcclDeviceCpu},
-    };
+    pcclTensorInfo_t infos[2];
+    diloco_shared_infos(&t, infos);
     pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
     uint32_t rejected = 0; /* rejected all-reduces in a row */
     int rc = JOIN_EXIT_OK, first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
-        double t0 = now_ms();
+        double t0 = diloco_now_ms();
         pcclSharedStateSyncInfo_t si;
-        int begin = join_begin_step(comm, o, &ss, &first, &si);
+        int begin = join_begin_step(comm, o, &ss, &first, &si, 1);
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
         if (begin != 0) continue;
-        float loss;
-        if (inner_steps(&t, &d->train, &loss) != 0) {
+        if (t.t_first == 0) t.t_first = diloco_now_ms();
+        float loss = 0;
+        /* Each outer step's inner steps start from the outer parameters (a discarded step's progress is lost). */
+        memcpy(t.inner, t.outer, t.np * sizeof *t.inner);
+        if (diloco_inner(&t, &d->train, t.H, &loss) != 0) {
             rc = JOIN_EXIT_FAILED; /* `pccl join` then leaves */
             break;
         }
+        loss /= (float)t.H;
         pcclReduceInfo_t ri = {0};
         int outcome = join_reduce_outcome(o, reduce_pseudo_grad(comm, o, &t, &ri), &rejected, &t.retries,
                                           "step_discarded");
         if (outcome < 0) rc = JOIN_EXIT_FAILED;
         if (outcome != 0) continue;
-        outer_nesterov_step(t.outer, t.delta, t.momentum, t.np,
-                            o->outer_lr > 0 ? o->outer_lr : (float)JOIN_DEFAULT_OUTER_LR,
-                            o->outer_momentum >= 0 ? o->outer_momentum : (float)JOIN_DEFAULT_OUTER_MOMENTUM);
+        diloco_outer_step(&t, o, 0, t.np);
         ss.revision++;
-        cJSON *e = join_step_event(++steps_done, ss.revision, &ri, &si, now_ms() - t0);
+        cJSON *e = join_step_event(++steps_done, ss.revision, &ri, &si, diloco_now_ms() - t0);
         cJSON_AddNumberToObject(e, "loss", loss);
         join_emit(o, e);
     }
-    if (rc == JOIN_EXIT_OK) emit_done(comm, o, &t, &ss, &d->test);
+    if (rc == JOIN_EXIT_OK) diloco_emit_done(comm, o, &t, &ss, &d->test);
     diloco_free(&t);
     return rc;
 }

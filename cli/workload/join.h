@@ -37,6 +37,8 @@ enum {
 #define JOIN_DEFAULT_OUTER_MOMENTUM 0.9
 #define JOIN_DEFAULT_MIN_WORLD 2
 #define JOIN_DEFAULT_MAX_REJECTIONS 10
+#define JOIN_DEFAULT_FRAGMENTS 1
+#define JOIN_MAX_FRAGMENTS 1024
 
 typedef struct join_opts {
     const char *workload; /* JOIN_WORKLOAD_FASHION_MNIST or JOIN_WORKLOAD_SYNTHETIC */
@@ -57,6 +59,8 @@ typedef struct join_opts {
     pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
     int out_of_place;       /* synthetic: reduce into a second buffer (--out-of-place) */
     uint32_t max_rejections; /* give up after this many rejected all-reduces in a row (--max-rejections) */
+    uint32_t fragments;      /* fashion-mnist: Streaming DiLoCo fragments K (0 or 1: DiLoCo) */
+    uint32_t overlap_steps;  /* fashion-mnist: inner steps between a fragment's launch and its wait (tau) */
 } join_opts_t;
 
 /* What a workload needs from this machine, loaded and checked before the master is contacted, so
@@ -104,14 +108,15 @@ struct cJSON *join_step_event(uint64_t step, uint64_t revision, const pcclReduce
                               const pcclSharedStateSyncInfo_t *si, double ms);
 
 /*
- * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2),
- * then sync the shared state (ENFORCE_POPULAR; reports "sync_failed" events).
+ * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2) unless
+ * update_topology is 0 (every peer of the group must pass the same), then sync the shared state
+ * (ENFORCE_POPULAR; reports "sync_failed" events).
  * @return 0 go on with the step, 1 retry the step, JOIN_STEPS_DONE the synced revision reached --steps,
  * -1 the master is gone or a stop was requested.
  */
 #define JOIN_STEPS_DONE 2
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
-                    pcclSharedStateSyncInfo_t *si);
+                    pcclSharedStateSyncInfo_t *si, int update_topology);
 
 void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
 
