@@ -7,7 +7,7 @@
 # Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
 # PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint2; default none), SPARSIFY
 # (pccl join --sparsify, e.g. topk:0.03; default none), FRAGMENTS (pccl join --fragments: Streaming DiLoCo
-# with that many fragments; STEPS stays the count of outer steps, FRAGMENTS fragment syncs each),
+# with that many fragments; default 1, DiLoCo),
 # KEEP_LOGS=1 to keep the logs; BIN=DIR uses DIR/pccl as built (no install, no build).
 # PYTHON=1 (or diloco) runs the same with the Python example peers of examples/python/
 # (PyTorch over the pccl package) instead of `pccl join`; PYTHON=ddp runs data-parallel
@@ -39,7 +39,6 @@ QUANTIZE=${QUANTIZE:-none}
 SPARSIFY=${SPARSIFY:-}
 FRAGMENTS=${FRAGMENTS:-1}
 case $FRAGMENTS in '' | *[!0-9]*) echo "demo.sh: FRAGMENTS must be a positive number, got '$FRAGMENTS'" >&2; exit 2 ;; esac
-REVS=$((STEPS * FRAGMENTS)) # shared-state revisions: one per fragment sync
 EXTRA=()
 [ -n "$SPARSIFY" ] && EXTRA+=(--sparsify "$SPARSIFY")
 [ "$FRAGMENTS" != 1 ] && EXTRA+=(--fragments "$FRAGMENTS")
@@ -64,7 +63,7 @@ echo "master on 127.0.0.1:$PORT; $PEERS peers, $STEPS outer steps of $INNER inne
     "sparsification ${SPARSIFY:-none}, $FRAGMENTS fragment(s)"
 
 peer() { # peer NAME: starts `pccl join` in the background, sets LAST
-    "$PCCL" join --master "127.0.0.1:$PORT" --workload fashion-mnist --steps "$REVS" --inner-steps "$INNER" \
+    "$PCCL" join --master "127.0.0.1:$PORT" --workload fashion-mnist --steps "$STEPS" --inner-steps "$INNER" \
         --min-world "$PEERS" --seed "$RANDOM$RANDOM" --quantize "$QUANTIZE" ${EXTRA[@]+"${EXTRA[@]}"} --json > "$LOGS/$1.log" 2> "$LOGS/$1.err" &
     LAST=$!; PIDS+=("$LAST")
 }
@@ -75,7 +74,7 @@ for i in $(seq 1 "$PEERS"); do peer "peer$i"; PID_OF[peer$i]=$LAST; done
 start=$(date +%s)
 victim=peer$PEERS
 # Kill one peer once a third of the run is done, then let a new one join.
-until [ "$(revision peer1)" != "" ] && [ "$(revision peer1)" -ge $((REVS / 3)) ]; do
+until [ "$(revision peer1)" != "" ] && [ "$(revision peer1)" -ge $((STEPS / 3)) ]; do
     sleep 0.2
     for n in "${!PID_OF[@]}"; do   # a peer that ended early (a usage error, a missing dataset) ends the demo
         kill -0 "${PID_OF[$n]}" 2>/dev/null && continue

@@ -2,21 +2,23 @@
  * streaming.c - Streaming DiLoCo (Douillard et al. 2025, arXiv:2501.18512) in the fashion-mnist workload:
  * `pccl join --fragments K [--overlap-steps TAU]`.
  *
- * The model's parameters (one flat array, mlp.h) are split into K contiguous fragments of about equal size.
- * One shared-state revision is one fragment sync; revision r syncs fragment r mod K, so each fragment is synced
- * once every H inner steps and the K syncs are staggered across them (the paper's staggered schedule, section
- * 2.2: fragment f at the inner steps t with t = floor((f + 1) H / K) mod H). A sync point computes the fragment's
- * outer gradient (outer - inner), launches its all-reduce (pcclAllReduceAsync) and goes on with TAU more inner
- * steps (the paper's tau, section 2.3: the overlap) before it awaits the result; then the outer Nesterov step is
- * applied to that fragment only and its inner parameters are replaced by the new outer ones (the paper's merge
- * with alpha = 0). Every peer runs the same schedule, since it follows from the revision.
+ * The model's parameters (one flat array, mlp.h) are split into K contiguous fragments of about equal size. One
+ * outer step (one shared-state revision, as in diloco.c) is H inner steps in which each fragment is synced once, on
+ * a staggered schedule (the paper's, section 2.2): fragment f at inner step floor((f + 1) H / K) of the outer step.
+ * A sync point computes the fragment's outer gradient (outer - inner), launches its all-reduce (pcclAllReduceAsync,
+ * tag f) and goes on with TAU more inner steps (the paper's tau, section 2.3: the overlap) before it awaits the
+ * result; then the outer Nesterov step is applied to that fragment only and its inner parameters are replaced by the
+ * new outer ones (the paper's merge with alpha = 0). The topology update and the shared-state sync run once per
+ * outer step, before its first fragment, when nothing is in flight; newcomers are admitted there, so every peer
+ * starts an outer step at fragment 0.
  *
  * Fault tolerance as in diloco.c: the master gives every member of an all-reduce the same outcome. A fragment
- * sync that failed is skipped alike on every peer (outer parameters, momentum and revision unchanged) and
- * retried at the next sync point, after a topology update; the inner parameters keep their progress. The
- * topology update (which admits newcomers) runs at the start of each cycle of K syncs and after a failure; the
- * shared state is synced at every revision. A peer that received the shared state (a newcomer, an outdated
- * peer) restarts its inner parameters from the outer ones.
+ * sync that failed is skipped alike on every peer (that fragment's outer parameters and momentum unchanged, its
+ * inner parameters keep their progress) and the outer step ends there: the next one begins with a topology update
+ * and a sync (the revision moves when at least one fragment was applied), and the skipped fragment's outer
+ * gradient then covers the steps of both. A peer that received the shared state (a newcomer, an outdated peer)
+ * restarts its inner parameters from the outer ones. Each fragment has its own tag, so peers that are out of step
+ * never reduce different fragments together.
  */
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -26,38 +28,56 @@
 /* The first element of fragment f of K over n elements (f = K gives n). */
 static size_t frag_off(size_t n, uint32_t K, uint32_t f) { return (size_t)((unsigned __int128)n * f / K); }
 
-/* Inner steps from the previous sync point to fragment f's (they sum to H over the K fragments). */
-static uint32_t frag_gap(uint32_t H, uint32_t K, uint32_t f) {
-    return (uint32_t)((uint64_t)(f + 1) * H / K - (uint64_t)f * H / K);
-}
-
 /* Launches fragment [off, off + n)'s all-reduce of the pseudo-gradient in t->delta. */
-static pcclResult_t launch(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, size_t off, size_t n,
+static pcclResult_t launch(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, size_t off, size_t n, uint32_t tag,
                            pcclAsyncReduceOp_t *h) {
     outer_pseudo_grad(t->outer + off, t->inner + off, t->delta + off, n);
-    pcclReduceDescriptor_t desc = {.count = n, .op = pcclAvg, .tag = 0,
+    pcclReduceDescriptor_t desc = {.count = n, .op = pcclAvg, .tag = tag,
                                    .src_descriptor = {.datatype = pcclFloat,
                                                       .distribution_hint = pcclDistributionNormal},
                                    .quantization_options = o->quant};
     return pcclAllReduceAsync(t->delta + off, t->delta + off, &desc, comm, h);
 }
 
-/* One sync point's work after the prologue: the inner steps before the launch, the launch, TAU overlapped inner
- * steps, the wait; the all-reduce's result in *r. 0, or -1 after a stop request. */
+/* Fragment f's sync point: the inner steps before the launch (their losses added to *loss), the launch, TAU
+ * overlapped inner steps, the wait; the all-reduce's result in *r. 0, or -1 after a stop request. */
 static int sync_fragment(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, const mnist_set_t *train,
                          uint32_t f, float *loss, pcclReduceInfo_t *ri, pcclResult_t *r) {
-    uint32_t K = o->fragments ? o->fragments : 1, gap = frag_gap(t->H, K, f);
+    uint32_t K = o->fragments ? o->fragments : 1, gap = (uint32_t)(frag_off(t->H, K, f + 1) - frag_off(t->H, K, f));
     size_t off = frag_off(t->np, K, f), n = frag_off(t->np, K, f + 1) - off;
     if (diloco_inner(t, train, gap - o->overlap_steps, loss) != 0) return -1;
     pcclAsyncReduceOp_t h;
-    *r = launch(comm, o, t, off, n, &h);
+    *r = launch(comm, o, t, off, n, f, &h);
     int stopped = diloco_inner(t, train, o->overlap_steps, loss);
     /* Awaited even after a stop request: the stop's pcclExtLeave ends it soon, and nothing may stay in flight. */
     if (*r == pcclSuccess) *r = pcclAwaitAsyncReduce(&h, ri);
-    t->tx_total += ri->tx_bytes;
-    t->rx_total += ri->rx_bytes;
-    *loss /= (float)gap;
     return stopped;
+}
+
+/* The K fragment syncs of one outer step: how many were applied in *applied, their bytes in *ri (summed), the mean
+ * loss of its inner steps in *loss. 0 when all were applied, 1 when one failed (the step ends there), -1 when the
+ * run ends for this peer. */
+static int outer_step(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, const mnist_set_t *train,
+                      uint32_t *rejected, uint32_t *applied, float *loss, pcclReduceInfo_t *ri) {
+    const uint32_t K = o->fragments ? o->fragments : 1;
+    *applied = 0;
+    float sum = 0;
+    for (uint32_t f = 0; f < K; f++) {
+        pcclReduceInfo_t fi = {0};
+        pcclResult_t r = pcclSuccess;
+        if (sync_fragment(comm, o, t, train, f, &sum, &fi, &r) != 0) return -1; /* a stop request */
+        *loss = sum / (float)frag_off(t->H, K, f + 1);
+        ri->tx_bytes += fi.tx_bytes;
+        ri->rx_bytes += fi.rx_bytes;
+        if (fi.local_world_size) ri->local_world_size = fi.local_world_size;
+        int outcome = join_reduce_outcome(o, r, rejected, &t->retries, "fragment_skipped");
+        if (outcome != 0) return outcome;
+        size_t off = frag_off(t->np, K, f), n = frag_off(t->np, K, f + 1) - off;
+        diloco_outer_step(t, o, off, n);
+        memcpy(t->inner + off, t->outer + off, n * sizeof *t->inner);
+        ++*applied;
+    }
+    return 0;
 }
 
 int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
@@ -66,42 +86,33 @@ int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join
         diloco_free(&t);
         return JOIN_EXIT_FAILED;
     }
-    const uint32_t K = o->fragments ? o->fragments : 1;
     pcclTensorInfo_t infos[2];
     diloco_shared_infos(&t, infos);
     pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
     uint32_t rejected = 0;
-    int rc = JOIN_EXIT_OK, first = 1, update = 1;
+    int rc = JOIN_EXIT_OK, first = 1;
     uint64_t steps_done = 0;
     while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
         double t0 = diloco_now_ms();
         pcclSharedStateSyncInfo_t si;
-        int begin = join_begin_step(comm, o, &ss, &first, &si, update);
-        update = 1; /* until this sync point succeeded */
+        int begin = join_begin_step(comm, o, &ss, &first, &si, 1);
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
         if (begin != 0) continue;
         /* Received the run's state: this peer's inner progress refers to other outer parameters. */
         if (si.rx_bytes > 0) memcpy(t.inner, t.outer, t.np * sizeof *t.inner);
         if (t.t_first == 0) t.t_first = diloco_now_ms();
-        uint32_t f = (uint32_t)(ss.revision % K);
         float loss = 0;
+        uint32_t applied = 0;
         pcclReduceInfo_t ri = {0};
-        pcclResult_t r = pcclSuccess;
-        if (sync_fragment(comm, o, &t, &d->train, f, &loss, &ri, &r) != 0) {
-            rc = JOIN_EXIT_FAILED; /* a stop request: `pccl join` then leaves */
-            break;
-        }
-        int outcome = join_reduce_outcome(o, r, &rejected, &t.retries, "fragment_skipped");
+        int outcome = outer_step(comm, o, &t, &d->train, &rejected, &applied, &loss, &ri);
+        t.tx_total += ri.tx_bytes;
+        t.rx_total += ri.rx_bytes;
         if (outcome < 0) rc = JOIN_EXIT_FAILED;
-        if (outcome != 0) continue;
-        size_t off = frag_off(t.np, K, f), n = frag_off(t.np, K, f + 1) - off;
-        diloco_outer_step(&t, o, off, n);
-        memcpy(t.inner + off, t.outer + off, n * sizeof *t.inner);
+        if (outcome < 0 || applied == 0) continue;
         ss.revision++;
-        update = ss.revision % K == 0;
         cJSON *e = join_step_event(++steps_done, ss.revision, &ri, &si, diloco_now_ms() - t0);
-        cJSON_AddNumberToObject(e, "fragment", f);
+        cJSON_AddNumberToObject(e, "fragments_applied", applied);
         cJSON_AddNumberToObject(e, "loss", loss);
         join_emit(o, e);
     }
