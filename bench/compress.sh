@@ -8,7 +8,7 @@
 #
 # usage: bench/compress.sh [--bin DIR] [--configs LIST] [--streaming off|on|both] [--local] [--wan]
 #                          [--steps N] [--wan-steps N] [--inner H] [--fragments K] [--overlap TAU] [--peers N]
-#   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default all)
+#   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default), and topk1 (top-k 1% + 2-bit)
 #   --streaming off: DiLoCo only, on: Streaming DiLoCo only, both (default)
 #   --local     loopback runs (bytes, accuracy); --wan: runs under the emulation (utilisation, bytes, accuracy);
 #               neither: --local. --wan-steps (default --steps) keeps the emulated runs short.
@@ -52,6 +52,7 @@ flags_of() { # flags_of CONFIG: the pccl join flags of a configuration
     uint4) echo "--quantize minmax:uint4" ;;
     uint2) echo "--quantize minmax:uint2" ;;
     topk3) echo "--sparsify topk:0.03:2" ;;
+    topk1) echo "--sparsify topk:0.01:2" ;;
     *) echo "compress.sh: unknown configuration $1" >&2; return 1 ;;
     esac
 }
@@ -130,7 +131,8 @@ for line in open(sys.argv[1]):
     kv = dict(p.split("=", 1) for p in line.split()[1:])
     if "config" in kv: rows.setdefault((kv["config"], int(kv["fragments"])), {})[kv["mode"]] = kv
 names = {"fp32": "dense fp32", "int8": "int8 (minmax:uint8)", "uint4": "4-bit (minmax:uint4)",
-         "uint2": "2-bit (minmax:uint2)", "topk3": "top-k 3% + 2-bit (topk:0.03:2)"}
+         "uint2": "2-bit (minmax:uint2)", "topk3": "top-k 3% + 2-bit (topk:0.03:2)",
+         "topk1": "top-k 1% + 2-bit (topk:0.01:2)"}
 base = rows.get(("fp32", 1), {}).get("local") or rows.get(("fp32", 1), {}).get("wan")
 print("| configuration | fragments | B sent / peer / outer step | vs dense fp32 | test accuracy | same state "
       "| compute utilisation (WAN) |")

@@ -15,6 +15,7 @@
 #include "pccl_kernels.h"
 #include "pccl_leave.h"
 #include "pccl_quant.h"
+#include "pccl_sparse.h"
 #include "mnist.h"
 #include "opts/shared.h"
 
@@ -146,6 +147,12 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     } else if (!strcmp(n, "overlap-steps")) {
         bad = cli_flag_u64(cmd, n, arg, &v);
         o->overlap_steps = (uint32_t)v;
+    } else if (!strcmp(n, "sparsify")) {
+        o->sparse_fraction = 0;
+        o->sparse_bits = 0;
+        if (strcmp(arg, "none") && pcclExtSparseParse(arg, &o->sparse_fraction, &o->sparse_bits) != pcclSuccess)
+            return cli_usage_error(cmd, "bad value '%s' for --sparsify (topk:FRACTION or topk:FRACTION:BITS with "
+                                   "FRACTION in (0, 1] and BITS 2 or 4, or none)", arg);
     } else if (!strcmp(n, "quantize")) {
         if (parse_quantize(arg, &o->quant) != 0)
             return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8, minmax:int8, minmax:uint16, "
@@ -234,7 +241,8 @@ static void log_identity(pcclComm_t *comm, const char *identity_file) {
                    u[13], u[14], u[15], nm, pk, identity_file && *identity_file ? identity_file : "a new identity");
 }
 
-/* --fragments and --overlap-steps against --inner-steps; fills in the default overlap. 0 or a usage error. */
+/* --fragments, --overlap-steps and --sparsify against --inner-steps, the workload and --quantize; fills in the
+ * default overlap. 0 or a usage error. */
 static int check_streaming(const cli_command_t *cmd, join_opts_t *o) {
     uint32_t H = o->inner_steps ? o->inner_steps : JOIN_DEFAULT_INNER_STEPS;
     if (o->fragments == 0) o->fragments = JOIN_DEFAULT_FRAGMENTS;
@@ -244,6 +252,11 @@ static int check_streaming(const cli_command_t *cmd, join_opts_t *o) {
     if (o->fragments > H)
         return cli_usage_error(cmd, "--fragments %u exceeds --inner-steps %u: each fragment needs its own sync point",
                                o->fragments, H);
+    if (o->sparse_fraction > 0 && strcmp(o->workload, JOIN_WORKLOAD_FASHION_MNIST))
+        return cli_usage_error(cmd, "--sparsify applies to --workload %s", JOIN_WORKLOAD_FASHION_MNIST);
+    if (o->sparse_fraction > 0 && o->quant.algorithm != pcclQuantNone)
+        return cli_usage_error(cmd, "--sparsify and --quantize exclude each other (--sparsify topk:FRACTION:BITS "
+                               "quantizes the values it keeps)");
     uint32_t gap = H / o->fragments;
     if (o->overlap_steps == UINT32_MAX) o->overlap_steps = o->fragments > 1 ? gap / 2 : 0;
     if (o->overlap_steps >= gap)

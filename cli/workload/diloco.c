@@ -21,6 +21,7 @@
 
 #include "mlp.h"
 #include "pccl_kernels.h"
+#include "pg_reduce.h"
 
 double diloco_now_ms(void) {
     struct timespec ts;
@@ -28,7 +29,29 @@ double diloco_now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-void diloco_free(diloco_t *t) {
+size_t diloco_frag_off(size_t n, uint32_t K, uint32_t f) { return (size_t)((unsigned __int128)n * f / K); }
+
+/* --sparsify: a zero residual per fragment (a newcomer starts with an empty one). 0, or -1 without memory. */
+static int residuals_init(diloco_t *t, const join_opts_t *o) {
+    if (o->sparse_fraction <= 0) return 0;
+    uint32_t K = o->fragments ? o->fragments : 1;
+    t->residual = calloc(K, sizeof *t->residual);
+    if (!t->residual) return -1;
+    for (uint32_t f = 0; f < K; f++)
+        if (pcclExtSparseResidualCreate(diloco_frag_off(t->np, K, f + 1) - diloco_frag_off(t->np, K, f), pcclFloat,
+                                        &t->residual[f]) != pcclSuccess)
+            return -1;
+    return 0;
+}
+
+static void residuals_free(diloco_t *t, const join_opts_t *o) {
+    for (uint32_t f = 0; t->residual && f < (o->fragments ? o->fragments : 1); f++)
+        pcclExtSparseResidualDestroy(t->residual[f]);
+    free(t->residual);
+}
+
+void diloco_free(diloco_t *t, const join_opts_t *o) {
+    residuals_free(t, o);
     free(t->outer);
     free(t->momentum);
     free(t->inner);
@@ -53,7 +76,8 @@ int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train) {
     t->idx = malloc(t->batch * sizeof *t->idx);
     t->scratch = mlp_scratch_new(t->batch > 1000 ? t->batch : 1000);
     if (!t->outer || !t->momentum || !t->inner || !t->grad || !t->delta || !t->idx || !t->scratch ||
-        adamw_init(&t->adam, np) != 0 || mnist_sampler_init(&t->sampler, train->n, 0, 1, o->seed) != 0) {
+        adamw_init(&t->adam, np) != 0 || mnist_sampler_init(&t->sampler, train->n, 0, 1, o->seed) != 0 ||
+        residuals_init(t, o) != 0) {
         cli_err("pccl join: out of memory\n");
         return -1;
     }
@@ -91,6 +115,14 @@ void diloco_shared_infos(diloco_t *t, pcclTensorInfo_t infos[2]) {
 /* The average of the peers' pseudo-gradients (outer - inner) into t->delta. */
 static pcclResult_t reduce_pseudo_grad(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, pcclReduceInfo_t *ri) {
     outer_pseudo_grad(t->outer, t->inner, t->delta, t->np);
+    if (t->residual) { /* one attempt: a failure leaves delta and the residual as they were, and the step is retried */
+        pg_reduce_t pg;
+        pg_launch(&pg, comm, o, t->delta, t->np, 0, t->residual[0]);
+        pcclResult_t r = pg_await(&pg, ri);
+        t->tx_total += ri->tx_bytes;
+        t->rx_total += ri->rx_bytes;
+        return r;
+    }
     pcclReduceOpDescriptor_t d = {
         .sendbuf = t->delta, .recvbuf = t->delta,
         .descriptor = {.count = t->np, .op = pcclAvg, .tag = 0,
@@ -135,6 +167,13 @@ void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t,
     cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)t->rx_total);
     cJSON_AddNumberToObject(e, "retries", (double)t->retries);
     cJSON_AddStringToObject(e, "quantize", qname);
+    if (o->sparse_fraction > 0) {
+        char sname[48];
+        snprintf(sname, sizeof sname, "topk:%g:%d", o->sparse_fraction, o->sparse_bits);
+        cJSON_AddStringToObject(e, "sparsify", sname);
+    } else {
+        cJSON_AddStringToObject(e, "sparsify", "none");
+    }
     cJSON_AddNumberToObject(e, "fragments", o->fragments ? o->fragments : 1);
     cJSON_AddNumberToObject(e, "overlap_steps", o->overlap_steps);
     cJSON_AddNumberToObject(e, "inner_ms", t->inner_ms);
@@ -147,7 +186,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
     if (o->fragments > 1 || o->overlap_steps > 0) return workload_streaming_diloco(comm, o, d);
     diloco_t t = {0};
     if (diloco_init(&t, o, &d->train) != 0) {
-        diloco_free(&t);
+        diloco_free(&t, o);
         return JOIN_EXIT_FAILED;
     }
     pcclTensorInfo_t infos[2];
@@ -184,6 +223,6 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
         join_emit(o, e);
     }
     if (rc == JOIN_EXIT_OK) diloco_emit_done(comm, o, &t, &ss, &d->test);
-    diloco_free(&t);
+    diloco_free(&t, o);
     return rc;
 }

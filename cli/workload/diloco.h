@@ -12,6 +12,7 @@
 #include "mnist.h"
 #include "optim.h"
 #include "pccl.h"
+#include "pccl_sparse.h"
 #include "sampler.h"
 
 typedef struct mlp_scratch mlp_scratch_t;
@@ -29,12 +30,15 @@ typedef struct {
     uint64_t retries, tx_total, rx_total; /* for the done event */
     double inner_ms;                      /* time spent in inner steps, for compute_utilization */
     double t_first;                       /* when the first step began (after the world was assembled); 0 before */
+    pcclExtSparseResidual_t **residual;   /* --sparsify: one per fragment, this peer's error feedback; else NULL */
 } diloco_t;
 
 double diloco_now_ms(void);
+/* The first element of fragment f of K over n elements (f = K gives n). */
+size_t diloco_frag_off(size_t n, uint32_t K, uint32_t f);
 /* 0, or -1 after "out of memory" (t is freed either way by diloco_free). */
 int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train);
-void diloco_free(diloco_t *t);
+void diloco_free(diloco_t *t, const join_opts_t *o);
 /* n inner AdamW steps on t->inner; their summed loss is added to *loss; the time into t->inner_ms. -1 when a stop
  * request ended them (the inner steps may compute for minutes). */
 int diloco_inner(diloco_t *t, const mnist_set_t *train, uint32_t n, float *loss);

@@ -61,6 +61,8 @@ typedef struct join_opts {
     uint32_t max_rejections; /* give up after this many rejected all-reduces in a row (--max-rejections) */
     uint32_t fragments;      /* fashion-mnist: Streaming DiLoCo fragments K (0 or 1: DiLoCo) */
     uint32_t overlap_steps;  /* fashion-mnist: inner steps between a fragment's launch and its wait (tau) */
+    double sparse_fraction;  /* fashion-mnist --sparsify topk:FRACTION[:BITS]: 0 dense */
+    int sparse_bits;         /* 0 (values as floats), 2 or 4 */
 } join_opts_t;
 
 /* What a workload needs from this machine, loaded and checked before the master is contacted, so

@@ -24,33 +24,21 @@
 #include <string.h>
 
 #include "diloco.h"
-
-/* The first element of fragment f of K over n elements (f = K gives n). */
-static size_t frag_off(size_t n, uint32_t K, uint32_t f) { return (size_t)((unsigned __int128)n * f / K); }
-
-/* Launches fragment [off, off + n)'s all-reduce of the pseudo-gradient in t->delta. */
-static pcclResult_t launch(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, size_t off, size_t n, uint32_t tag,
-                           pcclAsyncReduceOp_t *h) {
-    outer_pseudo_grad(t->outer + off, t->inner + off, t->delta + off, n);
-    pcclReduceDescriptor_t desc = {.count = n, .op = pcclAvg, .tag = tag,
-                                   .src_descriptor = {.datatype = pcclFloat,
-                                                      .distribution_hint = pcclDistributionNormal},
-                                   .quantization_options = o->quant};
-    return pcclAllReduceAsync(t->delta + off, t->delta + off, &desc, comm, h);
-}
+#include "pg_reduce.h"
 
 /* Fragment f's sync point: the inner steps before the launch (their losses added to *loss), the launch, TAU
  * overlapped inner steps, the wait; the all-reduce's result in *r. 0, or -1 after a stop request. */
 static int sync_fragment(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, const mnist_set_t *train,
                          uint32_t f, float *loss, pcclReduceInfo_t *ri, pcclResult_t *r) {
-    uint32_t K = o->fragments ? o->fragments : 1, gap = (uint32_t)(frag_off(t->H, K, f + 1) - frag_off(t->H, K, f));
-    size_t off = frag_off(t->np, K, f), n = frag_off(t->np, K, f + 1) - off;
+    uint32_t K = o->fragments ? o->fragments : 1, gap = (uint32_t)(diloco_frag_off(t->H, K, f + 1) - diloco_frag_off(t->H, K, f));
+    size_t off = diloco_frag_off(t->np, K, f), n = diloco_frag_off(t->np, K, f + 1) - off;
     if (diloco_inner(t, train, gap - o->overlap_steps, loss) != 0) return -1;
-    pcclAsyncReduceOp_t h;
-    *r = launch(comm, o, t, off, n, f, &h);
+    pg_reduce_t pg;
+    outer_pseudo_grad(t->outer + off, t->inner + off, t->delta + off, n);
+    pg_launch(&pg, comm, o, t->delta + off, n, f, t->residual ? t->residual[f] : NULL);
     int stopped = diloco_inner(t, train, o->overlap_steps, loss);
     /* Awaited even after a stop request: the stop's pcclExtLeave ends it soon, and nothing may stay in flight. */
-    if (*r == pcclSuccess) *r = pcclAwaitAsyncReduce(&h, ri);
+    *r = pg_await(&pg, ri);
     return stopped;
 }
 
@@ -66,13 +54,13 @@ static int outer_step(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, const
         pcclReduceInfo_t fi = {0};
         pcclResult_t r = pcclSuccess;
         if (sync_fragment(comm, o, t, train, f, &sum, &fi, &r) != 0) return -1; /* a stop request */
-        *loss = sum / (float)frag_off(t->H, K, f + 1);
+        *loss = sum / (float)diloco_frag_off(t->H, K, f + 1);
         ri->tx_bytes += fi.tx_bytes;
         ri->rx_bytes += fi.rx_bytes;
         if (fi.local_world_size) ri->local_world_size = fi.local_world_size;
         int outcome = join_reduce_outcome(o, r, rejected, &t->retries, "fragment_skipped");
         if (outcome != 0) return outcome;
-        size_t off = frag_off(t->np, K, f), n = frag_off(t->np, K, f + 1) - off;
+        size_t off = diloco_frag_off(t->np, K, f), n = diloco_frag_off(t->np, K, f + 1) - off;
         diloco_outer_step(t, o, off, n);
         memcpy(t->inner + off, t->outer + off, n * sizeof *t->inner);
         ++*applied;
@@ -83,7 +71,7 @@ static int outer_step(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, const
 int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
     diloco_t t = {0};
     if (diloco_init(&t, o, &d->train) != 0) {
-        diloco_free(&t);
+        diloco_free(&t, o);
         return JOIN_EXIT_FAILED;
     }
     pcclTensorInfo_t infos[2];
@@ -117,6 +105,6 @@ int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join
         join_emit(o, e);
     }
     if (rc == JOIN_EXIT_OK) diloco_emit_done(comm, o, &t, &ss, &d->test);
-    diloco_free(&t);
+    diloco_free(&t, o);
     return rc;
 }
