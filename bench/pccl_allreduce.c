@@ -45,22 +45,19 @@
 #include "bench_peer.h"
 #include "pccl.h"
 #include "pccl_kernels.h"
+#include "pccl_quant.h"
 
 #define NQ 4 /* quantities per repetition (lat mode uses 4, others 1) */
 
-/* PCCL_BENCH_QUANT=minmax:TYPE or zps:TYPE quantizes every all-reduce (bench/quant.sh). */
+/* PCCL_BENCH_QUANT=minmax:TYPE or zps:TYPE quantizes every all-reduce (bench/run.sh). */
 static pcclQuantizationOptions_t bench_quant(void) {
     pcclQuantizationOptions_t q = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone};
-    const char *e = getenv("PCCL_BENCH_QUANT"), *colon = e ? strchr(e, ':') : NULL;
-    if (!colon) return q;
-    pcclQuantizationOptions_t w = {.algorithm = !strncmp(e, "minmax:", 7) ? pcclQuantMinMax
-                                                : !strncmp(e, "zps:", 4) ? pcclQuantZeroPointScale
-                                                                         : pcclQuantNone};
-    if (!pccl_dtype_parse(colon + 1, &w.quantized_datatype) || w.algorithm == pcclQuantNone) {
-        fprintf(stderr, "pccl_allreduce: bad PCCL_BENCH_QUANT '%s' (minmax:uint8, zps:int8, ...)\n", e);
+    const char *e = getenv("PCCL_BENCH_QUANT");
+    if (e && *e && pccl_quant_parse(e, &q) != 0) {
+        fprintf(stderr, "pccl_allreduce: bad PCCL_BENCH_QUANT '%s' (minmax:uint8, zps:int8, minmax:uint4, ...)\n", e);
         exit(2);
     }
-    return w;
+    return q;
 }
 
 static pcclReduceDescriptor_t fdesc(size_t count, uint64_t tag) {

@@ -39,23 +39,6 @@ const cli_command_t cli_cmd_join = {
                    "contacting the master), 5 wrong synthetic result\n",
 };
 
-/* "ALGO:TYPE" of --quantize; the workloads reduce float. */
-static int parse_quantize(const char *s, pcclQuantizationOptions_t *q) {
-    if (!strcmp(s, "none")) {
-        *q = (pcclQuantizationOptions_t){.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone};
-        return 0;
-    }
-    const char *colon = strchr(s, ':');
-    if (!colon) return -1;
-    size_t alen = (size_t)(colon - s);
-    if (alen == 6 && !strncmp(s, "minmax", 6)) q->algorithm = pcclQuantMinMax;
-    else if ((alen == 16 && !strncmp(s, "zero-point-scale", 16)) || (alen == 3 && !strncmp(s, "zps", 3)))
-        q->algorithm = pcclQuantZeroPointScale;
-    else return -1;
-    if (!pccl_dtype_parse(colon + 1, &q->quantized_datatype)) return -1;
-    return pccl_quant_check(pcclFloat, q->algorithm, q->quantized_datatype);
-}
-
 /* Where on_flag stores the flag values of `pccl join`. */
 typedef struct {
     join_opts_t *o;
@@ -154,9 +137,9 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
             return cli_usage_error(cmd, "bad value '%s' for --sparsify (topk:FRACTION or topk:FRACTION:BITS with "
                                    "FRACTION in (0, 1] and BITS 2 or 4, or none)", arg);
     } else if (!strcmp(n, "quantize")) {
-        if (parse_quantize(arg, &o->quant) != 0)
-            return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8, minmax:int8, minmax:uint16, "
-                                   "zero-point-scale:uint8|int8|uint16|float16, none)", arg);
+        if (pccl_quant_parse(arg, &o->quant) != 0)
+            return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8|int8|uint16|uint4|uint2, "
+                                   "zero-point-scale:uint8|int8|uint16|float16|uint4|uint2, none)", arg);
     } else if (!strcmp(n, "optimize")) {
         o->optimize = 1;
     } else if (!strcmp(n, "out-of-place")) {

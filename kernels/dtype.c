@@ -4,6 +4,7 @@
  */
 #include "pccl_kernels.h"
 #include "pccl_half.h"
+#include "pccl_compress.h"
 
 #include <string.h>
 
@@ -57,6 +58,11 @@ const char *pccl_dtype_name(pcclDataType_t dt)
     for (size_t i = 0; i < PCCL_COUNT_OF(pccl_dtype_names); i++)
         if (pccl_dtype_names[i].dt == dt)
             return pccl_dtype_names[i].name;
+    /* Codes of pccl_compress.h: named (logs, the master's reasons), never parsed as a buffer's type. */
+    if ((int)dt == (int)pcclExtUint4)
+        return "uint4";
+    if ((int)dt == (int)pcclExtUint2)
+        return "uint2";
     return "invalid";
 }
 

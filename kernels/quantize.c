@@ -13,6 +13,7 @@
 #include "pccl_quant.h"
 #include "pccl_half.h"
 #include "pccl_kernels.h"
+#include "quant_low.h"
 #include "base/err.h"
 
 #include <float.h>
@@ -39,18 +40,27 @@ static int is_float_family(pcclDataType_t dt) {
 }
 
 int pccl_quant_check(pcclDataType_t src, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt) {
-    if (!is_float_family(src) || code_size(qdt) == 0) return -PERR_INVALID;
+    if (!is_float_family(src)) return -PERR_INVALID;
+    if (pccl_qlow_bits(qdt)) return algo == pcclQuantMinMax || algo == pcclQuantZeroPointScale ? 0 : -PERR_INVALID;
+    if (code_size(qdt) == 0) return -PERR_INVALID;
     if (algo == pcclQuantZeroPointScale) return 0;
     if (algo == pcclQuantMinMax) return qdt == pcclFloat16 ? -PERR_INVALID : 0;
     return -PERR_INVALID;
 }
 
 size_t pccl_quant_wire_bytes(size_t n, pcclDataType_t qdt) {
+    const unsigned bits = pccl_qlow_bits(qdt);
+    if (bits)
+        return n / PCCL_QBLOCK_ELEMS * pccl_qlow_block_bytes(PCCL_QBLOCK_ELEMS, bits) +
+               pccl_qlow_block_bytes(n % PCCL_QBLOCK_ELEMS, bits);
     size_t blocks = (n + PCCL_QBLOCK_ELEMS - 1) / PCCL_QBLOCK_ELEMS;
     return blocks * PCCL_QHDR_BYTES + n * code_size(qdt);
 }
 
-size_t pccl_quant_block_bytes(pcclDataType_t qdt) { return PCCL_QHDR_BYTES + PCCL_QBLOCK_ELEMS * code_size(qdt); }
+size_t pccl_quant_block_bytes(pcclDataType_t qdt) {
+    const unsigned bits = pccl_qlow_bits(qdt);
+    if (bits) return pccl_qlow_block_bytes(PCCL_QBLOCK_ELEMS, bits);
+    return PCCL_QHDR_BYTES + PCCL_QBLOCK_ELEMS * code_size(qdt); }
 
 /* ---- conversions between the source types and double ---- */
 
@@ -153,7 +163,7 @@ static uint32_t get_code(const uint8_t *codes, size_t i, pcclDataType_t qdt) {
 
 /* Range of the finite values of x[0..n) folded into lo/hi; returns 1 if any value is NaN or Inf.
  * Four independent lanes: a single min/max chain would wait on each compare's latency. */
-static int scan_range(const double *x, size_t n, double *plo, double *phi) {
+int pccl_qscan_range(const double *x, size_t n, double *plo, double *phi) {
     double lo[4] = {*plo, *plo, *plo, *plo}, hi[4] = {*phi, *phi, *phi, *phi};
     int bad = 0;
     size_t i = 0;
@@ -209,7 +219,7 @@ static int scan_range(const double *x, size_t n, double *plo, double *phi) {
 /* Parameters of one block from its finite values (x: the block as doubles). */
 static void choose(const double *x, size_t n, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt, qhdr_t *h) {
     double lo = INFINITY, hi = -INFINITY;
-    int specials = scan_range(x, n, &lo, &hi);
+    int specials = pccl_qscan_range(x, n, &lo, &hi);
     if (lo > hi) lo = hi = 0; /* no finite value */
     h->flags = 0;
     h->base = 0;
@@ -331,6 +341,11 @@ void pccl_quant_block(const void *src, size_t n, pcclDataType_t dt, pcclQuantiza
     qhdr_t h;
     double *x = qblock;
     to_double(src, n, dt, x);
+    const unsigned bits = pccl_qlow_bits(qdt);
+    if (bits) {
+        pccl_qlow_encode(x, n, algo, bits, wire);
+        return;
+    }
     choose(x, n, algo, qdt, &h);
     put_hdr(wire, &h);
     encode(x, n, &h, qdt, wire + PCCL_QHDR_BYTES);
@@ -376,6 +391,8 @@ static void decode(const uint8_t *codes, size_t n, const qhdr_t *h, pcclDataType
 }
 
 int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt) {
+    const unsigned bits = pccl_qlow_bits(qdt);
+    if (bits) return pccl_qlow_decode(wire, n, bits, dst, dt, 0, pcclSum);
     qhdr_t h;
     if (get_hdr(wire, &h) != 0) return -PERR_PROTOCOL;
     decode(wire + PCCL_QHDR_BYTES, n, &h, qdt, dt, dst);
@@ -384,6 +401,8 @@ int pccl_dequant_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *
 
 int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt,
                               pcclRedOp_t op) {
+    const unsigned bits = pccl_qlow_bits(qdt);
+    if (bits) return pccl_qlow_decode(wire, n, bits, dst, dt, 1, op);
     qhdr_t h;
     if (get_hdr(wire, &h) != 0) return -PERR_PROTOCOL;
     const size_t esz = pccl_dtype_size(dt), csz = code_size(qdt);
@@ -404,20 +423,29 @@ int pccl_dequant_reduce_block(const uint8_t *wire, size_t n, pcclDataType_t qdt,
     return 0;
 }
 
+/* Whole buffers (tests and benches; the rings encode block by block): blocks are independent, so threads
+ * share them out once there are enough to pay for starting them. */
+#define QPAR_MIN_BLOCKS 8
+
 void pccl_quantize(const void *src, size_t n, pcclDataType_t dt, pcclQuantizationAlgorithm_t algo,
                    pcclDataType_t qdt, uint8_t *wire) {
     const size_t esz = pccl_dtype_size(dt), bb = pccl_quant_block_bytes(qdt);
-    for (size_t b = 0; b * PCCL_QBLOCK_ELEMS < n; b++) {
-        size_t s = b * PCCL_QBLOCK_ELEMS, m = n - s < PCCL_QBLOCK_ELEMS ? n - s : PCCL_QBLOCK_ELEMS;
-        pccl_quant_block((const uint8_t *)src + s * esz, m, dt, algo, qdt, wire + b * bb);
+    const long nb = (long)((n + PCCL_QBLOCK_ELEMS - 1) / PCCL_QBLOCK_ELEMS);
+#pragma omp parallel for schedule(static) if (nb >= QPAR_MIN_BLOCKS)
+    for (long b = 0; b < nb; b++) {
+        size_t s = (size_t)b * PCCL_QBLOCK_ELEMS, m = n - s < PCCL_QBLOCK_ELEMS ? n - s : PCCL_QBLOCK_ELEMS;
+        pccl_quant_block((const uint8_t *)src + s * esz, m, dt, algo, qdt, wire + (size_t)b * bb);
     }
 }
 
 int pccl_dequantize(const uint8_t *wire, size_t n, pcclDataType_t qdt, void *dst, pcclDataType_t dt) {
     const size_t esz = pccl_dtype_size(dt), bb = pccl_quant_block_bytes(qdt);
-    for (size_t b = 0; b * PCCL_QBLOCK_ELEMS < n; b++) {
-        size_t s = b * PCCL_QBLOCK_ELEMS, m = n - s < PCCL_QBLOCK_ELEMS ? n - s : PCCL_QBLOCK_ELEMS;
-        if (pccl_dequant_block(wire + b * bb, m, qdt, (uint8_t *)dst + s * esz, dt) != 0) return -PERR_PROTOCOL;
+    const long nb = (long)((n + PCCL_QBLOCK_ELEMS - 1) / PCCL_QBLOCK_ELEMS);
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (nb >= QPAR_MIN_BLOCKS)
+    for (long b = 0; b < nb; b++) {
+        size_t s = (size_t)b * PCCL_QBLOCK_ELEMS, m = n - s < PCCL_QBLOCK_ELEMS ? n - s : PCCL_QBLOCK_ELEMS;
+        bad |= pccl_dequant_block(wire + (size_t)b * bb, m, qdt, (uint8_t *)dst + s * esz, dt) != 0;
     }
-    return 0;
+    return bad ? -PERR_PROTOCOL : 0;
 }

@@ -1,4 +1,4 @@
-"""C declarations of libpccl's public API (pccl.h, ccoip_inet.h, pccl_coll.h) for cffi's ABI mode.
+"""C declarations of libpccl's public API (pccl.h, ccoip_inet.h, pccl_coll.h, pccl_compress.h) for cffi's ABI mode.
 
 Written by hand to match the header; ABI mode cannot read values from the header, so every
 enum value is spelled out. tests/test_abi.py compiles a probe against the headers and checks each
@@ -134,6 +134,8 @@ typedef enum pcclExtCollKind_t {
     pcclExtCollAllReduce = 0, pcclExtCollBroadcast = 1, pcclExtCollAllGather = 2, pcclExtCollAllGatherV = 3,
     pcclExtCollReduceScatter = 4, pcclExtCollBarrier = 5
 } pcclExtCollKind_t;
+#define pcclExtUint4 64
+#define pcclExtUint2 65
 #define PCCL_EXT_COLL_ROOT 0x1
 #define PCCL_EXT_COLL_RANKED 0x2
 #define PCCL_EXT_COLL_SHARED_SOURCES 0x4

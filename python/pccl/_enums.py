@@ -70,7 +70,9 @@ class DeviceType(Enum):
 
 
 class DataType(Enum):
-    """pcclDataType_t. INT16 is beyond PCCL 1.0's Python API (its C API has it)."""
+    """pcclDataType_t. INT16 is beyond PCCL 1.0's Python API (its C API has it). UINT4 and UINT2
+    (pccl_compress.h) are codes of QuantizationOptions.quantized_datatype only: 4 and 2 bits per value,
+    never a buffer's type (no itemsize, NumPy or torch dtype)."""
     UINT8 = lib.pcclUint8
     INT8 = lib.pcclInt8
     INT16 = lib.pcclInt16
@@ -83,23 +85,27 @@ class DataType(Enum):
     BFLOAT16 = lib.pcclBFloat16
     FLOAT = lib.pcclFloat
     DOUBLE = lib.pcclDouble
+    UINT4 = lib.pcclExtUint4
+    UINT2 = lib.pcclExtUint2
 
     @property
     def itemsize(self):
-        """Bytes per element."""
+        """Bytes per element. Raises ValueError for the quantization codes UINT4 and UINT2."""
+        if self not in _ITEMSIZE:
+            raise ValueError(f"{self} is a quantization code, not an element type")
         return _ITEMSIZE[self]
 
     def to_numpy_dtype(self):
-        """The numpy.dtype of this type. Raises ValueError for BFLOAT16 (NumPy has none)."""
+        """The numpy.dtype of this type. Raises ValueError for BFLOAT16 (NumPy has none), UINT4 and UINT2."""
         import numpy as np
-        if _NAMES[self] not in _NUMPY_NAMES:
+        if _NAMES.get(self) not in _NUMPY_NAMES:
             raise ValueError(f"{self} has no NumPy dtype")
         return np.dtype(_NAMES[self])
 
     def to_torch_dtype(self):
         """The torch.dtype of this type. Raises ValueError where this torch lacks it (uint16/32/64 before 2.3)."""
         import torch
-        dtype = getattr(torch, _NAMES[self], None)
+        dtype = getattr(torch, _NAMES.get(self, ""), None)
         if not _is_torch_dtype(dtype):
             raise ValueError(f"{self} has no dtype in torch {torch.__version__}")
         return dtype

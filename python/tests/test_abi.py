@@ -90,15 +90,17 @@ KIND_NAMES = ["all_reduce", "broadcast", "all_gather", "all_gather_v", "reduce_s
 
 # Extension values beyond PCCL 1.0's enums: (Python member, extension header, C name); none may reuse a
 # PCCL 1.0 value.
-EXTENSIONS = [(R.RUN_SHUT_DOWN, "pccl_leave.h", "pcclExtRunShutDown")]
+EXTENSIONS = [(R.RUN_SHUT_DOWN, "pccl_leave.h", "pcclExtRunShutDown"),
+              (D.UINT4, "pccl_compress.h", "pcclExtUint4"), (D.UINT2, "pccl_compress.h", "pcclExtUint2")]
 
 
 def test_extension_values_match_their_headers():
     import re
-    pccl1 = {v for m, _, v in ENUMS if isinstance(m, type(R.SUCCESS))}
     for member, hdr, name in EXTENSIONS:
+        pccl1 = {v for m, _, v in ENUMS if isinstance(m, type(member))}
+        ctype = {R: "pcclResult_t", D: "pcclDataType_t"}[type(member)]
         text = (INCLUDE / hdr).read_text()
-        m = re.search(r"#define\s+%s\s+\(\(pcclResult_t\)(\d+)\)" % name, text)
+        m = re.search(r"#define\s+%s\s+\(\(%s\)(\d+)\)" % (name, ctype), text)
         assert m, f"{name} not in {hdr}"
         assert member.value == int(m.group(1)) and member.value not in pccl1
 

@@ -42,3 +42,8 @@ def test_quantized_traffic(results):
         unquantized = 2 * (WORLD - 1) * COUNT * itemsize / WORLD
         for rec in results[case]:
             assert 0 < rec["tx"] < 2 * unquantized / itemsize, f"{case}: tx {rec['tx']}"
+    # 4 and 2 bits: 4.5 and 2.5 bits per float32 on the wire (groups of 128 with 8 bytes of parameters)
+    for case, bits in (("numpy-float32-SUM-quant_MIN_MAX_UINT4", 4.5), ("torch-float32-SUM-quant_ZERO_POINT_SCALE_UINT2", 2.5)):
+        unquantized = 2 * (WORLD - 1) * COUNT * 4 / WORLD
+        for rec in results[case]:
+            assert 0 < rec["tx"] <= unquantized * bits / 32 + 2 * WORLD * 16, f"{case}: tx {rec['tx']}"

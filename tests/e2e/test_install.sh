@@ -20,7 +20,7 @@ LIBDIR=$(dirname "$(find "$PREFIX" -name libpccl.a | head -1)")
 # sends the tool SIGPIPE.
 dynamic=$(objdump -p "$LIBDIR/libpccl.so") || fail "objdump -p libpccl.so"
 grep -q 'SONAME *libpccl.so.0' <<< "$dynamic" || fail "libpccl.so has no SONAME libpccl.so.0"
-for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
+for f in include/pccl.h include/pccl_ext.h include/pccl_leave.h include/pccl_compress.h include/ccoip_inet.h bin/pccl share/bash-completion/completions/pccl \
          share/zsh/site-functions/_pccl share/fish/vendor_completions.d/pccl.fish; do
     [ -e "$PREFIX/$f" ] || fail "$f not installed"
 done
@@ -45,11 +45,14 @@ mkdir -p "$WORK/src"
 cat > "$WORK/src/consumer.c" <<'C'
 #include <pccl.h>
 #include <pccl_leave.h>
+#include <pccl_compress.h>
 #include <stdio.h>
 int main(void) {
     pcclBuildInfo_t info;
     if (pcclInit() != pcclSuccess || pcclGetBuildInfo(&info) != pcclSuccess) return 1;
     if (pcclExtLeave(NULL) != pcclInvalidArgument) return 1;
+    pcclQuantizationOptions_t q = {.quantized_datatype = pcclExtUint4, .algorithm = pcclQuantMinMax};
+    if ((int)q.quantized_datatype != 64) return 1;
     printf("cuda=%d invalid_usage=%s\n", info.has_cuda_support, pcclResultString(pcclInvalidUsage));
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "base/err.h"
 #include "pccl_kernels.h"
 #include "pccl_quant.h"
+#include "quant_values.h"
 #include "tinytest.h"
 
 #include <float.h>
@@ -12,38 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
-static uint64_t rng = 0x243F6A8885A308D3ull;
-static double urand(void) { /* [0, 1) */
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (double)((rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0;
-}
-
 static const pcclDataType_t srcs[] = {pcclFloat, pcclDouble, pcclFloat16, pcclBFloat16};
 static const pcclDataType_t tgts[] = {pcclUint8, pcclInt8, pcclUint16, pcclFloat16};
 static const pcclQuantizationAlgorithm_t algos[] = {pcclQuantMinMax, pcclQuantZeroPointScale};
-
-static void store(void *buf, size_t i, pcclDataType_t dt, double v) {
-    uint8_t *b = buf;
-    if (dt == pcclFloat) { float f = (float)v; memcpy(b + 4 * i, &f, 4); }
-    else if (dt == pcclDouble) memcpy(b + 8 * i, &v, 8);
-    else { uint16_t h = dt == pcclFloat16 ? pccl_f32_to_f16((float)v) : pccl_f32_to_bf16((float)v); memcpy(b + 2 * i, &h, 2); }
-}
-static double load(const void *buf, size_t i, pcclDataType_t dt) {
-    const uint8_t *b = buf;
-    if (dt == pcclFloat) { float f; memcpy(&f, b + 4 * i, 4); return f; }
-    if (dt == pcclDouble) { double d; memcpy(&d, b + 8 * i, 8); return d; }
-    uint16_t h;
-    memcpy(&h, b + 2 * i, 2);
-    return dt == pcclFloat16 ? pccl_f16_to_f32(h) : pccl_bf16_to_f32(h);
-}
-/* Half an ulp of the source type at |v| (the final rounding), plus its smallest step. */
-static double half_ulp(pcclDataType_t dt, double v) {
-    double rel = dt == pcclFloat ? 0x1p-24 : dt == pcclDouble ? 0x1p-53 : dt == pcclFloat16 ? 0x1p-11 : 0x1p-8;
-    double tiny = dt == pcclFloat ? 0x1p-149 : dt == pcclDouble ? 0x1p-1074 : dt == pcclFloat16 ? 0x1p-24 : 0x1p-133;
-    return fabs(v) * rel + tiny;
-}
 
 /* The documented bound for one element of a block whose finite values span [lo, hi]. */
 static double bound(pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt, pcclDataType_t dt, double lo, double hi,
@@ -73,14 +45,8 @@ static int roundtrip_ok(const double *vals, size_t n, pcclDataType_t dt, pcclQua
     int ok = 1;
     for (size_t b0 = 0; b0 < n; b0 += PCCL_QBLOCK_ELEMS) {
         size_t b1 = b0 + PCCL_QBLOCK_ELEMS < n ? b0 + PCCL_QBLOCK_ELEMS : n;
-        double lo = INFINITY, hi = -INFINITY;
-        int specials = 0;
-        for (size_t i = b0; i < b1; i++) {
-            double x = load(src, i, dt);
-            if (!isfinite(x)) specials = 1;
-            else { lo = fmin(lo, x); hi = fmax(hi, x); }
-        }
-        if (lo > hi) lo = hi = 0;
+        double lo, hi;
+        int specials = finite_range(src, b0, b1, dt, &lo, &hi);
         for (size_t i = b0; i < b1; i++) {
             double x = load(src, i, dt), y = load(out, i, dt);
             if (!isfinite(x)) {

@@ -16,7 +16,8 @@ COUNT = 1031  # not a multiple of the world size: uneven ring chunks
 WORLD = 3
 # Quantized sums: (kind, dtype, algorithm, wire dtype); the mode is 'quant_ALGORITHM_WIRE'.
 QUANT = [("numpy", "float32", "MIN_MAX", "UINT8"), ("numpy", "float64", "ZERO_POINT_SCALE", "INT8"),
-         ("torch", "float16", "MIN_MAX", "UINT16"), ("torch", "bfloat16", "ZERO_POINT_SCALE", "UINT8")]
+         ("torch", "float16", "MIN_MAX", "UINT16"), ("torch", "bfloat16", "ZERO_POINT_SCALE", "UINT8"),
+         ("numpy", "float32", "MIN_MAX", "UINT4"), ("torch", "float32", "ZERO_POINT_SCALE", "UINT2")]
 
 
 def case_ids():
@@ -33,7 +34,9 @@ def quant_tolerance(dt, wire, world=WORLD, n=COUNT):
     xs = np.stack([cast_values(inputs(dt, "MAX", r, n), dt) for r in range(world)])
     codes = 1 << (16 if wire == "UINT16" else 8)
     ulp = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23}.get(dt, 2.0 ** -52)
-    return (world + 1) * np.abs(xs).sum(0).max() * max(1 / (codes - 4), ulp)
+    # 4 bits: step / 2 <= A / 10 (zero-point with specials); 2 bits: <= A (one code left with specials)
+    step = {"UINT4": 0.1, "UINT2": 1.0}.get(wire, 1 / (codes - 4))
+    return (world + 1) * np.abs(xs).sum(0).max() * max(step, ulp)
 
 
 def _is_float(dt):
