@@ -8,20 +8,21 @@
 #
 # usage: bench/compress.sh [--bin DIR] [--configs LIST] [--streaming off|on|both] [--local] [--wan]
 #                          [--steps N] [--wan-steps N] [--inner H] [--fragments K] [--overlap TAU] [--peers N]
+#                          [--join-flags "FLAGS"]
 #   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default), and topk1 (top-k 1% + 2-bit)
 #   --streaming off: DiLoCo only, on: Streaming DiLoCo only, both (default)
 #   --local     loopback runs (bytes, accuracy); --wan: runs under the emulation (utilisation, bytes, accuracy);
 #               neither: --local. --wan-steps (default --steps) keeps the emulated runs short.
 #   --steps     outer steps (default 30), each of H inner steps with K fragment syncs
 #   --inner     H, inner steps per outer step (default 25); --fragments K (default 4); --overlap TAU (default: the
-#               workload's, half of H/K)
+#               workload's, half of H/K); --join-flags: more pccl join flags for every run (e.g. --outer-lr 1)
 # env: WAN_RATE (100mbit), WAN_DELAY (the emulation's default: 40 ms RTT on either path), WAN_MTU (1500),
 #      WAN_PREFIX (pcclc), as in bench/wan.sh.
 # Prints one RESULT line per run, then a Markdown table of all of them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$ROOT/build/bin CONFIGS=fp32,int8,uint4,uint2,topk3 STREAMING=both LOCAL=0 WAN=0
-STEPS=30 WAN_STEPS= INNER=25 FRAGMENTS=4 OVERLAP= NPEERS=4
+STEPS=30 WAN_STEPS= INNER=25 FRAGMENTS=4 OVERLAP= NPEERS=4 JOIN_FLAGS=
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) BIN=$2; shift ;;
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     --fragments) FRAGMENTS=$2; shift ;;
     --overlap) OVERLAP=$2; shift ;;
     --peers) NPEERS=$2; shift ;;
+    --join-flags) JOIN_FLAGS=$2; shift ;;
     *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
     esac
     shift
@@ -84,7 +86,7 @@ run_one() {
     local d
     d=$(mktemp -d /tmp/pccl-compress-run-XXXXXX)
     local extra
-    extra=$(flags_of "$config")
+    extra="$(flags_of "$config") $JOIN_FLAGS"
     [ "$k" != 1 ] && extra+=" --fragments $k${OVERLAP:+ --overlap-steps $OVERLAP}"
     "${MASTER_NS[@]}" "$PCCL" master --listen "$host:0" --admin 127.0.0.1:0 >"$d/master.log" 2>&1 &
     MPID=$!
