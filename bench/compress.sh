@@ -75,6 +75,8 @@ util = sum(e["compute_utilization"] for e in done) / len(done)
 print(f"RESULT config={config} fragments={k} overlap={done[0]['overlap_steps']} mode={mode} peers={len(done)} "
       f"outer_steps={outer} tx_bytes_per_outer_step={tx:.0f} test_accuracy={min(e['test_accuracy'] for e in done):.4f} "
       f"same_state={len({(e['hash'], e['momentum_hash']) for e in done}) == 1} compute_utilization={util:.3f} "
+      f"prologue_share={sum(e['prologue_ms'] / e['wall_ms'] for e in done) / len(done):.3f} "
+      f"wait_share={sum(e['allreduce_wait_ms'] / e['wall_ms'] for e in done) / len(done):.3f} "
       f"wall_s={max(e['wall_ms'] for e in done) / 1e3:.1f}")
 PY
 }

@@ -178,6 +178,8 @@ void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t,
     cJSON_AddNumberToObject(e, "overlap_steps", o->overlap_steps);
     cJSON_AddNumberToObject(e, "inner_ms", t->inner_ms);
     cJSON_AddNumberToObject(e, "wall_ms", wall);
+    cJSON_AddNumberToObject(e, "prologue_ms", t->prologue_ms);
+    cJSON_AddNumberToObject(e, "allreduce_wait_ms", t->wait_ms);
     cJSON_AddNumberToObject(e, "compute_utilization", wall > 0 ? t->inner_ms / wall : 0);
     join_emit(o, e);
 }
@@ -199,6 +201,7 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
         double t0 = diloco_now_ms();
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si, 1);
+        if (t.t_first > 0) t.prologue_ms += diloco_now_ms() - t0;
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
         if (begin != 0) continue;
@@ -212,8 +215,10 @@ int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_da
         }
         loss /= (float)t.H;
         pcclReduceInfo_t ri = {0};
-        int outcome = join_reduce_outcome(o, reduce_pseudo_grad(comm, o, &t, &ri), &rejected, &t.retries,
-                                          "step_discarded");
+        double tw = diloco_now_ms();
+        pcclResult_t r = reduce_pseudo_grad(comm, o, &t, &ri);
+        t.wait_ms += diloco_now_ms() - tw;
+        int outcome = join_reduce_outcome(o, r, &rejected, &t.retries, "step_discarded");
         if (outcome < 0) rc = JOIN_EXIT_FAILED;
         if (outcome != 0) continue;
         diloco_outer_step(&t, o, 0, t.np);

@@ -29,6 +29,7 @@ typedef struct {
     mnist_sampler_t sampler;
     uint64_t retries, tx_total, rx_total; /* for the done event */
     double inner_ms;                      /* time spent in inner steps, for compute_utilization */
+    double prologue_ms, wait_ms;          /* time in topology updates and syncs; waiting for all-reduces */
     double t_first;                       /* when the first step began (after the world was assembled); 0 before */
     pcclExtSparseResidual_t **residual;   /* --sparsify: one per fragment, this peer's error feedback; else NULL */
 } diloco_t;

@@ -38,7 +38,9 @@ static int sync_fragment(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, co
     pg_launch(&pg, comm, o, t->delta + off, n, f, t->residual ? t->residual[f] : NULL);
     int stopped = diloco_inner(t, train, o->overlap_steps, loss);
     /* Awaited even after a stop request: the stop's pcclExtLeave ends it soon, and nothing may stay in flight. */
+    double tw = diloco_now_ms();
     *r = pg_await(&pg, ri);
+    t->wait_ms += diloco_now_ms() - tw;
     return stopped;
 }
 
@@ -84,6 +86,7 @@ int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join
         double t0 = diloco_now_ms();
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si, 1);
+        if (t.t_first > 0) t.prologue_ms += diloco_now_ms() - t0;
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
         if (begin != 0) continue;
