@@ -110,15 +110,14 @@ struct cJSON *join_step_event(uint64_t step, uint64_t revision, const pcclReduce
                               const pcclSharedStateSyncInfo_t *si, double ms);
 
 /*
- * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2) unless
- * update_topology is 0 (every peer of the group must pass the same), then sync the shared state
- * (ENFORCE_POPULAR; reports "sync_failed" events).
+ * The start of every step of the canonical loop: accept pending peers (waiting for a world of 2),
+ * then sync the shared state (ENFORCE_POPULAR; reports "sync_failed" events).
  * @return 0 go on with the step, 1 retry the step, JOIN_STEPS_DONE the synced revision reached --steps,
  * -1 the master is gone or a stop was requested.
  */
 #define JOIN_STEPS_DONE 2
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
-                    pcclSharedStateSyncInfo_t *si, int update_topology);
+                    pcclSharedStateSyncInfo_t *si);
 
 void join_maybe_optimize(pcclComm_t *comm, const join_opts_t *o);
 

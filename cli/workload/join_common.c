@@ -260,9 +260,8 @@ cJSON *join_step_event(uint64_t step, uint64_t revision, const pcclReduceInfo_t 
 }
 
 int join_begin_step(pcclComm_t *comm, const join_opts_t *o, pcclSharedState_t *ss, int *first,
-                    pcclSharedStateSyncInfo_t *si, int update_topology) {
-    if (update_topology && join_await_world(comm, o, JOIN_DEFAULT_MIN_WORLD, first) != 0) return -1;
-    if (join_stop_requested()) return -1;
+                    pcclSharedStateSyncInfo_t *si) {
+    if (join_await_world(comm, o, JOIN_DEFAULT_MIN_WORLD, first) != 0 || join_stop_requested()) return -1;
     memset(si, 0, sizeof *si);
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, si);
     if (join_run_over(r) || join_stop_requested()) return -1;

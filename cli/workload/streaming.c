@@ -85,7 +85,7 @@ int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join
     while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
         double t0 = diloco_now_ms();
         pcclSharedStateSyncInfo_t si;
-        int begin = join_begin_step(comm, o, &ss, &first, &si, 1);
+        int begin = join_begin_step(comm, o, &ss, &first, &si);
         if (t.t_first > 0) t.prologue_ms += diloco_now_ms() - t0;
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */

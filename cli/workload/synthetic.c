@@ -177,7 +177,7 @@ int workload_synthetic(pcclComm_t *comm, const join_opts_t *o) {
     while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
         double t0 = now_ms();
         pcclSharedStateSyncInfo_t si;
-        int begin = join_begin_step(comm, o, &ss, &first, &si, 1);
+        int begin = join_begin_step(comm, o, &ss, &first, &si);
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
         if (begin != 0) continue;
