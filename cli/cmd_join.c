@@ -15,6 +15,7 @@
 #include "pccl_kernels.h"
 #include "pccl_leave.h"
 #include "pccl_quant.h"
+#include "pccl_sparse.h"
 #include "mnist.h"
 #include "opts/shared.h"
 
@@ -123,6 +124,18 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     } else if (!strcmp(n, "max-rejections")) {
         bad = cli_flag_u64(cmd, n, arg, &v);
         o->max_rejections = (uint32_t)v;
+    } else if (!strcmp(n, "fragments")) {
+        bad = cli_flag_u64(cmd, n, arg, &v);
+        o->fragments = (uint32_t)v;
+    } else if (!strcmp(n, "overlap-steps")) {
+        bad = cli_flag_u64(cmd, n, arg, &v);
+        o->overlap_steps = (uint32_t)v;
+    } else if (!strcmp(n, "sparsify")) {
+        o->sparse_fraction = 0;
+        o->sparse_bits = 0;
+        if (strcmp(arg, "none") && pcclExtSparseParse(arg, &o->sparse_fraction, &o->sparse_bits) != pcclSuccess)
+            return cli_usage_error(cmd, "bad value '%s' for --sparsify (topk:FRACTION or topk:FRACTION:BITS with "
+                                   "FRACTION in (0, 1] and BITS 2 or 4, or none)", arg);
     } else if (!strcmp(n, "quantize")) {
         if (pccl_quant_parse(arg, &o->quant) != 0)
             return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8|int8|uint16|uint4|uint2, "
@@ -211,11 +224,36 @@ static void log_identity(pcclComm_t *comm, const char *identity_file) {
                    u[13], u[14], u[15], nm, pk, identity_file && *identity_file ? identity_file : "a new identity");
 }
 
+/* --fragments, --overlap-steps and --sparsify against --inner-steps, the workload and --quantize; fills in the
+ * default overlap. 0 or a usage error. */
+static int check_streaming(const cli_command_t *cmd, join_opts_t *o) {
+    uint32_t H = o->inner_steps ? o->inner_steps : JOIN_DEFAULT_INNER_STEPS;
+    if (o->fragments == 0) o->fragments = JOIN_DEFAULT_FRAGMENTS;
+    if ((o->fragments > 1 || o->overlap_steps != UINT32_MAX) && strcmp(o->workload, JOIN_WORKLOAD_FASHION_MNIST))
+        return cli_usage_error(cmd, "--fragments and --overlap-steps apply to --workload %s",
+                               JOIN_WORKLOAD_FASHION_MNIST);
+    if (o->fragments > H)
+        return cli_usage_error(cmd, "--fragments %u exceeds --inner-steps %u: each fragment needs its own sync point",
+                               o->fragments, H);
+    if (o->sparse_fraction > 0 && strcmp(o->workload, JOIN_WORKLOAD_FASHION_MNIST))
+        return cli_usage_error(cmd, "--sparsify applies to --workload %s", JOIN_WORKLOAD_FASHION_MNIST);
+    if (o->sparse_fraction > 0 && o->quant.algorithm != pcclQuantNone)
+        return cli_usage_error(cmd, "--sparsify and --quantize exclude each other (--sparsify topk:FRACTION:BITS "
+                               "quantizes the values it keeps)");
+    uint32_t gap = H / o->fragments;
+    if (o->overlap_steps == UINT32_MAX) o->overlap_steps = o->fragments > 1 ? gap / 2 : 0;
+    if (o->overlap_steps >= gap)
+        return cli_usage_error(cmd, "--overlap-steps %u must be less than --inner-steps / --fragments = %u",
+                               o->overlap_steps, gap);
+    return 0;
+}
+
 static int run(int argc, char **argv) {
     join_opts_t o = {.quant = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone},
                      .workload = JOIN_WORKLOAD_FASHION_MNIST, .steps = JOIN_DEFAULT_STEPS, .peer_group = JOIN_DEFAULT_PEER_GROUP,
                      .size_bytes = JOIN_DEFAULT_SIZE, .tensors = JOIN_DEFAULT_TENSORS, .outer_momentum = -1,
-                     .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = JOIN_DEFAULT_MAX_REJECTIONS};
+                     .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = JOIN_DEFAULT_MAX_REJECTIONS,
+                     .overlap_steps = UINT32_MAX};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
     const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL, *identity_file = NULL, *name = NULL;
@@ -226,6 +264,7 @@ static int run(int argc, char **argv) {
                                             &identity_file, &name, &connect_timeout_s}, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
+    if ((rc = check_streaming(cmd, &o)) != 0) return rc;
     if (key_file) {
         /* Checked here for a clear message; the library reads it through the environment. */
         pcclToolKey_t *key;

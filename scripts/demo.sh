@@ -5,7 +5,9 @@
 # At the end: test accuracy and every surviving peer's shared-state hash.
 #
 # Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
-# PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint8; default none),
+# PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint2; default none), SPARSIFY
+# (pccl join --sparsify, e.g. topk:0.03; default none), FRAGMENTS (pccl join --fragments: Streaming DiLoCo
+# with that many fragments; default 1, DiLoCo),
 # KEEP_LOGS=1 to keep the logs; BIN=DIR uses DIR/pccl as built (no install, no build).
 # PYTHON=1 (or diloco) runs the same with the Python example peers of examples/python/
 # (PyTorch over the pccl package) instead of `pccl join`; PYTHON=ddp runs data-parallel
@@ -34,6 +36,12 @@ STEPS=${STEPS:-60}
 INNER=${INNER:-25}
 PEERS=${PEERS:-4}
 QUANTIZE=${QUANTIZE:-none}
+SPARSIFY=${SPARSIFY:-}
+FRAGMENTS=${FRAGMENTS:-1}
+case $FRAGMENTS in '' | *[!0-9]*) echo "demo.sh: FRAGMENTS must be a positive number, got '$FRAGMENTS'" >&2; exit 2 ;; esac
+EXTRA=()
+[ -n "$SPARSIFY" ] && EXTRA+=(--sparsify "$SPARSIFY")
+[ "$FRAGMENTS" != 1 ] && EXTRA+=(--fragments "$FRAGMENTS")
 LOGS=$(mktemp -d /tmp/pccl-demo.XXXXXX)
 PIDS=()
 cleanup() {
@@ -51,11 +59,12 @@ for _ in $(seq 1 100); do
     [ -n "$PORT" ] && break; sleep 0.05
 done
 [ -n "$PORT" ] || { echo "master did not start"; cat "$LOGS/master.log"; exit 1; }
-echo "master on 127.0.0.1:$PORT; $PEERS peers, $STEPS outer steps of $INNER inner AdamW steps, quantization $QUANTIZE"
+echo "master on 127.0.0.1:$PORT; $PEERS peers, $STEPS outer steps of $INNER inner AdamW steps, quantization $QUANTIZE," \
+    "sparsification ${SPARSIFY:-none}, $FRAGMENTS fragment(s)"
 
 peer() { # peer NAME: starts `pccl join` in the background, sets LAST
     "$PCCL" join --master "127.0.0.1:$PORT" --workload fashion-mnist --steps "$STEPS" --inner-steps "$INNER" \
-        --min-world "$PEERS" --seed "$RANDOM$RANDOM" --quantize "$QUANTIZE" --json > "$LOGS/$1.log" 2> "$LOGS/$1.err" &
+        --min-world "$PEERS" --seed "$RANDOM$RANDOM" --quantize "$QUANTIZE" ${EXTRA[@]+"${EXTRA[@]}"} --json > "$LOGS/$1.log" 2> "$LOGS/$1.err" &
     LAST=$!; PIDS+=("$LAST")
 }
 revision() { grep -o '"revision":[0-9]*' "$LOGS/$1.log" 2>/dev/null | tail -1 | cut -d: -f2 || true; }
@@ -115,7 +124,7 @@ for n in names:
     if not done:
         print(f"{n}: no final report"); sys.exit(1)
     hashes.add((done["hash"], done["momentum_hash"]))
-    ar = done.get("allreduce_tx_bytes", 0) + done.get("allreduce_rx_bytes", 0)
+    ar = done.get("allreduce_tx_bytes", 0)  # what this peer sent for collectives
     rows.append((n, first, done["revision"], rx, done["test_accuracy"], done["hash"], done["momentum_hash"], ar))
 print(f"{'peer':10} {'first rev':>9} {'final rev':>9} {'state rx B':>10} {'reduce B':>11} {'test acc':>8}  shared-state hash (params / momentum)")
 for r in rows:

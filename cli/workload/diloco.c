@@ -9,40 +9,49 @@
  * pseudo-gradient outer - inner, then the outer Nesterov SGD step, which is
  * element-wise and therefore bit-identical on every peer. The inner AdamW
  * state is private to the peer and persists across outer steps.
+ * With --fragments K > 1 or --overlap-steps, streaming.c runs the loop instead.
  */
+#include "diloco.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "join.h"
 #include "mlp.h"
-#include "mnist.h"
-#include "optim.h"
 #include "pccl_kernels.h"
-#include "sampler.h"
+#include "pg_reduce.h"
 
-static double now_ms(void) {
+double diloco_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* One peer's training: the shared outer parameters and momentum, its inner model, optimizer and sampler. */
-typedef struct {
-    size_t np;
-    uint32_t batch, H;
-    float *outer, *momentum, *inner, *grad, *delta;
-    uint32_t *idx;
-    mlp_scratch_t *scratch;
-    adamw_state_t adam;
-    adamw_config_t cfg;
-    mnist_sampler_t sampler;
-    uint64_t retries, tx_total, rx_total; /* for the done event */
-} diloco_t;
+size_t diloco_frag_off(size_t n, uint32_t K, uint32_t f) { return (size_t)((unsigned __int128)n * f / K); }
 
-static void diloco_free(diloco_t *t) {
+/* --sparsify: a zero residual per fragment (a newcomer starts with an empty one). 0, or -1 without memory. */
+static int residuals_init(diloco_t *t, const join_opts_t *o) {
+    if (o->sparse_fraction <= 0) return 0;
+    uint32_t K = o->fragments ? o->fragments : 1;
+    t->residual = calloc(K, sizeof *t->residual);
+    if (!t->residual) return -1;
+    for (uint32_t f = 0; f < K; f++)
+        if (pcclExtSparseResidualCreate(diloco_frag_off(t->np, K, f + 1) - diloco_frag_off(t->np, K, f), pcclFloat,
+                                        &t->residual[f]) != pcclSuccess)
+            return -1;
+    return 0;
+}
+
+static void residuals_free(diloco_t *t, const join_opts_t *o) {
+    for (uint32_t f = 0; t->residual && f < (o->fragments ? o->fragments : 1); f++)
+        pcclExtSparseResidualDestroy(t->residual[f]);
+    free(t->residual);
+}
+
+void diloco_free(diloco_t *t, const join_opts_t *o) {
+    residuals_free(t, o);
     free(t->outer);
     free(t->momentum);
     free(t->inner);
@@ -54,8 +63,7 @@ static void diloco_free(diloco_t *t) {
     mnist_sampler_free(&t->sampler);
 }
 
-/* 0, or -1 after "out of memory" (t is freed either way by diloco_free). */
-static int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train) {
+int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *train) {
     const size_t np = MLP_NPARAMS;
     t->np = np;
     t->batch = o->batch ? o->batch : JOIN_DEFAULT_BATCH;
@@ -68,34 +76,53 @@ static int diloco_init(diloco_t *t, const join_opts_t *o, const mnist_set_t *tra
     t->idx = malloc(t->batch * sizeof *t->idx);
     t->scratch = mlp_scratch_new(t->batch > 1000 ? t->batch : 1000);
     if (!t->outer || !t->momentum || !t->inner || !t->grad || !t->delta || !t->idx || !t->scratch ||
-        adamw_init(&t->adam, np) != 0 || mnist_sampler_init(&t->sampler, train->n, 0, 1, o->seed) != 0) {
+        adamw_init(&t->adam, np) != 0 || mnist_sampler_init(&t->sampler, train->n, 0, 1, o->seed) != 0 ||
+        residuals_init(t, o) != 0) {
         cli_err("pccl join: out of memory\n");
         return -1;
     }
     /* Every peer starts from the same initial weights; a joining peer is overwritten by the sync anyway. */
     mlp_init(t->outer, 42);
+    memcpy(t->inner, t->outer, np * sizeof *t->inner);
     t->cfg = adamw_defaults(o->inner_lr > 0 ? o->inner_lr : (float)JOIN_DEFAULT_INNER_LR);
     return 0;
 }
 
-/* H inner AdamW steps from the outer parameters; the mean loss in *loss. -1 when a stop request ended them: the
- * inner steps may compute for minutes. */
-static int inner_steps(diloco_t *t, const mnist_set_t *train, float *loss) {
-    memcpy(t->inner, t->outer, t->np * sizeof *t->inner);
-    *loss = 0;
-    for (uint32_t h = 0; h < t->H && !join_stop_requested(); h++) {
+int diloco_inner(diloco_t *t, const mnist_set_t *train, uint32_t n, float *loss) {
+    double t0 = diloco_now_ms();
+    for (uint32_t h = 0; h < n && !join_stop_requested(); h++) {
         mnist_sampler_next(&t->sampler, t->idx, t->batch);
         *loss += mlp_loss_grad(t->inner, train->images, train->labels, t->idx, t->batch, t->grad, t->scratch);
         adamw_step(&t->adam, &t->cfg, t->inner, t->grad);
     }
-    if (join_stop_requested()) return -1;
-    *loss /= (float)t->H;
-    return 0;
+    t->inner_ms += diloco_now_ms() - t0;
+    return join_stop_requested() ? -1 : 0;
+}
+
+void diloco_outer_step(diloco_t *t, const join_opts_t *o, size_t off, size_t n) {
+    outer_nesterov_step(t->outer + off, t->delta + off, t->momentum + off, n,
+                        o->outer_lr > 0 ? o->outer_lr : (float)JOIN_DEFAULT_OUTER_LR,
+                        o->outer_momentum >= 0 ? o->outer_momentum : (float)JOIN_DEFAULT_OUTER_MOMENTUM);
+}
+
+void diloco_shared_infos(diloco_t *t, pcclTensorInfo_t infos[2]) {
+    infos[0] = (pcclTensorInfo_t){.name = "mlp.params", .data = t->outer, .count = t->np, .datatype = pcclFloat,
+                                  .device_type = pcclDeviceCpu};
+    infos[1] = (pcclTensorInfo_t){.name = "outer.momentum", .data = t->momentum, .count = t->np,
+                                  .datatype = pcclFloat, .device_type = pcclDeviceCpu};
 }
 
 /* The average of the peers' pseudo-gradients (outer - inner) into t->delta. */
 static pcclResult_t reduce_pseudo_grad(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, pcclReduceInfo_t *ri) {
     outer_pseudo_grad(t->outer, t->inner, t->delta, t->np);
+    if (t->residual) { /* one attempt: a failure leaves delta and the residual as they were, and the step is retried */
+        pg_reduce_t pg;
+        pg_launch(&pg, comm, o, t->delta, t->np, 0, t->residual[0]);
+        pcclResult_t r = pg_await(&pg, ri);
+        t->tx_total += ri->tx_bytes;
+        t->rx_total += ri->rx_bytes;
+        return r;
+    }
     pcclReduceOpDescriptor_t d = {
         .sendbuf = t->delta, .recvbuf = t->delta,
         .descriptor = {.count = t->np, .op = pcclAvg, .tag = 0,
@@ -117,9 +144,9 @@ static void quant_name(const pcclQuantizationOptions_t *q, char *out, size_t cap
              pccl_dtype_name(q->quantized_datatype));
 }
 
-/* After the last step: a final sync, the test set's accuracy and the hashes every peer must agree on. */
-static void emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t, pcclSharedState_t *ss,
+void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t, pcclSharedState_t *ss,
                       const mnist_set_t *test) {
+    double wall = t->t_first > 0 ? diloco_now_ms() - t->t_first : 0;
     pcclSharedStateSyncInfo_t si = {0};
     pcclResult_t r = pcclSynchronizeSharedState(comm, ss, PCCL_SHARED_STATE_SYNC_STRATEGY_ENFORCE_POPULAR, &si);
     float acc = 0, tloss = 0;
@@ -140,50 +167,67 @@ static void emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t,
     cJSON_AddNumberToObject(e, "allreduce_rx_bytes", (double)t->rx_total);
     cJSON_AddNumberToObject(e, "retries", (double)t->retries);
     cJSON_AddStringToObject(e, "quantize", qname);
+    if (o->sparse_fraction > 0) {
+        char sname[48];
+        snprintf(sname, sizeof sname, "topk:%g:%d", o->sparse_fraction, o->sparse_bits);
+        cJSON_AddStringToObject(e, "sparsify", sname);
+    } else {
+        cJSON_AddStringToObject(e, "sparsify", "none");
+    }
+    cJSON_AddNumberToObject(e, "fragments", o->fragments ? o->fragments : 1);
+    cJSON_AddNumberToObject(e, "overlap_steps", o->overlap_steps);
+    cJSON_AddNumberToObject(e, "inner_ms", t->inner_ms);
+    cJSON_AddNumberToObject(e, "wall_ms", wall);
+    cJSON_AddNumberToObject(e, "prologue_ms", t->prologue_ms);
+    cJSON_AddNumberToObject(e, "allreduce_wait_ms", t->wait_ms);
+    cJSON_AddNumberToObject(e, "compute_utilization", wall > 0 ? t->inner_ms / wall : 0);
     join_emit(o, e);
 }
 
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
+    if (o->fragments > 1 || o->overlap_steps > 0) return workload_streaming_diloco(comm, o, d);
     diloco_t t = {0};
     if (diloco_init(&t, o, &d->train) != 0) {
-        diloco_free(&t);
+        diloco_free(&t, o);
         return JOIN_EXIT_FAILED;
     }
-    pcclTensorInfo_t infos[2] = {
-        {.name = "mlp.params", .data = t.outer, .count = t.np, .datatype = pcclFloat, .device_type = pcclDeviceCpu},
-        {.name = "outer.momentum", .data = t.momentum, .count = t.np, .datatype = pcclFloat,
-         .device_type = pcclDeviceCpu},
-    };
+    pcclTensorInfo_t infos[2];
+    diloco_shared_infos(&t, infos);
     pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
     uint32_t rejected = 0; /* rejected all-reduces in a row */
     int rc = JOIN_EXIT_OK, first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */
     while (rc == JOIN_EXIT_OK && ss.revision < o->steps) {
-        double t0 = now_ms();
+        double t0 = diloco_now_ms();
         pcclSharedStateSyncInfo_t si;
         int begin = join_begin_step(comm, o, &ss, &first, &si);
+        if (t.t_first > 0) t.prologue_ms += diloco_now_ms() - t0;
         if (begin == JOIN_STEPS_DONE) break;
         if (begin < 0) rc = JOIN_EXIT_FAILED; /* or a stop request: `pccl join` then leaves */
         if (begin != 0) continue;
-        float loss;
-        if (inner_steps(&t, &d->train, &loss) != 0) {
+        if (t.t_first == 0) t.t_first = diloco_now_ms();
+        float loss = 0;
+        /* Each outer step's inner steps start from the outer parameters (a discarded step's progress is lost). */
+        memcpy(t.inner, t.outer, t.np * sizeof *t.inner);
+        if (diloco_inner(&t, &d->train, t.H, &loss) != 0) {
             rc = JOIN_EXIT_FAILED; /* `pccl join` then leaves */
             break;
         }
+        loss /= (float)t.H;
         pcclReduceInfo_t ri = {0};
-        int outcome = join_reduce_outcome(o, reduce_pseudo_grad(comm, o, &t, &ri), &rejected, &t.retries,
-                                          "step_discarded");
+        double tw = diloco_now_ms();
+        pcclResult_t r = reduce_pseudo_grad(comm, o, &t, &ri);
+        t.wait_ms += diloco_now_ms() - tw;
+        int outcome = join_reduce_outcome(o, r, &rejected, &t.retries, "step_discarded");
         if (outcome < 0) rc = JOIN_EXIT_FAILED;
         if (outcome != 0) continue;
-        outer_nesterov_step(t.outer, t.delta, t.momentum, t.np,
-                            o->outer_lr > 0 ? o->outer_lr : (float)JOIN_DEFAULT_OUTER_LR,
-                            o->outer_momentum >= 0 ? o->outer_momentum : (float)JOIN_DEFAULT_OUTER_MOMENTUM);
+        diloco_outer_step(&t, o, 0, t.np);
         ss.revision++;
-        cJSON *e = join_step_event(++steps_done, ss.revision, &ri, &si, now_ms() - t0);
+        cJSON *e = join_step_event(++steps_done, ss.revision, &ri, &si, diloco_now_ms() - t0);
         cJSON_AddNumberToObject(e, "loss", loss);
         join_emit(o, e);
     }
-    if (rc == JOIN_EXIT_OK) emit_done(comm, o, &t, &ss, &d->test);
-    diloco_free(&t);
+    if (rc == JOIN_EXIT_OK) diloco_emit_done(comm, o, &t, &ss, &d->test);
+    diloco_free(&t, o);
     return rc;
 }

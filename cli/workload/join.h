@@ -37,6 +37,8 @@ enum {
 #define JOIN_DEFAULT_OUTER_MOMENTUM 0.9
 #define JOIN_DEFAULT_MIN_WORLD 2
 #define JOIN_DEFAULT_MAX_REJECTIONS 10
+#define JOIN_DEFAULT_FRAGMENTS 1
+#define JOIN_MAX_FRAGMENTS 1024
 
 typedef struct join_opts {
     const char *workload; /* JOIN_WORKLOAD_FASHION_MNIST or JOIN_WORKLOAD_SYNTHETIC */
@@ -57,6 +59,10 @@ typedef struct join_opts {
     pcclQuantizationOptions_t quant; /* of every all-reduce (--quantize) */
     int out_of_place;       /* synthetic: reduce into a second buffer (--out-of-place) */
     uint32_t max_rejections; /* give up after this many rejected all-reduces in a row (--max-rejections) */
+    uint32_t fragments;      /* fashion-mnist: Streaming DiLoCo fragments K (0 or 1: DiLoCo) */
+    uint32_t overlap_steps;  /* fashion-mnist: inner steps between a fragment's launch and its wait (tau) */
+    double sparse_fraction;  /* fashion-mnist --sparsify topk:FRACTION[:BITS]: 0 dense */
+    int sparse_bits;         /* 0 (values as floats), 2 or 4 */
 } join_opts_t;
 
 /* What a workload needs from this machine, loaded and checked before the master is contacted, so

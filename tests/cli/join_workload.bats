@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# pccl join --workload fashion-mnist's compression and Streaming DiLoCo flags: bad values are usage errors before
+# the master is contacted; --sparsify reaches the wire (fewer bytes) and the peers end with the same state.
+
+setup() {
+    PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
+    TMP=$(mktemp -d)
+}
+
+teardown() {
+    [ -n "${MPID:-}" ] && kill -9 "$MPID" 2>/dev/null || true
+    [ -n "${APID:-}" ] && kill -9 "$APID" 2>/dev/null || true
+    rm -rf "$TMP"
+}
+
+start_master() {
+    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$TMP/master.out" 2> "$TMP/master.err" &
+    MPID=$!
+    for _ in $(seq 1 100); do
+        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
+        [ -n "$PORT" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+@test "join refuses bad --fragments, --overlap-steps and --sparsify values (exit 2, with the reason)" {
+    check() { # check MESSAGE FLAGS...
+        local msg=$1; shift
+        run "$PCCL" join --master 127.0.0.1:1 "$@"
+        [ "$status" -eq 2 ] || { echo "status $status for $*: $output"; return 1; }
+        [[ "$output" == *"$msg"* ]] || { echo "no '$msg' for $*: $output"; return 1; }
+    }
+    check "bad value '0' for --fragments" --fragments 0
+    check "--fragments 11 exceeds --inner-steps 10" --fragments 11 --inner-steps 10
+    check "--overlap-steps 5 must be less than --inner-steps / --fragments = 5" --fragments 2 --inner-steps 10 --overlap-steps 5
+    check "--fragments and --overlap-steps apply to --workload fashion-mnist" --workload synthetic --fragments 2
+    for s in topk:0 topk:1.5 topk:-0.1 topk:nan topk:0.03:3 topk:0.03:8 topk bogus:0.1 topk:0.1:2:2; do
+        check "bad value '$s' for --sparsify" --sparsify "$s"
+    done
+    check "--sparsify and --quantize exclude each other" --sparsify topk:0.03:2 --quantize minmax:uint2
+    check "--sparsify applies to --workload fashion-mnist" --workload synthetic --sparsify topk:0.1
+}
+
+@test "join --sparsify with --fragments 2: a fraction of the dense bytes, equal hashes" {
+    start_master
+    args=(--master 127.0.0.1:"$PORT" --workload fashion-mnist --steps 2 --inner-steps 6 --fragments 2 --json
+          --sparsify topk:0.03:2)
+    "$PCCL" join "${args[@]}" --seed 1 > "$TMP/a.log" 2> "$TMP/a.err" &
+    APID=$!
+    run timeout 60 "$PCCL" join "${args[@]}" --seed 2
+    [ "$status" -eq 0 ]
+    wait "$APID"
+    APID=
+    b=$(echo "$output" | grep '"event":"done"')
+    a=$(grep '"event":"done"' "$TMP/a.log")
+    field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+    [ -n "$a" ] && [ "$(field "$a" hash)" = "$(field "$b" hash)" ]
+    [ "$(field "$a" sparsify)" = "topk:0.03:2" ] && [ "$(field "$a" fragments)" = 2 ]
+    # Dense, 2 peers send each of the 101,770 floats once per outer step: 814,160 B in 2 steps.
+    tx=$(field "$b" allreduce_tx_bytes)
+    [ "${tx%.*}" -gt 0 ] && [ "${tx%.*}" -lt 81416 ]
+}
