@@ -1,0 +1,169 @@
+/*
+ * ring_rhd.c - the all-reduce by recursive halving and doubling (ring.h; its schedule in ring_rhd_sched.c).
+ *
+ * Each step is one exchange with one partner over the connection pair the caller's link gives: a ring flow
+ * (ring_flow.c) of one send element and one receive element, so sending, receiving and reducing overlap within
+ * the step and an abort or a silent partner ends it as it ends a ring. Every stream opens with the 16-byte
+ * header whose magic names the step, so a partner on another step or operation is found at once.
+ *
+ * Determinism: each element's final value is reduced at exactly one member (the owner of its block after the
+ * reduce-scatter, along the schedule's fixed tree: at each step the kept half is own (op) received) and then
+ * copied unchanged to every other member, so all members end bit-identical.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pccl_kernels.h"
+#include "ring/ring_flow.h"
+
+#define RING_RHD_MAGIC 0x52484400u /* "RHD" + the step's index */
+
+/* One exchange: send `send` (send_len bytes), receive recv_len bytes into recv (reduced into it when reduce). */
+typedef struct rhd_xfer {
+    const uint8_t *send;
+    size_t send_len;
+    uint8_t *recv;
+    size_t recv_len;
+    int reduce;
+    pcclDataType_t dt;
+    pcclRedOp_t op;
+    size_t esz;
+    size_t sfill; /* bytes of a partial element waiting in staging */
+} rhd_xfer_t;
+
+static const uint8_t *x_send_elem(ring_flow_t *f, uint32_t k, size_t *len) {
+    const rhd_xfer_t *x = f->ctx;
+    (void)k;
+    *len = x->send_len;
+    return x->send;
+}
+
+static size_t x_send_ready(ring_flow_t *f, uint32_t k, size_t len) {
+    (void)f, (void)k;
+    return len;
+}
+
+static size_t x_recv_len(ring_flow_t *f, uint32_t k) {
+    (void)k;
+    return ((const rhd_xfer_t *)f->ctx)->recv_len;
+}
+
+/* Receives into recv, or through staging and reduced (own (op) received) as whole elements arrive. */
+static ssize_t x_recv(ring_flow_t *f, uint32_t k, size_t len, size_t room) {
+    rhd_xfer_t *x = f->ctx;
+    ring_io_t *io = f->io;
+    (void)k;
+    size_t want = len - f->rdone - x->sfill;
+    if (want > room) want = room;
+    if (!x->reduce) {
+        if (want > RING_MAX_IO) want = RING_MAX_IO;
+        ssize_t n = ring_recv(io, x->recv + f->rdone, want);
+        if (n > 0) f->rdone += (size_t)n;
+        return n;
+    }
+    if (want > io->staging_size - x->sfill) want = io->staging_size - x->sfill;
+    ssize_t n = ring_recv(io, io->staging + x->sfill, want);
+    if (n <= 0) return n;
+    size_t have = x->sfill + (size_t)n, whole = have / x->esz * x->esz;
+    pccl_reduce_into(x->recv + f->rdone, io->staging, whole / x->esz, x->dt, x->op);
+    f->rdone += whole;
+    x->sfill = have - whole;
+    if (x->sfill) memmove(io->staging, io->staging + whole, x->sfill);
+    return n;
+}
+
+typedef struct rhd_run {
+    ring_io_t *io;
+    ring_rhd_link_fn link;
+    void *link_ctx;
+    uint8_t *buf;
+    size_t count, esz;
+    pcclDataType_t dt;
+    pcclRedOp_t op;
+    uint64_t op_seq;
+    ring_rhd_sched_t s;
+    uint64_t tx_bytes, rx_bytes;
+} rhd_run_t;
+
+/* Byte offset of block b of the schedule's p blocks. */
+static size_t blk(const rhd_run_t *r, uint32_t b) { return ring_block_off(r->count, r->s.p, b) * r->esz; }
+
+/* Step `phase` of the operation with the member at ring position peer. */
+static int exchange(rhd_run_t *r, uint32_t phase, uint32_t peer, rhd_xfer_t *x) {
+    ring_io_t *io = r->io;
+    int rc = r->link(r->link_ctx, io, peer);
+    if (rc != 0) return rc;
+    x->dt = r->dt, x->op = r->op, x->esz = r->esz, x->sfill = 0;
+    ring_flow_t f = {.io = io, .magic = RING_RHD_MAGIC + phase, .world = r->s.world, .op_seq = r->op_seq,
+                     .nsend = 1, .nrecv = 1, .ctx = x, .send_elem = x_send_elem, .send_ready = x_send_ready,
+                     .recv_len = x_recv_len, .recv = x_recv};
+    rc = ring_flow_run(&f);
+    r->tx_bytes += io->tx_bytes;
+    r->rx_bytes += io->rx_bytes;
+    return rc;
+}
+
+/* Reduce-scatter by recursive halving (phases 1..steps), the owner's pcclAvg, all-gather by recursive doubling
+ * (phases steps+1..2 steps). */
+static int halving_doubling(rhd_run_t *r) {
+    const ring_rhd_sched_t *s = &r->s;
+    uint32_t keep, give, len;
+    for (uint32_t k = 0; k < s->steps; k++) {
+        ring_rhd_blocks(s, k, &keep, &give, &len);
+        rhd_xfer_t x = {.send = r->buf + blk(r, give), .send_len = blk(r, give + len) - blk(r, give),
+                        .recv = r->buf + blk(r, keep), .recv_len = blk(r, keep + len) - blk(r, keep), .reduce = 1};
+        int rc = exchange(r, 1 + k, ring_rhd_partner(s, k), &x);
+        if (rc != 0) return rc;
+    }
+    if (r->op == pcclAvg)
+        pccl_reduce_finalize_avg(r->buf + blk(r, s->vid), (blk(r, s->vid + 1) - blk(r, s->vid)) / r->esz, r->dt,
+                                 s->world);
+    for (uint32_t j = 0; j < s->steps; j++) {
+        uint32_t k = s->steps - 1 - j;
+        ring_rhd_blocks(s, k, &keep, &give, &len);
+        rhd_xfer_t x = {.send = r->buf + blk(r, keep), .send_len = blk(r, keep + len) - blk(r, keep),
+                        .recv = r->buf + blk(r, give), .recv_len = blk(r, give + len) - blk(r, give)};
+        int rc = exchange(r, 1 + s->steps + j, ring_rhd_partner(s, k), &x);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+static int rhd_all(rhd_run_t *r) {
+    const ring_rhd_sched_t *s = &r->s;
+    uint32_t fold = ring_rhd_fold_partner(s);
+    size_t all = r->count * r->esz;
+    int folded = s->vid == RING_RHD_FOLDED, rc = 0;
+    if (fold != RING_RHD_FOLDED) { /* phase 0: the even member's whole input to the odd one */
+        rhd_xfer_t x = {.send = r->buf, .send_len = folded ? all : 0, .recv = r->buf, .recv_len = folded ? 0 : all,
+                        .reduce = 1};
+        rc = exchange(r, 0, fold, &x);
+    }
+    if (rc == 0 && !folded) rc = halving_doubling(r);
+    if (rc == 0 && fold != RING_RHD_FOLDED) { /* the last phase: the result back to the even member */
+        rhd_xfer_t x = {.send = r->buf, .send_len = folded ? 0 : all, .recv = r->buf, .recv_len = folded ? all : 0};
+        rc = exchange(r, 1 + 2 * s->steps, fold, &x);
+    }
+    return rc;
+}
+
+int ring_allreduce_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                       size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t pos, uint32_t world,
+                       uint64_t op_seq) {
+    rhd_run_t r = {.io = io, .link = link, .link_ctx = link_ctx, .buf = buf, .count = count,
+                   .esz = pccl_dtype_size(dt), .dt = dt, .op = op, .op_seq = op_seq};
+    io->tx_bytes = io->rx_bytes = 0;
+    io->err[0] = 0;
+    if (pos >= world || world < 2 || r.esz == 0 || !io->staging || io->staging_size < r.esz) {
+        snprintf(io->err, sizeof io->err, "position %u of %u, dtype %d, staging of %zu bytes", pos, world, (int)dt,
+                 io->staging_size);
+        return -PERR_INVALID;
+    }
+    io->tx_pipe = NULL;
+    ring_rhd_schedule(pos, world, &r.s);
+    if (src && src != buf) memcpy(buf, src, count * r.esz);
+    int rc = rhd_all(&r);
+    io->tx_bytes = r.tx_bytes;
+    io->rx_bytes = r.rx_bytes;
+    return rc;
+}
