@@ -174,9 +174,9 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     w.u.commence.n = (uint32_t)rv.n;
     w.u.commence.ring = rv.ring;
     for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
-    PLOG_DEBUG("master", "group %u tag %llu commenced: %s (%s), op %llu, slots %#llx, %d peers", g->id,
-               (unsigned long long)c->tag, msm_coll_kind_name(c->coll_kind), msm_algo_name(w.u.commence.algo),
-               (unsigned long long)c->op_seq, (unsigned long long)slots, rv.n);
+    PLOG_DEBUG("master", "group %u tag %llu commenced: %s, op %llu, slots %#llx, %d peers, %s", g->id,
+               (unsigned long long)c->tag, msm_coll_kind_name(c->coll_kind), (unsigned long long)c->op_seq,
+               (unsigned long long)slots, rv.n, msm_algo_name(w.u.commence.algo));
     free(w.u.commence.members);
     ring_votes_free(&rv);
     return 1;

@@ -1,6 +1,7 @@
 /* op_rhd.c - an all-reduce by recursive halving and doubling (ring_rhd.c) for an op whose COMMENCE chose it:
- * the connections to its partners, opened on demand through the op's wait (connect within the connect timeout,
- * the partner's stream within the peer timeout) on the op's first slot, held until the verdict (op_record.h). */
+ * the connections to its partners (not ring neighbours: made on demand, then kept in the connection table like
+ * the ring's), opened through the op's wait (connect within the connect timeout, the partner's stream within
+ * the peer timeout) on the op's first slot, held until the verdict (op_record.h). */
 #include "op/op_record.h"
 
 #include <stdio.h>
@@ -25,39 +26,50 @@ int op_algo_rhd(const pccl_op_t *o) {
 }
 
 /* Tells the master that the member at ring position peer could not be reached (as the ring reports a
- * neighbour); a missing stream because the op was aborted meanwhile is no report. */
-static void report(pccl_op_t *o, uint32_t peer, int rc) {
-    if (rc == -PERR_TIMEOUT && pwait_result(&o->w)) return;
+ * neighbour); a connection that failed because the op was aborted meanwhile is no report. */
+static void report(pccl_op_t *o, uint32_t peer) {
+    if (pwait_result(&o->w)) return;
     wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
     memcpy(rep.u.welcome.uuid, o->commence.u.commence.ring[peer], 16);
     comm_send(o->comm, o->epoch, &rep);
 }
 
-static int link_peer(void *ctx, ring_io_t *io, uint32_t peer) {
-    pccl_op_t *o = ctx;
+/* Connects to every partner of the schedule before any data moves (TX to each, then RX from each: a TX needs
+ * only the partner's acceptor, so no order of members can deadlock), as the ring opens its streams first: every
+ * stream a partner may send on during the op is then this op's to drop after a failure, none is left behind
+ * with a stale op's bytes. @return 0, -PERR_IO or -PERR_TIMEOUT with io->err set. */
+static int open_links(pccl_op_t *o, struct op_rhd_links *l, ring_io_t *io) {
     pcclComm_t *c = o->comm;
-    struct op_rhd_links *l = o->rhd;
-    const uint8_t *uuid = o->commence.u.commence.ring[peer];
-    uint32_t i = 0;
-    while (i < l->n && l->pos[i] != peer) i++;
-    if (i == l->n) {
-        if (l->n == RHD_LINKS_MAX) {
-            snprintf(io->err, sizeof io->err, "more than %d partners", RHD_LINKS_MAX);
-            return -PERR_INVALID;
-        }
-        l->pos[i] = peer;
-        l->n++;
-        if (!(l->tx[i] = p2p_get_tx(c, uuid, l->slot, c->connect_timeout_ms, &o->w))) {
-            snprintf(io->err, sizeof io->err, "cannot connect to partner at ring position %u", peer);
-            report(o, peer, -PERR_IO);
+    ring_rhd_sched_t s;
+    ring_rhd_schedule(o->pos, o->world, &s);
+    if (ring_rhd_fold_partner(&s) != RING_RHD_FOLDED) l->pos[l->n++] = ring_rhd_fold_partner(&s);
+    for (uint32_t k = 0; s.vid != RING_RHD_FOLDED && k < s.steps && l->n < RHD_LINKS_MAX; k++)
+        l->pos[l->n++] = ring_rhd_partner(&s, k);
+    for (uint32_t i = 0; i < l->n; i++)
+        if (!(l->tx[i] = p2p_get_tx(c, o->commence.u.commence.ring[l->pos[i]], l->slot, c->connect_timeout_ms,
+                                    &o->w))) {
+            snprintf(io->err, sizeof io->err, "cannot connect to the partner at ring position %u", l->pos[i]);
+            report(o, l->pos[i]);
             return -PERR_IO;
         }
-        if (!(l->rx[i] = p2p_get_rx(c, uuid, l->slot, c->timeout_ms, &o->w))) {
-            snprintf(io->err, sizeof io->err, "partner at ring position %u did not connect", peer);
-            report(o, peer, -PERR_TIMEOUT);
+    for (uint32_t i = 0; i < l->n; i++) {
+        if (!(l->rx[i] = p2p_get_rx(c, o->commence.u.commence.ring[l->pos[i]], l->slot, c->timeout_ms, &o->w))) {
+            snprintf(io->err, sizeof io->err, "the partner at ring position %u did not connect", l->pos[i]);
+            report(o, l->pos[i]);
             return -PERR_TIMEOUT;
         }
         p2p_pace_tx(c, l->tx[i]);
+    }
+    return 0;
+}
+
+static int link_peer(void *ctx, ring_io_t *io, uint32_t peer) {
+    const struct op_rhd_links *l = ((pccl_op_t *)ctx)->rhd;
+    uint32_t i = 0;
+    while (i < l->n && l->pos[i] != peer) i++;
+    if (i == l->n) {
+        snprintf(io->err, sizeof io->err, "ring position %u is no partner", peer);
+        return -PERR_INVALID;
     }
     io->tx_fd = l->tx[i]->fd;
     io->rx_fd = l->rx[i]->fd;
@@ -73,6 +85,8 @@ int op_rhd_allreduce(pccl_op_t *o, ring_io_t *io, uint32_t slot) {
         return -PERR_NOMEM;
     }
     o->rhd->slot = slot;
+    int rc = open_links(o, o->rhd, io);
+    if (rc != 0) return rc;
     return ring_allreduce_rhd(io, link_peer, o, d->sendbuf, d->recvbuf, d->count, d->datatype, d->op, o->pos,
                               o->world, o->op_seq);
 }
