@@ -23,8 +23,14 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c) {
     return t;
 }
 
-uint8_t msm_algo_choose(unsigned kind, int quantized, uint8_t forced, const msm_algo_cost_t *c) {
-    if (kind != pcclExtCollAllReduce || quantized || forced == WIRE_ALGO_RING) return WIRE_ALGO_RING;
+int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t world) {
+    if (quantized) return 0;
+    if (kind == pcclExtCollAllReduce) return 1;
+    return kind == pcclExtCollReduceScatter && by_position && world >= 2 && (world & (world - 1)) == 0;
+}
+
+uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c) {
+    if (!has_rhd || forced == WIRE_ALGO_RING) return WIRE_ALGO_RING;
     if (forced == WIRE_ALGO_RHD) return WIRE_ALGO_RHD;
     if (!c) return WIRE_ALGO_RING;
     return c->world > 2 && msm_algo_rhd_s(c) < msm_algo_ring_s(c) ? WIRE_ALGO_RHD : WIRE_ALGO_RING;
@@ -38,13 +44,12 @@ static double slowest_mbps(const msm_t *m) {
     return slowest > 0 ? slowest : MSM_ALGO_DEFAULT_MBPS;
 }
 
-uint8_t msm_algo_for(const msm_t *m, unsigned kind, int quantized, uint8_t forced, uint64_t bytes, uint32_t world) {
-    if (kind != pcclExtCollAllReduce || quantized || forced != WIRE_ALGO_AUTO)
-        return msm_algo_choose(kind, quantized, forced, NULL);
+uint8_t msm_algo_for(const msm_t *m, int has_rhd, uint8_t forced, uint64_t bytes, uint32_t world) {
+    if (!has_rhd || forced != WIRE_ALGO_AUTO) return msm_algo_choose(has_rhd, forced, NULL);
     double beta = 8.0 / (slowest_mbps(m) * 1e6);
     msm_algo_cost_t c = {.bytes = (double)bytes, .alpha = MSM_ALGO_ALPHA_S, .beta_ring = beta, .beta_rhd = beta,
                          .world = world};
-    return msm_algo_choose(kind, quantized, forced, &c);
+    return msm_algo_choose(has_rhd, forced, &c);
 }
 
 const char *msm_algo_name(uint8_t algo) {

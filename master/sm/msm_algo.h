@@ -32,14 +32,20 @@ typedef struct msm_algo_cost {
 double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
 
-/* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation of kind (pcclExtCollKind_t), quantized or not,
- * whose members forced `forced` (WIRE_ALGO_*; equal on every member, msm_coll_check): a forced choice where the
- * kind has it, else the model's cheaper one. Only a plain all-reduce has recursive halving and doubling. */
-uint8_t msm_algo_choose(unsigned kind, int quantized, uint8_t forced, const msm_algo_cost_t *c);
+/* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
+ * a plain (not quantized) all-reduce, or a plain reduce-scatter of a power-of-two world whose ranks are its ring
+ * positions (by_position). */
+int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t world);
 
-/* The algorithm of an operation of the master's group g (msm_algo_choose; beta: 1 / the slowest bandwidth the
+/* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation whose members forced `forced` (WIRE_ALGO_*;
+ * equal on every member, msm_coll_check): the ring where rhd does not exist (has_rhd 0), else a forced choice,
+ * else the model's cheaper one. The all-reduce's formulas serve the reduce-scatter too: in a power-of-two world
+ * each algorithm's reduce-scatter costs exactly half its all-reduce. */
+uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
+
+/* The algorithm of an operation (msm_algo_choose; beta: 1 / the slowest bandwidth the
  * master has measured between any two peers, MSM_ALGO_DEFAULT_MBPS when it has none; alpha MSM_ALGO_ALPHA_S). */
-uint8_t msm_algo_for(const msm_t *m, unsigned kind, int quantized, uint8_t forced, uint64_t bytes, uint32_t world);
+uint8_t msm_algo_for(const msm_t *m, int has_rhd, uint8_t forced, uint64_t bytes, uint32_t world);
 
 /* Its name in logs and reasons ("auto", "ring", "rhd"; "unknown"). */
 const char *msm_algo_name(uint8_t algo);

@@ -19,6 +19,11 @@
 #include "sec_pair.h"
 #include "tinytest.h"
 
+/* pccl_coll.h's split: block b of n over count elements starts here. */
+static size_t ring_block_off_test(size_t count, uint32_t n, uint32_t b) {
+    return count / n * b + (b < count % n ? b : count % n);
+}
+
 static void nonblock_fd(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 enum { RW = 9 };
@@ -85,6 +90,10 @@ typedef struct rmember {
     pcclDataType_t dt;
     pcclRedOp_t op;
     uint64_t seq;
+    int rs; /* the reduce-scatter into out (work: its partial sums) */
+    void *out;
+    uint8_t *work;
+    size_t work_bytes;
     int quit_after_links; /* > 0: close this member's sockets once it linked this many partners */
     int links;
     int rc;
@@ -138,8 +147,12 @@ static int mesh_link(void *ctx, ring_io_t *io, uint32_t peer) {
 
 static void *rmember_main(void *arg) {
     rmember_t *r = arg;
-    r->rc = ring_allreduce_rhd(&r->io, mesh_link, r, r->src, r->buf, r->count, r->dt, r->op, r->pos, r->mesh->W,
-                               r->seq);
+    if (r->rs)
+        r->rc = ring_reduce_scatter_rhd(&r->io, mesh_link, r, r->src, r->out, r->count, r->dt, r->op, r->work,
+                                        r->work_bytes, r->pos, r->mesh->W, r->seq);
+    else
+        r->rc = ring_allreduce_rhd(&r->io, mesh_link, r, r->src, r->buf, r->count, r->dt, r->op, r->pos,
+                                   r->mesh->W, r->seq);
     if (r->rc != 0 && !atomic_exchange(&r->mesh->abort_flag, 1)) { /* as the master aborts the op everywhere */
         uint64_t one = 1;
         CHECK(write(r->mesh->efd, &one, sizeof one) == sizeof one);
@@ -276,11 +289,84 @@ static void test_abort(void) {
     mesh_close(&m);
 }
 
+/* The reduce-scatter of worlds 2, 4 and 8: each member's block of the count split, equal to the reduction (int32
+ * exactly, float within rounding), out in its block of src (src otherwise unchanged) or elsewhere. */
+static void rs_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op, int in_src) {
+    mesh_t m;
+    mesh_open(&m, W, 0);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096 + 2);
+    size_t esz = pccl_dtype_size(dt);
+    uint8_t *in[RW] = {0}, *orig[RW] = {0}, *out[RW] = {0}, *expect = calloc(count, esz);
+    for (uint32_t p = 0; p < W; p++) {
+        in[p] = malloc(count * esz);
+        orig[p] = malloc(count * esz);
+        out[p] = malloc(count * esz);
+        for (size_t i = 0; i < count; i++) {
+            if (dt == pcclFloat) ((float *)in[p])[i] = (float)((i * 5 + p * 3) % 11) * 0.25f;
+            else ((int32_t *)in[p])[i] = (int32_t)((i * 13 + p * 7) % 999) - 400;
+        }
+        memcpy(orig[p], in[p], count * esz);
+        size_t off = ring_block_off_test(count, W, p);
+        r[p].rs = 1;
+        r[p].src = in[p];
+        r[p].out = in_src ? in[p] + off * esz : out[p];
+        r[p].count = count;
+        r[p].dt = dt;
+        r[p].op = op;
+        r[p].work_bytes = ring_reduce_scatter_rhd_work_bytes(count, dt, p, W);
+        r[p].work = malloc(r[p].work_bytes + 1);
+    }
+    memcpy(expect, in[0], count * esz);
+    for (uint32_t p = 1; p < W; p++) pccl_reduce_into(expect, in[p], count, dt, op);
+    if (op == pcclAvg) pccl_reduce_finalize_avg(expect, count, dt, W);
+    rmembers_run(r, W);
+    int ok = 1;
+    for (uint32_t p = 0; p < W; p++) {
+        size_t off = ring_block_off_test(count, W, p), len = ring_block_off_test(count, W, p + 1) - off;
+        const uint8_t *got = r[p].out;
+        ok &= r[p].rc == 0;
+        for (size_t i = 0; i < len && dt == pcclFloat; i++)
+            ok &= fabsf(((const float *)got)[i] - ((float *)expect)[off + i]) < 1e-3f;
+        if (dt != pcclFloat) ok &= memcmp(got, expect + off * esz, len * esz) == 0;
+        /* src unchanged outside the member's block */
+        ok &= memcmp(in[p], orig[p], off * esz) == 0;
+        ok &= memcmp(in[p] + (off + len) * esz, orig[p] + (off + len) * esz, (count - off - len) * esz) == 0;
+        if (!in_src) ok &= memcmp(in[p], orig[p], count * esz) == 0;
+        free(in[p]), free(orig[p]), free(out[p]), free(r[p].work);
+    }
+    if (!ok) fprintf(stderr, "rs world %u count %zu dt %d op %d in_src %d failed (rc %d: %s)\n", W, count, (int)dt,
+                     (int)op, in_src, r[0].rc, r[0].io.err);
+    CHECK(ok);
+    free(expect);
+    mesh_close(&m);
+}
+
+static void test_reduce_scatter(void) {
+    for (uint32_t W = 2; W <= 8; W *= 2) {
+        rs_case(W, 5, pcclInt32, pcclSum, 0);
+        rs_case(W, 10007, pcclFloat, pcclSum, 1);
+        rs_case(W, 10007, pcclFloat, pcclAvg, 0);
+        rs_case(W, 4099, pcclInt32, pcclMax, 1);
+    }
+    /* a world that is not a power of two is refused */
+    mesh_t m;
+    mesh_open(&m, 3, 0);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 64);
+    float a[6] = {0}, o[2];
+    CHECK(ring_reduce_scatter_rhd(&r[0].io, mesh_link, &r[0], a, o, 6, pcclFloat, pcclSum, NULL, 0, 0, 3, 1) ==
+          -PERR_INVALID);
+    for (uint32_t p = 0; p < 3; p++) free(r[p].io.staging);
+    mesh_close(&m);
+}
+
 int main(void) {
     RUN_TEST(test_schedule_pairs);
     RUN_TEST(test_allreduce_every_world);
     RUN_TEST(test_allreduce_sealed);
     RUN_TEST(test_member_goes_away);
     RUN_TEST(test_abort);
+    RUN_TEST(test_reduce_scatter);
     TEST_MAIN_END();
 }

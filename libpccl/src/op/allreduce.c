@@ -38,7 +38,7 @@ static int ar_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
     pcclDataType_t dt = d->datatype;
     uint32_t me = o->pos, n = o->world;
-    if (op_algo_rhd(o)) return op_rhd_allreduce(o, ios, (uint32_t)__builtin_ctzll(o->commence.u.commence.slots));
+    if (op_algo_rhd(o)) return op_rhd_allreduce(o, ios);
     if (qo->algorithm == pcclQuantNone) {
         if (k == 1) return ring_allreduce(ios, d->sendbuf, d->recvbuf, d->count, dt, d->op, me, n, o->op_seq);
         return ring_allreduce_striped(ios, k, d->sendbuf, d->recvbuf, d->count, dt, d->op, pcclQuantNone, dt, NULL,

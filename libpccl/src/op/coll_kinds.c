@@ -141,6 +141,7 @@ static int rs_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
     uint8_t *out = (uint8_t *)d->recvbuf + (op_in_place(o) ? o->bk_off : 0), *wire = NULL;
     size_t cap = 0;
+    if (op_algo_rhd(o)) return op_rhd_reduce_scatter(o, ios, out); /* recursive halving (op_rhd.c) */
     if (qo->algorithm != pcclQuantNone) {
         size_t need = ring_quant_wire_bytes(d->count, qo->quantized_datatype, o->world);
         if (!(wire = bufpool_get(&o->comm->buffers, need, &cap))) {

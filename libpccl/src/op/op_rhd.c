@@ -19,10 +19,16 @@ struct op_rhd_links {
     p2p_conn_t *tx[RHD_LINKS_MAX], *rx[RHD_LINKS_MAX];
 };
 
-/* Only a plain all-reduce has it: a COMMENCE that names it for anything else runs the ring. */
+/* Where it exists (as the master's msm_algo_has_rhd): a plain all-reduce, a plain reduce-scatter of a power-of-two
+ * world ranked by ring position. A COMMENCE that names it for anything else runs the ring. */
 int op_algo_rhd(const pccl_op_t *o) {
-    return o->commence.u.commence.algo == WIRE_ALGO_RHD && o->d.kind == pcclExtCollAllReduce &&
-           o->d.quantization_options.algorithm == pcclQuantNone;
+    if (o->commence.u.commence.algo != WIRE_ALGO_RHD || o->d.quantization_options.algorithm != pcclQuantNone)
+        return 0;
+    if (o->d.kind == pcclExtCollAllReduce) return 1;
+    if (o->d.kind != pcclExtCollReduceScatter || o->world < 2 || (o->world & (o->world - 1)) || !o->rank_of) return 0;
+    for (uint32_t p = 0; p < o->world; p++)
+        if (o->rank_of[p] != p) return 0;
+    return 1;
 }
 
 /* Tells the master that the member at ring position peer could not be reached (as the ring reports a
@@ -78,17 +84,36 @@ static int link_peer(void *ctx, ring_io_t *io, uint32_t peer) {
     return 0;
 }
 
-int op_rhd_allreduce(pccl_op_t *o, ring_io_t *io, uint32_t slot) {
-    const pcclExtCollDescriptor_t *d = &o->d;
+/* The links of the op on the first slot of its COMMENCE, opened. 0 or -PERR_<NAME> with io->err. */
+static int links(pccl_op_t *o, ring_io_t *io) {
     if (!o->rhd && !(o->rhd = calloc(1, sizeof *o->rhd))) {
         snprintf(io->err, sizeof io->err, "out of memory");
         return -PERR_NOMEM;
     }
-    o->rhd->slot = slot;
-    int rc = open_links(o, o->rhd, io);
+    o->rhd->slot = (uint32_t)__builtin_ctzll(o->commence.u.commence.slots);
+    return open_links(o, o->rhd, io);
+}
+
+int op_rhd_allreduce(pccl_op_t *o, ring_io_t *io) {
+    const pcclExtCollDescriptor_t *d = &o->d;
+    int rc = links(o, io);
     if (rc != 0) return rc;
     return ring_allreduce_rhd(io, link_peer, o, d->sendbuf, d->recvbuf, d->count, d->datatype, d->op, o->pos,
                               o->world, o->op_seq);
+}
+
+int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *io, void *out) {
+    const pcclExtCollDescriptor_t *d = &o->d;
+    size_t need = ring_reduce_scatter_rhd_work_bytes(d->count, d->datatype, o->pos, o->world), cap = 0;
+    /* the partial sums come from the pool: fresh memory would fault in on every operation */
+    uint8_t *work = need ? bufpool_get(&o->comm->buffers, need, &cap) : NULL;
+    int rc = need && !work ? -PERR_NOMEM : links(o, io);
+    if (rc == -PERR_NOMEM) snprintf(io->err, sizeof io->err, "out of memory for %zu bytes of partial sums", need);
+    if (rc == 0)
+        rc = ring_reduce_scatter_rhd(io, link_peer, o, d->sendbuf, out, d->count, d->datatype, d->op, work, cap,
+                                     o->pos, o->world, o->op_seq);
+    bufpool_put(&o->comm->buffers, work, cap);
+    return rc;
 }
 
 void op_rhd_release(pccl_op_t *o, int kill) {

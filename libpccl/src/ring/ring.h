@@ -168,6 +168,17 @@ int ring_allreduce_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, con
                        size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t pos, uint32_t world,
                        uint64_t op_seq);
 
+/* The reduce-scatter of pccl_coll.h by recursive halving, for a world that is a power of two whose ranks are the
+ * ring positions: the all-reduce's halving steps, so position pos ends with block pos of the count split (out,
+ * which may be that block's place in src; src is never written otherwise). Each element is reduced at one member
+ * along the schedule's fixed tree. work holds the partial sums between the first and the last step
+ * (ring_reduce_scatter_rhd_work_bytes, 0 for a world of 2). pcclAvg divides by world at the end. On failure out
+ * is undefined. -PERR_INVALID for a world that is not a power of two. */
+int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *out,
+                            size_t count, pcclDataType_t dt, pcclRedOp_t op, uint8_t *work, size_t work_bytes,
+                            uint32_t pos, uint32_t world, uint64_t op_seq);
+size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world);
+
 /* Its schedule for ring position pos of world (p = 2^floor(log2 world) members halve and double, r = world - p
  * fold; vid: the virtual id 0..p-1, or RING_RHD_FOLDED for an even position below 2r, which hands its input to
  * pos + 1 and takes the result back). */

@@ -25,6 +25,7 @@ typedef struct rhd_xfer {
     uint8_t *recv;
     size_t recv_len;
     int reduce;
+    const uint8_t *own; /* with reduce: recv = own (op) received (NULL: recv itself is own) */
     pcclDataType_t dt;
     pcclRedOp_t op;
     size_t esz;
@@ -65,7 +66,10 @@ static ssize_t x_recv(ring_flow_t *f, uint32_t k, size_t len, size_t room) {
     ssize_t n = ring_recv(io, io->staging + x->sfill, want);
     if (n <= 0) return n;
     size_t have = x->sfill + (size_t)n, whole = have / x->esz * x->esz;
-    pccl_reduce_into(x->recv + f->rdone, io->staging, whole / x->esz, x->dt, x->op);
+    if (x->own && x->own != x->recv)
+        pccl_reduce_to(x->recv + f->rdone, x->own + f->rdone, io->staging, whole / x->esz, x->dt, x->op);
+    else
+        pccl_reduce_into(x->recv + f->rdone, io->staging, whole / x->esz, x->dt, x->op);
     f->rdone += whole;
     x->sfill = have - whole;
     if (x->sfill) memmove(io->staging, io->staging + whole, x->sfill);
@@ -74,6 +78,8 @@ static ssize_t x_recv(ring_flow_t *f, uint32_t k, size_t len, size_t room) {
 
 typedef struct rhd_run {
     ring_io_t *io;
+    const uint8_t *src; /* reduce-scatter: the input, never written (but for out, when out is its block in it) */
+    uint8_t *out, *work; /* reduce-scatter: the member's block, the partial sums of the steps between */
     ring_rhd_link_fn link;
     void *link_ctx;
     uint8_t *buf;
@@ -144,6 +150,58 @@ static int rhd_all(rhd_run_t *r) {
         rhd_xfer_t x = {.send = r->buf, .send_len = folded ? 0 : all, .recv = r->buf, .recv_len = folded ? all : 0};
         rc = exchange(r, 1 + 2 * s->steps, fold, &x);
     }
+    return rc;
+}
+
+/* The reduce-scatter of a power-of-two world: the all-reduce's halving steps, own operands from src at the first
+ * step and from work after it, the last step's sum into out (block pos). */
+static int rs_halving(rhd_run_t *r) {
+    const ring_rhd_sched_t *s = &r->s;
+    uint32_t keep0, give, len;
+    ring_rhd_blocks(s, 0, &keep0, &give, &len);
+    size_t base = blk(r, keep0);
+    for (uint32_t k = 0; k < s->steps; k++) {
+        uint32_t keep;
+        ring_rhd_blocks(s, k, &keep, &give, &len);
+        const uint8_t *from = k == 0 ? r->src : r->work - base;
+        uint8_t *to = k + 1 == s->steps ? r->out - blk(r, keep) : r->work - base;
+        rhd_xfer_t x = {.send = from + blk(r, give), .send_len = blk(r, give + len) - blk(r, give),
+                        .recv = to + blk(r, keep), .recv_len = blk(r, keep + len) - blk(r, keep), .reduce = 1,
+                        .own = from + blk(r, keep)};
+        int rc = exchange(r, 1 + k, ring_rhd_partner(s, k), &x);
+        if (rc != 0) return rc;
+    }
+    if (r->op == pcclAvg) pccl_reduce_finalize_avg(r->out, (blk(r, s->vid + 1) - blk(r, s->vid)) / r->esz, r->dt, s->world);
+    return 0;
+}
+
+size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world) {
+    ring_rhd_sched_t s;
+    uint32_t keep, give, len;
+    ring_rhd_schedule(pos, world, &s);
+    if (s.steps < 2 || s.r) return 0;
+    ring_rhd_blocks(&s, 0, &keep, &give, &len);
+    return (ring_block_off(count, s.p, keep + len) - ring_block_off(count, s.p, keep)) * pccl_dtype_size(dt);
+}
+
+int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *out,
+                            size_t count, pcclDataType_t dt, pcclRedOp_t op, uint8_t *work, size_t work_bytes,
+                            uint32_t pos, uint32_t world, uint64_t op_seq) {
+    rhd_run_t r = {.io = io, .link = link, .link_ctx = link_ctx, .src = src, .out = out, .work = work,
+                   .count = count, .esz = pccl_dtype_size(dt), .dt = dt, .op = op, .op_seq = op_seq};
+    io->tx_bytes = io->rx_bytes = 0;
+    io->err[0] = 0;
+    ring_rhd_schedule(pos < world ? pos : 0, world, &r.s);
+    if (pos >= world || world < 2 || r.s.r || r.esz == 0 || !io->staging || io->staging_size < r.esz ||
+        work_bytes < ring_reduce_scatter_rhd_work_bytes(count, dt, pos, world)) {
+        snprintf(io->err, sizeof io->err, "position %u of %u (a power of two), dtype %d, staging of %zu bytes, "
+                 "work of %zu", pos, world, (int)dt, io->staging_size, work_bytes);
+        return -PERR_INVALID;
+    }
+    io->tx_pipe = NULL;
+    int rc = rs_halving(&r);
+    io->tx_bytes = r.tx_bytes;
+    io->rx_bytes = r.rx_bytes;
     return rc;
 }
 
