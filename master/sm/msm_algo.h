@@ -33,14 +33,14 @@ double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
 
 /* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
- * a plain (not quantized) all-reduce, or a plain reduce-scatter of a power-of-two world whose ranks are its ring
- * positions (by_position). */
+ * a plain (not quantized) all-reduce, or a plain reduce-scatter, all-gather or all-gather of variable counts of a
+ * power-of-two world whose ranks are its ring positions (by_position). */
 int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t world);
 
 /* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation whose members forced `forced` (WIRE_ALGO_*;
  * equal on every member, msm_coll_check): the ring where rhd does not exist (has_rhd 0), else a forced choice,
- * else the model's cheaper one. The all-reduce's formulas serve the reduce-scatter too: in a power-of-two world
- * each algorithm's reduce-scatter costs exactly half its all-reduce. */
+ * else the model's cheaper one. The all-reduce's formulas serve the reduce-scatter and all-gather too: in a
+ * power-of-two world each algorithm's reduce-scatter, and its all-gather, costs exactly half its all-reduce. */
 uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
 
 /* The algorithm of an operation (msm_algo_choose; beta: 1 / the slowest bandwidth the

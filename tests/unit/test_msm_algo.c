@@ -42,7 +42,8 @@ static void test_model(void) {
     CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 5) && !msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 4));
     CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 6));
     CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 8));
-    CHECK(!msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollBroadcast, 0, 1, 8));
+    CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 4));
+    CHECK(!msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 6) && !msm_algo_has_rhd(pcclExtCollBroadcast, 0, 1, 8));
     CHECK(strcmp(msm_algo_name(WIRE_ALGO_RHD), "rhd") == 0 && strcmp(msm_algo_name(9), "unknown") == 0);
 }
 
@@ -86,16 +87,19 @@ static void run(int n, uint64_t tag, uint64_t count, uint8_t algo, uint8_t quant
     run_kind(n, tag, pcclExtCollAllReduce, count, algo, quant, expect);
 }
 
-/* A reduce-scatter has recursive halving in a power-of-two world ranked by ring position only. */
+/* A reduce-scatter and an all-gather have recursive halving or doubling in a power-of-two world ranked by ring
+ * position only. */
 static void test_reduce_scatter(void) {
     make_group(4);
     run_kind(4, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
     run_kind(4, 2, pcclExtCollReduceScatter, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
     run_kind(4, 3, pcclExtCollReduceScatter, 1024, WIRE_ALGO_RHD, pcclQuantMinMax, WIRE_ALGO_RING);
-    run_kind(4, 4, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
+    run_kind(4, 4, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);
+    run_kind(4, 5, pcclExtCollAllGather, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
     restart();
     make_group(3);
     run_kind(3, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
+    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
 }
 
 static void test_auto_by_size(void) {

@@ -2,7 +2,8 @@
  * mutual, folding pairs the first 2r positions, the kept and given blocks of partners are complementary, each
  * remaining member ends owning one block and every block has one owner), and the algorithm itself on W threads
  * over a full mesh of socket pairs, plain and sealed: results equal to the reduction, bit-identical on every
- * member, in place and out of place, and failures (a member that goes away, an abort) end every member. */
+ * member, in place and out of place, and failures (a member that goes away, an abort) end every member; the
+ * reduce-scatter by recursive halving and the all-gather by recursive doubling of power-of-two worlds. */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -91,6 +92,8 @@ typedef struct rmember {
     pcclRedOp_t op;
     uint64_t seq;
     int rs; /* the reduce-scatter into out (work: its partial sums) */
+    int ag; /* the all-gather of counts into buf */
+    const uint64_t *counts;
     void *out;
     uint8_t *work;
     size_t work_bytes;
@@ -147,7 +150,10 @@ static int mesh_link(void *ctx, ring_io_t *io, uint32_t peer) {
 
 static void *rmember_main(void *arg) {
     rmember_t *r = arg;
-    if (r->rs)
+    if (r->ag)
+        r->rc = ring_allgather_rhd(&r->io, mesh_link, r, r->src, r->buf, r->counts, sizeof(uint32_t), r->pos,
+                                   r->mesh->W, r->seq);
+    else if (r->rs)
         r->rc = ring_reduce_scatter_rhd(&r->io, mesh_link, r, r->src, r->out, r->count, r->dt, r->op, r->work,
                                         r->work_bytes, r->pos, r->mesh->W, r->seq);
     else
@@ -361,6 +367,43 @@ static void test_reduce_scatter(void) {
     mesh_close(&m);
 }
 
+/* The all-gather of worlds 2, 4 and 8 with variable counts (one of them 0): every member ends with every block
+ * in rank order, its own from its place in buf, from buf's start (src NULL) or from elsewhere. */
+static void test_all_gather(void) {
+    for (uint32_t W = 2; W <= 8; W *= 2)
+        for (int mode = 0; mode < 3; mode++) {
+            mesh_t m;
+            mesh_open(&m, W, mode == 1);
+            rmember_t r[RW];
+            rmembers_init(r, &m, 64);
+            uint64_t counts[RW], total = 0, off[RW];
+            for (uint32_t p = 0; p < W; p++) counts[p] = p == 1 ? 0 : 3000 + p * 7, off[p] = total, total += counts[p];
+            uint32_t *buf[RW], *mine[RW];
+            for (uint32_t p = 0; p < W; p++) {
+                buf[p] = calloc(total + 1, sizeof(uint32_t));
+                mine[p] = malloc((counts[p] + 1) * sizeof(uint32_t));
+                for (uint64_t i = 0; i < counts[p]; i++) mine[p][i] = (uint32_t)(p * 100000 + i);
+                uint32_t *src = mode == 0 ? buf[p] + off[p] : mode == 1 ? NULL : mine[p];
+                if (mode == 0) memcpy(buf[p] + off[p], mine[p], counts[p] * sizeof(uint32_t));
+                if (mode == 1) memcpy(buf[p], mine[p], counts[p] * sizeof(uint32_t));
+                r[p].ag = 1;
+                r[p].src = src;
+                r[p].buf = buf[p];
+                r[p].counts = counts;
+            }
+            rmembers_run(r, W);
+            int ok = 1;
+            for (uint32_t p = 0; p < W; p++) {
+                ok &= r[p].rc == 0;
+                for (uint32_t q = 0; q < W; q++) ok &= memcmp(buf[p] + off[q], mine[q], counts[q] * 4) == 0;
+            }
+            if (!ok) fprintf(stderr, "all-gather world %u mode %d failed (rc %d: %s)\n", W, mode, r[0].rc, r[0].io.err);
+            CHECK(ok);
+            for (uint32_t p = 0; p < W; p++) free(buf[p]), free(mine[p]);
+            mesh_close(&m);
+        }
+}
+
 int main(void) {
     RUN_TEST(test_schedule_pairs);
     RUN_TEST(test_allreduce_every_world);
@@ -368,5 +411,6 @@ int main(void) {
     RUN_TEST(test_member_goes_away);
     RUN_TEST(test_abort);
     RUN_TEST(test_reduce_scatter);
+    RUN_TEST(test_all_gather);
     TEST_MAIN_END();
 }

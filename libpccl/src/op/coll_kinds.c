@@ -109,6 +109,7 @@ static int agv_plan(pccl_op_t *o) {
 
 static int ag_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const void *src = !op_in_place(o) ? o->d.sendbuf : o->backup ? (const void *)o->backup : o->d.recvbuf;
+    if (op_algo_rhd(o)) return op_rhd_all_gather(o, ios, src); /* recursive doubling (op_rhd.c) */
     return ring_allgather(ios, k, src, o->d.recvbuf, o->counts, esz_of(o), o->rank_of, o->pos, o->world,
                           o->op_seq);
 }

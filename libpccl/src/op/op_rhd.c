@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "p2p/p2p.h"
+#include "pccl_kernels.h"
 
 /* The partners' connection pairs of one op (at most 2 + log2 of the world: the fold partner and one per step). */
 #define RHD_LINKS_MAX 40
@@ -19,13 +20,16 @@ struct op_rhd_links {
     p2p_conn_t *tx[RHD_LINKS_MAX], *rx[RHD_LINKS_MAX];
 };
 
-/* Where it exists (as the master's msm_algo_has_rhd): a plain all-reduce, a plain reduce-scatter of a power-of-two
- * world ranked by ring position. A COMMENCE that names it for anything else runs the ring. */
+/* Where it exists (as the master's msm_algo_has_rhd): a plain all-reduce; a plain reduce-scatter, an all-gather
+ * or an all-gather of variable counts of a power-of-two world ranked by ring position. A COMMENCE that names it
+ * for anything else runs the ring. */
 int op_algo_rhd(const pccl_op_t *o) {
+    int k = o->d.kind;
     if (o->commence.u.commence.algo != WIRE_ALGO_RHD || o->d.quantization_options.algorithm != pcclQuantNone)
         return 0;
-    if (o->d.kind == pcclExtCollAllReduce) return 1;
-    if (o->d.kind != pcclExtCollReduceScatter || o->world < 2 || (o->world & (o->world - 1)) || !o->rank_of) return 0;
+    if (k == pcclExtCollAllReduce) return 1;
+    if (k != pcclExtCollReduceScatter && k != pcclExtCollAllGather && k != pcclExtCollAllGatherV) return 0;
+    if (o->world < 2 || (o->world & (o->world - 1)) || !o->rank_of) return 0;
     for (uint32_t p = 0; p < o->world; p++)
         if (o->rank_of[p] != p) return 0;
     return 1;
@@ -114,6 +118,13 @@ int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *io, void *out) {
                                      o->pos, o->world, o->op_seq);
     bufpool_put(&o->comm->buffers, work, cap);
     return rc;
+}
+
+int op_rhd_all_gather(pccl_op_t *o, ring_io_t *io, const void *src) {
+    int rc = links(o, io);
+    if (rc != 0) return rc;
+    return ring_allgather_rhd(io, link_peer, o, src, o->d.recvbuf, o->counts, pccl_dtype_size(o->d.datatype),
+                              o->pos, o->world, o->op_seq);
 }
 
 void op_rhd_release(pccl_op_t *o, int kill) {

@@ -179,6 +179,13 @@ int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx
                             uint32_t pos, uint32_t world, uint64_t op_seq);
 size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world);
 
+/* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world that is a power of two
+ * whose ranks are the ring positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in
+ * rank order in buf; src this member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the
+ * all-reduce's doubling steps over those blocks. -PERR_INVALID for a world that is not a power of two. */
+int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                       const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq);
+
 /* Its schedule for ring position pos of world (p = 2^floor(log2 world) members halve and double, r = world - p
  * fold; vid: the virtual id 0..p-1, or RING_RHD_FOLDED for an even position below 2r, which hands its input to
  * pos + 1 and takes the result back). */

@@ -17,6 +17,7 @@
 #include "ring/ring_flow.h"
 
 #define RING_RHD_MAGIC 0x52484400u /* "RHD" + the step's index */
+#define RING_RHD_AG_PHASE 0x80u    /* the all-gather's steps: their own magics */
 
 /* One exchange: send `send` (send_len bytes), receive recv_len bytes into recv (reduced into it when reduce). */
 typedef struct rhd_xfer {
@@ -87,12 +88,18 @@ typedef struct rhd_run {
     pcclDataType_t dt;
     pcclRedOp_t op;
     uint64_t op_seq;
+    const uint64_t *counts; /* all-gather: elements of each block (else the count split over p blocks) */
     ring_rhd_sched_t s;
     uint64_t tx_bytes, rx_bytes;
 } rhd_run_t;
 
 /* Byte offset of block b of the schedule's p blocks. */
-static size_t blk(const rhd_run_t *r, uint32_t b) { return ring_block_off(r->count, r->s.p, b) * r->esz; }
+static size_t blk(const rhd_run_t *r, uint32_t b) {
+    if (!r->counts) return ring_block_off(r->count, r->s.p, b) * r->esz;
+    size_t off = 0;
+    for (uint32_t i = 0; i < b; i++) off += r->counts[i];
+    return off * r->esz;
+}
 
 /* Step `phase` of the operation with the member at ring position peer. */
 static int exchange(rhd_run_t *r, uint32_t phase, uint32_t peer, rhd_xfer_t *x) {
@@ -200,6 +207,42 @@ int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx
     }
     io->tx_pipe = NULL;
     int rc = rs_halving(&r);
+    io->tx_bytes = r.tx_bytes;
+    io->rx_bytes = r.rx_bytes;
+    return rc;
+}
+
+/* The all-gather of a power-of-two world: the all-reduce's doubling steps over blocks of counts[b] elements. */
+static int ag_doubling(rhd_run_t *r) {
+    const ring_rhd_sched_t *s = &r->s;
+    for (uint32_t j = 0; j < s->steps; j++) {
+        uint32_t k = s->steps - 1 - j, keep, give, len;
+        ring_rhd_blocks(s, k, &keep, &give, &len);
+        rhd_xfer_t x = {.send = r->buf + blk(r, keep), .send_len = blk(r, keep + len) - blk(r, keep),
+                        .recv = r->buf + blk(r, give), .recv_len = blk(r, give + len) - blk(r, give)};
+        int rc = exchange(r, RING_RHD_AG_PHASE + j, ring_rhd_partner(s, k), &x);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                       const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq) {
+    rhd_run_t r = {.io = io, .link = link, .link_ctx = link_ctx, .buf = buf, .esz = esz, .op_seq = op_seq,
+                   .counts = counts};
+    io->tx_bytes = io->rx_bytes = 0;
+    io->err[0] = 0;
+    ring_rhd_schedule(pos < world ? pos : 0, world, &r.s);
+    if (pos >= world || world < 2 || r.s.r || esz == 0 || !counts) {
+        snprintf(io->err, sizeof io->err, "position %u of %u (a power of two), element of %zu bytes", pos, world,
+                 esz);
+        return -PERR_INVALID;
+    }
+    io->tx_pipe = NULL;
+    uint8_t *place = r.buf + blk(&r, pos);
+    if (!src) src = buf;
+    if (src != place) memmove(place, src, counts[pos] * esz);
+    int rc = ag_doubling(&r);
     io->tx_bytes = r.tx_bytes;
     io->rx_bytes = r.rx_bytes;
     return rc;
