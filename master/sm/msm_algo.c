@@ -11,6 +11,7 @@
 
 double msm_algo_ring_s(const msm_algo_cost_t *c) {
     double n = c->world;
+    if (c->bcast) return (n - 1.0) * c->alpha + c->bytes * c->beta_ring;
     return 2.0 * (n - 1.0) * (c->alpha + c->bytes * c->beta_ring / n);
 }
 
@@ -18,14 +19,16 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c) {
     uint32_t p = 1, steps = 0;
     while (p * 2 <= c->world) p *= 2, steps++;
     double byte = c->bytes * c->beta_rhd * MSM_ALGO_RHD_BYTE_FACTOR;
+    if (c->bcast) return (steps + (c->world > p)) * (c->alpha + byte);
     double t = 2.0 * steps * c->alpha + 2.0 * (p - 1.0) / p * byte;
     if (c->world > p) t += 2.0 * (c->alpha + byte);
     return t;
 }
 
-int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t world) {
+int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world) {
     if (quantized) return 0;
     if (kind == pcclExtCollAllReduce) return 1;
+    if (kind == pcclExtCollBroadcast) return holders == 1;
     if (kind != pcclExtCollReduceScatter && kind != pcclExtCollAllGather && kind != pcclExtCollAllGatherV) return 0;
     return by_position && world >= 2 && (world & (world - 1)) == 0;
 }
@@ -45,11 +48,11 @@ static double slowest_mbps(const msm_t *m) {
     return slowest > 0 ? slowest : MSM_ALGO_DEFAULT_MBPS;
 }
 
-uint8_t msm_algo_for(const msm_t *m, int has_rhd, uint8_t forced, uint64_t bytes, uint32_t world) {
+uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes, uint32_t world) {
     if (!has_rhd || forced != WIRE_ALGO_AUTO) return msm_algo_choose(has_rhd, forced, NULL);
     double beta = 8.0 / (slowest_mbps(m) * 1e6);
     msm_algo_cost_t c = {.bytes = (double)bytes, .alpha = MSM_ALGO_ALPHA_S, .beta_ring = beta, .beta_rhd = beta,
-                         .world = world};
+                         .world = world, .bcast = kind == pcclExtCollBroadcast};
     return msm_algo_choose(has_rhd, forced, &c);
 }
 

@@ -24,18 +24,21 @@
 typedef struct msm_algo_cost {
     double bytes, alpha, beta_ring, beta_rhd;
     uint32_t world;
+    int bcast; /* a broadcast: the chain against the binomial tree */
 } msm_algo_cost_t;
 
 /* Modelled seconds of an all-reduce: the ring 2 (N - 1) (alpha + n beta / N); recursive halving and doubling
  * over p = 2^floor(log2 N) 2 log2 p alpha + 2 (p - 1) / p n kappa beta, plus 2 (alpha + n kappa beta) when
- * r = N - p > 0 (the fold and the result's return). */
+ * r = N - p > 0 (the fold and the result's return). Of a broadcast: the pipelined chain (N - 1) alpha + n beta,
+ * the binomial tree ceil(log2 N) (alpha + n kappa beta). */
 double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
 
 /* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
  * a plain (not quantized) all-reduce, or a plain reduce-scatter, all-gather or all-gather of variable counts of a
- * power-of-two world whose ranks are its ring positions (by_position). */
-int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t world);
+ * power-of-two world whose ranks are its ring positions (by_position); for a broadcast with one holder (holders:
+ * the root, no other member holding its data) WIRE_ALGO_RHD means the binomial tree. */
+int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world);
 
 /* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation whose members forced `forced` (WIRE_ALGO_*;
  * equal on every member, msm_coll_check): the ring where rhd does not exist (has_rhd 0), else a forced choice,
@@ -43,9 +46,9 @@ int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t wor
  * power-of-two world each algorithm's reduce-scatter, and its all-gather, costs exactly half its all-reduce. */
 uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
 
-/* The algorithm of an operation (msm_algo_choose; beta: 1 / the slowest bandwidth the
+/* The algorithm of an operation of kind (msm_algo_choose; beta: 1 / the slowest bandwidth the
  * master has measured between any two peers, MSM_ALGO_DEFAULT_MBPS when it has none; alpha MSM_ALGO_ALPHA_S). */
-uint8_t msm_algo_for(const msm_t *m, int has_rhd, uint8_t forced, uint64_t bytes, uint32_t world);
+uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes, uint32_t world);
 
 /* Its name in logs and reasons ("auto", "ring", "rhd"; "unknown"). */
 const char *msm_algo_name(uint8_t algo);

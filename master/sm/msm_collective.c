@@ -155,10 +155,15 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     }
     c->payload_bytes = msm_coll_payload_bytes(rv.v, rv.n);
     int by_position = 1;
-    for (int i = 0; i < rv.n; i++) by_position &= w.u.commence.members[i].rank == (uint32_t)i;
-    w.u.commence.algo = msm_algo_for(m, msm_algo_has_rhd(rv.v[0].kind, rv.v[0].quant_algo != 0, by_position,
+    uint32_t holders = 0;
+    for (int i = 0; i < rv.n; i++) {
+        by_position &= w.u.commence.members[i].rank == (uint32_t)i;
+        holders += w.u.commence.members[i].holds != 0;
+    }
+    w.u.commence.algo = msm_algo_for(m, msm_algo_has_rhd(rv.v[0].kind, rv.v[0].quant_algo != 0, by_position, holders,
                                                          (uint32_t)rv.n),
-                                     rv.v[0].algo, c->payload_bytes, (uint32_t)rv.n);
+                                     rv.v[0].kind, rv.v[0].algo, c->payload_bytes,
+                                     (uint32_t)rv.n);
     /* recursive halving and doubling runs on one connection per partner */
     uint32_t want = w.u.commence.algo == WIRE_ALGO_RHD ? 1 : stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
     for (uint32_t i = 0; i < 64 && k < want; i++)

@@ -39,11 +39,18 @@ static void test_model(void) {
     CHECK(msm_algo_choose(1, WIRE_ALGO_RING, &small) == WIRE_ALGO_RING);
     CHECK(msm_algo_choose(0, WIRE_ALGO_RHD, &small) == WIRE_ALGO_RING);
     /* where rhd exists: plain all-reduces; plain reduce-scatters of power-of-two worlds ranked by position */
-    CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 5) && !msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 4));
-    CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 6));
-    CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 8));
-    CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 4));
-    CHECK(!msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 6) && !msm_algo_has_rhd(pcclExtCollBroadcast, 0, 1, 8));
+    CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 1, 5) && !msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 1, 4));
+    CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 6));
+    CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 1, 8));
+    CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 1, 4));
+    CHECK(!msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 6) && !msm_algo_has_rhd(pcclExtCollBarrier, 0, 1, 1, 8));
+    /* a broadcast has the binomial tree with one holder, whatever the world and ranks */
+    CHECK(msm_algo_has_rhd(pcclExtCollBroadcast, 0, 0, 1, 7) && !msm_algo_has_rhd(pcclExtCollBroadcast, 0, 1, 2, 8));
+    msm_algo_cost_t b_small = cost(4096, 16), b_large = cost(16 << 20, 16), b_three = cost(4096, 3);
+    b_small.bcast = b_large.bcast = b_three.bcast = 1;
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &b_small) == WIRE_ALGO_RHD);
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &b_large) == WIRE_ALGO_RING);
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &b_three) == WIRE_ALGO_RING);
     CHECK(strcmp(msm_algo_name(WIRE_ALGO_RHD), "rhd") == 0 && strcmp(msm_algo_name(9), "unknown") == 0);
 }
 

@@ -93,6 +93,8 @@ typedef struct rmember {
     uint64_t seq;
     int rs; /* the reduce-scatter into out (work: its partial sums) */
     int ag; /* the all-gather of counts into buf */
+    int bc; /* the tree broadcast of count bytes from root */
+    uint32_t root;
     const uint64_t *counts;
     void *out;
     uint8_t *work;
@@ -150,7 +152,10 @@ static int mesh_link(void *ctx, ring_io_t *io, uint32_t peer) {
 
 static void *rmember_main(void *arg) {
     rmember_t *r = arg;
-    if (r->ag)
+    if (r->bc)
+        r->rc = ring_broadcast_tree(&r->io, mesh_link, r, r->src, r->buf, r->count, r->root, r->pos, r->mesh->W,
+                                    r->seq);
+    else if (r->ag)
         r->rc = ring_allgather_rhd(&r->io, mesh_link, r, r->src, r->buf, r->counts, sizeof(uint32_t), r->pos,
                                    r->mesh->W, r->seq);
     else if (r->rs)
@@ -404,6 +409,47 @@ static void test_all_gather(void) {
         }
 }
 
+/* The binomial tree: every member but the root has one parent, edges are mutual (a parent lists the child), the
+ * depth is ceil(log2 W); and the broadcast itself for every world 2..9 and root, plain and sealed. */
+static void test_broadcast_tree(void) {
+    for (uint32_t W = 2; W <= RW; W++)
+        for (uint32_t root = 0; root < W; root++) {
+            uint32_t depth = 0, need = 0;
+            while ((1u << need) < W) need++;
+            for (uint32_t p = 0; p < W; p++) {
+                uint32_t part[33], n = ring_bcast_tree_partners(root, p, W, part), rel = (p + W - root) % W, d = 0;
+                for (uint32_t x = rel; x; x &= x - 1) d++; /* hops from the root: the bits of rel */
+                if (d > depth) depth = d;
+                if (p == root) continue;
+                CHECK(n >= 1 && part[0] != p);
+                uint32_t q[33], m = ring_bcast_tree_partners(root, part[0], W, q), found = 0;
+                for (uint32_t i = (part[0] == root ? 0 : 1); i < m; i++) found += q[i] == p;
+                CHECK_EQ_U64(found, 1);
+            }
+            CHECK(depth <= need);
+            mesh_t mm;
+            mesh_open(&mm, W, root % 2);
+            rmember_t r[RW];
+            rmembers_init(r, &mm, 64);
+            uint8_t *buf[RW], data[3001];
+            for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 31 + root);
+            for (uint32_t p = 0; p < W; p++) {
+                buf[p] = calloc(sizeof data, 1);
+                r[p].bc = 1;
+                r[p].root = root;
+                r[p].count = sizeof data;
+                r[p].src = p == root ? data : NULL;
+                r[p].buf = buf[p];
+            }
+            rmembers_run(r, W);
+            int ok = 1;
+            for (uint32_t p = 0; p < W; p++) ok &= r[p].rc == 0 && memcmp(buf[p], data, sizeof data) == 0, free(buf[p]);
+            if (!ok) fprintf(stderr, "broadcast world %u root %u failed (rc %d: %s)\n", W, root, r[0].rc, r[0].io.err);
+            CHECK(ok);
+            mesh_close(&mm);
+        }
+}
+
 int main(void) {
     RUN_TEST(test_schedule_pairs);
     RUN_TEST(test_allreduce_every_world);
@@ -412,5 +458,6 @@ int main(void) {
     RUN_TEST(test_abort);
     RUN_TEST(test_reduce_scatter);
     RUN_TEST(test_all_gather);
+    RUN_TEST(test_broadcast_tree);
     TEST_MAIN_END();
 }

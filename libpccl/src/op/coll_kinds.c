@@ -61,6 +61,7 @@ static int bc_plan(pccl_op_t *o) {
 
 static int bc_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const void *src = o->d.flags & PCCL_EXT_COLL_ROOT ? o->d.sendbuf : o->d.recvbuf;
+    if (op_algo_rhd(o)) return op_rhd_broadcast(o, ios, src); /* the binomial tree (op_rhd.c) */
     return ring_broadcast(ios, k, src, o->d.recvbuf, o->move_bytes, o->holds, o->pos, o->world, o->op_seq);
 }
 

@@ -12,7 +12,8 @@
 #include "p2p/p2p.h"
 #include "pccl_kernels.h"
 
-/* The partners' connection pairs of one op (at most 2 + log2 of the world: the fold partner and one per step). */
+/* The partners' connection pairs of one op (at most 1 + log2 of the world: the fold partner and one per step, or
+ * the tree's parent and children). */
 #define RHD_LINKS_MAX 40
 struct op_rhd_links {
     uint32_t n, slot;
@@ -21,13 +22,18 @@ struct op_rhd_links {
 };
 
 /* Where it exists (as the master's msm_algo_has_rhd): a plain all-reduce; a plain reduce-scatter, an all-gather
- * or an all-gather of variable counts of a power-of-two world ranked by ring position. A COMMENCE that names it
- * for anything else runs the ring. */
+ * or an all-gather of variable counts of a power-of-two world ranked by ring position; a broadcast with one holder
+ * (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
 int op_algo_rhd(const pccl_op_t *o) {
     int k = o->d.kind;
     if (o->commence.u.commence.algo != WIRE_ALGO_RHD || o->d.quantization_options.algorithm != pcclQuantNone)
         return 0;
     if (k == pcclExtCollAllReduce) return 1;
+    if (k == pcclExtCollBroadcast) { /* the tree: one holder, the root */
+        uint32_t holders = 0;
+        for (uint32_t p = 0; o->holds && p < o->world; p++) holders += o->holds[p] != 0;
+        return holders == 1;
+    }
     if (k != pcclExtCollReduceScatter && k != pcclExtCollAllGather && k != pcclExtCollAllGatherV) return 0;
     if (o->world < 2 || (o->world & (o->world - 1)) || !o->rank_of) return 0;
     for (uint32_t p = 0; p < o->world; p++)
@@ -52,9 +58,13 @@ static int open_links(pccl_op_t *o, struct op_rhd_links *l, ring_io_t *io) {
     pcclComm_t *c = o->comm;
     ring_rhd_sched_t s;
     ring_rhd_schedule(o->pos, o->world, &s);
-    if (ring_rhd_fold_partner(&s) != RING_RHD_FOLDED) l->pos[l->n++] = ring_rhd_fold_partner(&s);
-    for (uint32_t k = 0; s.vid != RING_RHD_FOLDED && k < s.steps && l->n < RHD_LINKS_MAX; k++)
-        l->pos[l->n++] = ring_rhd_partner(&s, k);
+    if (o->d.kind == pcclExtCollBroadcast) {
+        l->n = ring_bcast_tree_partners(o->commence.u.commence.root, o->pos, o->world, l->pos);
+    } else {
+        if (ring_rhd_fold_partner(&s) != RING_RHD_FOLDED) l->pos[l->n++] = ring_rhd_fold_partner(&s);
+        for (uint32_t k = 0; s.vid != RING_RHD_FOLDED && k < s.steps && l->n < RHD_LINKS_MAX; k++)
+            l->pos[l->n++] = ring_rhd_partner(&s, k);
+    }
     for (uint32_t i = 0; i < l->n; i++)
         if (!(l->tx[i] = p2p_get_tx(c, o->commence.u.commence.ring[l->pos[i]], l->slot, c->connect_timeout_ms,
                                     &o->w))) {
@@ -125,6 +135,13 @@ int op_rhd_all_gather(pccl_op_t *o, ring_io_t *io, const void *src) {
     if (rc != 0) return rc;
     return ring_allgather_rhd(io, link_peer, o, src, o->d.recvbuf, o->counts, pccl_dtype_size(o->d.datatype),
                               o->pos, o->world, o->op_seq);
+}
+
+int op_rhd_broadcast(pccl_op_t *o, ring_io_t *io, const void *src) {
+    int rc = links(o, io);
+    if (rc != 0) return rc;
+    return ring_broadcast_tree(io, link_peer, o, src, o->d.recvbuf, o->move_bytes, o->commence.u.commence.root,
+                               o->pos, o->world, o->op_seq);
 }
 
 void op_rhd_release(pccl_op_t *o, int kill) {

@@ -186,6 +186,16 @@ size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint3
 int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
                        const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq);
 
+/* The broadcast of bytes bytes from ring position root (the only member that holds the data) along a binomial
+ * tree (the root sends to distances 1, 2, 4, ...; a member at distance d from the root receives from its parent
+ * d - 2^floor(log2 d), then sends to d + 2^j for every 2^j above that bit): ceil(log2 world) hops instead of the
+ * chain's world - 1, each a whole copy (no pipelining: for small payloads). The root reads src (NULL: buf; copied
+ * to buf when src != buf), the others write buf. ring_bcast_tree_partners: the ring positions position pos
+ * exchanges with, parent first, then its children in order (at most 33); their count. */
+int ring_broadcast_tree(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                        size_t bytes, uint32_t root, uint32_t pos, uint32_t world, uint64_t op_seq);
+uint32_t ring_bcast_tree_partners(uint32_t root, uint32_t pos, uint32_t world, uint32_t *out);
+
 /* Its schedule for ring position pos of world (p = 2^floor(log2 world) members halve and double, r = world - p
  * fold; vid: the virtual id 0..p-1, or RING_RHD_FOLDED for an even position below 2r, which hands its input to
  * pos + 1 and takes the result back). */

@@ -18,6 +18,7 @@
 
 #define RING_RHD_MAGIC 0x52484400u /* "RHD" + the step's index */
 #define RING_RHD_AG_PHASE 0x80u    /* the all-gather's steps: their own magics */
+#define RING_RHD_BC_PHASE 0xC0u    /* the tree broadcast's edges, by their distance's bit */
 
 /* One exchange: send `send` (send_len bytes), receive recv_len bytes into recv (reduced into it when reduce). */
 typedef struct rhd_xfer {
@@ -243,6 +244,47 @@ int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, con
     if (!src) src = buf;
     if (src != place) memmove(place, src, counts[pos] * esz);
     int rc = ag_doubling(&r);
+    io->tx_bytes = r.tx_bytes;
+    io->rx_bytes = r.rx_bytes;
+    return rc;
+}
+
+/* The bit index of power of two m. */
+static uint32_t log2_of(uint32_t m) { return (uint32_t)__builtin_ctz(m); }
+
+uint32_t ring_bcast_tree_partners(uint32_t root, uint32_t pos, uint32_t world, uint32_t *out) {
+    uint32_t rel = (pos + world - root) % world, n = 0, m = 1;
+    if (rel > 0) {
+        uint32_t hb = 1u << (31 - __builtin_clz(rel));
+        out[n++] = (root + rel - hb) % world;
+        m = hb * 2;
+    }
+    for (; rel + m < world && m; m *= 2) out[n++] = (root + rel + m) % world;
+    return n;
+}
+
+int ring_broadcast_tree(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                        size_t bytes, uint32_t root, uint32_t pos, uint32_t world, uint64_t op_seq) {
+    rhd_run_t r = {.io = io, .link = link, .link_ctx = link_ctx, .buf = buf, .esz = 1, .op_seq = op_seq};
+    io->tx_bytes = io->rx_bytes = 0;
+    io->err[0] = 0;
+    if (pos >= world || root >= world || world < 2) {
+        snprintf(io->err, sizeof io->err, "position %u, root %u of %u", pos, root, world);
+        return -PERR_INVALID;
+    }
+    r.s.world = world;
+    io->tx_pipe = NULL;
+    uint32_t partners[33], n = ring_bcast_tree_partners(root, pos, world, partners), rel = (pos + world - root) % world;
+    if (rel == 0 && src && src != buf) memcpy(buf, src, bytes);
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        uint32_t d = (partners[i] + world - pos) % world; /* a child's distance, or world minus the parent's */
+        int from_parent = rel > 0 && i == 0;
+        uint32_t m = from_parent ? world - d : d;
+        rhd_xfer_t x = {.send = r.buf, .send_len = from_parent ? 0 : bytes, .recv = r.buf,
+                        .recv_len = from_parent ? bytes : 0};
+        rc = exchange(&r, RING_RHD_BC_PHASE + log2_of(m), partners[i], &x);
+    }
     io->tx_bytes = r.tx_bytes;
     io->rx_bytes = r.rx_bytes;
     return rc;
