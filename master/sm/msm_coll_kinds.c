@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "pccl_coll.h"
+#include "sm/msm_algo.h"
 #include "pccl_kernels.h"
 
 const msm_coll_kind_t msm_coll_kinds[MSM_COLL_NKINDS] = {
@@ -107,6 +108,11 @@ static int check_equal(const msm_coll_vote_t *v, const char *const *names, int n
     if ((i = FIRST_DIFF(kind)))
         return reject(d, "kinds differ: %s on %s, %s on %s", msm_coll_kinds[v[0].kind].name, names[0],
                       msm_coll_kinds[v[i].kind].name, names[i]);
+    for (i = 0; i < n; i++)
+        if (v[i].algo > WIRE_ALGO_MAX) return reject(d, "unknown algorithm %u from %s", v[i].algo, names[i]);
+    if ((i = FIRST_DIFF(algo)))
+        return reject(d, "algorithms differ: PCCL_ALGO=%s on %s, %s on %s", msm_algo_name(v[0].algo), names[0],
+                      msm_algo_name(v[i].algo), names[i]);
     unsigned eq = msm_coll_kinds[v[0].kind].equal;
     if ((eq & MSM_EQ_DTYPE) && (i = FIRST_DIFF(dtype)))
         return reject(d, "dtypes differ: %s on %s, %s on %s", pccl_dtype_name((pcclDataType_t)v[0].dtype),

@@ -15,6 +15,7 @@
 /* One member's COLL_INIT (docs/protocol.md): what the checks and the plan read. */
 typedef struct msm_coll_vote {
     uint8_t kind, flags, dtype, op, quant_algo, quant_dtype;
+    uint8_t algo; /* the member's forced algorithm (WIRE_ALGO_*), equal on every member of any kind */
     uint32_t max_world;
     uint64_t count, rank_key, capacity, hash;
 } msm_coll_vote_t;

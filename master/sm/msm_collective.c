@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "sm/msm_algo.h"
 #include "sm/msm_internal.h"
 
 uint64_t msm_coll_tag_of(const wire_msg_t *vote) { return vote->u.coll_init.tag; }
@@ -153,7 +154,18 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
         return 0;
     }
     c->payload_bytes = msm_coll_payload_bytes(rv.v, rv.n);
-    uint32_t want = stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
+    int by_position = 1;
+    uint32_t holders = 0;
+    for (int i = 0; i < rv.n; i++) {
+        by_position &= w.u.commence.members[i].rank == (uint32_t)i;
+        holders += w.u.commence.members[i].holds != 0;
+    }
+    w.u.commence.algo = msm_algo_for(m, msm_algo_has_rhd(rv.v[0].kind, rv.v[0].quant_algo != 0, by_position, holders,
+                                                         (uint32_t)rv.n),
+                                     rv.v[0].kind, rv.v[0].algo, c->payload_bytes,
+                                     (uint32_t)rv.n);
+    /* recursive halving and doubling runs on one connection per partner */
+    uint32_t want = w.u.commence.algo == WIRE_ALGO_RHD ? 1 : stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
     for (uint32_t i = 0; i < 64 && k < want; i++)
         if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
     for (int i = 0; i < g->ring_len; i++) {
@@ -170,9 +182,9 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     w.u.commence.n = (uint32_t)rv.n;
     w.u.commence.ring = rv.ring;
     for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
-    PLOG_DEBUG("master", "group %u tag %llu commenced: %s, op %llu, slots %#llx, %d peers", g->id,
+    PLOG_DEBUG("master", "group %u tag %llu commenced: %s, op %llu, slots %#llx, %d peers, %s", g->id,
                (unsigned long long)c->tag, msm_coll_kind_name(c->coll_kind), (unsigned long long)c->op_seq,
-               (unsigned long long)slots, rv.n);
+               (unsigned long long)slots, rv.n, msm_algo_name(w.u.commence.algo));
     free(w.u.commence.members);
     ring_votes_free(&rv);
     return 1;
@@ -212,7 +224,8 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, co
                                  .count = ci->count,
                                  .rank_key = ci->rank_key,
                                  .capacity = ci->capacity,
-                                 .hash = ci->hash};
+                                 .hash = ci->hash,
+                                 .algo = ci->algo};
     if (c->nmembers == 1) c->coll_kind = ci->kind;
     evaluate(m, msm_group(m, p->group, 0));
 }

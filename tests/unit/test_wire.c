@@ -356,7 +356,7 @@ static void test_coll_msgs(void) {
     m.u.coll_init.capacity = 0x0102030405060708ull;
     m.u.coll_init.max_world = 0x80000001u;
     m.u.coll_init.hash = 0xA5A5A5A55A5A5A5Aull;
-    roundtrip(&m, 2 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 8, &o);
+    roundtrip(&m, 2 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 8 + 1, &o);
     CHECK(o.u.coll_init.tag == m.u.coll_init.tag && o.u.coll_init.count == m.u.coll_init.count &&
           o.u.coll_init.dtype == 9 && o.u.coll_init.op == 4 && o.u.coll_init.quant_algo == 2 &&
           o.u.coll_init.quant_dtype == 250);
@@ -400,7 +400,7 @@ static void test_coll_msgs(void) {
     wire_coll_member_t members[N];
     for (int i = 0; i < N; i++) members[i] = (wire_coll_member_t){(uint32_t)(N - 1 - i), 1000u + (uint64_t)i, (uint8_t)(i & 1)};
     c.u.commence.members = members;
-    roundtrip(&c, 2 + 8 + 8 + 8 + 16 + 4 + 16 * N + 1 + 4 + 13 * N, &o);
+    roundtrip(&c, 2 + 8 + 8 + 8 + 16 + 4 + 16 * N + 1 + 4 + 13 * N + 1, &o);
     CHECK(o.u.commence.kind == 1 && o.u.commence.root == 4 && o.u.commence.members != NULL);
     for (int i = 0; i < N && o.u.commence.members; i++)
         CHECK(o.u.commence.members[i].rank == members[i].rank && o.u.commence.members[i].count == members[i].count &&

@@ -1,4 +1,4 @@
-/* test_wire_golden.c - the wire bytes of protocol version 7, pinned: one populated instance of every
+/* test_wire_golden.c - the wire bytes of protocol version 8, pinned: one populated instance of every
  * message type is encoded and compared with the frame recorded here (hex, length prefix included), and
  * each recorded frame decodes and encodes back to itself. A change of these bytes is a new protocol
  * version: move WIRE_VERSION deliberately and record the new frames (`test_wire_golden --print` prints
@@ -111,6 +111,7 @@ static wire_msg_t make(uint16_t t) {
         u->coll_init.capacity = 0x8000000000000001ull;
         u->coll_init.max_world = 4096;
         u->coll_init.hash = 0xFEDCBA9876543210ull;
+        u->coll_init.algo = WIRE_ALGO_RHD;
         break;
     case C2M_COLL_DONE: case M2C_COLL_ABORT: case M2C_COLL_COMPLETE:
         u->coll.tag = 0xABCDEF0123456789ull + t;
@@ -151,6 +152,7 @@ static wire_msg_t make(uint16_t t) {
         u->commence.kind = 3;
         u->commence.root = 2;
         u->commence.members = members;
+        u->commence.algo = WIRE_ALGO_RHD;
         break;
     case M2C_COLL_REJECT:
         u->reject.tag = 0x7FFFFFFFFFFFFFFFull;
@@ -183,13 +185,13 @@ static wire_msg_t make(uint16_t t) {
     return m;
 }
 
-/* Every message type of version 7 and its frame: u32 body length, u16 type, payload. */
+/* Every message type of version 8 and its frame: u32 body length, u16 type, payload. */
 static const struct golden {
     uint16_t type;
     const char *hex;
 } GOLDEN[] = {
 {1, /* HELLO */
- "0000008c00015043434c0007deadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
+ "0000008c00015043434c0008deadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d374d7297bce1062b50759abfe4092e5378"
  "9dc2e70c31567ba0c5ea0f34597ea3c8ed12375c81a6cbf0153a5f84a9cef3183d6287acd1f61b40658aafd4f91e4368"},
 {2, /* UPDATE_TOPOLOGY */
@@ -204,8 +206,8 @@ static const struct golden {
 {6, /* SS_DIST_DONE */
  "000000030006a6"},
 {7, /* COLL_INIT */
- "00000034000711223344556677888877665544332211090402fa04070a0b0c0d0e0f1011800000000000000100001000"
- "fedcba9876543210"},
+ "00000035000711223344556677888877665544332211090402fa04070a0b0c0d0e0f1011800000000000000100001000"
+ "fedcba987654321002"},
 {8, /* COLL_DONE */
  "000000130008abcdef0123456791000000080000001000"},
 {9, /* OPTIMIZE_TOPOLOGY */
@@ -218,7 +220,7 @@ static const struct golden {
 {12, /* PEER_UNREACHABLE */
  "00000012000c0c31567ba0c5ea0f34597ea3c8ed1237"},
 {13, /* RESUME */
- "00000145000d5043434c000700000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
+ "00000145000d5043434c000800000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d3799bee3082d52779cc1e60b30557a9fc4"
  "010a0b0c0d0e0f10110000000301264b7095badf04294e7398bde2072c12375c81a6cbf0153a5f84a9cef3183d23486d"
  "92b7dc01264b7095badf04294e000000020e6c617965722e302e77656967687401000000000123456789f00dfacecafe"
@@ -246,9 +248,9 @@ static const struct golden {
 {106, /* SS_DONE */
  "00000003006aaa"},
 {107, /* COLL_COMMENCE */
- "0000008a006b000000000000002a0000000100000000800000000000008101020304a0b0c0d000000007ffffffff0000"
+ "0000008b006b000000000000002a0000000100000000800000000000008101020304a0b0c0d000000007ffffffff0000"
  "000301264b7095badf04294e7398bde2072c12375c81a6cbf0153a5f84a9cef3183d23486d92b7dc01264b7095badf04"
- "294e03000000020000000200000000000000070000000000000000ffffffffff0100000001000000000000000001"},
+ "294e03000000020000000200000000000000070000000000000000ffffffffff010000000100000000000000000102"},
 {108, /* COLL_ABORT */
  "00000013006cabcdef01234567f50000006c000000d800"},
 {109, /* COLL_COMPLETE */

@@ -209,9 +209,9 @@ static void test_render(void) {
     char out[256];
     render_layout(&wire_msg_spec(C2M_COLL_INIT)->payload, 1, out, sizeof out);
     CHECK(strcmp(out, "u64 tag, u64 count, u8 dtype, u8 op, u8 quant_algo, u8 quant_dtype, u8 kind, u8 flags, u64 rank_key, "
-                      "u64 capacity, u32 max_world, u64 hash (50)") == 0);
+                      "u64 capacity, u32 max_world, u64 hash, u8 algo (51)") == 0);
     render_layout(&wire_msg_spec(M2C_COLL_COMMENCE)->payload, 1, out, sizeof out);
-    CHECK(strcmp(out, "u64 tag, u64 op_seq, u64 slots, world, u32 n, uuid[16][n] ring, u8 kind, u32 root, member[n]") == 0);
+    CHECK(strcmp(out, "u64 tag, u64 op_seq, u64 slots, world, u32 n, uuid[16][n] ring, u8 kind, u32 root, member[n], u8 algo") == 0);
     render_layout(&wire_msg_spec(M2C_SS_PLAN)->payload, 1, out, sizeof out);
     CHECK(strcmp(out, "u8 status, u64 revision, u8 nsrc, peer[nsrc] sources, u32 n, tensor[n] fetch, u32[n] holders, "
                       "u32 nranges, range[nranges]") == 0);

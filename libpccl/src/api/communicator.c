@@ -56,7 +56,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     cpu_set_t cpus;
     c->ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
     char err[256];
-    if (comm_addr_from_env(c) != 0) {
+    if (comm_addr_from_env(c) != 0 || comm_algo_from_env(&c->algo) != 0) {
         free(c);
         return pcclInvalidArgument;
     }

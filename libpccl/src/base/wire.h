@@ -20,7 +20,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 7
+#define WIRE_VERSION 8
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -106,6 +106,13 @@ typedef struct wire_op_outcome {
     uint8_t finished;     /* 1: this peer's ring finished and it awaits the verdict; 0: it did not finish */
 } wire_op_outcome_t;
 
+/* The algorithm of a collective (docs/algorithms.md): COLL_INIT carries a member's forced choice (AUTO: the
+ * master's), COLL_COMMENCE the master's decision (RING or RHD, never AUTO). */
+#define WIRE_ALGO_AUTO 0
+#define WIRE_ALGO_RING 1
+#define WIRE_ALGO_RHD 2
+#define WIRE_ALGO_MAX WIRE_ALGO_RHD
+
 /* A member of a commenced collective, per ring position. */
 typedef struct wire_coll_member {
     uint32_t rank;  /* its rank in the operation (pccl_coll.h) */
@@ -149,6 +156,7 @@ typedef struct wire_msg {
             uint64_t capacity; /* elements the member's output holds (0 for an all-reduce) */
             uint32_t max_world; /* all-gather-v: entries its counts array holds; 0 = no limit */
             uint64_t hash;     /* shared-sources broadcast: simplehash of the member's buffer, else 0 */
+            uint8_t algo;      /* WIRE_ALGO_AUTO, _RING or _RHD: the member's PCCL_ALGO */
         } coll_init;
         struct { uint64_t tag; uint64_t op_seq; uint8_t ok; } coll; /* COLL_DONE, ABORT, COMPLETE */
         struct { uint8_t uuid[16]; } welcome; /* also PEER_UNREACHABLE: the peer that could not be reached */
@@ -174,6 +182,7 @@ typedef struct wire_msg {
             uint8_t kind;        /* pcclExtCollKind_t */
             uint32_t root;       /* broadcast: the root's ring position, else 0 */
             wire_coll_member_t *members; /* per ring position (n entries): its rank, count and holds */
+            uint8_t algo;        /* WIRE_ALGO_RING or WIRE_ALGO_RHD: what every member runs */
         } commence;
         struct { uint64_t tag; uint8_t reason; char detail[256]; } reject; /* detail: the master's reason text */
         struct { char reason[256]; } kick; /* KICK and SHUTDOWN */

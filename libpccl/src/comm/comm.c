@@ -60,6 +60,19 @@ int comm_env_int(const char *name, int def, int min, int max) {
     return (int)v;
 }
 
+int comm_algo_from_env(uint8_t *algo) {
+    const char *s = getenv("PCCL_ALGO");
+    *algo = WIRE_ALGO_AUTO;
+    if (!s || !*s || strcmp(s, "auto") == 0) return 0;
+    if (strcmp(s, "ring") == 0) *algo = WIRE_ALGO_RING;
+    else if (strcmp(s, "rhd") == 0) *algo = WIRE_ALGO_RHD;
+    else {
+        PLOG_ERROR("pccl", "PCCL_ALGO=%s: expected auto, ring or rhd", s);
+        return -PERR_INVALID;
+    }
+    return 0;
+}
+
 void comm_inbox_clear(pcclComm_t *c) {
     while (c->inbox_head) {
         inbox_item_t *it = c->inbox_head;

@@ -142,6 +142,7 @@ struct pcclComm_t {
     int ncpus;               /* CPUs this process may run on */
     int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
     int zerocopy_every_edge; /* 0: same-host edges follow the host's CPUs per local peer (p2p_splice_min) */
+    uint8_t algo; /* PCCL_ALGO as WIRE_ALGO_AUTO, _RING or _RHD: sent in every COLL_INIT (docs/algorithms.md) */
     /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
      * pcclConnect and read-only afterwards. */
     sec_cfg_t sec;
@@ -311,6 +312,8 @@ int pccl__initialized(void);
 /* Checks common preconditions of main-thread API calls. */
 pcclResult_t comm_check_ready(const pcclComm_t *c);
 int comm_env_int(const char *name, int def, int min, int max);
+/* PCCL_ALGO (auto, ring, rhd; unset or empty: auto) as a WIRE_ALGO_* value: 0, or -PERR_INVALID (logged). */
+int comm_algo_from_env(uint8_t *algo);
 /* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -PERR_INVALID (logged) when one is malformed or does
  * not resolve. */
 int comm_addr_from_env(pcclComm_t *c);

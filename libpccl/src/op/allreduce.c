@@ -1,5 +1,5 @@
 /* allreduce.c - the all-reduce kind (its data movement: the ring all-reduce, quantized or not, striped over the
- * connection slots) and PCCL 1.0's all-reduce calls over the shared operation record (op_record.h). */
+ * connection slots, or recursive halving and doubling, op_rhd.c) and PCCL 1.0's all-reduce calls over the shared operation record (op_record.h). */
 #include "op/op_record.h"
 
 #include <stdio.h>
@@ -22,20 +22,23 @@ static int ar_plan(pccl_op_t *o) {
     size_t bytes = o->d.count * pccl_dtype_size(o->d.datatype);
     o->info.count = o->d.count;
     o->move_bytes = bytes;
-    o->splices = 1;
+    o->splices = !op_algo_rhd(o);
     if (op_in_place(o)) {
         o->bk_len = bytes;
-        o->ring_backs_up = o->d.quantization_options.algorithm == pcclQuantNone;
+        o->ring_backs_up = o->d.quantization_options.algorithm == pcclQuantNone && !op_algo_rhd(o);
     }
     return 0;
 }
 
-/* The ring of this op (quantized or not) over its k stripes' connected sockets; the rank is the ring position. */
+/* The ring of this op (quantized or not) over its k stripes' connected sockets, or the recursive halving and
+ * doubling when the master chose it (never quantized: the master keeps those on the ring); the rank is the ring
+ * position. */
 static int ar_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const pcclExtCollDescriptor_t *d = &o->d;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
     pcclDataType_t dt = d->datatype;
     uint32_t me = o->pos, n = o->world;
+    if (op_algo_rhd(o)) return op_rhd_allreduce(o, ios);
     if (qo->algorithm == pcclQuantNone) {
         if (k == 1) return ring_allreduce(ios, d->sendbuf, d->recvbuf, d->count, dt, d->op, me, n, o->op_seq);
         return ring_allreduce_striped(ios, k, d->sendbuf, d->recvbuf, d->count, dt, d->op, pcclQuantNone, dt, NULL,

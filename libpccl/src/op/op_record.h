@@ -72,6 +72,7 @@ struct pccl_op {
     int splices;            /* the kind lets the ring splice the caller's pages (the all-reduce) */
     size_t move_bytes;      /* payload size the streams are paced for */
     uint64_t hash;          /* shared-sources broadcast: simplehash of this member's data */
+    struct op_rhd_links *rhd; /* recursive halving and doubling: its partners' connections until the verdict */
     /* result, written by whoever runs the op; finished (under mu) tells the awaiter */
     int rc;
     pcclExtCollInfo_t info;
@@ -96,6 +97,19 @@ void op_note_failed(pccl_op_t *o);
  * call then returns (comm_lost_result); the others perr_result's default (-PERR_MISMATCH pcclInvalidUsage,
  * -PERR_TOO_FEW_PEERS pcclTooFewPeers, -PERR_INVALID pcclInvalidArgument, ...). */
 pcclResult_t op_result(const pcclComm_t *c, int rc);
+
+/* op_rhd.c: the all-reduce, reduce-scatter and all-gathers by recursive halving and doubling, the broadcast
+ * along a binomial tree (docs/algorithms.md).
+ * op_algo_rhd: whether the op's COMMENCE chose it and the op has it (then op_run opens no ring streams: the
+ * kind's run connects to its partners on the op's first slot through op_rhd_allreduce, op_rhd_reduce_scatter
+ * (out: the member's block), op_rhd_all_gather (src: the member's block) or op_rhd_broadcast, and op_rhd_release drops them after the verdict, killed after any failure, as the
+ * ring's streams are). */
+int op_algo_rhd(const pccl_op_t *o);
+int op_rhd_allreduce(pccl_op_t *o, ring_io_t *io);
+int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *io, void *out);
+int op_rhd_all_gather(pccl_op_t *o, ring_io_t *io, const void *src);
+int op_rhd_broadcast(pccl_op_t *o, ring_io_t *io, const void *src);
+void op_rhd_release(pccl_op_t *o, int kill);
 
 /* op_vote.c: sends the vote and waits for COMMENCE. 0 once commenced, else the op's code (a rejection is
  * logged with the master's reason). */

@@ -170,7 +170,8 @@ static int move_data(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t *
     *k = 0;
     for (uint32_t i = 0; i < MAX_STRIPES; i++)
         if (o->commence.u.commence.slots >> i & 1) slot_of[(*k)++] = i;
-    int opened = open_streams(o, slot_of, *k, tx, rx);
+    int own_links = op_algo_rhd(o); /* the kind connects to its partners itself */
+    int opened = own_links ? 0 : open_streams(o, slot_of, *k, tx, rx);
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)*k * STAGING_BYTES, &staging_cap);
     for (uint32_t s = 0; s < *k; s++)
@@ -179,7 +180,7 @@ static int move_data(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t *
                              .staging_size = STAGING_BYTES, .backup = o->ring_backs_up ? o->backup : NULL};
     int rc = -PERR_IO;
     if (opened == 0 && staging) {
-        pace_streams(o, ios, tx, rx, *k);
+        if (!own_links) pace_streams(o, ios, tx, rx, *k);
         rc = o->kind->run(o, ios, *k);
     } else {
         snprintf(ios->err, sizeof ios->err, "%s", opened == -PERR_IO        ? "cannot connect to ring successor"
@@ -238,6 +239,7 @@ static int perform(pccl_op_t *o) {
             p2p_release(c, tx[s], rc != 0);
             p2p_release(c, rx[s], rc != 0);
         }
+        op_rhd_release(o, rc != 0);
         /* A ring that takes the backup as it goes restored what it modified when it failed; its backup is only
          * complete (and needed) when the data moved and the group aborted afterwards. */
         if (o->backup && rc != 0 && (!o->ring_backs_up || moved == 0))

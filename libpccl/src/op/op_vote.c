@@ -55,6 +55,7 @@ static void fill_init(const pccl_op_t *o, wire_msg_t *init) {
     init->u.coll_init.capacity = d->kind == pcclExtCollAllReduce ? 0 : d->recv_capacity;
     init->u.coll_init.max_world = d->kind == pcclExtCollAllGatherV ? d->counts_capacity : 0;
     init->u.coll_init.hash = o->hash;
+    init->u.coll_init.algo = o->comm->algo;
 }
 
 /* The code of a rejected op, its reason logged at ERROR with the tag and kind. */

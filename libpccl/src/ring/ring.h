@@ -154,6 +154,67 @@ int ring_reduce_scatter_in(ring_io_t *ios, uint32_t nstripes, const void *src, v
 int ring_broadcast(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t bytes,
                    const uint8_t *holds, uint32_t pos, uint32_t world_size, uint64_t op_seq);
 
+/*
+ * The all-reduce by recursive halving and doubling (ring_rhd.c, ring_rhd_sched.c; docs/algorithms.md): the
+ * latency-optimal choice for small payloads and many members, 2 log2 N exchanges (two more when N is not a power of two) instead of the ring's
+ * 2 (N - 1) hops. Positions are ring positions; the partners are not ring neighbours, so the caller's link
+ * connects io (tx_fd, rx_fd, tx_link, rx_link) to the member at ring position peer before each step (the same
+ * peer may come twice: the link reuses the pair), returning 0 or -PERR_<NAME> with io->err set. One connection
+ * pair per partner (no stripes, no splicing, not quantized: the caller runs the ring for those). In place (src
+ * NULL or == buf) buf is left partial on failure (the caller restores it; io->backup is not used); out of place
+ * src is copied to buf first and never written. pcclAvg divides by world at each block's owner. */
+typedef int (*ring_rhd_link_fn)(void *ctx, ring_io_t *io, uint32_t peer);
+int ring_allreduce_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                       size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t pos, uint32_t world,
+                       uint64_t op_seq);
+
+/* The reduce-scatter of pccl_coll.h by recursive halving, for a world that is a power of two whose ranks are the
+ * ring positions: the all-reduce's halving steps, so position pos ends with block pos of the count split (out,
+ * which may be that block's place in src; src is never written otherwise). Each element is reduced at one member
+ * along the schedule's fixed tree. work holds the partial sums between the first and the last step
+ * (ring_reduce_scatter_rhd_work_bytes, 0 for a world of 2). pcclAvg divides by world at the end. On failure out
+ * is undefined. -PERR_INVALID for a world that is not a power of two. */
+int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *out,
+                            size_t count, pcclDataType_t dt, pcclRedOp_t op, uint8_t *work, size_t work_bytes,
+                            uint32_t pos, uint32_t world, uint64_t op_seq);
+size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world);
+
+/* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world that is a power of two
+ * whose ranks are the ring positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in
+ * rank order in buf; src this member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the
+ * all-reduce's doubling steps over those blocks. -PERR_INVALID for a world that is not a power of two. */
+int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                       const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq);
+
+/* The broadcast of bytes bytes from ring position root (the only member that holds the data) along a binomial
+ * tree (the root sends to distances 1, 2, 4, ...; a member at distance d from the root receives from its parent
+ * d - 2^floor(log2 d), then sends to d + 2^j for every 2^j above that bit): ceil(log2 world) hops instead of the
+ * chain's world - 1, each a whole copy (no pipelining: for small payloads). The root reads src (NULL: buf; copied
+ * to buf when src != buf), the others write buf. ring_bcast_tree_partners: the ring positions position pos
+ * exchanges with, parent first, then its children in order (at most 33); their count. */
+int ring_broadcast_tree(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
+                        size_t bytes, uint32_t root, uint32_t pos, uint32_t world, uint64_t op_seq);
+uint32_t ring_bcast_tree_partners(uint32_t root, uint32_t pos, uint32_t world, uint32_t *out);
+
+/* Its schedule for ring position pos of world (p = 2^floor(log2 world) members halve and double, r = world - p
+ * fold; vid: the virtual id 0..p-1, or RING_RHD_FOLDED for an even position below 2r, which hands its input to
+ * pos + 1 and takes the result back). */
+#define RING_RHD_FOLDED UINT32_MAX
+typedef struct ring_rhd_sched {
+    uint32_t world, pos, p, r, steps, vid;
+} ring_rhd_sched_t;
+void ring_rhd_schedule(uint32_t pos, uint32_t world, ring_rhd_sched_t *s);
+/* The ring position of virtual id vid. */
+uint32_t ring_rhd_pos_of(const ring_rhd_sched_t *s, uint32_t vid);
+/* The fold partner (pos ^ 1 below 2r), or RING_RHD_FOLDED when this position does not fold. */
+uint32_t ring_rhd_fold_partner(const ring_rhd_sched_t *s);
+/* The ring position of the partner at reduce-scatter step k (0..steps-1; the all-gather meets them in reverse). */
+uint32_t ring_rhd_partner(const ring_rhd_sched_t *s, uint32_t k);
+/* At reduce-scatter step k, of the p blocks: the len blocks from keep this member keeps (reduced with what
+ * the partner sends) and the len blocks from give it sends; in the all-gather's step for k it sends keep's and
+ * receives give's. After the last step it keeps block vid. */
+void ring_rhd_blocks(const ring_rhd_sched_t *s, uint32_t k, uint32_t *keep, uint32_t *give, uint32_t *len);
+
 /* Shared by both rings. The send side of a ring stream: the 16-byte header, then element k
  * (chunk payloads in stream order) from byte off. */
 #define RING_HDR 16

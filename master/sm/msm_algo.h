@@ -1,0 +1,56 @@
+/*
+ * msm_algo.h - which algorithm a collective runs (docs/algorithms.md): the alpha-beta cost model of the ring and
+ * of recursive halving and doubling, the master's choice per operation from its payload, the world size and the
+ * bandwidths it measured, and the members' forced choice (PCCL_ALGO, in COLL_INIT). Pure.
+ */
+#ifndef PCCL_MSM_ALGO_H
+#define PCCL_MSM_ALGO_H
+
+#include <stdint.h>
+
+#include "sm/master_sm.h"
+
+/* Latency of one message when the master has no measurement of it, seconds. */
+#define MSM_ALGO_ALPHA_S 100e-6
+/* Bandwidth of a pair the master has not measured, Mbit/s. */
+#define MSM_ALGO_DEFAULT_MBPS 10000.0
+/* The recursive halving and doubling's time per byte relative to the ring's on the same links: the ring
+ * streams one operation through every member without a barrier and splices large sends; each halving or
+ * doubling step waits for its whole block before the next step sends. */
+#define MSM_ALGO_RHD_BYTE_FACTOR 1.25
+
+/* The model's inputs: payload bytes n, world size N, alpha (s per message), beta of the slowest ring edge and
+ * of the slowest pair of partners (s per byte). */
+typedef struct msm_algo_cost {
+    double bytes, alpha, beta_ring, beta_rhd;
+    uint32_t world;
+    int bcast; /* a broadcast: the chain against the binomial tree */
+} msm_algo_cost_t;
+
+/* Modelled seconds of an all-reduce: the ring 2 (N - 1) (alpha + n beta / N); recursive halving and doubling
+ * over p = 2^floor(log2 N) 2 log2 p alpha + 2 (p - 1) / p n kappa beta, plus 2 (alpha + n kappa beta) when
+ * r = N - p > 0 (the fold and the result's return). Of a broadcast: the pipelined chain (N - 1) alpha + n beta,
+ * the binomial tree ceil(log2 N) (alpha + n kappa beta). */
+double msm_algo_ring_s(const msm_algo_cost_t *c);
+double msm_algo_rhd_s(const msm_algo_cost_t *c);
+
+/* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
+ * a plain (not quantized) all-reduce, or a plain reduce-scatter, all-gather or all-gather of variable counts of a
+ * power-of-two world whose ranks are its ring positions (by_position); for a broadcast with one holder (holders:
+ * the root, no other member holding its data) WIRE_ALGO_RHD means the binomial tree. */
+int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world);
+
+/* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation whose members forced `forced` (WIRE_ALGO_*;
+ * equal on every member, msm_coll_check): the ring where rhd does not exist (has_rhd 0), else a forced choice,
+ * else the model's cheaper one. The all-reduce's formulas serve the reduce-scatter and all-gather too: in a
+ * power-of-two world each algorithm's reduce-scatter, and its all-gather, costs exactly half its all-reduce. */
+uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
+
+/* The algorithm of an operation of kind (msm_algo_choose; beta: 1 / the slowest bandwidth the
+ * master has measured between any two peers, MSM_ALGO_DEFAULT_MBPS when it has none; alpha MSM_ALGO_ALPHA_S). */
+uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes, uint32_t world);
+
+/* Its name in logs and reasons ("auto", "ring", "rhd"; "unknown"). */
+const char *msm_algo_name(uint8_t algo);
+
+#endif

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SIGKILL one of 4 peers inside an all-reduce forced to recursive halving and doubling (PCCL_ALGO=rhd): the master
+# aborts it on every member, the survivors restore their buffers and retry with 3 (a world that folds); equal
+# final hashes and the workload's exact checks prove the retry started from the restored input. A keyed,
+# encrypted run (the partners' p2p links are sealed).
+. "$(dirname "$0")/lib.sh"
+head -c 48 /dev/urandom | base64 > "$WORK/run.key"
+chmod 600 "$WORK/run.key"
+PCCL_LOG_LEVEL=debug start_master --key-file "$WORK/run.key" --encrypt
+export PCCL_LOG_LEVEL=info PCCL_ALGO=rhd PCCL_KEY_FILE="$WORK/run.key"
+args=(--workload synthetic --steps 10 --size "${PCCL_TEST_MIDOP_BYTES:-48000000}" --min-world 3)
+start_peer p1 "${args[@]}"; P1=$LAST_PID
+start_peer p2 "${args[@]}"; P2=$LAST_PID
+start_peer p3 "${args[@]}"; P3=$LAST_PID
+start_peer p4 "${args[@]}"; P4=$LAST_PID
+wait_events "$WORK/p1.log" step 2 90
+kill_inside_op "$P2" 8 "$(grep -c commenced "$WORK/master.log")" || fail "no all-reduce was caught in progress"
+for p in "$P1" "$P3" "$P4"; do wait_pid "$p" 180 || fail "a surviving peer exited with $?"; done
+h=$(json_field "$WORK/p1.log" done hash)
+for p in p3 p4; do [ "$(json_field "$WORK/$p.log" done hash)" = "$h" ] || fail "$p's hash differs from p1's"; done
+[ "$(json_field "$WORK/p1.log" done revision)" = 10 ] || fail "p1 did not finish"
+grep -q "aborting" "$WORK/master.log" || fail "the kill did not land inside an all-reduce (no abort logged)"
+grep -q "commenced: all_reduce,.*3 peers, rhd$" "$WORK/master.log" || fail "the survivors did not run rhd"
+! grep -q "commenced: all_reduce,.*, ring$" "$WORK/master.log" || fail "an all-reduce ran the ring"
+grep -qE "aborted|failed" "$WORK/p1.err" "$WORK/p3.err" "$WORK/p4.err" || fail "survivors did not see the failed operation"
+echo "ok: a kill inside an rhd all-reduce aborted it everywhere; 3 survivors retried; hash $h"

@@ -1,0 +1,463 @@
+/* test_ring_rhd.c - the all-reduce by recursive halving and doubling: its schedule for worlds 2..9 (partners are
+ * mutual, folding pairs the first 2r positions, the kept and given blocks of partners are complementary, each
+ * remaining member ends owning one block and every block has one owner), and the algorithm itself on W threads
+ * over a full mesh of socket pairs, plain and sealed: results equal to the reduction, bit-identical on every
+ * member, in place and out of place, and failures (a member that goes away, an abort) end every member; the
+ * reduce-scatter by recursive halving and the all-gather by recursive doubling of power-of-two worlds. */
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pccl_kernels.h"
+#include "ring/ring.h"
+#include "sec/sec_link.h"
+#include "sec_pair.h"
+#include "tinytest.h"
+
+/* pccl_coll.h's split: block b of n over count elements starts here. */
+static size_t ring_block_off_test(size_t count, uint32_t n, uint32_t b) {
+    return count / n * b + (b < count % n ? b : count % n);
+}
+
+static void nonblock_fd(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+enum { RW = 9 };
+
+static void test_schedule_pairs(void) {
+    for (uint32_t W = 2; W <= RW; W++) {
+        ring_rhd_sched_t s[RW];
+        uint32_t p = 1, steps = 0;
+        while (p * 2 <= W) p *= 2, steps++;
+        uint32_t owners[RW] = {0};
+        for (uint32_t i = 0; i < W; i++) {
+            ring_rhd_schedule(i, W, &s[i]);
+            CHECK_EQ_U64(s[i].p, p);
+            CHECK_EQ_U64(s[i].r, W - p);
+            CHECK_EQ_U64(s[i].steps, steps);
+        }
+        for (uint32_t i = 0; i < W; i++) {
+            uint32_t f = ring_rhd_fold_partner(&s[i]);
+            if (i < 2 * (W - p)) { /* folding pairs (0,1), (2,3), ...: the even one steps out */
+                CHECK_EQ_U64(f, i ^ 1);
+                CHECK(ring_rhd_fold_partner(&s[f]) == i);
+                CHECK((s[i].vid == RING_RHD_FOLDED) == (i % 2 == 0));
+            } else {
+                CHECK(f == RING_RHD_FOLDED);
+            }
+            if (s[i].vid == RING_RHD_FOLDED) continue;
+            CHECK(s[i].vid < p);
+            CHECK_EQ_U64(ring_rhd_pos_of(&s[i], s[i].vid), i);
+            uint32_t lo = 0, hi = p; /* the blocks this member holds partial sums of */
+            for (uint32_t k = 0; k < steps; k++) {
+                uint32_t q = ring_rhd_partner(&s[i], k), keep, give, len, pk, pg, pl;
+                CHECK(q < W && q != i && s[q].vid != RING_RHD_FOLDED);
+                CHECK_EQ_U64(ring_rhd_partner(&s[q], k), i);
+                ring_rhd_blocks(&s[i], k, &keep, &give, &len);
+                ring_rhd_blocks(&s[q], k, &pk, &pg, &pl);
+                CHECK(pk == give && pg == keep && pl == len && len == p >> (k + 1));
+                CHECK(keep >= lo && keep + len <= hi && give >= lo && give + len <= hi);
+                lo = keep;
+                hi = keep + len;
+            }
+            CHECK(lo == s[i].vid && hi == s[i].vid + 1);
+            owners[s[i].vid]++;
+        }
+        for (uint32_t b = 0; b < p; b++) CHECK_EQ_U64(owners[b], 1);
+    }
+}
+
+/* W members on threads over a full mesh: member a sends to b on mesh[a][b][0], b receives on mesh[a][b][1]. */
+typedef struct mesh {
+    uint32_t W;
+    int fd[RW][RW][2];
+    sec_link_t *tx[RW][RW], *rx[RW][RW];
+    int efd;
+    atomic_int abort_flag;
+} mesh_t;
+
+typedef struct rmember {
+    mesh_t *mesh;
+    ring_io_t io;
+    uint32_t pos;
+    const void *src;
+    void *buf;
+    size_t count;
+    pcclDataType_t dt;
+    pcclRedOp_t op;
+    uint64_t seq;
+    int rs; /* the reduce-scatter into out (work: its partial sums) */
+    int ag; /* the all-gather of counts into buf */
+    int bc; /* the tree broadcast of count bytes from root */
+    uint32_t root;
+    const uint64_t *counts;
+    void *out;
+    uint8_t *work;
+    size_t work_bytes;
+    int quit_after_links; /* > 0: close this member's sockets once it linked this many partners */
+    int links;
+    int rc;
+} rmember_t;
+
+static void mesh_open(mesh_t *m, uint32_t W, int sealed) {
+    memset(m, 0, sizeof *m);
+    m->W = W;
+    m->efd = eventfd(0, EFD_NONBLOCK);
+    for (uint32_t a = 0; a < W; a++)
+        for (uint32_t b = 0; b < W; b++) {
+            if (a == b) continue;
+            CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, m->fd[a][b]) == 0);
+            nonblock_fd(m->fd[a][b][0]);
+            nonblock_fd(m->fd[a][b][1]);
+            if (!sealed) continue;
+            sec_session_t x, y;
+            CHECK(session_pair_of("ring-rhd-test-key-0123456789abcdef0123456", &x, &y) == 0);
+            m->tx[a][b] = sec_link_new(&x);
+            m->rx[a][b] = sec_link_new(&y);
+        }
+}
+
+static void mesh_close(mesh_t *m) {
+    for (uint32_t a = 0; a < m->W; a++)
+        for (uint32_t b = 0; b < m->W; b++) {
+            if (a == b) continue;
+            close(m->fd[a][b][0]);
+            close(m->fd[a][b][1]);
+            if (m->tx[a][b]) sec_link_free(m->tx[a][b]);
+            if (m->rx[a][b]) sec_link_free(m->rx[a][b]);
+        }
+    close(m->efd);
+}
+
+static int mesh_link(void *ctx, ring_io_t *io, uint32_t peer) {
+    rmember_t *r = ctx;
+    mesh_t *m = r->mesh;
+    if (r->quit_after_links && ++r->links > r->quit_after_links) {
+        for (uint32_t b = 0; b < m->W; b++)
+            if (b != r->pos) shutdown(m->fd[r->pos][b][0], SHUT_RDWR), shutdown(m->fd[b][r->pos][1], SHUT_RDWR);
+        snprintf(io->err, sizeof io->err, "went away");
+        return -PERR_IO;
+    }
+    io->tx_fd = m->fd[r->pos][peer][0];
+    io->rx_fd = m->fd[peer][r->pos][1];
+    io->tx_link = m->tx[r->pos][peer];
+    io->rx_link = m->rx[peer][r->pos];
+    return 0;
+}
+
+static void *rmember_main(void *arg) {
+    rmember_t *r = arg;
+    if (r->bc)
+        r->rc = ring_broadcast_tree(&r->io, mesh_link, r, r->src, r->buf, r->count, r->root, r->pos, r->mesh->W,
+                                    r->seq);
+    else if (r->ag)
+        r->rc = ring_allgather_rhd(&r->io, mesh_link, r, r->src, r->buf, r->counts, sizeof(uint32_t), r->pos,
+                                   r->mesh->W, r->seq);
+    else if (r->rs)
+        r->rc = ring_reduce_scatter_rhd(&r->io, mesh_link, r, r->src, r->out, r->count, r->dt, r->op, r->work,
+                                        r->work_bytes, r->pos, r->mesh->W, r->seq);
+    else
+        r->rc = ring_allreduce_rhd(&r->io, mesh_link, r, r->src, r->buf, r->count, r->dt, r->op, r->pos,
+                                   r->mesh->W, r->seq);
+    if (r->rc != 0 && !atomic_exchange(&r->mesh->abort_flag, 1)) { /* as the master aborts the op everywhere */
+        uint64_t one = 1;
+        CHECK(write(r->mesh->efd, &one, sizeof one) == sizeof one);
+    }
+    return NULL;
+}
+
+static void rmembers_init(rmember_t *r, mesh_t *m, size_t staging) {
+    for (uint32_t p = 0; p < m->W; p++) {
+        memset(&r[p], 0, sizeof r[p]);
+        r[p].mesh = m;
+        r[p].pos = p;
+        r[p].seq = 11;
+        r[p].io = (ring_io_t){.abort_fd = m->efd, .abort_flag = &m->abort_flag, .timeout_ms = 10000,
+                              .staging = malloc(staging), .staging_size = staging};
+    }
+}
+
+static void rmembers_run(rmember_t *r, uint32_t W) {
+    pthread_t t[RW];
+    for (uint32_t i = 0; i < W; i++) CHECK(pthread_create(&t[i], NULL, rmember_main, &r[i]) == 0);
+    for (uint32_t i = 0; i < W; i++) pthread_join(t[i], NULL);
+    for (uint32_t i = 0; i < W; i++) free(r[i].io.staging);
+}
+
+/* Every world 2..9, float sum and avg and int32 max, in place and out of place, a count that leaves blocks of
+ * unequal (and, for the smallest count, empty) lengths; a small staging buffer so elements straddle reads. */
+static void run_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op, int in_place, int sealed) {
+    mesh_t m;
+    mesh_open(&m, W, sealed);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096 + 2);
+    size_t esz = pccl_dtype_size(dt);
+    uint8_t *in[RW], *out[RW], *expect = calloc(count, esz), *orig = malloc((size_t)W * count * esz);
+    for (uint32_t p = 0; p < W; p++) {
+        in[p] = malloc(count * esz);
+        out[p] = malloc(count * esz);
+        for (size_t i = 0; i < count; i++) {
+            if (dt == pcclFloat) ((float *)in[p])[i] = (float)((i * 7 + p * 3) % 13) * 0.1f + (float)p * 1e-3f;
+            else ((int32_t *)in[p])[i] = (int32_t)((i * 31 + p * 17) % 1001) - 500;
+        }
+        memcpy(orig + p * count * esz, in[p], count * esz);
+        if (in_place) memcpy(out[p], in[p], count * esz);
+        r[p].src = in_place ? out[p] : in[p];
+        r[p].buf = out[p];
+        r[p].count = count;
+        r[p].dt = dt;
+        r[p].op = op;
+    }
+    rmembers_run(r, W);
+    memcpy(expect, in[0], count * esz);
+    for (uint32_t p = 1; p < W; p++) pccl_reduce_into(expect, in[p], count, dt, op);
+    if (op == pcclAvg) pccl_reduce_finalize_avg(expect, count, dt, W);
+    int ok = 1;
+    for (uint32_t p = 0; p < W; p++) {
+        ok &= r[p].rc == 0;
+        ok &= memcmp(out[p], out[0], count * esz) == 0; /* bit-identical on every member */
+        for (size_t i = 0; i < count && dt == pcclFloat; i++)
+            ok &= fabsf(((float *)out[p])[i] - ((float *)expect)[i]) < 1e-3f;
+        if (dt != pcclFloat) ok &= memcmp(out[p], expect, count * esz) == 0;
+        if (!in_place) ok &= memcmp(in[p], orig + p * count * esz, count * esz) == 0; /* src never written */
+    }
+    if (!ok) fprintf(stderr, "world %u count %zu dt %d op %d in_place %d sealed %d failed (rc %d: %s)\n", W, count,
+                     (int)dt, (int)op, in_place, sealed, r[0].rc, r[0].io.err);
+    CHECK(ok);
+    for (uint32_t p = 0; p < W; p++) free(in[p]), free(out[p]);
+    free(expect);
+    free(orig);
+    mesh_close(&m);
+}
+
+static void test_allreduce_every_world(void) {
+    for (uint32_t W = 2; W <= RW; W++) {
+        run_case(W, 3, pcclFloat, pcclSum, 1, 0);
+        run_case(W, 10007, pcclFloat, pcclSum, 0, 0);
+        run_case(W, 10007, pcclFloat, pcclAvg, 1, 0);
+        run_case(W, 4099, pcclInt32, pcclMax, 0, 0);
+    }
+}
+
+static void test_allreduce_sealed(void) {
+    run_case(3, 30011, pcclFloat, pcclSum, 1, 1);
+    run_case(4, 30011, pcclInt32, pcclSum, 0, 1);
+    run_case(6, 30011, pcclFloat, pcclAvg, 1, 1);
+}
+
+/* One member closes its sockets before its second partner: every member fails (none hangs; a failed member
+ * aborts the others, as the master does). */
+static void test_member_goes_away(void) {
+    for (uint32_t W = 3; W <= 8; W += 5) {
+        mesh_t m;
+        mesh_open(&m, W, 0);
+        rmember_t r[RW];
+        rmembers_init(r, &m, 4096);
+        float *buf[RW];
+        for (uint32_t p = 0; p < W; p++) {
+            buf[p] = calloc(20000, sizeof(float));
+            r[p].src = r[p].buf = buf[p];
+            r[p].count = 20000;
+            r[p].dt = pcclFloat;
+            r[p].op = pcclSum;
+            r[p].io.timeout_ms = 3000;
+        }
+        r[W - 1].quit_after_links = 1;
+        rmembers_run(r, W);
+        for (uint32_t p = 0; p < W; p++) {
+            CHECK(r[p].rc != 0);
+            free(buf[p]);
+        }
+        mesh_close(&m);
+    }
+}
+
+/* The abort flag ends every member at once. */
+static void test_abort(void) {
+    mesh_t m;
+    mesh_open(&m, 5, 0);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096);
+    float *buf[RW];
+    atomic_store(&m.abort_flag, 1);
+    for (uint32_t p = 0; p < 5; p++) {
+        buf[p] = calloc(1000, sizeof(float));
+        r[p].src = r[p].buf = buf[p];
+        r[p].count = 1000;
+        r[p].dt = pcclFloat;
+        r[p].op = pcclSum;
+    }
+    rmembers_run(r, 5);
+    for (uint32_t p = 0; p < 5; p++) {
+        CHECK(r[p].rc == -PERR_CANCELLED);
+        free(buf[p]);
+    }
+    mesh_close(&m);
+}
+
+/* The reduce-scatter of worlds 2, 4 and 8: each member's block of the count split, equal to the reduction (int32
+ * exactly, float within rounding), out in its block of src (src otherwise unchanged) or elsewhere. */
+static void rs_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op, int in_src) {
+    mesh_t m;
+    mesh_open(&m, W, 0);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096 + 2);
+    size_t esz = pccl_dtype_size(dt);
+    uint8_t *in[RW] = {0}, *orig[RW] = {0}, *out[RW] = {0}, *expect = calloc(count, esz);
+    for (uint32_t p = 0; p < W; p++) {
+        in[p] = malloc(count * esz);
+        orig[p] = malloc(count * esz);
+        out[p] = malloc(count * esz);
+        for (size_t i = 0; i < count; i++) {
+            if (dt == pcclFloat) ((float *)in[p])[i] = (float)((i * 5 + p * 3) % 11) * 0.25f;
+            else ((int32_t *)in[p])[i] = (int32_t)((i * 13 + p * 7) % 999) - 400;
+        }
+        memcpy(orig[p], in[p], count * esz);
+        size_t off = ring_block_off_test(count, W, p);
+        r[p].rs = 1;
+        r[p].src = in[p];
+        r[p].out = in_src ? in[p] + off * esz : out[p];
+        r[p].count = count;
+        r[p].dt = dt;
+        r[p].op = op;
+        r[p].work_bytes = ring_reduce_scatter_rhd_work_bytes(count, dt, p, W);
+        r[p].work = malloc(r[p].work_bytes + 1);
+    }
+    memcpy(expect, in[0], count * esz);
+    for (uint32_t p = 1; p < W; p++) pccl_reduce_into(expect, in[p], count, dt, op);
+    if (op == pcclAvg) pccl_reduce_finalize_avg(expect, count, dt, W);
+    rmembers_run(r, W);
+    int ok = 1;
+    for (uint32_t p = 0; p < W; p++) {
+        size_t off = ring_block_off_test(count, W, p), len = ring_block_off_test(count, W, p + 1) - off;
+        const uint8_t *got = r[p].out;
+        ok &= r[p].rc == 0;
+        for (size_t i = 0; i < len && dt == pcclFloat; i++)
+            ok &= fabsf(((const float *)got)[i] - ((float *)expect)[off + i]) < 1e-3f;
+        if (dt != pcclFloat) ok &= memcmp(got, expect + off * esz, len * esz) == 0;
+        /* src unchanged outside the member's block */
+        ok &= memcmp(in[p], orig[p], off * esz) == 0;
+        ok &= memcmp(in[p] + (off + len) * esz, orig[p] + (off + len) * esz, (count - off - len) * esz) == 0;
+        if (!in_src) ok &= memcmp(in[p], orig[p], count * esz) == 0;
+        free(in[p]), free(orig[p]), free(out[p]), free(r[p].work);
+    }
+    if (!ok) fprintf(stderr, "rs world %u count %zu dt %d op %d in_src %d failed (rc %d: %s)\n", W, count, (int)dt,
+                     (int)op, in_src, r[0].rc, r[0].io.err);
+    CHECK(ok);
+    free(expect);
+    mesh_close(&m);
+}
+
+static void test_reduce_scatter(void) {
+    for (uint32_t W = 2; W <= 8; W *= 2) {
+        rs_case(W, 5, pcclInt32, pcclSum, 0);
+        rs_case(W, 10007, pcclFloat, pcclSum, 1);
+        rs_case(W, 10007, pcclFloat, pcclAvg, 0);
+        rs_case(W, 4099, pcclInt32, pcclMax, 1);
+    }
+    /* a world that is not a power of two is refused */
+    mesh_t m;
+    mesh_open(&m, 3, 0);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 64);
+    float a[6] = {0}, o[2];
+    CHECK(ring_reduce_scatter_rhd(&r[0].io, mesh_link, &r[0], a, o, 6, pcclFloat, pcclSum, NULL, 0, 0, 3, 1) ==
+          -PERR_INVALID);
+    for (uint32_t p = 0; p < 3; p++) free(r[p].io.staging);
+    mesh_close(&m);
+}
+
+/* The all-gather of worlds 2, 4 and 8 with variable counts (one of them 0): every member ends with every block
+ * in rank order, its own from its place in buf, from buf's start (src NULL) or from elsewhere. */
+static void test_all_gather(void) {
+    for (uint32_t W = 2; W <= 8; W *= 2)
+        for (int mode = 0; mode < 3; mode++) {
+            mesh_t m;
+            mesh_open(&m, W, mode == 1);
+            rmember_t r[RW];
+            rmembers_init(r, &m, 64);
+            uint64_t counts[RW], total = 0, off[RW];
+            for (uint32_t p = 0; p < W; p++) counts[p] = p == 1 ? 0 : 3000 + p * 7, off[p] = total, total += counts[p];
+            uint32_t *buf[RW], *mine[RW];
+            for (uint32_t p = 0; p < W; p++) {
+                buf[p] = calloc(total + 1, sizeof(uint32_t));
+                mine[p] = malloc((counts[p] + 1) * sizeof(uint32_t));
+                for (uint64_t i = 0; i < counts[p]; i++) mine[p][i] = (uint32_t)(p * 100000 + i);
+                uint32_t *src = mode == 0 ? buf[p] + off[p] : mode == 1 ? NULL : mine[p];
+                if (mode == 0) memcpy(buf[p] + off[p], mine[p], counts[p] * sizeof(uint32_t));
+                if (mode == 1) memcpy(buf[p], mine[p], counts[p] * sizeof(uint32_t));
+                r[p].ag = 1;
+                r[p].src = src;
+                r[p].buf = buf[p];
+                r[p].counts = counts;
+            }
+            rmembers_run(r, W);
+            int ok = 1;
+            for (uint32_t p = 0; p < W; p++) {
+                ok &= r[p].rc == 0;
+                for (uint32_t q = 0; q < W; q++) ok &= memcmp(buf[p] + off[q], mine[q], counts[q] * 4) == 0;
+            }
+            if (!ok) fprintf(stderr, "all-gather world %u mode %d failed (rc %d: %s)\n", W, mode, r[0].rc, r[0].io.err);
+            CHECK(ok);
+            for (uint32_t p = 0; p < W; p++) free(buf[p]), free(mine[p]);
+            mesh_close(&m);
+        }
+}
+
+/* The binomial tree: every member but the root has one parent, edges are mutual (a parent lists the child), the
+ * depth is ceil(log2 W); and the broadcast itself for every world 2..9 and root, plain and sealed. */
+static void test_broadcast_tree(void) {
+    for (uint32_t W = 2; W <= RW; W++)
+        for (uint32_t root = 0; root < W; root++) {
+            uint32_t depth = 0, need = 0;
+            while ((1u << need) < W) need++;
+            for (uint32_t p = 0; p < W; p++) {
+                uint32_t part[33], n = ring_bcast_tree_partners(root, p, W, part), rel = (p + W - root) % W, d = 0;
+                for (uint32_t x = rel; x; x &= x - 1) d++; /* hops from the root: the bits of rel */
+                if (d > depth) depth = d;
+                if (p == root) continue;
+                CHECK(n >= 1 && part[0] != p);
+                uint32_t q[33], m = ring_bcast_tree_partners(root, part[0], W, q), found = 0;
+                for (uint32_t i = (part[0] == root ? 0 : 1); i < m; i++) found += q[i] == p;
+                CHECK_EQ_U64(found, 1);
+            }
+            CHECK(depth <= need);
+            mesh_t mm;
+            mesh_open(&mm, W, root % 2);
+            rmember_t r[RW];
+            rmembers_init(r, &mm, 64);
+            uint8_t *buf[RW], data[3001];
+            for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 31 + root);
+            for (uint32_t p = 0; p < W; p++) {
+                buf[p] = calloc(sizeof data, 1);
+                r[p].bc = 1;
+                r[p].root = root;
+                r[p].count = sizeof data;
+                r[p].src = p == root ? data : NULL;
+                r[p].buf = buf[p];
+            }
+            rmembers_run(r, W);
+            int ok = 1;
+            for (uint32_t p = 0; p < W; p++) ok &= r[p].rc == 0 && memcmp(buf[p], data, sizeof data) == 0, free(buf[p]);
+            if (!ok) fprintf(stderr, "broadcast world %u root %u failed (rc %d: %s)\n", W, root, r[0].rc, r[0].io.err);
+            CHECK(ok);
+            mesh_close(&mm);
+        }
+}
+
+int main(void) {
+    RUN_TEST(test_schedule_pairs);
+    RUN_TEST(test_allreduce_every_world);
+    RUN_TEST(test_allreduce_sealed);
+    RUN_TEST(test_member_goes_away);
+    RUN_TEST(test_abort);
+    RUN_TEST(test_reduce_scatter);
+    RUN_TEST(test_all_gather);
+    RUN_TEST(test_broadcast_tree);
+    TEST_MAIN_END();
+}
