@@ -1,6 +1,7 @@
 /* log.c - see log.h. */
 #include "base/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,10 @@
 
 static atomic_int g_level = -1;
 static atomic_int g_json = -1;
+/* Readers are the threads inside the sink; replacing it takes the write lock, so it waits for them. */
+static pthread_rwlock_t g_sink_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pcclToolLogSink_t g_sink;
+static void *g_sink_ctx;
 
 int pccl_log_parse_level(const char *s) {
     static const char *names[] = {"error", "warn", "info", "debug"};
@@ -47,6 +52,22 @@ static int json_now(void) {
 void pccl_log_set_level(pccl_log_level_t level) { atomic_store(&g_level, (int)level); }
 void pccl_log_set_json(int json) { atomic_store(&g_json, json ? 1 : 0); }
 int pccl_log_enabled(pccl_log_level_t level) { return (int)level <= level_now(); }
+
+void pccl_log_set_sink(pcclToolLogSink_t sink, void *ctx) {
+    pthread_rwlock_wrlock(&g_sink_lock);
+    g_sink = sink;
+    g_sink_ctx = ctx;
+    pthread_rwlock_unlock(&g_sink_lock);
+}
+
+/* 1 when the installed sink took the record. */
+static int to_sink(pccl_log_level_t level, const char *component, const char *msg) {
+    pthread_rwlock_rdlock(&g_sink_lock);
+    int taken = g_sink != NULL;
+    if (taken) g_sink(level, component ? component : "pccl", msg, g_sink_ctx);
+    pthread_rwlock_unlock(&g_sink_lock);
+    return taken;
+}
 
 /* Writes one record of msg (level filtering is the caller's). */
 static void write_record(pccl_log_level_t level, const char *component, const char *msg) {
@@ -83,7 +104,7 @@ void pccl_log_v(pccl_log_level_t level, const char *component, const char *fmt, 
     if (!pccl_log_enabled(level)) return;
     char msg[8192];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    write_record(level, component, msg);
+    if (!to_sink(level, component, msg)) write_record(level, component, msg);
 }
 
 void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {
