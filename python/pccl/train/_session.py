@@ -126,3 +126,15 @@ class Session:
             if on_synced is not None:
                 on_synced(rx)
             return rx
+
+    def conclude(self, committed: bool, apply) -> bool:
+        """Ends a step alike on every peer: on commit apply() (the optimizer step) and revision + 1, else counted as
+        skipped; then the next prologue. Returns committed."""
+        if committed:
+            apply()
+            self.state.revision += 1
+            self.stats.committed += 1
+        else:
+            self.stats.skipped += 1
+        self.begin()
+        return committed

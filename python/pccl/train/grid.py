@@ -143,16 +143,7 @@ class GridReplica:
         ok = self._average()
         flag = torch.tensor([1 if ok else 0], dtype=torch.int32)
         dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self.shard.group)
-        committed = bool(flag.item())
-        if committed:
-            self.optimizer.step()
-            self.session.state.revision += 1
-            self.stats.committed += 1
-        else:
-            self.stats.skipped += 1
-        self.optimizer.zero_grad()
-        self.session.begin()
-        return committed
+        return self.session.conclude(bool(flag.item()), self.optimizer.step)
 
     def _average(self) -> bool:
         if self.replicas < 2:
