@@ -162,3 +162,43 @@ def test_run_keys_from_memory():
 
 def test_py_typed_marker():
     assert (Path(pccl.__file__).parent / "py.typed").is_file()
+
+
+EXIT_DURING_RECONNECT = r'''
+import logging, os, signal, subprocess, sys, threading, time
+import pccl
+master = subprocess.Popen([sys.executable, "-m", "pccl.master", "--listen-address", ADDR],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+assert "listening" in master.stdout.readline() + master.stdout.readline()
+logging.basicConfig(level=logging.DEBUG)
+pccl.log_to_logging(level=logging.DEBUG)  # library threads call into Python while the interpreter exits
+c = pccl.Communicator(ADDR)
+c.connect(timeout_s=30)
+def vote():
+    while True:
+        try:
+            c.update_topology()
+        except pccl.PCCLError:
+            time.sleep(0.01)
+threading.Thread(target=vote, daemon=True).start()
+os.kill(master.pid, signal.SIGKILL)
+master.wait()
+time.sleep(0.3)  # the communicator now reconnects to the stopped master
+print("exiting", flush=True)
+'''
+
+
+def test_exit_while_reconnecting_to_a_stopped_master(tmp_path):
+    """A process exits while its communicator reconnects to a killed master, a thread blocked in a call and the
+    library's log routed into Python: it exits cleanly (no SIGSEGV, no hang)."""
+    import subprocess
+    import sys
+    from harness import child_env
+    code = f"ADDR = '127.0.0.1:{free_port()}'\n" + EXIT_DURING_RECONNECT
+    for _ in range(2):
+        t0 = time.monotonic()
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             env=child_env(), cwd=tmp_path)
+        assert run.returncode == 0 and "exiting" in run.stdout, (run.returncode, run.stdout, run.stderr[-2000:])
+        assert "reconnecting" in run.stderr, run.stderr[-2000:]
+        assert time.monotonic() - t0 < 30
