@@ -102,7 +102,7 @@ def main():
         committed = grid.step()
         step += 1
         emit(event="step", replica=args.replica, shard=rank, revision=grid.revision, committed=committed,
-             loss=round(loss.item(), 6), replicas=grid.replicas, hash=shard_hash(grid))
+             loss=round(loss.item(), 6), replicas=grid.replicas, waits=grid.stats.waits, hash=shard_hash(grid))
     emit(event="done", replica=args.replica, shard=rank, revision=grid.revision, hash=shard_hash(grid),
          committed=grid.stats.committed, skipped=grid.stats.skipped, rx=grid.stats.state_rx_bytes)
     grid.close()

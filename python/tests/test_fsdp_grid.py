@@ -75,8 +75,10 @@ def test_grid_survives_a_replica_killed_and_restarted(procs):
         assert done[1]["rx"] > 0, "the restarted replica received no shard state"
         joins = [r for r in grid.records(1, shard) if r["event"] == "joined"]
         assert len(joins) == 2 and joins[1]["revision"] > killed_at, joins
-        alone = [r for r in grid.records(0, shard) if r["event"] == "step" and r["replicas"] == 1]
+        steps0 = [r for r in grid.records(0, shard) if r["event"] == "step"]
+        alone = [r for r in steps0 if r["replicas"] == 1]
         assert alone, "replica 0 never trained alone"
+        assert steps0[-1]["waits"] > alone[-1]["waits"], "replica 0 never waited for the half-populated grid"
         assert all(r["replicas"] == 2 for r in grid.records(1, shard) if r["event"] == "step"), \
             "the restarted replica stepped before the grid was full"
 

@@ -34,7 +34,8 @@ class TrainStats:
     """Counters of a wrapper. committed / skipped: synchronizations (all-reduces) applied on every peer / skipped on
     every peer; state_tx_bytes / state_rx_bytes: shared-state payload bytes sent / received; first_revision: the
     revision after this peer's first sync (above 0 for a peer that joined a running run); world_size: peers in the
-    last all-reduce (or the last topology when none ran yet); retries: failed prologues started over."""
+    last all-reduce (or the last topology when none ran yet); retries: failed prologues started over; waits: topology
+    updates a prologue made while the run was not ready (fewer than min_world peers, or ready() False)."""
     committed: int = 0
     skipped: int = 0
     state_tx_bytes: int = 0
@@ -42,6 +43,7 @@ class TrainStats:
     first_revision: Optional[int] = None
     world_size: int = 0
     retries: int = 0
+    waits: int = 0
 
 
 class Session:
@@ -107,6 +109,7 @@ class Session:
                 self._just_connected = False
                 world = self.world_size()
                 if world < self.min_world or (self._ready is not None and not self._ready()):
+                    self.stats.waits += 1
                     time.sleep(_POLL_S)
                     continue
                 tx, rx = self.state.sync(self.comm)
