@@ -7,7 +7,7 @@ import enum
 import logging
 import threading
 import time
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from pccl._address import socket_address
 from pccl._coll_comm import CollectivesMixin
@@ -53,7 +53,7 @@ class AsyncReduceHandle:
         self._comm = comm  # the C handle points into the communicator
         self._outcome = None
 
-    def wait(self):
+    def wait(self) -> Tuple[bool, int, ReduceInfo]:
         """Blocks until the operation ended. Returns (is_success, status, ReduceInfo); status is the
         pcclResult_t as an int (Result(status) names it). Never raises for a failed operation:
         on failure an in-place buffer holds its content from before the launch. Later calls return
@@ -119,7 +119,7 @@ class Communicator(CollectivesMixin):
     def closed(self) -> bool:
         return self._comm == _NULL
 
-    def close(self, leave: bool = True):
+    def close(self, leave: bool = True) -> None:
         """Leaves the run (when connected and `leave`; see leave()) and destroys the communicator, awaiting its
         outstanding operations. Idempotent; later calls of other methods raise PCCLFatalError."""
         if self._comm == _NULL:
@@ -131,7 +131,7 @@ class Communicator(CollectivesMixin):
         _destroy_communicator(comm)
         self._pending.clear()
 
-    def leave(self):
+    def leave(self) -> None:
         """Leaves the run (pcclExtLeave): the master removes this peer without failing anyone's collective; a
         pcclConnect in progress on another thread is cancelled. Callable from any thread. Afterwards only close()
         is useful. Raises PCCLFatalError (INVALID_USAGE: not connecting or connected, or already left;
@@ -147,7 +147,7 @@ class Communicator(CollectivesMixin):
         PCCLError.check(lib.pcclExtGetDeparture(self._comm, out), "pcclExtGetDeparture")
         return Departure(out[0])
 
-    def set_run_key(self, key: Optional[Union[bytes, str]]):
+    def set_run_key(self, key: Optional[Union[bytes, str]]) -> None:
         """Joins only the run keyed with `key` (at least 32 secret bytes; a trailing newline is not part of it;
         None: open runs only), instead of PCCL_KEY_FILE; before connect(). Only a digest is kept.
         Raises PCCLFatalError (INVALID_ARGUMENT: too short; INVALID_USAGE: already connected)."""
@@ -155,7 +155,7 @@ class Communicator(CollectivesMixin):
         PCCLError.check(lib.pcclExtCommSetRunKey(self._comm, key if key is not None else ffi.NULL,
                                                  len(key) if key is not None else 0), "pcclExtCommSetRunKey")
 
-    def set_name(self, name: str):
+    def set_name(self, name: str) -> None:
         """Names this peer in the master's status and logs (at most 63 printable ASCII bytes); before connect()."""
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, not {type(name).__name__}")
@@ -168,7 +168,7 @@ class Communicator(CollectivesMixin):
                         "pcclGetAttribute")
         return value[0]
 
-    def connect(self, n_attempts: int = 5, timeout_s: Optional[float] = None):
+    def connect(self, n_attempts: int = 5, timeout_s: Optional[float] = None) -> None:
         """Connects to the master and blocks until the run accepts this peer (the existing peers'
         next update_topology). An unreachable master is retried n_attempts times, 1 s apart;
         raises PCCLError with the last failure.
@@ -217,7 +217,7 @@ class Communicator(CollectivesMixin):
         PCCLError.check(result, "pcclConnect")
         self._phase = "connected"
 
-    def update_topology(self):
+    def update_topology(self) -> None:
         """Votes to accept pending peers and drop vanished ones; blocks until the new ring is wired.
         Raises PCCLError (UPDATE_TOPOLOGY_FAILED: retry; PENDING_ASYNC_OPS: wait on handles first)."""
         PCCLError.check(lib.pcclUpdateTopology(self._comm), "pcclUpdateTopology")
@@ -228,7 +228,7 @@ class Communicator(CollectivesMixin):
         PCCLError.check(lib.pcclArePeersPending(self._comm, pending), "pcclArePeersPending")
         return bool(pending[0])
 
-    def optimize_topology(self):
+    def optimize_topology(self) -> None:
         """Joint vote to re-order the ring by measured bandwidth. Raises PCCLError
         (TOPOLOGY_OPTIMIZATION_FAILED: retry)."""
         PCCLError.check(lib.pcclOptimizeTopology(self._comm), "pcclOptimizeTopology")
