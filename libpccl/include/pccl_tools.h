@@ -29,6 +29,13 @@ PCCL_EXPORT void pcclToolLogSetJson(int json);
 /* A log line of component at level (shown when the level allows it). */
 PCCL_EXPORT void pcclToolLog(pcclLogLevel_t level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Where the library's log records go instead of stderr (a language binding's logging): level, component and the
+ * message (no timestamp, no newline), on the thread that logged, after the level filter. The sink must not call
+ * into the library. */
+typedef void (*pcclToolLogSink_t)(pcclLogLevel_t level, const char *component, const char *msg, void *ctx);
+/* Installs sink with its ctx (NULL: stderr again). Returns once no thread is inside the previous sink, so that
+ * whatever it uses may be released afterwards. */
+PCCL_EXPORT void pcclToolLogSetSink(pcclToolLogSink_t sink, void *ctx);
 /* A message for the person at the terminal, shown whatever the level: in text format exactly as formatted, in
  * JSON format one record per line of it (component "cli"). */
 PCCL_EXPORT void pcclToolLogPlain(pcclLogLevel_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

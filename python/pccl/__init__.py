@@ -5,7 +5,7 @@ package is imported by pccl itself. See python/README.md for the library search 
 """
 from pccl._version import __version__
 from pccl._native import lib as _lib, library_path
-from pccl._errors import PCCLError, Result
+from pccl._errors import PCCLError, PCCLFatalError, PCCLRetryableError, Result
 from pccl._enums import (Attribute, CollectiveKind, DataType, DeviceType, DistributionHint, QuantizationAlgorithm,
                          ReduceOp, SharedStateSyncStrategy)
 from pccl._descriptors import (QuantizationOptions, ReduceDescriptor, ReduceInfo, ReduceOpDescriptor,
@@ -13,9 +13,10 @@ from pccl._descriptors import (QuantizationOptions, ReduceDescriptor, ReduceInfo
 from pccl._shared_state import SharedState, TensorInfo
 from pccl._coll import CollectiveInfo
 from pccl._coll_comm import AsyncCollectiveHandle, CollectiveOp
-from pccl._comm import AsyncReduceHandle, Communicator
+from pccl._comm import AsyncReduceHandle, Communicator, Departure
 from pccl._master import MasterNode
 from pccl._sparse import SparseAllReduce, SparseInfo, parse_sparsify
+from pccl._log import log_to_logging, log_to_stderr
 import pccl._cuda as cuda
 
 PCCLError.check(_lib.pcclInit(), "pcclInit")
@@ -28,4 +29,5 @@ __all__ = ["cuda",
            "AsyncReduceHandle", "PCCLError",
            "DeviceType", "Result",
            "CollectiveKind", "CollectiveInfo", "CollectiveOp", "AsyncCollectiveHandle",
-           "SparseAllReduce", "SparseInfo", "parse_sparsify"]
+           "SparseAllReduce", "SparseInfo", "parse_sparsify",
+           "PCCLRetryableError", "PCCLFatalError", "Departure", "log_to_logging", "log_to_stderr"]

@@ -13,11 +13,13 @@ Ranks: by default a member's rank is its position in the operation's ring, which
 and go (read it from the returned CollectiveInfo); with rank_key (a uint64 unique among the members,
 given by every member or none) ranks follow the keys in ascending order.
 """
+from typing import Any, List, Tuple
+
 from pccl._buffers import describe
 from pccl._coll import CollectiveInfo
 import pccl._coll as coll
 from pccl._descriptors import check_multiple, of_type, uint
-from pccl._enums import Attribute
+from pccl._enums import Attribute, CollectiveKind
 from pccl._errors import PCCLError
 from pccl._native import ffi, lib
 
@@ -34,11 +36,11 @@ class AsyncCollectiveHandle:
         self._outcome, self._value = None, None
 
     @property
-    def kind(self):
+    def kind(self) -> CollectiveKind:
         """The CollectiveKind of the operation."""
         return self._op.kind
 
-    def wait(self):
+    def wait(self) -> Tuple[bool, int, CollectiveInfo]:
         """Blocks until the operation ended. Returns (is_success, status, CollectiveInfo); status is the
         pcclResult_t as an int (Result(status) names it). Never raises for a failed operation: on failure
         an in-place output holds its content from before the launch. Later calls return the same tuple."""
@@ -52,7 +54,7 @@ class AsyncCollectiveHandle:
             self._outcome = (ok, status, CollectiveInfo._from_c(info))
         return self._outcome
 
-    def result(self):
+    def result(self) -> Any:
         """Waits, then returns what the blocking form returns (e.g. (output, info) of all_gather), or
         raises PCCLError (func_name "pcclExtAwaitCollective") with the operation's result."""
         ok, status, _ = self.wait()
@@ -72,37 +74,37 @@ class CollectiveOp:
         self._op = op
 
     @property
-    def kind(self):
+    def kind(self) -> CollectiveKind:
         """The CollectiveKind of the operation."""
         return self._op.kind
 
     @property
-    def tag(self):
+    def tag(self) -> int:
         return self._op.desc.tag
 
     @classmethod
     def broadcast(cls, tensor, *, is_root: bool, send=None, tag: int = 0, rank_key: int = None,
-                  shared_sources: bool = False):
+                  shared_sources: bool = False) -> "CollectiveOp":
         return cls(coll.broadcast(tensor, is_root, send, tag, rank_key, shared_sources))
 
     @classmethod
-    def all_gather(cls, send, recv, *, tag: int = 0, rank_key: int = None):
+    def all_gather(cls, send, recv, *, tag: int = 0, rank_key: int = None) -> "CollectiveOp":
         if recv is None:
             raise ValueError("CollectiveOp.all_gather needs recv")
         return cls(coll.all_gather(send, recv, tag, rank_key, 0))
 
     @classmethod
-    def all_gather_v(cls, send, recv, *, max_world: int, tag: int = 0, rank_key: int = None):
+    def all_gather_v(cls, send, recv, *, max_world: int, tag: int = 0, rank_key: int = None) -> "CollectiveOp":
         if recv is None:
             raise ValueError("CollectiveOp.all_gather_v needs recv")
         return cls(coll.all_gather_v(send, recv, tag, rank_key, max_world))
 
     @classmethod
-    def reduce_scatter(cls, send, recv=None, *, op, tag: int = 0, quantization_options=None, rank_key: int = None):
+    def reduce_scatter(cls, send, recv=None, *, op, tag: int = 0, quantization_options=None, rank_key: int = None) -> "CollectiveOp":
         return cls(coll.reduce_scatter(send, recv, op, tag, quantization_options, rank_key))
 
     @classmethod
-    def barrier(cls, *, tag: int = 0, rank_key: int = None):
+    def barrier(cls, *, tag: int = 0, rank_key: int = None) -> "CollectiveOp":
         return cls(coll.barrier(tag, rank_key))
 
 
@@ -144,7 +146,7 @@ class CollectivesMixin:
         """broadcast, launched: returns at once; result() gives the CollectiveInfo."""
         return self._launch(coll.broadcast(tensor, is_root, send, tag, rank_key, shared_sources))
 
-    def all_gather(self, send, recv=None, *, tag: int = 0, rank_key: int = None):
+    def all_gather(self, send, recv=None, *, tag: int = 0, rank_key: int = None) -> Tuple[Any, CollectiveInfo]:
         """Every member's `send` (count elements, the same count on every member), ordered by rank.
 
         recv: the output, holding at least world_size * count elements; block r (elements
@@ -161,7 +163,7 @@ class CollectivesMixin:
         """all_gather, launched: returns at once; result() gives (output, CollectiveInfo)."""
         return self._launch(coll.all_gather(send, recv, tag, rank_key, self._group_world() if recv is None else 0))
 
-    def all_gather_v(self, send, recv=None, *, tag: int = 0, rank_key: int = None, max_world: int = None):
+    def all_gather_v(self, send, recv=None, *, tag: int = 0, rank_key: int = None, max_world: int = None) -> Tuple[Any, List[int], CollectiveInfo]:
         """Every member's `send`, each member with its own element count (0 allowed), packed in rank order.
 
         recv: the output, holding at least the sum of the counts (the members must agree on passing
@@ -189,7 +191,7 @@ class CollectivesMixin:
         return self._launch(coll.all_gather_v(send, recv, tag, rank_key, max_world))
 
     def reduce_scatter(self, send, recv=None, *, op, tag: int = 0, quantization_options=None,
-                       rank_key: int = None):
+                       rank_key: int = None) -> Tuple[Any, CollectiveInfo]:
         """Reduces `send` (count elements, the same count on every member) with op across the members;
         rank r of a world of W keeps block r: elements [r*(count//W) + min(r, count%W), ...) of length
         count//W + (r < count%W) (info.offset, info.count). ReduceOp.AVG divides by W. Bit-identical on

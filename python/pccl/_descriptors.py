@@ -171,3 +171,14 @@ class ReduceOpDescriptor:
     def _finish(self):
         if self._staging:
             self._staging.finish()
+
+
+def key_bytes(key, what):
+    """A run key as bytes (str: its UTF-8), or None."""
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{what} must be bytes, str or None, not {type(key).__name__}")
+    return bytes(key)

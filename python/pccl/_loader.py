@@ -13,6 +13,7 @@ from pathlib import Path
 from cffi import FFI
 
 from pccl._cdefs import CDEFS
+from pccl._cdefs_ext import EXT_CDEFS
 
 ENV_VAR = "PCCL_LIBRARY"
 SONAME = "libpccl.so.0"
@@ -51,7 +52,7 @@ def load(places=None):
     if places is None:
         places = candidates(install_libdir=recorded_libdir())
     ffi = FFI()
-    ffi.cdef(CDEFS)
+    ffi.cdef(CDEFS + EXT_CDEFS)
     tried = []
     for place, path in places:
         if os.sep in path and not os.path.exists(path):

@@ -43,12 +43,12 @@ class TensorInfo:
         return info
 
     @classmethod
-    def from_torch(cls, tensor, name: str, *, allow_content_inequality: bool = False):
+    def from_torch(cls, tensor, name: str, *, allow_content_inequality: bool = False) -> "TensorInfo":
         """From a contiguous CPU or CUDA tensor (CUDA needs a library built with CUDA)."""
         return cls._from_buffer(tensor, name, allow_content_inequality, "torch")
 
     @classmethod
-    def from_numpy(cls, tensor, name: str, *, allow_content_inequality: bool = False):
+    def from_numpy(cls, tensor, name: str, *, allow_content_inequality: bool = False) -> "TensorInfo":
         """From a C-contiguous NumPy array."""
         return cls._from_buffer(tensor, name, allow_content_inequality, "numpy")
 
@@ -89,6 +89,6 @@ class SharedState:
     def revision(self, value: int):
         self._state.revision = uint(value, 64, "revision")
 
-    def push_revision(self):
+    def push_revision(self) -> None:
         """revision += 1."""
         self._state.revision += 1

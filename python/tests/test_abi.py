@@ -181,3 +181,33 @@ def test_collective_functions_are_declared():
         header = params((INCLUDE / "pccl_coll.h").read_text(), name, "PCCL_EXPORT pcclResult_t ")
         assert params(CDEFS, name, "pcclResult_t ") == header, name
         assert len(header) in (2, 3, 5), header
+
+
+def test_extension_functions_are_declared():
+    """The extension calls the package binds (pccl/_cdefs_ext.py) against their headers, and the values of their
+    enums."""
+    import re
+    from pccl._cdefs_ext import EXT_CDEFS
+
+    def params(text, name, prefix):
+        m = re.search(r"%s%s\(([^)]*)\);" % (prefix, name), re.sub(r"\s+", " ", text))
+        assert m, f"{name} not declared"
+        return [re.sub(r"\s*\*\s*", " *", re.sub(r"\s*\b\w+$", "", p.strip())) for p in m.group(1).split(",")]
+    for hdr, ret, names in (("pccl_leave.h", "pcclResult_t", ("pcclExtLeave", "pcclExtGetDeparture")),
+                            ("pccl_ext.h", "pcclResult_t", ("pcclExtCommSetRunKey", "pcclExtMasterSetRunKey",
+                                                            "pcclExtCommSetName")),
+                            ("pccl_tools.h", "void", ("pcclToolLogSetLevel", "pcclToolLogSetSink"))):
+        text = (INCLUDE / hdr).read_text()
+        for name in names:
+            assert params(EXT_CDEFS, name, ret + " ") == params(text, name, "PCCL_EXPORT " + ret + " "), name
+    tools = re.sub(r"\s+", " ", (INCLUDE / "pccl_tools.h").read_text())
+    assert "typedef void (*pcclToolLogSink_t)(pcclLogLevel_t level, const char *component, const char *msg, " \
+           "void *ctx);" in tools
+    for hdr, names in (("pccl_leave.h", ("pcclExtInRun", "pcclExtLeft", "pcclExtKicked", "pcclExtMasterLost",
+                                         "pcclExtShutDown")),
+                       ("pccl_tools.h", ("PCCL_LOG_ERROR", "PCCL_LOG_WARN", "PCCL_LOG_INFO", "PCCL_LOG_DEBUG"))):
+        text = (INCLUDE / hdr).read_text()
+        for name in names:
+            m = re.search(r"\b%s = (\d+)" % name, text)
+            assert m and int(m.group(1)) == getattr(pccl._native.lib, name), name
+    assert {d.name for d in pccl.Departure} == {"IN_RUN", "LEFT", "KICKED", "MASTER_LOST", "SHUT_DOWN"}

@@ -13,7 +13,9 @@ PCCL1_ALL = ["cuda", "Communicator", "MasterNode", "ReduceOp", "Attribute", "Sha
 def test_all_starts_with_pccl1s_list():
     assert pccl.__all__[:len(PCCL1_ALL)] == PCCL1_ALL
     assert set(pccl.__all__) - set(PCCL1_ALL) == {"DeviceType", "Result", "CollectiveKind", "CollectiveInfo",
-                                                   "CollectiveOp", "AsyncCollectiveHandle"}
+                                                   "CollectiveOp", "AsyncCollectiveHandle",
+                                                   "PCCLRetryableError", "PCCLFatalError", "Departure",
+                                                   "log_to_logging", "log_to_stderr"}
     for name in pccl.__all__:
         assert getattr(pccl, name) is not None
 

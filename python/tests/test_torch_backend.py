@@ -76,7 +76,7 @@ def test_external_master(procs):
 
 def test_keyed_run(procs, tmp_path):
     key = tmp_path / "run.key"
-    key.write_bytes(os.urandom(32))
+    key.write_bytes(os.urandom(32) + b"k")  # a trailing newline is not part of a key: never end with one
     key.chmod(0o600)
     run_ranks(procs, "objects", 2, env={"PCCL_KEY_FILE": str(key)})
     assert "this run is open" not in procs.log("rank0")

@@ -31,6 +31,8 @@ pcclResult_t pcclToolLogParseLevel(const char *s, pcclLogLevel_t *out) {
 
 void pcclToolLogSetJson(int json) { pccl_log_set_json(json); }
 
+void pcclToolLogSetSink(pcclToolLogSink_t sink, void *ctx) { pccl_log_set_sink(sink, ctx); }
+
 void pcclToolLog(pcclLogLevel_t level, const char *component, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -1,6 +1,7 @@
 /* log.c - see log.h. */
 #include "base/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,6 +17,15 @@
 
 static atomic_int g_level = -1;
 static atomic_int g_json = -1;
+/* The sink and the threads inside it, counted per generation (its parity): replacing the sink starts a
+ * generation and waits only for the threads of the one before, so that steady logging cannot starve it. */
+static pthread_mutex_t g_sink_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_sink_setter_mu = PTHREAD_MUTEX_INITIALIZER; /* one replacement at a time */
+static pthread_cond_t g_sink_cv = PTHREAD_COND_INITIALIZER;
+static pcclToolLogSink_t g_sink;
+static void *g_sink_ctx;
+static unsigned g_sink_gen;
+static unsigned g_sink_inside[2];
 
 int pccl_log_parse_level(const char *s) {
     static const char *names[] = {"error", "warn", "info", "debug"};
@@ -47,6 +57,33 @@ static int json_now(void) {
 void pccl_log_set_level(pccl_log_level_t level) { atomic_store(&g_level, (int)level); }
 void pccl_log_set_json(int json) { atomic_store(&g_json, json ? 1 : 0); }
 int pccl_log_enabled(pccl_log_level_t level) { return (int)level <= level_now(); }
+
+void pccl_log_set_sink(pcclToolLogSink_t sink, void *ctx) {
+    pthread_mutex_lock(&g_sink_setter_mu);
+    pthread_mutex_lock(&g_sink_mu);
+    unsigned old = g_sink_gen++ & 1u;
+    g_sink = sink;
+    g_sink_ctx = ctx;
+    while (g_sink_inside[old] > 0) pthread_cond_wait(&g_sink_cv, &g_sink_mu);
+    pthread_mutex_unlock(&g_sink_mu);
+    pthread_mutex_unlock(&g_sink_setter_mu);
+}
+
+/* 1 when the installed sink took the record. */
+static int to_sink(pccl_log_level_t level, const char *component, const char *msg) {
+    pthread_mutex_lock(&g_sink_mu);
+    pcclToolLogSink_t sink = g_sink;
+    void *ctx = g_sink_ctx;
+    unsigned gen = g_sink_gen & 1u;
+    if (sink) g_sink_inside[gen]++;
+    pthread_mutex_unlock(&g_sink_mu);
+    if (!sink) return 0;
+    sink(level, component ? component : "pccl", msg, ctx);
+    pthread_mutex_lock(&g_sink_mu);
+    if (--g_sink_inside[gen] == 0) pthread_cond_broadcast(&g_sink_cv);
+    pthread_mutex_unlock(&g_sink_mu);
+    return 1;
+}
 
 /* Writes one record of msg (level filtering is the caller's). */
 static void write_record(pccl_log_level_t level, const char *component, const char *msg) {
@@ -83,7 +120,7 @@ void pccl_log_v(pccl_log_level_t level, const char *component, const char *fmt, 
     if (!pccl_log_enabled(level)) return;
     char msg[8192];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    write_record(level, component, msg);
+    if (!to_sink(level, component, msg)) write_record(level, component, msg);
 }
 
 void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...) {

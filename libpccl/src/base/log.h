@@ -19,6 +19,8 @@ void pccl_log_set_level(pccl_log_level_t level);
 /** Parses "error", "warn", "info", "debug". @return the pccl_log_level_t, or -PERR_INVALID if unknown. */
 int pccl_log_parse_level(const char *s);
 void pccl_log_set_json(int json);
+/** Records go to sink (NULL: stderr); returns once no thread is inside the previous sink. */
+void pccl_log_set_sink(pcclToolLogSink_t sink, void *ctx);
 int pccl_log_enabled(pccl_log_level_t level);
 void pccl_log(pccl_log_level_t level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -11,16 +11,14 @@ from typing import Optional
 
 from pccl._comm import Communicator
 from pccl._enums import Attribute
-from pccl._errors import PCCLError, Result
+from pccl._errors import RETRYABLE_RESULTS, PCCLError, Result
 
 log = logging.getLogger("pccl.train")
 
 # Failures that peers heal by starting the step over: a peer left or could not be reached, the world changed under
 # a vote, or the peers were briefly out of lockstep (the master then fails every blocked vote with INVALID_USAGE,
 # which is why INVALID_USAGE is retried a bounded number of times instead of raised at once).
-RETRYABLE = frozenset({Result.TOO_FEW_PEERS, Result.RANK_CONNECTION_FAILED, Result.RANK_CONNECTION_LOST,
-                       Result.UPDATE_TOPOLOGY_FAILED, Result.TOPOLOGY_OPTIMIZATION_FAILED,
-                       Result.NO_SHARED_STATE_AVAILABLE, Result.INVALID_USAGE})
+RETRYABLE = RETRYABLE_RESULTS | {Result.INVALID_USAGE}
 _POLL_S = 0.05
 
 
@@ -36,7 +34,8 @@ class TrainStats:
     """Counters of a wrapper. committed / skipped: synchronizations (all-reduces) applied on every peer / skipped on
     every peer; state_tx_bytes / state_rx_bytes: shared-state payload bytes sent / received; first_revision: the
     revision after this peer's first sync (above 0 for a peer that joined a running run); world_size: peers in the
-    last all-reduce (or the last topology when none ran yet); retries: failed prologues started over."""
+    last all-reduce (or the last topology when none ran yet); retries: failed prologues started over; waits: topology
+    updates a prologue made while the run was not ready (fewer than min_world peers, or ready() False)."""
     committed: int = 0
     skipped: int = 0
     state_tx_bytes: int = 0
@@ -44,6 +43,7 @@ class TrainStats:
     first_revision: Optional[int] = None
     world_size: int = 0
     retries: int = 0
+    waits: int = 0
 
 
 class Session:
@@ -55,10 +55,13 @@ class Session:
     all-reduce needs 2), or alone when min_world is 1.
     timeout_s: deadline of one begin() (waiting for peers included); max_failures: retryable failures in a row
     before the last one is raised.
+    ready: a callable asked after each topology update (after min_world is met); begin() syncs only once it returns
+    True, else updates the topology again. It must answer alike on every peer (e.g. from the run-wide attributes:
+    pccl.train.grid.grid_full), since every accepted peer takes part in every topology update.
     """
 
     def __init__(self, comm, state, *, min_world=2, timeout_s=300.0, max_failures=50, peer_group=0,
-                 connect_attempts=15):
+                 connect_attempts=15, ready=None):
         if isinstance(comm, str):
             comm_obj = Communicator(comm, peer_group=peer_group, p2p_connection_pool_size=1)
             comm_obj.connect(n_attempts=connect_attempts)
@@ -74,6 +77,7 @@ class Session:
         self.max_failures = max_failures
         self.stats = TrainStats()
         self._just_connected = True
+        self._ready = ready
 
     @property
     def revision(self) -> int:
@@ -104,7 +108,8 @@ class Session:
                     self.comm.update_topology()
                 self._just_connected = False
                 world = self.world_size()
-                if world < self.min_world:
+                if world < self.min_world or (self._ready is not None and not self._ready()):
+                    self.stats.waits += 1
                     time.sleep(_POLL_S)
                     continue
                 tx, rx = self.state.sync(self.comm)
@@ -124,3 +129,15 @@ class Session:
             if on_synced is not None:
                 on_synced(rx)
             return rx
+
+    def conclude(self, committed: bool, apply) -> bool:
+        """Ends a step alike on every peer: on commit apply() (the optimizer step) and revision + 1, else counted as
+        skipped; then the next prologue. Returns committed."""
+        if committed:
+            apply()
+            self.state.revision += 1
+            self.stats.committed += 1
+        else:
+            self.stats.skipped += 1
+        self.begin()
+        return committed

@@ -58,14 +58,7 @@ class FaultTolerantManager:
         as zero there, and keeps grad None only if it has none on every peer.
         Raises PCCLError (fatal), TimeoutError."""
         committed = self._average() if self.stats.world_size >= 2 else True
-        if committed:
-            self.optimizer.step()
-            self.session.state.revision += 1
-            self.stats.committed += 1
-        else:
-            self.stats.skipped += 1
-        self.session.begin()
-        return committed
+        return self.session.conclude(committed, self.optimizer.step)
 
     def _buckets(self):
         """[(flat buffer, [(param, offset)], flags offset or None)] per gradient dtype, in an order equal on every
