@@ -655,15 +655,17 @@ static void *loop_thread(void *arg) {
     return NULL;
 }
 
-/* 0.0.0.0 listens dual-stack on [::] (libuv leaves IPV6_V6ONLY off), so peers connect over IPv4 and IPv6 alike;
- * a host without IPv6 falls back to IPv4 (the failed bind created no socket). */
+/* 0.0.0.0 and [::] listen dual-stack on [::] (libuv turns IPV6_V6ONLY off without UV_TCP_IPV6ONLY), so peers
+ * connect over IPv4 and IPv6 alike; a host without IPv6 falls back to 0.0.0.0 (the failed bind created no
+ * socket). Another address serves itself alone. */
 static int bind_listen(pcclMasterInstance_t *m, const ccoip_socket_address_t *a) {
     struct sockaddr_storage ss;
+    ccoip_socket_address_t v6, v4;
     int rc = UV_EAFNOSUPPORT;
-    if (a->inet.protocol == inetIPv4 && addr_ip_is_any(&a->inet)) {
-        ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = a->port};
-        addr_to_sockaddr(&any6, &ss);
+    if (addr_listen_dual(a, &v6, &v4)) {
+        addr_to_sockaddr(&v6, &ss);
         rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&ss, 0);
+        a = &v4;
     }
     if (rc == UV_EAFNOSUPPORT) {
         addr_to_sockaddr(a, &ss);

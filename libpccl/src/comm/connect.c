@@ -140,8 +140,8 @@ static int jitter(int d) {
 }
 
 int comm_register_first(pcclComm_t *c) {
-    char where[ADDR_STRLEN], why[400] = "";
-    addr_str(&c->params.master_address, where);
+    char where[300], why[400] = "";
+    comm_master_where(c, where, sizeof where);
     uint64_t start = net_now_ms(), window = start + (uint64_t)c->connect_retry_ms;
     /* A busy master (it accepted and closed) is worth the connect timeout at least. */
     uint64_t busy_window = c->connect_retry_ms > c->connect_timeout_ms ? window : start + (uint64_t)c->connect_timeout_ms;
