@@ -48,6 +48,7 @@ typedef struct {
     const char **p2p_port, **advertise;
     const char **identity_file, **name;
     double *connect_timeout_s; /* -1: not given */
+    const char **master_host; /* --master as given: dialled at each of its addresses */
 } join_args_t;
 
 static int on_flag(void *ctx, const char *n, const char *arg) {
@@ -58,6 +59,7 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
     int bad = 0;
     if (!strcmp(n, "master")) {
         *a->have_master = 1;
+        *a->master_host = arg;
         return cli_parse_addr(cmd, n, arg, CCOIP_PROTOCOL_PORT_MASTER, a->master, JOIN_EXIT_FAILED);
     } else if (!strcmp(n, "key-file")) {
         *a->key_file = arg;
@@ -257,11 +259,12 @@ static int run(int argc, char **argv) {
     ccoip_socket_address_t master = {0};
     int have_master = 0;
     const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL, *identity_file = NULL, *name = NULL;
+    const char *master_host = NULL;
     double connect_timeout_s = -1;
     const cli_command_t *cmd = &cli_cmd_join;
     int rc = cli_parse_flags(cmd, argc, argv, on_flag,
                              &(join_args_t){&o, &master, &have_master, &key_file, &p2p_port, &advertise,
-                                            &identity_file, &name, &connect_timeout_s}, NULL);
+                                            &identity_file, &name, &connect_timeout_s, &master_host}, NULL);
     if (rc != CLI_FLAGS_GO_ON) return rc;
     if (!have_master) return cli_usage_error(cmd, "--master HOST:PORT is required");
     if ((rc = check_streaming(cmd, &o)) != 0) return rc;
@@ -320,6 +323,12 @@ static int run(int argc, char **argv) {
         return JOIN_EXIT_FAILED;
     }
     log_identity(comm, identity_file);
+    if (pcclExtCommSetMasterHost(comm, master_host) != pcclSuccess) {
+        cli_err("pccl join: cannot use --master %s\n", master_host);
+        pcclDestroyCommunicator(comm);
+        join_data_free(&data);
+        return JOIN_EXIT_FAILED;
+    }
     /* Watched first, checked second: a stop either sees the communicator (and cancels its connect) or is seen here. */
     join_stop_watch(comm);
     pcclResult_t r = join_stop_requested() ? pcclMasterConnectionFailed : pcclConnect(comm);
@@ -328,9 +337,8 @@ static int run(int argc, char **argv) {
     if (join_stop_requested()) {
         rc = left(comm, &o);
     } else if (r != pcclSuccess) {
-        char where[PCCL_TOOL_ADDR_STRLEN];
-        pcclToolAddressString(&master, 1, where);
-        if (r != pcclExtRunShutDown) cli_err("pccl join: cannot join the run at %s: %s\n", where, pcclResultString(r));
+        if (r != pcclExtRunShutDown)
+            cli_err("pccl join: cannot join the run at %s: %s\n", master_host, pcclResultString(r));
         rc = exit_code(comm, &o, JOIN_EXIT_FAILED);
     } else {
         rc = !strcmp(o.workload, JOIN_WORKLOAD_SYNTHETIC) ? workload_synthetic(comm, &o) : workload_fashion_mnist(comm, &o, &data);

@@ -68,6 +68,16 @@ PCCL_EXPORT pcclResult_t pcclExtCommSetIdentitySeed(pcclComm_t *communicator, co
 PCCL_EXPORT pcclResult_t pcclExtCommGetIdentity(const pcclComm_t *communicator, uint8_t uuid[16],
                                                 char public_key[45]);
 
+/**
+ * Names the master as "HOST[:PORT]" (a host name, an IPv4 address or a bracketed IPv6 one; without a port,
+ * params.master_address's), between pcclCreateCommunicator and pcclConnect. pcclConnect and every reconnect
+ * resolve it then and try each address getaddrinfo gives, in its order, until one connects (as curl and ssh
+ * do), so "localhost:PORT" reaches a master listening on [::1] or on 127.0.0.1 alike; params.master_address
+ * is then only the default port. A name that does not resolve is resolved again at each attempt.
+ * @return pcclSuccess, pcclInvalidArgument (NULL, or a spelling no host can have), or pcclInvalidUsage.
+ */
+PCCL_EXPORT pcclResult_t pcclExtCommSetMasterHost(pcclComm_t *communicator, const char *host_port);
+
 #ifdef __cplusplus
 }
 #endif

@@ -309,12 +309,13 @@ admin_server_t *admin_server_start(const ccoip_socket_address_t *addr, const cha
         admin_server_free(s);
         return NULL;
     }
-    /* 0.0.0.0 serves IPv4 and IPv6 as the control port does ([::], dual-stack), or IPv4 alone on a host
-     * without IPv6; an IPv6 address serves IPv6 only. */
-    ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = addr->port};
-    int dual = addr->inet.protocol == inetIPv4 && addr_ip_is_any(&addr->inet);
-    s->daemon = dual ? start_daemon(s, &any6, MHD_USE_DUAL_STACK) : NULL;
-    if (!s->daemon) s->daemon = start_daemon(s, addr, addr->inet.protocol == inetIPv6 ? MHD_USE_IPv6 : 0);
+    /* 0.0.0.0 and [::] serve IPv4 and IPv6 as the control port does ([::], dual-stack), or IPv4 alone on a
+     * host without IPv6; another address serves itself alone. */
+    ccoip_socket_address_t v6, v4;
+    int dual = addr_listen_dual(addr, &v6, &v4);
+    s->daemon = dual ? start_daemon(s, &v6, MHD_USE_DUAL_STACK) : NULL;
+    if (!s->daemon && dual) s->daemon = start_daemon(s, &v4, 0);
+    if (!s->daemon && !dual) s->daemon = start_daemon(s, addr, addr->inet.protocol == inetIPv6 ? MHD_USE_IPv6 : 0);
     if (!s->daemon) {
         char a[ADDR_STRLEN];
         addr_str(addr, a);

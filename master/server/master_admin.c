@@ -497,7 +497,21 @@ static void publish(pcclMasterInstance_t *m) {
     admin_server_publish(a->srv, status, topo, metrics, uuids, nuuids);
 }
 
-static void on_timer(uv_timer_t *h) { publish(h->data); }
+/* The snapshots are rebuilt every ADMIN_PUBLISH_MS, or less often when one rebuild costs more than
+ * 1/ADMIN_PUBLISH_SHARE of that time (hundreds of peers): the admin documents take a bounded share of the loop,
+ * whatever the run's size, and are at most a few seconds old. */
+#define ADMIN_PUBLISH_MS 250
+#define ADMIN_PUBLISH_SHARE 20
+#define ADMIN_PUBLISH_MAX_MS 5000
+
+static void on_timer(uv_timer_t *h) {
+    uint64_t t0 = uv_hrtime();
+    publish(h->data);
+    uint64_t cost_ms = (uv_hrtime() - t0) / 1000000u, next = cost_ms * ADMIN_PUBLISH_SHARE;
+    if (next < ADMIN_PUBLISH_MS) next = ADMIN_PUBLISH_MS;
+    if (next > ADMIN_PUBLISH_MAX_MS) next = ADMIN_PUBLISH_MAX_MS;
+    uv_timer_start(h, on_timer, next, 0);
+}
 
 static void on_commands(uv_async_t *h) {
     pcclMasterInstance_t *m = h->data;
@@ -553,7 +567,7 @@ int pccl__master_enable_admin(pcclMasterInstance_t *m, ccoip_socket_address_t ad
         return -PERR_FAILED;
     }
     publish(m);
-    uv_timer_start(&a->timer, on_timer, 250, 250);
+    uv_timer_start(&a->timer, on_timer, ADMIN_PUBLISH_MS, 0);
     return 0;
 }
 

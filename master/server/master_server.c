@@ -230,12 +230,14 @@ static int hold_stranger(mconn_t *c) {
     return -PERR_REFUSED;
 }
 
-/* The master's limits on strangers: 64 per address and 512 in all; RESUME may legitimately be
+/* The master's limits on strangers: 256 per address, so that hundreds of peers starting at once behind one
+ * address (one host, one NAT) are admitted together (a burst past it is closed and retries with backoff,
+ * connect.c), and 512 in all, past which a flood from few addresses evicts its own; RESUME may legitimately be
  * megabytes (rings, hashes of many tensors), so bytes are a budget shared by every unregistered
  * connection (32 MiB per address, 64 MiB in all) rather than a small limit per frame, and every
  * other first message must fit MASTER_HELLO_MAX. 10 s from accept to the first message. What the
  * state machine keeps of a RESUME until its rebuild counts against the same budget (hold_stranger). */
-static const gate_limits_t master_gate_limits = {.per_addr = 64, .total = 512, .bytes_per_addr = 32u << 20,
+static const gate_limits_t master_gate_limits = {.per_addr = 256, .total = 512, .bytes_per_addr = 32u << 20,
                                                  .bytes_total = 64u << 20, .deadline_ms = 10000};
 #define MASTER_HELLO_MAX 4096
 
@@ -653,15 +655,17 @@ static void *loop_thread(void *arg) {
     return NULL;
 }
 
-/* 0.0.0.0 listens dual-stack on [::] (libuv leaves IPV6_V6ONLY off), so peers connect over IPv4 and IPv6 alike;
- * a host without IPv6 falls back to IPv4 (the failed bind created no socket). */
+/* 0.0.0.0 and [::] listen dual-stack on [::] (libuv turns IPV6_V6ONLY off without UV_TCP_IPV6ONLY), so peers
+ * connect over IPv4 and IPv6 alike; a host without IPv6 falls back to 0.0.0.0 (the failed bind created no
+ * socket). Another address serves itself alone. */
 static int bind_listen(pcclMasterInstance_t *m, const ccoip_socket_address_t *a) {
     struct sockaddr_storage ss;
+    ccoip_socket_address_t v6, v4;
     int rc = UV_EAFNOSUPPORT;
-    if (a->inet.protocol == inetIPv4 && addr_ip_is_any(&a->inet)) {
-        ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = a->port};
-        addr_to_sockaddr(&any6, &ss);
+    if (addr_listen_dual(a, &v6, &v4)) {
+        addr_to_sockaddr(&v6, &ss);
         rc = uv_tcp_bind(&m->server, (const struct sockaddr *)&ss, 0);
+        a = &v4;
     }
     if (rc == UV_EAFNOSUPPORT) {
         addr_to_sockaddr(a, &ss);

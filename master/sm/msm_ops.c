@@ -73,8 +73,14 @@ int msm_op_owed(const msm_op_t *op) {
 }
 
 int msm_op_all_voted(msm_t *m, const msm_op_t *op) {
-    int any = 0;
+    int any = 0, voted = 0;
+    /* Called on every vote: fewer votes than voters is an answer in one pass, so the pass below that
+     * matches each voter (quadratic in the members) runs once per operation, not once per vote. */
+    for (int i = 0; i < op->nmembers; i++) voted += op->members[i].voted != 0;
     if (msm_kinds[op->kind].run_wide) {
+        int voters = 0;
+        for (int i = 0; i < m->npeers; i++) voters += m->peers[i].accepted != 0;
+        if (voted < voters) return 0;
         for (int i = 0; i < m->npeers; i++) {
             if (!m->peers[i].accepted) continue;
             any = 1;
@@ -84,6 +90,7 @@ int msm_op_all_voted(msm_t *m, const msm_op_t *op) {
         return any;
     }
     msm_group_t *g = msm_group(m, op->group, 0);
+    if (g && voted < g->ring_len) return 0;
     for (int i = 0; g && i < g->ring_len; i++) {
         any = 1;
         const msm_member_t *mb = msm_op_member(op, g->ring[i]);

@@ -2,8 +2,11 @@
  * msm_optimize.c - optimize-topology consensus (run-wide).
  *
  * When every accepted peer voted OPTIMIZE_TOPOLOGY, the master asks peers to
- * measure only the directed pairs missing from its bandwidth store
- * (BENCH_REQUEST; each peer sends to its targets for MSM_PROBE_MS), stores the
+ * measure only the directed pairs missing from its bandwidth store, at most
+ * MSM_PROBE_TARGETS per peer and round, nearest in ring order first, so that a
+ * round's probes grow with the peers, not with their pairs (BENCH_REQUEST; each
+ * peer sends to its targets for MSM_PROBE_MS); pairs never measured count as no
+ * bandwidth in the solve, and the next optimization measures the next ones. It stores the
  * results, solves each group's ring with the ATSP solver within
  * TOPO_QUICK_TIME_MS (maximize the bottleneck, then minimize the summed
  * per-edge time; docs/topology.md), and, if a ring changed, runs a wiring
@@ -24,6 +27,8 @@
 #include "topology/topology.h"
 
 #define MSM_PROBE_MS 300
+/* Most pairs one peer measures per round: every pair of a group of up to 9, the 8 nearest ring offsets beyond. */
+#define MSM_PROBE_TARGETS 8
 
 double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to) {
     for (int i = 0; i < m->nbw; i++)
@@ -149,9 +154,11 @@ static void solve_groups(msm_t *m) {
             free(moon);
             continue;
         }
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n; j++)
-                if (i != j) bw[i * n + j] = msm_bw_get(m, g->ring[i], g->ring[j]);
+        /* One pass over the store (a pair not measured stays 0: no bandwidth known), not a search per pair. */
+        for (int k = 0; k < m->nbw; k++) {
+            int i = ring_pos(g, m->bw[k].from), j = i < 0 ? -1 : ring_pos(g, m->bw[k].to);
+            if (j >= 0 && i != j) bw[i * n + j] = m->bw[k].mbps;
+        }
         topo_solution_t sol = {0};
         if (topo_solve(bw, n, TOPO_QUICK_TIME_MS, NULL, &sol) == 0) {
             if (moonshot_order(g, moon) == 0 &&
@@ -230,7 +237,7 @@ static int request_probes(msm_t *m, msm_op_t *op) {
         for (int r = 0; r < g->ring_len; r++)
             if (g->ring[r] == p->conn) pos = r;
         uint32_t nt = 0;
-        for (int k = 1; k < g->ring_len; k++) {
+        for (int k = 1; k < g->ring_len && nt < MSM_PROBE_TARGETS; k++) {
             msm_peer_t *q = msm_find(m, g->ring[(pos + k) % g->ring_len]);
             if (!q || q == p || msm_bw_get(m, p->conn, q->conn) > 0) continue;
             targets[nt++] = msm_dial_entry(p, q);

@@ -73,6 +73,7 @@ static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
     op->phase = MSM_PHASE_RUNNING;
     op->wiring = 1;
     op->failed = 0;
+    int fresh = 0;
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
         if (!p->accepted && !(newcomers && eligible_newcomer(m, p))) continue;
@@ -85,7 +86,11 @@ static void start_wiring(msm_t *m, msm_op_t *op, int newcomers) {
         mb->ok = 0;
         p->wiring_owed = 1;
         p->wiring_since = m->now;
+        fresh += !p->accepted;
     }
+    /* The round's start and end (admit_newcomers) in the log time an accept round (bench/scale.sh). */
+    if (op->kind == MSM_OP_ACCEPT)
+        PLOG_INFO("master", "accept round: wiring %d members, %d of them newcomers", op->nmembers, fresh);
     for (int i = 0; i < m->npeers; i++)
         if (msm_op_member(op, m->peers[i].conn)) send_establish(m, op, &m->peers[i]);
 }
@@ -106,15 +111,18 @@ static void maybe_start_round(msm_t *m);
 /* The accept round succeeded: newcomers join their rings (in registration order) and are accepted.
  * @return 0, or -PERR_NOMEM. */
 static int admit_newcomers(msm_t *m, msm_op_t *op) {
+    int fresh = 0;
     for (int i = 0; i < m->npeers; i++) {
         msm_peer_t *p = &m->peers[i];
         if (p->accepted || !msm_op_member(op, p->conn)) continue;
         msm_group_t *g = msm_group(m, p->group, 1);
         if (!g || msm_ring_append(g, p->conn) != 0) return -PERR_NOMEM;
         p->accepted = 1;
+        fresh++;
         char name[MSM_NAME_MAX];
         PLOG_INFO("master", "%s accepted into group %u", msm_peer_name(p, name), p->group);
     }
+    PLOG_INFO("master", "accept round: %d newcomers accepted, %d members", fresh, op->nmembers);
     return 0;
 }
 

@@ -95,9 +95,12 @@ static void test_sockaddr_roundtrip(void) {
 }
 
 /* 0.0.0.0 listens dual-stack: the same port answers over 127.0.0.1 and ::1 (when this host has IPv6). */
-static void test_dual_stack_listen(void) {
+/* 0.0.0.0 and [::] alike: one socket that IPv4 and IPv6 clients reach. */
+static void check_dual_stack(const char *listen_at) {
     uint16_t port = 0;
-    int ls = net_listen_any(0, &port);
+    ccoip_socket_address_t at;
+    CHECK(parse(listen_at, 0, &at) == 0);
+    int ls = net_listen(&at, &port);
     CHECK(ls >= 0 && port != 0);
     const char *to[] = {"127.0.0.1", "[::1]"};
     int have6 = socket(AF_INET6, SOCK_STREAM, 0);
@@ -112,6 +115,37 @@ static void test_dual_stack_listen(void) {
         if (fd >= 0) close(fd);
     }
     if (have6 >= 0) close(have6);
+    if (ls >= 0) close(ls);
+}
+
+static void test_dual_stack_listen(void) {
+    check_dual_stack("0.0.0.0:0");
+    check_dual_stack("[::]:0");
+}
+
+/* Every address of a spelling, in order: a literal is one; the dialler takes the first that accepts. */
+static void test_resolve_all_and_dial_in_order(void) {
+    ccoip_socket_address_t a[ADDR_MAX_RESOLVED];
+    char err[320] = "";
+    CHECK(addr_resolve_all("127.0.0.1:5", 1, a, ADDR_MAX_RESOLVED, err, sizeof err) == 1 && a[0].port == 5);
+    CHECK(addr_resolve_all("[::1]", 7, a, ADDR_MAX_RESOLVED, err, sizeof err) == 1 && a[0].port == 7 &&
+          a[0].inet.protocol == inetIPv6);
+    int n = addr_resolve_all("localhost:9", 1, a, ADDR_MAX_RESOLVED, err, sizeof err);
+    CHECK(n >= 1 && a[0].port == 9);
+    for (int i = 0; i < n; i++) CHECK(addr_ip_is_loopback(&a[i].inet));
+    CHECK(addr_resolve_all("bad host:1", 1, a, ADDR_MAX_RESOLVED, err, sizeof err) == -PERR_SYNTAX);
+    CHECK(addr_resolve_all("no-such-host.invalid", 1, a, ADDR_MAX_RESOLVED, err, sizeof err) == -PERR_UNRESOLVED);
+    /* A closed port first (refused), then a listener: the second connects. */
+    uint16_t open_port = 0, closed_port = 0;
+    int ls = net_listen_any(0, &open_port), gone = net_listen_any(0, &closed_port);
+    CHECK(ls >= 0 && gone >= 0);
+    if (gone >= 0) close(gone);
+    ccoip_socket_address_t to[2];
+    CHECK(parse("127.0.0.1", closed_port, &to[0]) == 0 && parse("127.0.0.1", open_port, &to[1]) == 0);
+    int which = -1, fd = net_connect_first(to, 2, 2000, NULL, &which);
+    CHECK(fd >= 0 && which == 1);
+    if (fd >= 0) close(fd);
+    CHECK(net_connect_first(to, 1, 2000, NULL, &which) == -PERR_IO); /* the closed one alone: its failure */
     if (ls >= 0) close(ls);
 }
 
@@ -137,6 +171,7 @@ int main(void) {
     RUN_TEST(test_advertised);
     RUN_TEST(test_sockaddr_roundtrip);
     RUN_TEST(test_dual_stack_listen);
+    RUN_TEST(test_resolve_all_and_dial_in_order);
     RUN_TEST(test_error_codes);
     TEST_MAIN_END();
 }

@@ -110,6 +110,41 @@ static void moon_measure_all(int n, uint64_t seed) {
     }
 }
 
+/* 12 peers: each measures its 8 nearest ring offsets, not its 11 pairs; the solve takes the pairs never measured as
+ * no bandwidth and completes; the next optimization measures the 3 pairs each peer still misses. */
+static void test_optimize_bounded_probes(void) {
+    make_group(12); /* ring 1 -> 2 -> ... -> 12 -> 1 */
+    for (uint64_t c = 1; c <= 12; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 12);
+    for (uint64_t c = 1; c <= 12; c++) {
+        const wire_msg_t *r = last_to(c, M2C_BENCH_REQUEST);
+        CHECK(r && r->u.bench_req.n == 8);
+        uint64_t to[8];
+        double mbps[8];
+        for (int k = 0; k < 8; k++) {
+            to[k] = (c - 1 + (uint64_t)k + 1) % 12 + 1; /* ring offsets 1..8 */
+            mbps[k] = 1000;
+        }
+        bench_result(c, to, mbps, 8);
+    }
+    /* A new ring (many tie) uses measured pairs only: each edge is one of the first ring's offsets 1..8. */
+    const wire_msg_t *e = last_to(1, M2C_ESTABLISH_P2P);
+    for (uint32_t i = 0; e && i < e->u.establish.n; i++) {
+        unsigned a = e->u.establish.peers[i].ip.ipv4.data[3];
+        unsigned b = e->u.establish.peers[(i + 1) % e->u.establish.n].ip.ipv4.data[3];
+        unsigned offset = (b + 12 - a) % 12;
+        CHECK(offset >= 1 && offset <= 8);
+    }
+    if (e)
+        for (uint64_t c = 1; c <= 12; c++) p2p_ok(c, 1);
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), 12);
+    CHECK(last_to(1, M2C_OPTIMIZE_DONE) && last_to(1, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
+    clear_log();
+    for (uint64_t c = 1; c <= 12; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    CHECK_EQ_U64(count_type(M2C_BENCH_REQUEST), 12);
+    CHECK(last_to(5, M2C_BENCH_REQUEST) && last_to(5, M2C_BENCH_REQUEST)->u.bench_req.n == 3);
+}
+
 static void test_moonshot(void) {
     const int n = 17;
     make_group(n);
@@ -176,6 +211,7 @@ int main(void) {
     RUN_TEST(test_optimize_failed_probe);
     RUN_TEST(test_optimize_bad_results);
     RUN_TEST(test_optimize_departure);
+    RUN_TEST(test_optimize_bounded_probes);
     RUN_TEST(test_moonshot);
     TEST_MAIN_END();
 }

@@ -56,36 +56,36 @@ static int parse_port(const char *s, uint16_t *out) {
     return 0;
 }
 
-static int resolve(const char *host, ccoip_inet_address_t *ip, char *err, size_t errlen) {
+/* The addresses of host in the order getaddrinfo gives them (RFC 6724), duplicates dropped, at most max.
+ * @return how many (at least 1), or -PERR_UNRESOLVED. */
+static int resolve(const char *host, ccoip_inet_address_t *ips, int max, char *err, size_t errlen) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
         snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rc));
         return -PERR_UNRESOLVED;
     }
-    /* An IPv4 address first: a dual-stack listener (0.0.0.0) takes it as well as an IPv4-only one (the admin
-     * port's 127.0.0.1), while glibc puts ::1 before 127.0.0.1 for "localhost" on most hosts. */
-    int found = 0;
-    for (struct addrinfo *r = res; r && !found; r = r->ai_next)
-        if (r->ai_family == AF_INET) {
-            set_ip4(ip, &((struct sockaddr_in *)r->ai_addr)->sin_addr);
-            found = 1;
-        }
-    for (struct addrinfo *r = res; r && !found; r = r->ai_next)
-        if (r->ai_family == AF_INET6) {
-            set_ip6(ip, ((struct sockaddr_in6 *)r->ai_addr)->sin6_addr.s6_addr);
-            found = 1;
-        }
+    int n = 0;
+    for (struct addrinfo *r = res; r && n < max; r = r->ai_next) {
+        ccoip_inet_address_t ip;
+        if (r->ai_family == AF_INET) set_ip4(&ip, &((struct sockaddr_in *)r->ai_addr)->sin_addr);
+        else if (r->ai_family == AF_INET6) set_ip6(&ip, ((struct sockaddr_in6 *)r->ai_addr)->sin6_addr.s6_addr);
+        else continue;
+        int seen = 0;
+        for (int i = 0; i < n && !seen; i++) seen = addr_ip_equal(&ips[i], &ip);
+        if (!seen) ips[n++] = ip;
+    }
     freeaddrinfo(res);
-    if (!found) {
+    if (!n) {
         snprintf(err, errlen, "cannot resolve '%s': no IPv4 or IPv6 address", host);
         return -PERR_UNRESOLVED;
     }
-    return 0;
+    return n;
 }
 
-int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
-               size_t errlen) {
+/* addr_parse with every address of a name (getaddrinfo's order) in out[0, max). @return how many, or as addr_parse. */
+static int parse_all(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, int max,
+                     char *err, size_t errlen) {
     char host[256];
     const char *port = NULL;
     int bracketed = 0;
@@ -128,14 +128,37 @@ int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_soc
         set_ip4(&a.inet, b);
     } else {
         if (!valid_host_name(host)) goto syntax;
-        int rc = resolve(host, &a.inet, err, errlen);
-        if (rc != 0) return rc;
+        ccoip_inet_address_t ips[ADDR_MAX_RESOLVED];
+        int n = resolve(host, ips, max < ADDR_MAX_RESOLVED ? max : ADDR_MAX_RESOLVED, err, errlen);
+        for (int i = 0; i < n; i++) {
+            out[i] = a;
+            out[i].inet = ips[i];
+        }
+        return n;
     }
     *out = a;
-    return 0;
+    return 1;
 syntax:
     snprintf(err, errlen, "bad address '%s' (want HOST:PORT, IPV4:PORT or [IPV6]:PORT)", s);
     return -PERR_SYNTAX;
+}
+
+int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
+               size_t errlen) {
+    ccoip_socket_address_t all[ADDR_MAX_RESOLVED];
+    int n = parse_all(s, default_port, require_port, all, ADDR_MAX_RESOLVED, err, errlen);
+    if (n < 0) return n;
+    /* One address for a name: its first IPv4 one, which a dual-stack listener (0.0.0.0, [::]) takes as well as
+     * an IPv4-only one, else its first IPv6 one. Dialling every address is addr_resolve_all's. */
+    int pick = 0;
+    while (pick < n && all[pick].inet.protocol != inetIPv4) pick++;
+    *out = all[pick < n ? pick : 0];
+    return 0;
+}
+
+int addr_resolve_all(const char *s, uint16_t default_port, ccoip_socket_address_t *out, int max, char *err,
+                     size_t errlen) {
+    return parse_all(s, default_port, 0, out, max, err, errlen);
 }
 
 int addr_parse_advertised(const char *s, ccoip_socket_address_t *out, char *err, size_t errlen) {
@@ -206,4 +229,14 @@ int addr_ip_is_loopback(const ccoip_inet_address_t *a) {
 int addr_ip_is_any(const ccoip_inet_address_t *a) {
     static const uint8_t zero[16];
     return a->protocol == inetIPv6 ? memcmp(a->ipv6.data, zero, 16) == 0 : memcmp(a->ipv4.data, zero, 4) == 0;
+}
+
+int addr_listen_dual(const ccoip_socket_address_t *a, ccoip_socket_address_t *v6, ccoip_socket_address_t *v4) {
+    if (!addr_ip_is_any(&a->inet)) return 0;
+    memset(v6, 0, sizeof *v6);
+    memset(v4, 0, sizeof *v4);
+    v6->inet.protocol = inetIPv6;
+    v4->inet.protocol = inetIPv4;
+    v6->port = v4->port = a->port;
+    return 1;
 }

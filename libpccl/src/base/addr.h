@@ -20,8 +20,12 @@
 /* "[ffff:...:ffff]:65535" and a NUL. */
 #define ADDR_STRLEN 56
 
+/* Most addresses of one name that are kept (addr_resolve_all). */
+#define ADDR_MAX_RESOLVED 16
+
 /**
- * Parses and resolves s into out (for a name, the first IPv4 address getaddrinfo gives, else its first IPv6 one). Without a port, default_port is
+ * Parses and resolves s into out (for a name, the first IPv4 address getaddrinfo gives, else its first IPv6 one:
+ * an address to bind or announce; one to dial is addr_resolve_all's). Without a port, default_port is
  * used, unless it is 0 and require_port is set, which makes a missing port a syntax error.
  * @return 0; -PERR_SYNTAX for a spelling no host or port can have (a usage error); -PERR_UNRESOLVED for a
  *         well-formed host name that does not resolve (a runtime failure: DNS may come back, so a supervisor
@@ -29,6 +33,12 @@
  */
 int addr_parse(const char *s, uint16_t default_port, int require_port, ccoip_socket_address_t *out, char *err,
                size_t errlen);
+
+/* Every address of s (as addr_parse; a port is not required) in the order getaddrinfo gives them, duplicates
+ * dropped, into out[0, max): what a dialler tries in turn until one connects, as curl and ssh do. An IP literal
+ * is one address. @return how many (at least 1), or as addr_parse. */
+int addr_resolve_all(const char *s, uint16_t default_port, ccoip_socket_address_t *out, int max, char *err,
+                     size_t errlen);
 
 /* An address other peers dial ("HOST[:PORT]", port 0 when missing): addr_parse, and the any address (0.0.0.0, ::)
  * is refused as -PERR_SYNTAX, since nobody can dial it. @return as addr_parse. */
@@ -48,5 +58,9 @@ int addr_ip_equal(const ccoip_inet_address_t *a, const ccoip_inet_address_t *b);
 int addr_ip_is_loopback(const ccoip_inet_address_t *a);
 /* 1 for 0.0.0.0 and ::. */
 int addr_ip_is_any(const ccoip_inet_address_t *a);
+/* Where a listener on a binds: the any address of either family (0.0.0.0, [::]) is one dual-stack socket on [::]
+ * (IPV6_V6ONLY off) serving IPv4 and IPv6, or 0.0.0.0 on a host without IPv6. @return 1 with *v6 = [::]:port and
+ * *v4 = 0.0.0.0:port for an any address, else 0 (a listens on itself alone). */
+int addr_listen_dual(const ccoip_socket_address_t *a, ccoip_socket_address_t *v6, ccoip_socket_address_t *v4);
 
 #endif /* PCCL_ADDR_H */

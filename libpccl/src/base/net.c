@@ -84,11 +84,12 @@ static int listen_on(const ccoip_socket_address_t *a, int v6only, uint16_t *port
 }
 
 int net_listen(const ccoip_socket_address_t *a, uint16_t *port_out) {
-    if (a->inet.protocol == inetIPv4 && addr_ip_is_any(&a->inet)) {
-        ccoip_socket_address_t any6 = {.inet.protocol = inetIPv6, .port = a->port};
-        int fd = listen_on(&any6, 0, port_out);
+    ccoip_socket_address_t v6, v4;
+    if (addr_listen_dual(a, &v6, &v4)) {
+        int fd = listen_on(&v6, 0, port_out);
         /* A host without IPv6 (a kernel built without it, ipv6.disable=1) listens on IPv4 alone. */
         if (fd >= 0 || (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL)) return fd;
+        return listen_on(&v4, 1, port_out);
     }
     return listen_on(a, 1, port_out);
 }
@@ -152,6 +153,25 @@ fail:;
 }
 
 int net_connect(const ccoip_socket_address_t *to, int timeout_ms) { return net_connect_cancellable(to, timeout_ms, NULL); }
+
+int net_connect_first(const ccoip_socket_address_t *to, int n, int timeout_ms, const net_cancel_t *cancel,
+                      int *which) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    int rc = -PERR_IO;
+    for (int i = 0; i < n; i++) {
+        uint64_t now = net_now_ms();
+        /* What is left is shared among the addresses not tried yet: one that never answers leaves the rest
+         * their turn; a refused one costs nothing. */
+        int share = now < deadline ? (int)((deadline - now) / (uint64_t)(n - i)) : 0;
+        rc = net_connect_cancellable(&to[i], share > 0 ? share : 1, cancel);
+        if (rc >= 0) {
+            if (which) *which = i;
+            return rc;
+        }
+        if (rc == -PERR_CANCELLED) break;
+    }
+    return rc;
+}
 
 int net_send_all(int fd, const void *buf, size_t len) {
     const uint8_t *p = buf;

@@ -325,13 +325,15 @@ pcclResult_t comm_check_ready(const pcclComm_t *c) {
  * ETIMEDOUT: no answer to the connect). */
 static int connect_retrying(pcclComm_t *c, int timeout_ms) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    ccoip_socket_address_t to[ADDR_MAX_RESOLVED];
     for (;;) {
         uint64_t now = net_now_ms();
+        int n = comm_master_addrs(c, to);
+        if (n < 0) return n;
         pwait_t w;
         if (comm_wait_open(c, &w, 1) != 0) return -PERR_IO;
         net_cancel_t cancel = {.wait = &w};
-        int fd = net_connect_cancellable(&c->params.master_address, now < deadline ? (int)(deadline - now) : 1,
-                                         &cancel);
+        int fd = net_connect_first(to, n, now < deadline ? (int)(deadline - now) : 1, &cancel, NULL);
         int e = errno;
         comm_wait_close(c, &w);
         errno = e;

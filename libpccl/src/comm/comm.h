@@ -170,6 +170,9 @@ struct pcclComm_t {
     atomic_uint master_epoch;
     int reconnect_ms;
     int connect_retry_ms; /* PCCL_CONNECT_RETRY_MS: how long pcclConnect retries an unreachable master */
+    /* The master as "HOST[:PORT]" (pcclExtCommSetMasterHost; empty: params.master_address): resolved at each
+     * connect, every address tried in getaddrinfo's order (comm_addr.c). Set before pcclConnect. */
+    char master_host[272];
     uint64_t down_since_ms;
     uint8_t uuid[16];  /* derived from ident's public key; the master's WELCOME confirms it */
     char log_name[24]; /* "peer:xxxxxxxx" */
@@ -317,6 +320,12 @@ int comm_algo_from_env(uint8_t *algo);
 /* Reads PCCL_P2P_PORT and PCCL_ADVERTISE_ADDRESS into c; -PERR_INVALID (logged) when one is malformed or does
  * not resolve. */
 int comm_addr_from_env(pcclComm_t *c);
+/* The addresses to dial the master at, in order: every address of master_host as resolved now (its port, else
+ * params.master_address's), or params.master_address alone. @return how many (at least 1), or -PERR_IO with
+ * errno EHOSTUNREACH when the name does not resolve now (DNS may answer later: a retry's matter). */
+int comm_master_addrs(const pcclComm_t *c, ccoip_socket_address_t out[ADDR_MAX_RESOLVED]);
+/* "HOST:PORT" as given to pcclExtCommSetMasterHost, else params.master_address: the master in log lines. */
+void comm_master_where(const pcclComm_t *c, char *out, size_t cap);
 /* What HELLO and RESUME announce: the port other peers dial, and the address when one is advertised. */
 void comm_addr_announce(const pcclComm_t *c, uint16_t *port, uint8_t *has_adv, ccoip_inet_address_t *adv_ip);
 

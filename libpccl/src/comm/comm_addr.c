@@ -1,10 +1,48 @@
 /* comm_addr.c - where other peers reach this one: a fixed p2p port and an advertised address (behind NAT or port
- * forwarding, the address the master sees is not the one neighbours can dial). */
+ * forwarding, the address the master sees is not the one neighbours can dial); and where this peer reaches its
+ * master: a host name whose every address is tried (pcclExtCommSetMasterHost). */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
 #include "comm/comm.h"
+#include "pccl_ext.h"
+
+pcclResult_t pcclExtCommSetMasterHost(pcclComm_t *c, const char *host_port) {
+    if (!c || !host_port || strlen(host_port) >= sizeof c->master_host) return pcclInvalidArgument;
+    if (comm_state(c) != PEER_CREATED) return pcclInvalidUsage;
+    ccoip_socket_address_t a[ADDR_MAX_RESOLVED];
+    char err[320];
+    /* Only the spelling is checked here: a name that does not resolve yet is resolved again at each connect. */
+    if (addr_resolve_all(host_port, c->params.master_address.port, a, ADDR_MAX_RESOLVED, err, sizeof err) ==
+        -PERR_SYNTAX) {
+        PLOG_ERROR(c->log_name, "pcclExtCommSetMasterHost: %s", err);
+        return pcclInvalidArgument;
+    }
+    snprintf(c->master_host, sizeof c->master_host, "%s", host_port);
+    return pcclSuccess;
+}
+
+int comm_master_addrs(const pcclComm_t *c, ccoip_socket_address_t out[ADDR_MAX_RESOLVED]) {
+    if (!c->master_host[0]) {
+        out[0] = c->params.master_address;
+        return 1;
+    }
+    char err[320];
+    int n = addr_resolve_all(c->master_host, c->params.master_address.port, out, ADDR_MAX_RESOLVED, err, sizeof err);
+    if (n > 0) return n;
+    PLOG_WARN(c->log_name, "the master's address: %s", err);
+    errno = EHOSTUNREACH;
+    return -PERR_IO;
+}
+
+void comm_master_where(const pcclComm_t *c, char *out, size_t cap) {
+    char a[ADDR_STRLEN];
+    addr_str(&c->params.master_address, a);
+    snprintf(out, cap, "%s", c->master_host[0] ? c->master_host : a);
+}
 
 int comm_addr_from_env(pcclComm_t *c) {
     char err[320];

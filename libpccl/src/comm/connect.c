@@ -4,11 +4,14 @@
  * reset, closed during the handshake or before its WELCOME, no route, no answer
  * to the connect) is tried again with exponential backoff and jitter for
  * PCCL_CONNECT_RETRY_MS, each wait logged, so that peers started with their
- * master (or before it) join instead of failing. A master that refuses this
- * peer (KICK: another version, no key; a proof of the key that fails), ends the
- * run (SHUTDOWN) or accepts a connection and never answers, fails at once.
- * pcclExtLeave and pcclDestroyCommunicator end the waits, the connect and the
- * handshake at once.
+ * master (or before it) join instead of failing. A master that accepted the
+ * connection and then closed or reset it is busy (its limits on strangers while
+ * hundreds of peers join at once, a restart): that is tried again for at least
+ * PCCL_CONNECT_TIMEOUT_MS, even when PCCL_CONNECT_RETRY_MS is 0. A master that
+ * refuses this peer (KICK: another version, no key; a proof of the key that
+ * fails), ends the run (SHUTDOWN) or accepts a connection and never answers,
+ * fails at once. pcclExtLeave and pcclDestroyCommunicator end the waits, the
+ * connect and the handshake at once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +36,10 @@ static int retryable(int rc, int e) {
     return rc == -PERR_IO && (e == ECONNREFUSED || e == ECONNRESET || e == ECONNABORTED || e == EPIPE ||
                               e == EHOSTUNREACH || e == ENETUNREACH || e == ETIMEDOUT);
 }
+
+/* Whether a retryable failure came from a master that accepted the connection (then closed or reset it):
+ * a busy master, not an absent one. */
+static int closed_by_master(int e) { return e == ECONNRESET || e == ECONNABORTED || e == EPIPE; }
 
 static void drop_fd(pcclComm_t *c) {
     pthread_mutex_lock(&c->send_mu);
@@ -82,12 +89,15 @@ static int await_welcome(pcclComm_t *c, char *why, size_t whylen) {
     return rc;
 }
 
-/* One attempt within timeout_ms: 0, -PERR_IO or -PERR_REFUSED, with the reason in why. */
-static int try_register(pcclComm_t *c, int timeout_ms, char *why, size_t whylen) {
+/* One attempt within timeout_ms: 0, -PERR_IO or -PERR_REFUSED, with the reason in why; *busy is set when the
+ * master accepted the connection and closed it (-PERR_IO). */
+static int try_register(pcclComm_t *c, int timeout_ms, int *busy, char *why, size_t whylen) {
     sec_link_t *link = NULL;
+    *busy = 1;
     int fd = comm_connect_master(c, timeout_ms, &link);
     if (fd < 0) {
         int e = errno; /* the detail of -PERR_IO: ECONNRESET closed before its CHALLENGE */
+        *busy = closed_by_master(e);
         if (fd == -PERR_REFUSED) snprintf(why, whylen, "the handshake failed (see above)");
         else if (fd == -PERR_IO && e == ECONNRESET)
             snprintf(why, whylen, "it closed the connection before welcoming this peer");
@@ -130,16 +140,20 @@ static int jitter(int d) {
 }
 
 int comm_register_first(pcclComm_t *c) {
-    char where[ADDR_STRLEN], why[400] = "";
-    addr_str(&c->params.master_address, where);
-    uint64_t start = net_now_ms(), deadline = start + (uint64_t)c->connect_retry_ms;
+    char where[300], why[400] = "";
+    comm_master_where(c, where, sizeof where);
+    uint64_t start = net_now_ms(), window = start + (uint64_t)c->connect_retry_ms;
+    /* A busy master (it accepted and closed) is worth the connect timeout at least. */
+    uint64_t busy_window = c->connect_retry_ms > c->connect_timeout_ms ? window : start + (uint64_t)c->connect_timeout_ms;
     int delay = CONNECT_BACKOFF_FIRST_MS;
     for (int attempt = 1;; attempt++) {
         uint64_t now = net_now_ms();
         /* The first attempt gets the whole connect timeout; later ones what is left of the window. */
         int timeout = c->connect_timeout_ms;
-        if (attempt > 1 && deadline - now < (uint64_t)timeout) timeout = (int)(deadline - now) > 100 ? (int)(deadline - now) : 100;
-        int rc = try_register(c, timeout, why, sizeof why);
+        if (attempt > 1 && busy_window - now < (uint64_t)timeout)
+            timeout = (int)(busy_window - now) > 100 ? (int)(busy_window - now) : 100;
+        int busy = 0;
+        int rc = try_register(c, timeout, &busy, why, sizeof why);
         if (rc == 0) return 0;
         drop_fd(c);
         if (comm_cancelled(c)) {
@@ -147,6 +161,7 @@ int comm_register_first(pcclComm_t *c) {
             return -PERR_CANCELLED;
         }
         now = net_now_ms();
+        uint64_t deadline = busy ? busy_window : window;
         if (rc == -PERR_REFUSED || now >= deadline) {
             if (rc == -PERR_IO && attempt > 1)
                 PLOG_ERROR(c->log_name, "cannot connect to the master at %s: %s (gave up after %d attempts in %.1f s, "
