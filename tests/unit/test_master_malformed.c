@@ -456,24 +456,25 @@ static void test_framing(void) {
 }
 
 /* Strangers (connections before their first message): a first frame other than RESUME larger than
- * 4 KiB is refused on its header, without waiting for its body; one address may hold 64 of them,
- * and the one past that is closed at once. */
+ * 4 KiB is refused on its header, without waiting for its body; one address may hold STRANGERS_PER_ADDR of
+ * them (master_server.c's limit), and the one past that is closed at once. */
+#define STRANGERS_PER_ADDR 256
 static void test_strangers(void) {
     uint8_t big_hello[6];
     wire_put_u32(big_hello, WIRE_MAX_BODY);
     wire_put_u16(big_hello + 4, C2M_HELLO);
     expect_closed_after(big_hello, sizeof big_hello, 0, "an 8 MiB HELLO announced");
     check_serves("an 8 MiB HELLO announced");
-    int idle[64], n = 0;
-    for (int i = 0; i < 64; i++)
+    int idle[STRANGERS_PER_ADDR], n = 0;
+    for (int i = 0; i < STRANGERS_PER_ADDR; i++)
         if ((idle[n] = tcp_connect()) >= 0) n++;
-    CHECK(n == 64);
+    CHECK(n == STRANGERS_PER_ADDR);
     int extra = tcp_connect();
     CHECK(extra >= 0);
     if (extra >= 0) {
         int eof = expect_eof(extra);
         CHECK(eof);
-        if (!eof) fprintf(stderr, "  the 65th stranger of one address was kept\n");
+        if (!eof) fprintf(stderr, "  the stranger past the limit of one address was kept\n");
         close(extra);
     }
     for (int i = 0; i < n; i++) close(idle[i]);
