@@ -206,20 +206,20 @@ static int verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
         send_done(o, 1);
         if (await_verdict(o, 1) != 0) return -PERR_RESTARTED;
         if (o->end_ok) return 0;
-        if (!o->pipelined)
+        if (!op_revoked(o))
             PLOG_INFO(c->log_name, "%s tag %llu finished here but was aborted for the group; restoring", kind, tag);
         return -PERR_ABORTED;
     }
+    if (rc != -PERR_CANCELLED) send_done(o, 0);
     /* Under a grant a ring fails also while a member has not started it yet: the master decides (ABORT, or
      * REVOKE and a plain vote), so the op waits for its word. */
-    if (rc != -PERR_CANCELLED) {
-        if (o->pipelined) PLOG_DEBUG(c->log_name, "%s tag %llu failed under its grant: %s", kind, tag, io->err);
-        else PLOG_WARN(c->log_name, "%s tag %llu failed: %s", kind, tag, io->err);
-        send_done(o, 0);
-    } else if (!o->pipelined) {
-        PLOG_INFO(c->log_name, "%s tag %llu aborted by the master (another peer failed)", kind, tag);
-    }
     if (o->pipelined) await_verdict(o, 0);
+    if (op_revoked(o))
+        PLOG_DEBUG(c->log_name, "%s tag %llu stopped: the master revoked its grant", kind, tag);
+    else if (rc != -PERR_CANCELLED)
+        PLOG_WARN(c->log_name, "%s tag %llu failed: %s", kind, tag, io->err);
+    else
+        PLOG_INFO(c->log_name, "%s tag %llu aborted by the master (another peer failed)", kind, tag);
     return rc;
 }
 
