@@ -451,6 +451,7 @@ def main():
         p("Not run in this invocation.")
     p("")
     include(p, "stripe.md", "## 4c. Striped all-reduce: one op over the connection pool (`bench/stripe.sh`)")
+    include(p, "pipeline.md", "## 4d. Pipelined collectives: one master round trip per operation")
 
     if retried or failed:
         p("Points that failed once and were re-run: " + (", ".join(f"{r.get('impl')} {r.get('mode')} "
