@@ -243,7 +243,7 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, co
         mb->pipelined = 1;
         mb->owes = 1; /* its ring runs: it reports like a member of a commenced operation */
     } else if (c->granted) {
-        msm_grant_unpipeline(m, c); /* a plain vote for a granted tag: everyone votes plainly */
+        msm_grant_unpipeline(m, c, "a plain vote"); /* everyone votes plainly */
     }
     evaluate(m, msm_group(m, p->group, 0));
 }
@@ -303,7 +303,7 @@ void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
         }
         /* A ring under a grant fails when a member has not started it yet (still computing) as well as on a
          * broken link: the members vote again and the plain vote waits for everyone. */
-        if (!msm_grant_unpipeline(m, c)) evaluate(m, g);
+        if (!msm_grant_unpipeline(m, c, "a ring failed before every member voted")) evaluate(m, g);
         return;
     }
     if (!msg->u.coll.ok) {
@@ -336,6 +336,7 @@ void msm_coll_progress(msm_t *m) {
 
 /* Voting: REJECT with the reason; running: ABORT to every (remaining) member at once. */
 void msm_coll_fail(msm_t *m, msm_op_t *c, msm_fail_t why) {
+    msm_grant_notify_idle(m, c);
     if (c->phase == MSM_PHASE_RUNNING) {
         for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_ABORT, c, 0);
         count_end(m, c, END_ABORTED);
@@ -348,7 +349,6 @@ void msm_coll_fail(msm_t *m, msm_op_t *c, msm_fail_t why) {
                          : why == MSM_FAIL_TOO_FEW ? "fewer than two peers in the group"
                                                    : "peers called different operations";
     count_end(m, c, END_REJECTED);
-    msm_grant_notify_idle(m, c);
     for (int i = 0; i < c->nmembers; i++) {
         wire_msg_t w = {.type = M2C_COLL_REJECT};
         w.u.reject.tag = c->tag;

@@ -8,7 +8,7 @@
  * it voted last time runs its ring at once and sends COLL_INIT with the grant's op_seq: no COMMENCE. The
  * master still receives every vote: the first one moves the grant into m->ops as a granted collective that
  * votes like any other (deadlines, the stuck-vote breaker); once every member voted under the grant it runs
- * and ends by the usual verdict. Anything else voids the grant (COLL_REVOKE to every holder: a member
+ * and ends by the usual verdict; a departure while members run under it aborts it. Anything else voids the grant (COLL_REVOKE to every holder: a member
  * running under it stops, restores its buffer and votes again without it; the others drop their streams on
  * its slots, which a member running under it may have written): another vote for the tag, a changed ring
  * or world, a failed ring before every member voted, a shortage of slots for another operation.
@@ -147,9 +147,9 @@ uint64_t msm_grant_slots(const msm_t *m, uint32_t group) {
     return s;
 }
 
-int msm_grant_unpipeline(msm_t *m, msm_op_t *c) {
-    PLOG_DEBUG("master", "group %u tag %llu: op %llu leaves the pipeline; its members vote again", c->group,
-               (unsigned long long)c->tag, (unsigned long long)c->op_seq);
+int msm_grant_unpipeline(msm_t *m, msm_op_t *c, const char *why) {
+    PLOG_INFO("master", "group %u tag %llu: grant of op %llu revoked (%s); its members vote again", c->group,
+              (unsigned long long)c->tag, (unsigned long long)c->op_seq, why);
     revoke_to(m, c, 0);
     for (int i = c->nmembers - 1; i >= 0; i--)
         if (c->members[i].pipelined) msm_op_remove(c, c->members[i].conn);
@@ -192,8 +192,17 @@ void msm_grants_check(msm_t *m) {
     }
     for (msm_op_t *c = m->ops; c;) {
         if (c->kind == MSM_OP_COLLECTIVE && c->granted && c->phase == MSM_PHASE_VOTING && !snapshot_holds(m, c)) {
-            msm_grant_unpipeline(m, c);
-            c = m->ops; /* the list may have lost c: rescan */
+            /* Its members run their rings already (a granted op's votes are all under the grant): a departure in
+             * the middle of a collective aborts it, as in a commenced one; the idle holders' grants go. */
+            if (c->nmembers) {
+                PLOG_INFO("master", "group %u tag %llu: a member left op %llu run under a grant, aborting", c->group,
+                          (unsigned long long)c->tag, (unsigned long long)c->op_seq);
+                c->phase = MSM_PHASE_RUNNING;
+                msm_op_fail(m, c, MSM_FAIL_LOST);
+            } else {
+                msm_grant_unpipeline(m, c, "the ring changed");
+            }
+            c = m->ops; /* the list lost c: rescan */
             continue;
         }
         c = c->next;
@@ -228,7 +237,7 @@ int msm_coll_check_init(msm_t *m, msm_peer_t *p, const wire_msg_t *vote) {
     msm_op_t *c = msm_op_voting(m, MSM_OP_COLLECTIVE, p->group, tag);
     if (c && c->granted && c->op_seq == seq) {
         if (fits(m, c, p->conn, &v)) return 0;
-        if (!msm_grant_unpipeline(m, c)) msm_coll_progress(m);
+        if (!msm_grant_unpipeline(m, c, "a vote that does not fit it")) msm_coll_progress(m);
         return -PERR_REFUSED;
     }
     /* A grant revoked since this vote left: its COLL_REVOKE reaches the peer, which votes again. */

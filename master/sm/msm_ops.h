@@ -175,11 +175,12 @@ int msm_coll_check_init(msm_t *m, struct msm_peer *p, const wire_msg_t *vote);
 /* Fills COMPLETE's grant for c's tag (or the next tag) when c's kind may run pipelined, and records it. */
 void msm_grant_issue(msm_t *m, struct msm_group *g, const msm_op_t *c, wire_msg_t *complete);
 /* A granted operation still voting becomes a plain vote: COLL_REVOKE to every holder, the votes cast under
- * the grant dropped (those members vote again). 1 when that left no vote and c was freed. */
-int msm_grant_unpipeline(msm_t *m, msm_op_t *c);
-/* A granted operation failed while voting: COLL_REVOKE to the holders that had not voted under it. */
+ * the grant dropped (those members vote again); why is logged. 1 when that left no vote and c was freed. */
+int msm_grant_unpipeline(msm_t *m, msm_op_t *c, const char *why);
+/* A granted operation failed: COLL_REVOKE to the holders that had not voted under it. */
 void msm_grant_notify_idle(msm_t *m, const msm_op_t *c);
-/* Revokes every grant and unpipelines every granted vote whose ring or world changed (after every event). */
+/* Revokes every grant whose ring or world changed, and aborts the granted operations whose members run under such
+ * a grant (after every event). */
 void msm_grants_check(msm_t *m);
 /* Slots held by the group's unused grants; revokes its oldest one (0 when it has none). */
 uint64_t msm_grant_slots(const msm_t *m, uint32_t group);

@@ -1,7 +1,7 @@
 /* test_msm_pipeline.c - the master's pure state machine, pipelined collectives (msm_grant.c, docs/protocol.md
  * "Pipelined collectives"): a steady state of one exchange with the master per operation, and every way a
  * grant ends (a changed vote, a parameter mismatch, a departure, a failed ring before or after every member
- * voted, a shortage of slots, a vote under a grant this master never made). */
+ * voted, a changed ring, a shortage of slots, a vote under a grant this master never made). */
 #include "msm_harness.h"
 
 TT_FIXTURE(setup, teardown);
@@ -146,15 +146,28 @@ static void test_failure_before_every_vote(void) {
     for (uint64_t c = 1; c <= 3; c++) CHECK(end_of(c, M2C_COLL_COMPLETE, 4) != NULL);
 }
 
-/* A departure changes the ring: members that voted under the grant vote again and the op runs without the peer. */
-static void test_departure_revokes(void) {
-    make_group(3);
-    uint64_t seq = plain_op(3, 9);
+/* A departure while members run under the grant aborts the operation for them, as in a commenced one (they restore
+ * and retry); a member that had not voted yet loses its grant. The retry runs without the departed peer. */
+static void test_departure_aborts(void) {
+    make_group(4);
+    uint64_t seq = plain_op(4, 9);
     clear_log();
     init_under(1, 9, 1000, seq);
     init_under(2, 9, 1000, seq);
+    disconnect(4);
+    for (uint64_t c = 1; c <= 2; c++) {
+        const wire_msg_t *a = end_of(c, M2C_COLL_ABORT, 9);
+        CHECK(a && a->u.coll.op_seq == seq);
+        CHECK(end_of(c, M2C_COLL_REVOKE, 9) == NULL);
+    }
+    const wire_msg_t *r = end_of(3, M2C_COLL_REVOKE, 9);
+    CHECK(r && r->u.coll.op_seq == seq);
+    CHECK_EQ_U64(count_to(3, M2C_COLL_ABORT), 0);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.collectives_aborted, 1);
     disconnect(3);
-    for (uint64_t c = 1; c <= 2; c++) CHECK(end_of(c, M2C_COLL_REVOKE, 9) != NULL);
+    clear_log();
     coll_init(1, 9);
     coll_init(2, 9);
     const wire_msg_t *cm = commence_of(1, 9);
@@ -165,14 +178,14 @@ static void test_departure_revokes(void) {
     coll_done(2, 9, s2, 1);
     CHECK(grant_of(1, 9, NULL) != 0);
     clear_log();
-    connect_(4);
-    hello_g(4, 0, 1);
+    connect_(5);
+    hello_g(5, 0, 1);
     pkt(1, C2M_UPDATE_TOPOLOGY);
     pkt(2, C2M_UPDATE_TOPOLOGY);
     p2p_ok(1, 1);
     p2p_ok(2, 1);
-    p2p_ok(4, 1);
-    CHECK(is_accepted(4));
+    p2p_ok(5, 1);
+    CHECK(is_accepted(5));
     for (uint64_t c = 1; c <= 2; c++) CHECK(end_of(c, M2C_COLL_REVOKE, 9) != NULL);
 }
 
@@ -214,7 +227,7 @@ int main(void) {
     RUN_TEST(test_mismatch_under_grant);
     RUN_TEST(test_abort_after_every_vote);
     RUN_TEST(test_failure_before_every_vote);
-    RUN_TEST(test_departure_revokes);
+    RUN_TEST(test_departure_aborts);
     RUN_TEST(test_slot_shortage_revokes);
     RUN_TEST(test_not_granted);
     TEST_MAIN_END();
