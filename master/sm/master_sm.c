@@ -195,6 +195,7 @@ void msm_destroy(msm_t *m) {
     }
     /* The connections are going away with the master: the fail path frees the records, sending nothing. */
     while (m->ops) msm_op_fail(m, m->ops, MSM_FAIL_SHUTDOWN);
+    msm_grants_free(m);
     free(m->peers);
     free(m->groups);
     free(m->bw);
@@ -321,6 +322,7 @@ void msm_finish_leaves(msm_t *m) {
         depart(m, &m->peers[i]);
         i = -1; /* the removal may end other operations and shifts the table: rescan */
     }
+    msm_grants_check(m);
 }
 
 /* Whether msg is a vote of some operation kind (a leaving peer may only report). */
@@ -447,6 +449,7 @@ void msm_on_disconnect(msm_t *m, uint64_t conn) {
 int msm_end_run(msm_t *m, const char *reason) {
     /* No verdicts: the peers end every call with the run, so nothing is sent but SHUTDOWN. */
     while (m->ops) msm_op_fail(m, m->ops, MSM_FAIL_SHUTDOWN);
+    msm_grants_free(m);
     wire_msg_t s = {.type = M2C_SHUTDOWN};
     snprintf(s.u.kick.reason, sizeof s.u.kick.reason, "%s", reason);
     int n = m->npeers;

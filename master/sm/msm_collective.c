@@ -12,6 +12,8 @@
  * PERFORM: members run the ring and report COLL_DONE. All ok -> COMPLETE;
  * any failure or departure -> ABORT to all members at once (their buffers are
  * restored and they may retry).
+ * PIPELINED (msm_grant.c): COMPLETE may pre-commence the tag's next operation;
+ * its members vote under that grant and need no COMMENCE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +34,12 @@ static uint32_t group_pool(msm_t *m, msm_group_t *g) {
     return pool ? pool : 1;
 }
 
-/* The slots of the pool (bit i = slot i) that no running collective of the group holds. */
+/* The slots of the pool (bit i = slot i) that no running or granted collective of the group holds. */
 static uint64_t free_slots(msm_t *m, msm_group_t *g) {
     uint32_t pool = group_pool(m, g);
-    uint64_t all = pool >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << pool) - 1, used = 0;
+    uint64_t all = pool >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << pool) - 1, used = msm_grant_slots(m, g->id);
     for (msm_op_t *op = m->ops; op; op = op->next)
-        if (op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_RUNNING) used |= op->slots;
+        if (op->kind == MSM_OP_COLLECTIVE && op->group == g->id) used |= op->slots; /* running, granted or unpipelined */
     return all & ~used;
 }
 
@@ -59,7 +61,9 @@ static int ring_local(msm_t *m, msm_group_t *g) {
 static uint32_t stripes_for(msm_t *m, msm_group_t *g, const msm_op_t *c, uint32_t nfree) {
     uint32_t others = 0;
     for (msm_op_t *op = m->ops; op; op = op->next)
-        if (op != c && op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_VOTING) others++;
+        if (op != c && op->kind == MSM_OP_COLLECTIVE && op->group == g->id && op->phase == MSM_PHASE_VOTING &&
+            !op->granted)
+            others++;
     uint64_t k = nfree / (others + 1);
     uint64_t by_size = c->payload_bytes / m->stripe_min_bytes;
     if (k > by_size) k = by_size;
@@ -143,29 +147,40 @@ static int fill_members(const ring_votes_t *rv, wire_msg_t *w) {
     return rc;
 }
 
+/* The algorithm every member of the votes rv runs, COMMENCE w's members filled (msm_algo.h). */
+static uint8_t choose_algo(msm_t *m, const ring_votes_t *rv, const wire_msg_t *w, uint64_t payload_bytes) {
+    int by_position = 1;
+    uint32_t holders = 0;
+    for (int i = 0; i < rv->n; i++) {
+        by_position &= w->u.commence.members[i].rank == (uint32_t)i;
+        holders += w->u.commence.members[i].holds != 0;
+    }
+    int has_rhd = msm_algo_has_rhd(rv->v[0].kind, rv->v[0].quant_algo != 0, by_position, holders, (uint32_t)rv->n);
+    return msm_algo_for(m, has_rhd, rv->v[0].kind, rv->v[0].algo, payload_bytes, (uint32_t)rv->n);
+}
+
 static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
-    uint64_t avail = free_slots(m, g), slots = 0;
-    if (!avail) return 0; /* all connections busy: wait for one */
     ring_votes_t rv;
     if (ring_votes(m, g, c, &rv) != 0) return 0;
+    c->payload_bytes = msm_coll_payload_bytes(rv.v, rv.n);
     wire_msg_t w = {.type = M2C_COLL_COMMENCE};
     if (fill_members(&rv, &w) != 0) {
         ring_votes_free(&rv);
         return 0;
     }
-    c->payload_bytes = msm_coll_payload_bytes(rv.v, rv.n);
-    int by_position = 1;
-    uint32_t holders = 0;
-    for (int i = 0; i < rv.n; i++) {
-        by_position &= w.u.commence.members[i].rank == (uint32_t)i;
-        holders += w.u.commence.members[i].holds != 0;
-    }
-    w.u.commence.algo = msm_algo_for(m, msm_algo_has_rhd(rv.v[0].kind, rv.v[0].quant_algo != 0, by_position, holders,
-                                                         (uint32_t)rv.n),
-                                     rv.v[0].kind, rv.v[0].algo, c->payload_bytes,
-                                     (uint32_t)rv.n);
+    w.u.commence.algo = choose_algo(m, &rv, &w, c->payload_bytes);
+    /* Slots an unused grant holds go to an operation that needs them (the grant is revoked). */
+    uint64_t avail = free_slots(m, g) | c->slots, slots = 0; /* an unpipelined op's own slots */
+    uint32_t could = (uint32_t)__builtin_popcountll(avail | msm_grant_slots(m, g->id));
     /* recursive halving and doubling runs on one connection per partner */
-    uint32_t want = w.u.commence.algo == WIRE_ALGO_RHD ? 1 : stripes_for(m, g, c, (uint32_t)__builtin_popcountll(avail)), k = 0;
+    uint32_t want = could && w.u.commence.algo != WIRE_ALGO_RHD ? stripes_for(m, g, c, could) : 1, k = 0;
+    while ((uint32_t)__builtin_popcountll(avail) < want && msm_grant_revoke_oldest(m, g->id))
+        avail = free_slots(m, g) | c->slots;
+    if (!avail) { /* all connections busy: wait for one */
+        free(w.u.commence.members);
+        ring_votes_free(&rv);
+        return 0;
+    }
     for (uint32_t i = 0; i < 64 && k < want; i++)
         if (avail >> i & 1) slots |= (uint64_t)1 << i, k++;
     for (int i = 0; i < g->ring_len; i++) {
@@ -190,6 +205,8 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     return 1;
 }
 
+static void complete(msm_t *m, msm_group_t *g, msm_op_t *c);
+
 /* Decides every voting collective of g whose vote is complete, in launch order. */
 static void evaluate(msm_t *m, msm_group_t *g) {
     int progress = 1;
@@ -198,7 +215,13 @@ static void evaluate(msm_t *m, msm_group_t *g) {
         for (msm_op_t *c = m->ops; c; c = c->next) {
             if (c->kind != MSM_OP_COLLECTIVE || c->group != g->id || c->phase != MSM_PHASE_VOTING) continue;
             if (!msm_op_all_voted(m, c)) continue;
-            if (g->ring_len < 2) {
+            if (c->granted) { /* every member voted under the grant: its ring runs everywhere */
+                c->phase = MSM_PHASE_RUNNING;
+                PLOG_DEBUG("master", "group %u tag %llu commenced: %s, op %llu, slots %#llx, %d peers (granted)", g->id,
+                           (unsigned long long)c->tag, msm_coll_kind_name(c->coll_kind), (unsigned long long)c->op_seq,
+                           (unsigned long long)c->slots, c->nmembers);
+                if (!msm_op_owed(c)) complete(m, g, c);
+            } else if (g->ring_len < 2) {
                 msm_op_fail(m, c, MSM_FAIL_TOO_FEW);
             } else if (check(m, g, c) != 0) {
                 PLOG_WARN("master", "group %u tag %llu rejected: %s", g->id, (unsigned long long)c->tag, c->detail);
@@ -212,9 +235,9 @@ static void evaluate(msm_t *m, msm_group_t *g) {
     }
 }
 
-void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, const wire_msg_t *vote) {
+msm_coll_vote_t msm_coll_vote_of(const wire_msg_t *vote) {
     const __typeof__(vote->u.coll_init) *ci = &vote->u.coll_init;
-    mb->coll = (msm_coll_vote_t){.kind = ci->kind,
+    return (msm_coll_vote_t){.kind = ci->kind,
                                  .flags = ci->flags,
                                  .dtype = ci->dtype,
                                  .op = ci->op,
@@ -226,7 +249,24 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, co
                                  .capacity = ci->capacity,
                                  .hash = ci->hash,
                                  .algo = ci->algo};
-    if (c->nmembers == 1) c->coll_kind = ci->kind;
+}
+
+int msm_coll_vote_equal(const msm_coll_vote_t *a, const msm_coll_vote_t *b) {
+    return a->kind == b->kind && a->flags == b->flags && a->dtype == b->dtype && a->op == b->op &&
+           a->quant_algo == b->quant_algo && a->quant_dtype == b->quant_dtype && a->max_world == b->max_world &&
+           a->count == b->count && a->rank_key == b->rank_key && a->capacity == b->capacity && a->hash == b->hash &&
+           a->algo == b->algo;
+}
+
+void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, const wire_msg_t *vote) {
+    mb->coll = msm_coll_vote_of(vote);
+    if (c->nmembers == 1) c->coll_kind = vote->u.coll_init.kind;
+    if (c->granted && vote->u.coll_init.grant_seq) {
+        mb->pipelined = 1;
+        mb->owes = 1; /* its ring runs: it reports like a member of a commenced operation */
+    } else if (c->granted) {
+        msm_grant_unpipeline(m, c, "a plain vote"); /* everyone votes plainly */
+    }
     evaluate(m, msm_group(m, p->group, 0));
 }
 
@@ -252,7 +292,12 @@ static void count_end(msm_t *m, const msm_op_t *c, coll_end_t end) {
 }
 
 static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
-    for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_COMPLETE, c, 1);
+    wire_msg_t w = {.type = M2C_COLL_COMPLETE};
+    w.u.coll.tag = c->tag;
+    w.u.coll.op_seq = c->op_seq;
+    w.u.coll.ok = 1;
+    msm_grant_issue(m, g, c, &w);
+    for (int i = 0; i < c->nmembers; i++) msm_send(m, c->members[i].conn, &w);
     PLOG_DEBUG("master", "group %u tag %llu completed: op %llu", g->id, (unsigned long long)c->tag,
                (unsigned long long)c->op_seq);
     count_end(m, c, END_COMPLETED);
@@ -266,11 +311,21 @@ static void complete(msm_t *m, msm_group_t *g, msm_op_t *c) {
 void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     msm_group_t *g = msm_group(m, p->group, 0);
     msm_op_t *c = g ? msm_op_find(m, MSM_OP_COLLECTIVE, g->id, msg->u.coll.tag) : NULL;
-    /* A DONE for an operation that was already aborted is a normal race: ignore it. */
-    if (!c || c->phase != MSM_PHASE_RUNNING || c->op_seq != msg->u.coll.op_seq) return;
+    /* A DONE for an operation that was already aborted or revoked is a normal race: ignore it. */
+    if (!c || !c->op_seq || c->op_seq != msg->u.coll.op_seq || (c->phase != MSM_PHASE_RUNNING && !c->granted)) return;
     msm_member_t *mb = msm_op_member(c, p->conn);
     if (!mb) {
         msm_kick(m, p, "COLL_DONE for tag %llu from a non-member", (unsigned long long)c->tag);
+        return;
+    }
+    if (c->phase == MSM_PHASE_VOTING) { /* granted, not every member voted yet */
+        if (msg->u.coll.ok) {
+            mb->owes = 0;
+            return;
+        }
+        /* A ring under a grant fails when a member has not started it yet (still computing) as well as on a
+         * broken link: the members vote again and the plain vote waits for everyone. */
+        if (!msm_grant_unpipeline(m, c, "a ring failed before every member voted")) evaluate(m, g);
         return;
     }
     if (!msg->u.coll.ok) {
@@ -288,6 +343,7 @@ void msm_coll_on_done(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
 
 /* After departures: a running collective that lost a member aborts; votes may now be complete. */
 void msm_coll_progress(msm_t *m) {
+    msm_grants_check(m);
     for (;;) {
         msm_op_t *c = m->ops;
         while (c && !(c->kind == MSM_OP_COLLECTIVE && c->phase == MSM_PHASE_RUNNING && (c->failed || !c->nmembers)))
@@ -302,6 +358,7 @@ void msm_coll_progress(msm_t *m) {
 
 /* Voting: REJECT with the reason; running: ABORT to every (remaining) member at once. */
 void msm_coll_fail(msm_t *m, msm_op_t *c, msm_fail_t why) {
+    msm_grant_notify_idle(m, c);
     if (c->phase == MSM_PHASE_RUNNING) {
         for (int i = 0; i < c->nmembers; i++) send_coll(m, c->members[i].conn, M2C_COLL_ABORT, c, 0);
         count_end(m, c, END_ABORTED);

@@ -74,6 +74,8 @@ typedef struct msm_group {
     uint64_t *moon_conns; /* background search result: a ring of these conns (NULL: none) */
     int moon_n;
     uint64_t moon_epoch;
+    uint64_t last_tag; /* the tag of its last completed collective, when has_last_tag (msm_grant.c) */
+    int has_last_tag;
 } msm_group_t;
 
 struct msm {
@@ -83,6 +85,7 @@ struct msm {
     msm_group_t *groups;
     int ngroups, cap_groups;
     msm_op_t *ops; /* operations in flight, oldest first (msm_ops.h) */
+    msm_op_t *grants; /* collectives pre-commenced by a verdict that no member voted for yet (msm_grant.c) */
     msm_bw_t *bw; /* bandwidth store: measured directed pairs */
     int nbw, cap_bw;
     uint64_t next_op_seq;

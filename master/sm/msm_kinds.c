@@ -69,6 +69,7 @@ const msm_kind_t msm_kinds[MSM_OP_NKINDS] = {
                            .state_voting = "collective",
                            .state_running = "collective",
                            .tag_of = msm_coll_tag_of,
+                           .check = msm_coll_check_init,
                            .on_vote = msm_coll_on_init,
                            .on_report = msm_coll_on_done,
                            .progress = msm_coll_progress,

@@ -107,6 +107,8 @@ static void op_free(msm_t *m, msm_op_t *op) {
         }
     for (int i = 0; i < op->nmembers; i++) free(op->members[i].tensors);
     free(op->members);
+    free(op->prior);
+    free(op->grant_ring);
     free(op);
 }
 
@@ -147,17 +149,18 @@ static void on_vote(msm_t *m, msm_peer_t *p, msm_op_kind_t kind, const wire_msg_
         msm_kick(m, p, "%s while this peer is in a %s operation", what, msm_kinds[c->kind].name);
         return;
     }
+    if (!k->run_wide && !msm_group(m, p->group, 0)) {
+        msm_kick(m, p, "%s from a peer without a group", what);
+        return;
+    }
+    /* Before the lookups: a collective's check may move a grant into the operations (msm_grant.c). */
+    if (k->check && k->check(m, p, msg) != 0) return;
     msm_op_t *op = msm_op_voting(m, kind, group, tag);
     msm_op_t *running = op ? NULL : msm_op_find(m, kind, group, tag);
     if (running && k->refused_while_running) {
         msm_kick(m, p, "%s while the %s operation it votes for is running", what, k->name);
         return;
     }
-    if (!k->run_wide && !msm_group(m, p->group, 0)) {
-        msm_kick(m, p, "%s from a peer without a group", what);
-        return;
-    }
-    if (k->check && k->check(m, p, msg) != 0) return;
     if (!op) op = msm_op_open(m, kind, group, tag);
     msm_member_t *mb = op ? msm_op_add(op, p->conn) : NULL;
     if (!mb) {
@@ -192,8 +195,9 @@ void msm_ops_on_departure(msm_t *m, uint64_t conn) {
         if (!msm_op_member(op, conn)) continue;
         msm_op_remove(op, conn);
         if (op->phase == MSM_PHASE_RUNNING && msm_kinds[op->kind].departure_fails) op->failed = 1;
-        /* A vote nobody holds any more has nobody to answer. */
-        if (op->phase == MSM_PHASE_VOTING && op->nmembers == 0) op_free(m, op);
+        /* A vote nobody holds any more has nobody to answer; a granted one tells its other holders first
+         * (msm_grants_check, once the ring changed). */
+        if (op->phase == MSM_PHASE_VOTING && op->nmembers == 0 && !op->granted) op_free(m, op);
     }
 }
 

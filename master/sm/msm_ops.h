@@ -47,6 +47,7 @@ typedef struct msm_member {
     uint8_t voted; /* its vote arrived (the newcomers of an accept round never vote) */
     uint8_t owes;  /* running: a report is still owed */
     uint8_t ok;    /* the outcome it reported */
+    uint8_t pipelined; /* collective: it voted under the op's grant and runs its ring already */
     /* shared-state sync: the offer */
     uint8_t strategy;
     uint64_t revision;
@@ -54,6 +55,12 @@ typedef struct msm_member {
     wire_tensor_t *tensors;
     msm_coll_vote_t coll; /* collective: its COLL_INIT */
 } msm_member_t;
+
+/* A holder of a collective's grant and the vote it cast in the operation that made the grant. */
+typedef struct msm_prior {
+    uint64_t conn;
+    msm_coll_vote_t coll;
+} msm_prior_t;
 
 typedef struct msm_op {
     msm_op_kind_t kind;
@@ -72,6 +79,14 @@ typedef struct msm_op {
     uint64_t payload_bytes; /* running: its data's bytes (msm_coll_payload_bytes) */
     uint64_t slots; /* running: its connection-pool slots (bit i = slot i), one stripe each */
     char detail[MSM_COLL_DETAIL_MAX]; /* voting: why it is rejected (COLL_REJECT's detail) */
+    /* collective pre-commenced by the verdict of its tag's previous operation (msm_grant.c): op_seq and slots
+     * were fixed by the grant, for these holders and votes, this ring and this world */
+    int granted;
+    msm_prior_t *prior;
+    int nprior;
+    uint64_t *grant_ring;
+    int grant_ring_len;
+    wire_world_t grant_world;
     /* shared-state sync */
     uint64_t target;
     struct msm_op *next;
@@ -79,6 +94,7 @@ typedef struct msm_op {
 
 
 struct msm_peer;
+struct msm_group;
 
 typedef struct msm_kind {
     const char *name; /* in views and in docs/protocol.md section 3 */
@@ -90,7 +106,8 @@ typedef struct msm_kind {
     int departure_fails;       /* losing a member in the running phase fails it */
     const char *state_voting, *state_running; /* a member's state in the peer view */
     uint64_t (*tag_of)(const wire_msg_t *vote);                 /* NULL: tag 0 */
-    int (*check)(msm_t *m, struct msm_peer *p, const wire_msg_t *vote); /* 0, or -PERR_REFUSED: it kicked p */
+    /* 0, or -PERR_REFUSED: the vote is consumed (p kicked, or the vote dropped) */
+    int (*check)(msm_t *m, struct msm_peer *p, const wire_msg_t *vote);
     void (*on_vote)(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *mb, const wire_msg_t *vote);
     void (*on_report)(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
     void (*progress)(msm_t *m); /* re-evaluates its operations after a departure */
@@ -146,5 +163,28 @@ void msm_coll_on_init(msm_t *m, struct msm_peer *p, msm_op_t *op, msm_member_t *
 void msm_coll_on_done(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
 void msm_coll_progress(msm_t *m);
 void msm_coll_fail(msm_t *m, msm_op_t *op, msm_fail_t why);
+/* The vote of a COLL_INIT as the master keeps it, and whether two are equal. */
+msm_coll_vote_t msm_coll_vote_of(const wire_msg_t *vote);
+int msm_coll_vote_equal(const msm_coll_vote_t *a, const msm_coll_vote_t *b);
+
+/* msm_grant.c: pipelined collectives (docs/protocol.md "Pipelined collectives"). */
+/* A COLL_INIT under a grant joins the granted operation when the voter holds it and votes what it voted
+ * last time, with the ring and world unchanged; else the grant is revoked and the vote dropped (the peer
+ * votes again on the COLL_REVOKE). A plain vote revokes its tag's grant. 0, or -PERR_REFUSED (consumed). */
+int msm_coll_check_init(msm_t *m, struct msm_peer *p, const wire_msg_t *vote);
+/* Fills COMPLETE's grant for c's tag (or the next tag) when c's kind may run pipelined, and records it. */
+void msm_grant_issue(msm_t *m, struct msm_group *g, const msm_op_t *c, wire_msg_t *complete);
+/* A granted operation still voting becomes a plain vote: COLL_REVOKE to every holder, the votes cast under
+ * the grant dropped (those members vote again); why is logged. 1 when that left no vote and c was freed. */
+int msm_grant_unpipeline(msm_t *m, msm_op_t *c, const char *why);
+/* A granted operation failed: COLL_REVOKE to the holders that had not voted under it. */
+void msm_grant_notify_idle(msm_t *m, const msm_op_t *c);
+/* Revokes every grant whose ring or world changed, and aborts the granted operations whose members run under such
+ * a grant (after every event). */
+void msm_grants_check(msm_t *m);
+/* Slots held by the group's unused grants; revokes its oldest one (0 when it has none). */
+uint64_t msm_grant_slots(const msm_t *m, uint32_t group);
+int msm_grant_revoke_oldest(msm_t *m, uint32_t group);
+void msm_grants_free(msm_t *m);
 
 #endif /* PCCL_MSM_OPS_H */

@@ -18,6 +18,9 @@
  *         place) or its input untouched (out of place), its retry must be correct for the world it ran in
  *         (contents that name their members), and the peers stop after ROUNDS operations of 3 members with the
  *         joiner in them.
+ *  pipe   all-reduces in a loop on one tag, run under the master's grants (docs/protocol.md "Pipelined
+ *         collectives"), in place on ID 0, out of place on the others; in the middle ID 1 passes another count: a
+ *         mismatch rejected on every member with the reason, buffers and inputs unchanged; then the loop goes on.
  * Exits 0 when every check passed.
  */
 #include <stdbool.h>
@@ -523,6 +526,38 @@ static void mode_kill(pcclExtCollKind_t kind, int rounds) {
     free(snap);
 }
 
+static void mode_pipe(void) {
+    enum { N = 1024, ROUNDS = 14, BAD = 7 };
+    float *send = malloc((N + 1) * sizeof *send), *recv = malloc((N + 1) * sizeof *recv);
+    float *snap = malloc((N + 1) * sizeof *snap);
+    int inplace = g_rank == 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        size_t n = round == BAD && g_rank == 1 ? N + 1 : N;
+        float *in = inplace ? recv : send;
+        for (size_t i = 0; i <= N; i++) in[i] = (float)((g_rank + 1) * (int)(i % 7 + (size_t)round));
+        memcpy(snap, in, (N + 1) * sizeof *snap);
+        pcclReduceDescriptor_t d = {.count = n, .op = pcclSum, .tag = 9,
+                                    .src_descriptor = {.datatype = pcclFloat, .distribution_hint = pcclDistributionNone},
+                                    .quantization_options = {.quantized_datatype = pcclFloat, .algorithm = pcclQuantNone}};
+        pcclResult_t r = pcclAllReduce(inplace ? recv : send, recv, &d, g_comm, NULL);
+        if (round == BAD) {
+            EXPECT(r == pcclInvalidUsage, "mismatch under a grant: %s", pcclResultString(r));
+            EXPECT(memcmp(snap, in, (N + 1) * sizeof *snap) == 0, "the rejected all-reduce changed its %s",
+                   inplace ? "buffer" : "input");
+            printf("op rejected\n");
+            continue;
+        }
+        EXPECT(r == pcclSuccess, "all-reduce round %d: %s", round, pcclResultString(r));
+        int sum = g_world * (g_world + 1) / 2, bad = 0;
+        for (size_t i = 0; i < N && r == pcclSuccess; i++) bad += recv[i] != (float)(sum * (int)(i % 7 + (size_t)round));
+        EXPECT(bad == 0, "round %d: %d wrong elements", round, bad);
+        printf("op ok round %d\n", round);
+    }
+    free(send);
+    free(recv);
+    free(snap);
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) return 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -545,6 +580,7 @@ int main(int argc, char **argv) {
     else if (strcmp(mode, "keyed") == 0) mode_keyed();
     else if (strcmp(mode, "barrier") == 0) mode_barrier();
     else if (strcmp(mode, "bad") == 0) mode_bad();
+    else if (strcmp(mode, "pipe") == 0) mode_pipe();
     else if (strcmp(mode, "kill") == 0 && argc == 6) {
         int k = 1;
         while (k < 5 && strcmp(kind_names[k], argv[5]) != 0) k++;

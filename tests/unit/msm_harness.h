@@ -280,13 +280,18 @@ static inline void flag(uint64_t conn, uint16_t type, int v) {
     msm_on_packet(M, conn, &m);
 }
 static inline void p2p_ok(uint64_t conn, int ok) { flag(conn, C2M_P2P_ESTABLISHED, ok); }
-static inline void coll_init_full(uint64_t conn, uint64_t tag, uint64_t count, uint8_t dtype) {
+/* A vote for an all-reduce (sum); grant_seq: the grant it runs under (0: a plain vote). */
+static inline void coll_init_under(uint64_t conn, uint64_t tag, uint64_t count, uint8_t dtype, uint64_t grant_seq) {
     wire_msg_t m = {.type = C2M_COLL_INIT};
     m.u.coll_init.tag = tag;
     m.u.coll_init.count = count;
     m.u.coll_init.dtype = dtype;
     m.u.coll_init.op = pcclSum;
+    m.u.coll_init.grant_seq = grant_seq;
     msm_on_packet(M, conn, &m);
+}
+static inline void coll_init_full(uint64_t conn, uint64_t tag, uint64_t count, uint8_t dtype) {
+    coll_init_under(conn, tag, count, dtype, 0);
 }
 static inline void coll_init(uint64_t conn, uint64_t tag) { coll_init_full(conn, tag, 1000, pcclFloat); }
 static inline void coll_done(uint64_t conn, uint64_t tag, uint64_t op_seq, int ok) {

@@ -385,12 +385,12 @@ static void test_stripes_by_payload(void) {
     clear_log();
     for (uint64_t c = 1; c <= 3; c++) vote(c, 2, (vote_t){.count = mib});
     const wire_msg_t *b = commence_of(1, 2);
-    CHECK(b && b->u.commence.slots == 0x01);
+    CHECK(b && __builtin_popcountll(b->u.commence.slots) == 1); /* the grant of tag 1 may hold slot 0 */
     finish(2, 3);
     clear_log();
     for (uint64_t c = 1; c <= 3; c++) vote(c, 3, (vote_t){.kind = pcclExtCollBarrier});
     const wire_msg_t *d = commence_of(1, 3);
-    CHECK(d && d->u.commence.slots == 0x01); /* no data, still one connection */
+    CHECK(d && __builtin_popcountll(d->u.commence.slots) == 1); /* no data, still one connection */
 }
 
 /* Views and stats: the kind of each operation while voting and running, aborts and rejections by kind, an unknown

@@ -356,13 +356,14 @@ static void test_coll_msgs(void) {
     m.u.coll_init.capacity = 0x0102030405060708ull;
     m.u.coll_init.max_world = 0x80000001u;
     m.u.coll_init.hash = 0xA5A5A5A55A5A5A5Aull;
-    roundtrip(&m, 2 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 8 + 1, &o);
+    m.u.coll_init.grant_seq = 0x0F0E0D0C0B0A0908ull;
+    roundtrip(&m, 2 + 8 + 8 + 4 + 2 + 8 + 8 + 4 + 8 + 1 + 8, &o);
     CHECK(o.u.coll_init.tag == m.u.coll_init.tag && o.u.coll_init.count == m.u.coll_init.count &&
           o.u.coll_init.dtype == 9 && o.u.coll_init.op == 4 && o.u.coll_init.quant_algo == 2 &&
           o.u.coll_init.quant_dtype == 250);
     CHECK(o.u.coll_init.kind == 3 && o.u.coll_init.flags == 6 && o.u.coll_init.rank_key == m.u.coll_init.rank_key &&
           o.u.coll_init.capacity == m.u.coll_init.capacity && o.u.coll_init.max_world == 0x80000001u &&
-          o.u.coll_init.hash == m.u.coll_init.hash);
+          o.u.coll_init.hash == m.u.coll_init.hash && o.u.coll_init.grant_seq == m.u.coll_init.grant_seq);
     wire_msg_free(&o);
 
     uint16_t types[] = {C2M_COLL_DONE, M2C_COLL_ABORT, M2C_COLL_COMPLETE};
@@ -371,10 +372,18 @@ static void test_coll_msgs(void) {
         c.u.coll.tag = 0xABCDEF0123456789ull + (uint64_t)i;
         c.u.coll.op_seq = 0x0000000100000002ull * (uint64_t)(i + 1);
         c.u.coll.ok = (uint8_t)(i == 2);
-        roundtrip(&c, 2 + 8 + 8 + 1, &o);
+        if (i == 2) c.u.coll.next_tag = 7, c.u.coll.next_seq = 0x11, c.u.coll.slots = 0x30;
+        roundtrip(&c, 2 + 8 + 8 + 1 + (i == 2 ? 24 : 0), &o);
         CHECK(o.u.coll.tag == c.u.coll.tag && o.u.coll.op_seq == c.u.coll.op_seq && o.u.coll.ok == c.u.coll.ok);
+        CHECK(o.u.coll.next_tag == c.u.coll.next_tag && o.u.coll.next_seq == c.u.coll.next_seq &&
+              o.u.coll.slots == c.u.coll.slots);
         wire_msg_free(&o);
     }
+    wire_msg_t rv = {.type = M2C_COLL_REVOKE};
+    rv.u.coll.tag = 5, rv.u.coll.op_seq = 9, rv.u.coll.slots = 0x3;
+    roundtrip(&rv, 2 + 8 + 8 + 8, &o);
+    CHECK(o.u.coll.tag == 5 && o.u.coll.op_seq == 9 && o.u.coll.slots == 0x3);
+    wire_msg_free(&o);
 
     wire_msg_t r = {.type = M2C_COLL_REJECT};
     r.u.reject.tag = 0x7FFFFFFFFFFFFFFFull;

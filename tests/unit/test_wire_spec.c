@@ -195,7 +195,7 @@ static void test_spec_rules(void) {
     CHECK_EQ_U64(C2M_MAX_, last[1] + 1u);
     CHECK_EQ_U64(M2C_MAX_, last[0] + 1u);
     CHECK_EQ_U64(wire_nmsgs, M2C_MAX_);
-    CHECK_EQ_U64(count, 31);
+    CHECK_EQ_U64(count, 32);
     /* elements hold fixed fields only: no counts, arrays, version or signature */
     for (int e = 0; e < WIRE_NELEMS; e++)
         for (uint32_t i = 0; i < wire_elems[e].nfields; i++) {
@@ -209,7 +209,7 @@ static void test_render(void) {
     char out[256];
     render_layout(&wire_msg_spec(C2M_COLL_INIT)->payload, 1, out, sizeof out);
     CHECK(strcmp(out, "u64 tag, u64 count, u8 dtype, u8 op, u8 quant_algo, u8 quant_dtype, u8 kind, u8 flags, u64 rank_key, "
-                      "u64 capacity, u32 max_world, u64 hash, u8 algo (51)") == 0);
+                      "u64 capacity, u32 max_world, u64 hash, u8 algo, u64 grant_seq (59)") == 0);
     render_layout(&wire_msg_spec(M2C_COLL_COMMENCE)->payload, 1, out, sizeof out);
     CHECK(strcmp(out, "u64 tag, u64 op_seq, u64 slots, world, u32 n, uuid[16][n] ring, u8 kind, u32 root, member[n], u8 algo") == 0);
     render_layout(&wire_msg_spec(M2C_SS_PLAN)->payload, 1, out, sizeof out);

@@ -157,8 +157,11 @@ typedef struct wire_msg {
             uint32_t max_world; /* all-gather-v: entries its counts array holds; 0 = no limit */
             uint64_t hash;     /* shared-sources broadcast: simplehash of the member's buffer, else 0 */
             uint8_t algo;      /* WIRE_ALGO_AUTO, _RING or _RHD: the member's PCCL_ALGO */
+            uint64_t grant_seq; /* the op_seq of the grant this vote runs under (pipelined), else 0 */
         } coll_init;
-        struct { uint64_t tag; uint64_t op_seq; uint8_t ok; } coll; /* COLL_DONE, ABORT, COMPLETE */
+        /* COLL_DONE, ABORT, COMPLETE, REVOKE; COMPLETE's grant: next_seq (0: none) for tag next_tag on
+         * slots; REVOKE's slots: the void grant's */
+        struct { uint64_t tag; uint64_t op_seq; uint8_t ok; uint64_t next_tag, next_seq, slots; } coll;
         struct { uint8_t uuid[16]; } welcome; /* also PEER_UNREACHABLE: the peer that could not be reached */
         struct { wire_world_t world; uint32_t n; wire_peer_t *peers; } establish; /* ring order of own group */
         struct { uint8_t ok; wire_world_t world; } topo_done;

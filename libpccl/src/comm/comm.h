@@ -76,6 +76,7 @@ typedef struct p2p_state {
 } p2p_state_t;
 
 struct pccl_op;
+struct op_grant;
 
 /* Shared state being served while this peer is inside pcclSynchronizeSharedState. */
 typedef struct ss_serving {
@@ -193,6 +194,7 @@ struct pcclComm_t {
     pthread_t *workers;
     int workers_stop;
     struct pccl_op *op_free; /* recycled op records (keep their wait: eventfd and condvar) */
+    struct op_grant *grants; /* collectives the master pre-commenced, by tag (op/op_grant.c) */
     uint32_t nop_free;
     wire_world_t world;
     ss_serving_t *serving;

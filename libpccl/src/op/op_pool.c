@@ -173,4 +173,5 @@ void allreduce_join_all(pcclComm_t *c) {
         op_destroy(o);
     }
     c->nop_free = 0;
+    op_grants_clear(c);
 }

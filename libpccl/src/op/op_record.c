@@ -83,19 +83,33 @@ static int take_locked(pccl_op_t *o, wire_msg_t *msg) {
         o->got_commence = 1;
         return 1;
     }
-    if (msg->type == M2C_COLL_REJECT && !o->got_commence) {
+    /* A pipelined op runs before its vote is decided: a rejection of that vote stops it like an abort. */
+    if (msg->type == M2C_COLL_REJECT && (!o->got_commence || (o->pipelined && !o->got_end))) {
         o->got_reject = 1;
         o->reject_reason = msg->u.reject.reason;
         snprintf(o->reject_detail, sizeof o->reject_detail, "%.*s", (int)sizeof msg->u.reject.detail - 1,
                  msg->u.reject.detail);
-    } else if ((msg->type == M2C_COLL_ABORT || msg->type == M2C_COLL_COMPLETE) && o->got_commence &&
-               msg->u.coll.op_seq == o->op_seq && !o->got_end) {
+        if (o->got_commence) {
+            o->got_end = 1;
+            pwait_cancel_locked(&o->w, -PERR_ABORTED);
+        }
+    } else if ((msg->type == M2C_COLL_ABORT || msg->type == M2C_COLL_COMPLETE || msg->type == M2C_COLL_REVOKE) &&
+               o->got_commence && msg->u.coll.op_seq == o->op_seq && !o->got_end) {
         /* An ABORT/COMPLETE for an older attempt of the same tag is ignored by the op_seq check. */
         o->got_end = 1;
         o->end_ok = msg->type == M2C_COLL_COMPLETE && msg->u.coll.ok;
+        o->revoked = msg->type == M2C_COLL_REVOKE;
         if (!o->end_ok) pwait_cancel_locked(&o->w, -PERR_ABORTED);
+        if (o->end_ok) op_grant_store_locked(o, msg);
     }
     return 0;
+}
+
+/* A COLL_REVOKE stops the op running under the grant (it drops its streams, which the other ends then see
+ * closed: p2p.h), or drops the grant. */
+static void revoke_locked(pcclComm_t *c, pccl_op_t *o, wire_msg_t *msg) {
+    if (o && o->pipelined && o->got_commence && !o->got_end && o->op_seq == msg->u.coll.op_seq) take_locked(o, msg);
+    else op_grant_revoke_locked(c, msg);
 }
 
 int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
@@ -103,16 +117,15 @@ int allreduce_route(pcclComm_t *c, wire_msg_t *msg) {
     switch (msg->type) {
     case M2C_COLL_COMMENCE: tag = msg->u.commence.tag; break;
     case M2C_COLL_REJECT: tag = msg->u.reject.tag; break;
-    case M2C_COLL_ABORT: case M2C_COLL_COMPLETE: tag = msg->u.coll.tag; break;
+    case M2C_COLL_ABORT: case M2C_COLL_COMPLETE: case M2C_COLL_REVOKE: tag = msg->u.coll.tag; break;
     default: return 0;
     }
     pthread_mutex_lock(&c->mu);
     pccl_op_t *o = op_find_locked(c, tag);
     int taken = 0;
-    if (o) {
-        taken = take_locked(o, msg);
-        pthread_cond_broadcast(o->w.cv);
-    }
+    if (msg->type == M2C_COLL_REVOKE) revoke_locked(c, o, msg);
+    else if (o) taken = take_locked(o, msg);
+    if (o) pthread_cond_broadcast(o->w.cv);
     int woke = o && pwait_result(&o->w);
     pthread_mutex_unlock(&c->mu);
     if (woke) p2p_wake(c); /* a ring waiting for its predecessor's connection */

@@ -57,6 +57,10 @@ struct pccl_op {
     /* filled by the reader under comm->mu */
     int got_commence, got_reject, got_end, end_ok;
     int ring_done; /* its data moved and it reported so in its epoch: only a verdict ends it */
+    int pipelined; /* it runs under a grant (op_grant.c): commenced by the verdict of the tag's previous op */
+    int revoked;   /* the master revoked that grant: it restores and votes again, plainly (no_grant) */
+    int no_grant;
+    wire_msg_t vote; /* the COLL_INIT it sent (a grant it earns is valid for the same vote) */
     uint8_t reject_reason;
     char reject_detail[256];
     uint64_t op_seq;
@@ -112,8 +116,19 @@ int op_rhd_broadcast(pccl_op_t *o, ring_io_t *io, const void *src);
 void op_rhd_release(pccl_op_t *o, int kill);
 
 /* op_vote.c: sends the vote and waits for COMMENCE. 0 once commenced, else the op's code (a rejection is
- * logged with the master's reason). */
+ * logged with the master's reason). Under a grant it is commenced at once. */
 int op_vote(pccl_op_t *o);
+/* The code of a rejected op, its reason logged. */
+int op_rejected(const pccl_op_t *o);
+
+/* op_grant.c: grants of pipelined collectives (comm->grants, under comm->mu). */
+/* Keeps the grant a COMPLETE of o carries (none: nothing), replacing an older one of its tag. */
+void op_grant_store_locked(pccl_op_t *o, const wire_msg_t *complete);
+/* Takes o's tag's grant: 1 when it fits vote (same epoch, same vote), o commenced under it; else 0 (dropped). */
+int op_grant_take_locked(pccl_op_t *o, const wire_msg_t *vote);
+/* Drops the grant a COLL_REVOKE names. */
+void op_grant_revoke_locked(pcclComm_t *c, const wire_msg_t *revoke);
+void op_grants_clear(pcclComm_t *c);
 
 /* op_run.c: runs one operation from the vote to the end (on a pool worker or the caller's thread); o->rc. */
 void op_run(pccl_op_t *o);

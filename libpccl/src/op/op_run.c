@@ -12,6 +12,8 @@
 #include "pccl_kernels.h"
 
 #define STAGING_BYTES (1u << 20)
+
+static int op_revoked(pccl_op_t *o);
 #define MAX_STRIPES 64
 
 /* Marks the data moved unless the master of the op's epoch is already gone (then the op ends as
@@ -25,10 +27,11 @@ static int mark_ring_done(pccl_op_t *o) {
     return in_time;
 }
 
-/* Waits for COMPLETE/ABORT of an op whose data moved. When the master is lost meanwhile the verdict comes from
- * the restarted one (the rebuild answers every RESUME that lists the op), so the wait goes on through the
+/* Waits for the verdict of a commenced op (COMPLETE, ABORT; under a grant also REVOKE or REJECT). When the
+ * master is lost meanwhile the verdict of an op whose data moved comes from the restarted one (the rebuild
+ * answers every RESUME that lists the op as finished), so with through_restart the wait goes on through the
  * reconnect window. 0 with the verdict in end_ok, -PERR_RESTARTED without one. */
-static int await_verdict(pccl_op_t *o) {
+static int await_verdict(pccl_op_t *o, int through_restart) {
     pcclComm_t *c = o->comm;
     uint64_t deadline = 0;
     pthread_mutex_lock(&c->mu);
@@ -37,7 +40,7 @@ static int await_verdict(pccl_op_t *o) {
             pwait_cond_sleep(o->w.cv, &c->mu, 0);
             continue;
         }
-        if (c->reconnect_ms <= 0 || atomic_load(&c->stopping)) break;
+        if (!through_restart || c->reconnect_ms <= 0 || atomic_load(&c->stopping)) break;
         uint64_t now = net_now_ms();
         if (!deadline) deadline = now + (uint64_t)c->reconnect_ms + (uint64_t)c->connect_timeout_ms + 5000;
         if (now >= deadline) break;
@@ -186,7 +189,8 @@ static int move_data(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t *
         snprintf(ios->err, sizeof ios->err, "%s", opened == -PERR_IO        ? "cannot connect to ring successor"
                                                 : opened == -PERR_TIMEOUT ? "ring predecessor did not connect"
                                                                           : "out of memory");
-        if (opened != 0) report_unreachable(o, opened);
+        /* Under a grant a neighbour may just not have started yet: no report (a plain vote follows). */
+        if (opened != 0 && !o->pipelined) report_unreachable(o, opened);
     }
     bufpool_put(&c->buffers, staging, staging_cap);
     return rc;
@@ -201,17 +205,22 @@ static int verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
     if (rc == 0 && !mark_ring_done(o)) return -PERR_RESTARTED;
     if (rc == 0) {
         send_done(o, 1);
-        if (await_verdict(o) != 0) return -PERR_RESTARTED;
+        if (await_verdict(o, 1) != 0) return -PERR_RESTARTED;
         if (o->end_ok) return 0;
-        PLOG_INFO(c->log_name, "%s tag %llu finished here but was aborted for the group; restoring", kind, tag);
+        if (!op_revoked(o))
+            PLOG_INFO(c->log_name, "%s tag %llu finished here but was aborted for the group; restoring", kind, tag);
         return -PERR_ABORTED;
     }
-    if (rc != -PERR_CANCELLED) {
+    if (rc != -PERR_CANCELLED) send_done(o, 0);
+    /* Under a grant a ring fails also while a member has not started it yet: the master decides (ABORT, or
+     * REVOKE and a plain vote), so the op waits for its word. */
+    if (o->pipelined) await_verdict(o, 0);
+    if (op_revoked(o))
+        PLOG_DEBUG(c->log_name, "%s tag %llu stopped: the master revoked its grant", kind, tag);
+    else if (rc != -PERR_CANCELLED)
         PLOG_WARN(c->log_name, "%s tag %llu failed: %s", kind, tag, io->err);
-        send_done(o, 0);
-    } else {
+    else
         PLOG_INFO(c->log_name, "%s tag %llu aborted by the master (another peer failed)", kind, tag);
-    }
     return rc;
 }
 
@@ -233,7 +242,7 @@ static int perform(pccl_op_t *o) {
         o->info.tx_bytes = ios[0].tx_bytes;
         o->info.rx_bytes = ios[0].rx_bytes;
         rc = verdict(o, moved, &ios[0]);
-        if (rc != 0) op_note_failed(o);
+        if (rc != 0 && !op_revoked(o)) op_note_failed(o);
         /* After any failure the streams may hold partial data: drop them, a retry reconnects. */
         for (uint32_t s = 0; s < k; s++) {
             p2p_release(c, tx[s], rc != 0);
@@ -254,7 +263,39 @@ static int perform(pccl_op_t *o) {
     return rc;
 }
 
+/* Whether the master revoked the grant o ran under (read under mu: the reader sets it). */
+static int op_revoked(pccl_op_t *o) {
+    pthread_mutex_lock(&o->comm->mu);
+    int r = o->revoked;
+    pthread_mutex_unlock(&o->comm->mu);
+    return r;
+}
+
+/* After a revoked grant: the op as before its vote, to vote again plainly. */
+static void reset_for_vote(pccl_op_t *o) {
+    pcclComm_t *c = o->comm;
+    pthread_mutex_lock(&c->mu);
+    wire_msg_free(&o->commence);
+    memset(&o->commence, 0, sizeof o->commence);
+    o->got_commence = o->got_reject = o->got_end = o->end_ok = o->ring_done = 0;
+    o->pipelined = o->revoked = 0;
+    o->no_grant = 1;
+    o->op_seq = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
 void op_run(pccl_op_t *o) {
     int rc = op_vote(o);
-    o->rc = rc == 0 ? perform(o) : rc;
+    if (rc == 0) rc = perform(o);
+    if (rc != 0 && op_revoked(o)) {
+        PLOG_DEBUG(o->comm->log_name, "%s tag %llu: grant revoked, voting again", o->kind->name,
+                   (unsigned long long)o->tag);
+        reset_for_vote(o);
+        rc = op_vote(o);
+        if (rc == 0) rc = perform(o);
+    }
+    pthread_mutex_lock(&o->comm->mu);
+    int rejected = o->pipelined && o->got_reject;
+    pthread_mutex_unlock(&o->comm->mu);
+    o->rc = rejected ? op_rejected(o) : rc;
 }

@@ -58,8 +58,7 @@ static void fill_init(const pccl_op_t *o, wire_msg_t *init) {
     init->u.coll_init.algo = o->comm->algo;
 }
 
-/* The code of a rejected op, its reason logged at ERROR with the tag and kind. */
-static int rejected(const pccl_op_t *o) {
+int op_rejected(const pccl_op_t *o) {
     const char *log = o->comm->log_name, *kind = o->kind->name;
     unsigned long long tag = (unsigned long long)o->tag;
     switch (o->reject_reason) {
@@ -86,6 +85,12 @@ int op_vote(pccl_op_t *o) {
      * lost or restarted master below. While a restarted master is awaited, comm_begin holds the vote back. */
     if (comm_begin(c, &o->epoch) != 0) return -PERR_RESTARTED; /* lost for good: op_result says so */
     clear_stale_abort(o);
+    /* Under the grant of the tag's previous op (same vote, same master connection) the op is commenced now: its
+     * ring starts while the vote travels, and the master's verdict covers both (docs/protocol.md). */
+    pthread_mutex_lock(&c->mu);
+    o->vote = init;
+    if (!o->no_grant && op_grant_take_locked(o, &init)) init.u.coll_init.grant_seq = o->op_seq;
+    pthread_mutex_unlock(&c->mu);
     if (comm_send(c, o->epoch, &init) != 0) {
         /* A restarted master that took this peer back as a newcomer gets no vote from it (comm_send holds it
          * back), so no COMMENCE can come: the op ends as for a peer not yet accepted. A leaving peer sends no
@@ -94,7 +99,8 @@ int op_vote(pccl_op_t *o) {
         if (role == PEER_REJOINING) return -PERR_TOO_FEW_PEERS;
         if (role == PEER_LEAVING) return -PERR_LOST;
     }
+    if (o->pipelined) return 0;
     int rc = wait_started(o);
     if (rc != 0) return rc;
-    return o->got_reject ? rejected(o) : 0;
+    return o->got_reject ? op_rejected(o) : 0;
 }

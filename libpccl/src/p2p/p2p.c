@@ -190,10 +190,24 @@ int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out) {
     return rc;
 }
 
+/* The stream of (uuid, dir, slot) unless its other end has closed it (caller holds mu): a connection closed
+ * between two ops (its peer dropped it after a failure, or a revoked pipelined op that wrote into it) leaves the
+ * table here, so an op never sends into a dead socket or reads what an op it is not part of left behind. */
+static p2p_conn_t *find_live_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, uint32_t slot) {
+    p2p_conn_t *k = find_locked(c, uuid, dir, slot);
+    if (!k) return NULL;
+    struct pollfd pfd = {.fd = k->fd, .events = POLLRDHUP};
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        unlink_locked(c, k);
+        return NULL;
+    }
+    return k;
+}
+
 p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w) {
     net_cancel_t cancel_w = {.wait = w}, *cancel = w ? &cancel_w : NULL;
     pthread_mutex_lock(&c->p2p.mu);
-    p2p_conn_t *k = find_locked(c, uuid, P2P_TX, slot);
+    p2p_conn_t *k = find_live_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;
     pthread_mutex_unlock(&c->p2p.mu);
     if (k) return k;
@@ -243,7 +257,7 @@ p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     pthread_mutex_lock(&c->p2p.mu);
     p2p_conn_t *k;
     /* Woken by each new connection and by p2p_wake after w is cancelled. */
-    while (!(k = find_locked(c, uuid, P2P_RX, slot)) && !atomic_load(&c->shutting_down) && !(w && pwait_result(w)) &&
+    while (!(k = find_live_locked(c, uuid, P2P_RX, slot)) && !atomic_load(&c->shutting_down) && !(w && pwait_result(w)) &&
            pwait_cond_sleep(&c->p2p.cv, &c->p2p.mu, deadline) == 0) {
     }
     if (k) k->refs++;
