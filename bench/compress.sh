@@ -9,7 +9,8 @@
 # usage: bench/compress.sh [--bin DIR] [--configs LIST] [--streaming off|on|both] [--local] [--wan]
 #                          [--steps N] [--wan-steps N] [--inner H] [--fragments K] [--overlap TAU] [--peers N]
 #                          [--join-flags "FLAGS"]
-#   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default), and topk1 (top-k 1% + 2-bit)
+#   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default), topk15 (top-k 1.5% + 2-bit) and topk1 (top-k 1%
+#               + 2-bit), or any --sparsify value (topk:0.02:2)
 #   --streaming off: DiLoCo only, on: Streaming DiLoCo only, both (default)
 #   --local     loopback runs (bytes, accuracy); --wan: runs under the emulation (utilisation, bytes, accuracy);
 #               neither: --local. --wan-steps (default --steps) keeps the emulated runs short.
@@ -54,7 +55,9 @@ flags_of() { # flags_of CONFIG: the pccl join flags of a configuration
     uint4) echo "--quantize minmax:uint4" ;;
     uint2) echo "--quantize minmax:uint2" ;;
     topk3) echo "--sparsify topk:0.03:2" ;;
+    topk15) echo "--sparsify topk:0.015:2" ;;
     topk1) echo "--sparsify topk:0.01:2" ;;
+    topk:*) echo "--sparsify $1" ;;
     *) echo "compress.sh: unknown configuration $1" >&2; return 1 ;;
     esac
 }
@@ -136,7 +139,7 @@ for line in open(sys.argv[1]):
     if "config" in kv: rows.setdefault((kv["config"], int(kv["fragments"])), {})[kv["mode"]] = kv
 names = {"fp32": "dense fp32", "int8": "int8 (minmax:uint8)", "uint4": "4-bit (minmax:uint4)",
          "uint2": "2-bit (minmax:uint2)", "topk3": "top-k 3% + 2-bit (topk:0.03:2)",
-         "topk1": "top-k 1% + 2-bit (topk:0.01:2)"}
+         "topk15": "top-k 1.5% + 2-bit (topk:0.015:2)", "topk1": "top-k 1% + 2-bit (topk:0.01:2)"}
 base = rows.get(("fp32", 1), {}).get("local") or rows.get(("fp32", 1), {}).get("wan")
 print("| configuration | fragments | B sent / peer / outer step | vs dense fp32 | test accuracy | same state "
       "| compute utilisation (WAN) |")
