@@ -8,21 +8,23 @@
 #
 # usage: bench/compress.sh [--bin DIR] [--configs LIST] [--streaming off|on|both] [--local] [--wan]
 #                          [--steps N] [--wan-steps N] [--inner H] [--fragments K] [--overlap TAU] [--peers N]
-#                          [--join-flags "FLAGS"]
-#   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default), and topk1 (top-k 1% + 2-bit)
+#                          [--join-flags "FLAGS"] [--seed-base S]
+#   --configs   comma list of fp32,int8,uint4,uint2,topk3 (default), topk15 (top-k 1.5% + 2-bit) and topk1 (top-k 1%
+#               + 2-bit), or any --sparsify value (topk:0.02:2)
 #   --streaming off: DiLoCo only, on: Streaming DiLoCo only, both (default)
 #   --local     loopback runs (bytes, accuracy); --wan: runs under the emulation (utilisation, bytes, accuracy);
 #               neither: --local. --wan-steps (default --steps) keeps the emulated runs short.
 #   --steps     outer steps (default 30), each of H inner steps with K fragment syncs
 #   --inner     H, inner steps per outer step (default 25); --fragments K (default 4); --overlap TAU (default: the
 #               workload's, half of H/K); --join-flags: more pccl join flags for every run (e.g. --outer-lr 1)
+#   --seed-base peer I's data-order seed is S + I (default 1)
 # env: WAN_RATE (100mbit), WAN_DELAY (the emulation's default: 40 ms RTT on either path), WAN_MTU (1500),
 #      WAN_PREFIX (pcclc), as in bench/wan.sh.
 # Prints one RESULT line per run, then a Markdown table of all of them.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$ROOT/build/bin CONFIGS=fp32,int8,uint4,uint2,topk3 STREAMING=both LOCAL=0 WAN=0
-STEPS=30 WAN_STEPS= INNER=25 FRAGMENTS=4 OVERLAP= NPEERS=4 JOIN_FLAGS=
+STEPS=30 WAN_STEPS= INNER=25 FRAGMENTS=4 OVERLAP= NPEERS=4 JOIN_FLAGS= SEED_BASE=1
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) BIN=$2; shift ;;
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --overlap) OVERLAP=$2; shift ;;
     --peers) NPEERS=$2; shift ;;
     --join-flags) JOIN_FLAGS=$2; shift ;;
+    --seed-base) SEED_BASE=$2; shift ;;
     *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
     esac
     shift
@@ -54,7 +57,9 @@ flags_of() { # flags_of CONFIG: the pccl join flags of a configuration
     uint4) echo "--quantize minmax:uint4" ;;
     uint2) echo "--quantize minmax:uint2" ;;
     topk3) echo "--sparsify topk:0.03:2" ;;
+    topk15) echo "--sparsify topk:0.015:2" ;;
     topk1) echo "--sparsify topk:0.01:2" ;;
+    topk:*) echo "--sparsify $1" ;;
     *) echo "compress.sh: unknown configuration $1" >&2; return 1 ;;
     esac
 }
@@ -101,7 +106,7 @@ run_one() {
     for i in $(seq 0 $((NPEERS - 1))); do
         # shellcheck disable=SC2086 # extra is a list of flags
         timeout 1800 "$@" ${NSP:+"$NSP-p$i"} "$PCCL" join --master "$host:$port" --workload fashion-mnist \
-            --steps "$outer" --inner-steps "$INNER" --min-world "$NPEERS" --seed $((i + 1)) $extra --json \
+            --steps "$outer" --inner-steps "$INNER" --min-world "$NPEERS" --seed $((i + SEED_BASE)) $extra --json \
             >"$d/peer$i.log" 2>"$d/peer$i.err" &
         pids+=($!)
     done
@@ -136,7 +141,7 @@ for line in open(sys.argv[1]):
     if "config" in kv: rows.setdefault((kv["config"], int(kv["fragments"])), {})[kv["mode"]] = kv
 names = {"fp32": "dense fp32", "int8": "int8 (minmax:uint8)", "uint4": "4-bit (minmax:uint4)",
          "uint2": "2-bit (minmax:uint2)", "topk3": "top-k 3% + 2-bit (topk:0.03:2)",
-         "topk1": "top-k 1% + 2-bit (topk:0.01:2)"}
+         "topk15": "top-k 1.5% + 2-bit (topk:0.015:2)", "topk1": "top-k 1% + 2-bit (topk:0.01:2)"}
 base = rows.get(("fp32", 1), {}).get("local") or rows.get(("fp32", 1), {}).get("wan")
 print("| configuration | fragments | B sent / peer / outer step | vs dense fp32 | test accuracy | same state "
       "| compute utilisation (WAN) |")

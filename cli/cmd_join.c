@@ -138,6 +138,8 @@ static int on_flag(void *ctx, const char *n, const char *arg) {
         if (strcmp(arg, "none") && pcclExtSparseParse(arg, &o->sparse_fraction, &o->sparse_bits) != pcclSuccess)
             return cli_usage_error(cmd, "bad value '%s' for --sparsify (topk:FRACTION or topk:FRACTION:BITS with "
                                    "FRACTION in (0, 1] and BITS 2 or 4, or none)", arg);
+    } else if (!strcmp(n, "sparse-decay")) {
+        bad = cli_parse_float(arg, &o->sparse_decay) || !(o->sparse_decay >= 0 && o->sparse_decay <= 1);
     } else if (!strcmp(n, "quantize")) {
         if (pccl_quant_parse(arg, &o->quant) != 0)
             return cli_usage_error(cmd, "bad value '%s' for --quantize (minmax:uint8|int8|uint16|uint4|uint2, "
@@ -242,6 +244,8 @@ static int check_streaming(const cli_command_t *cmd, join_opts_t *o) {
     if (o->sparse_fraction > 0 && o->quant.algorithm != pcclQuantNone)
         return cli_usage_error(cmd, "--sparsify and --quantize exclude each other (--sparsify topk:FRACTION:BITS "
                                "quantizes the values it keeps)");
+    if (o->sparse_decay != 1 && o->sparse_fraction <= 0)
+        return cli_usage_error(cmd, "--sparse-decay applies with --sparsify");
     uint32_t gap = H / o->fragments;
     if (o->overlap_steps == UINT32_MAX) o->overlap_steps = o->fragments > 1 ? gap / 2 : 0;
     if (o->overlap_steps >= gap)
@@ -255,7 +259,7 @@ static int run(int argc, char **argv) {
                      .workload = JOIN_WORKLOAD_FASHION_MNIST, .steps = JOIN_DEFAULT_STEPS, .peer_group = JOIN_DEFAULT_PEER_GROUP,
                      .size_bytes = JOIN_DEFAULT_SIZE, .tensors = JOIN_DEFAULT_TENSORS, .outer_momentum = -1,
                      .seed = (uint64_t)getpid() * 2654435761u, .max_rejections = JOIN_DEFAULT_MAX_REJECTIONS,
-                     .overlap_steps = UINT32_MAX};
+                     .overlap_steps = UINT32_MAX, .sparse_decay = 1};
     ccoip_socket_address_t master = {0};
     int have_master = 0;
     const char *key_file = NULL, *p2p_port = NULL, *advertise = NULL, *identity_file = NULL, *name = NULL;

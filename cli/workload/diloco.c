@@ -171,6 +171,7 @@ void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t,
         char sname[48];
         snprintf(sname, sizeof sname, "topk:%g:%d", o->sparse_fraction, o->sparse_bits);
         cJSON_AddStringToObject(e, "sparsify", sname);
+        cJSON_AddNumberToObject(e, "sparse_decay", o->sparse_decay);
     } else {
         cJSON_AddStringToObject(e, "sparsify", "none");
     }

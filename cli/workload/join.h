@@ -63,6 +63,7 @@ typedef struct join_opts {
     uint32_t overlap_steps;  /* fashion-mnist: inner steps between a fragment's launch and its wait (tau) */
     double sparse_fraction;  /* fashion-mnist --sparsify topk:FRACTION[:BITS]: 0 dense */
     int sparse_bits;         /* 0 (values as floats), 2 or 4 */
+    float sparse_decay;      /* --sparse-decay: the residual's weight in the next selection, in [0, 1] */
 } join_opts_t;
 
 /* What a workload needs from this machine, loaded and checked before the master is contacted, so

@@ -15,6 +15,10 @@ void pg_launch(pg_reduce_t *r, pcclComm_t *comm, const join_opts_t *o, float *bu
                pcclExtSparseResidual_t *residual) {
     *r = (pg_reduce_t){.o = o, .comm = comm, .buf = buf, .n = n, .tag = tag, .residual = residual};
     if (residual) {
+        const float *e = pcclExtSparseResidualData(residual);
+        const float decay_minus_1 = o->sparse_decay - 1.0f;
+        /* The library selects from buf + residual: weighting the residual by the decay is this addition. */
+        for (size_t i = 0; decay_minus_1 != 0.0f && i < n; i++) buf[i] += decay_minus_1 * e[i];
         r->launched = pthread_create(&r->thread, NULL, sparse_main, r) == 0 ? pcclSuccess : pcclInternalError;
         return;
     }

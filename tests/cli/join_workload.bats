@@ -40,6 +40,10 @@ start_master() {
     done
     check "--sparsify and --quantize exclude each other" --sparsify topk:0.03:2 --quantize minmax:uint2
     check "--sparsify applies to --workload fashion-mnist" --workload synthetic --sparsify topk:0.1
+    for s in -0.1 1.5 nan x; do
+        check "bad value '$s' for --sparse-decay" --sparsify topk:0.1 --sparse-decay "$s"
+    done
+    check "--sparse-decay applies with --sparsify" --sparse-decay 0.9
 }
 
 @test "join --sparsify with --fragments 2: a fraction of the dense bytes, equal hashes" {
@@ -60,4 +64,26 @@ start_master() {
     # Dense, 2 peers send each of the 101,770 floats once per outer step: 814,160 B in 2 steps.
     tx=$(field "$b" allreduce_tx_bytes)
     [ "${tx%.*}" -gt 0 ] && [ "${tx%.*}" -lt 81416 ]
+}
+
+@test "join --sparse-decay: equal hashes on both peers, a different result than the undecayed residual" {
+    start_master
+    runpair() { # runpair DECAY: two peers, 2 outer steps (the second selects from the residual); prints peer 2's done
+        local args=(--master 127.0.0.1:"$PORT" --workload fashion-mnist --steps 2 --inner-steps 6 --json
+                    --sparsify topk:0.03:2 --sparse-decay "$1")
+        "$PCCL" join "${args[@]}" --seed 1 > "$TMP/a.log" 2> "$TMP/a.err" &
+        APID=$!
+        timeout 60 "$PCCL" join "${args[@]}" --seed 2 > "$TMP/b.log" 2> "$TMP/b.err" || return 1
+        wait "$APID" || return 1
+        APID=
+        a=$(grep '"event":"done"' "$TMP/a.log")
+        b=$(grep '"event":"done"' "$TMP/b.log")
+        [ -n "$a" ] && [ "$(field "$a" hash)" = "$(field "$b" hash)" ] || return 1
+        echo "$b"
+    }
+    field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+    d1=$(runpair 1)
+    d5=$(runpair 0.5)
+    [ "$(field "$d5" sparse_decay)" = 0.5 ] && [ "$(field "$d1" sparse_decay)" = 1 ]
+    [ "$(field "$d1" hash)" != "$(field "$d5" hash)" ]
 }
