@@ -6,7 +6,8 @@
 #
 # Environment: STEPS (outer steps, default 60), INNER (inner steps, default 25),
 # PEERS (default 4), QUANTIZE (pccl join --quantize, e.g. minmax:uint2; default none), SPARSIFY
-# (pccl join --sparsify, e.g. topk:0.03; default none), FRAGMENTS (pccl join --fragments: Streaming DiLoCo
+# (pccl join --sparsify, e.g. topk:0.015:2; default none; with it the peers take SparseLoCo's outer step:
+# decayed error feedback, plain outer SGD, docs/workload.md), FRAGMENTS (pccl join --fragments: Streaming DiLoCo
 # with that many fragments; default 1, DiLoCo),
 # KEEP_LOGS=1 to keep the logs; BIN=DIR uses DIR/pccl as built (no install, no build).
 # PYTHON=1 (or diloco) runs the same with the Python example peers of examples/python/
@@ -40,7 +41,9 @@ SPARSIFY=${SPARSIFY:-}
 FRAGMENTS=${FRAGMENTS:-1}
 case $FRAGMENTS in '' | *[!0-9]*) echo "demo.sh: FRAGMENTS must be a positive number, got '$FRAGMENTS'" >&2; exit 2 ;; esac
 EXTRA=()
-[ -n "$SPARSIFY" ] && EXTRA+=(--sparsify "$SPARSIFY")
+# SparseLoCo (arXiv 2508.15706, section 3): error feedback decayed by 0.9 and plain outer SGD at lr 4 keep a
+# top-k run within a point of dense DiLoCo (docs/benchmarks.md, section 4d).
+[ -n "$SPARSIFY" ] && EXTRA+=(--sparsify "$SPARSIFY" --sparse-decay 0.9 --outer-momentum 0 --outer-lr 4)
 [ "$FRAGMENTS" != 1 ] && EXTRA+=(--fragments "$FRAGMENTS")
 LOGS=$(mktemp -d /tmp/pccl-demo.XXXXXX)
 PIDS=()
