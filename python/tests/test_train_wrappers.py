@@ -118,6 +118,32 @@ def test_diloco_quantized_converges(procs):
     assert finals[0]["accuracy"] >= 0.9 and finals[0]["loss"] < 0.5, finals[0]
 
 
+def test_streaming_diloco_sparse_converges(procs):
+    """Outer gradients as top-10% packs at 2 bits with decayed error feedback, 2 fragments overlapped with the inner
+    steps: equal global parameters on both peers, and the model still learns."""
+    run = Run(procs, "streaming", "steps=12", "inner=6", "fragments=2", "overlap=1", "alpha=0",
+              "sparse=topk:0.1:2", "decay=0.9")
+    for r in range(2):
+        run.start(r, 2)
+    procs.expect_success(["rank0", "rank1"], 55)
+    finals = run.check_equal(range(2))
+    assert finals[0]["revision"] == 12 and finals[0]["committed"] == 12, finals[0]
+    assert finals[0]["world"] == 2, "the sparse all-reduce did not report the exchange's world"
+    assert finals[0]["accuracy"] >= 0.8, finals[0]
+
+
+def test_sparsify_arguments_are_checked_before_connecting():
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="sparsify"):
+        StreamingDiLoCo("127.0.0.1:1", model, opt, inner_steps=10, sparsify="topk:1.5")
+    with pytest.raises(ValueError, match="exclusive"):
+        StreamingDiLoCo("127.0.0.1:1", model, opt, inner_steps=10, sparsify="topk:0.1",
+                        quantization=pccl.QuantizationOptions(pccl.DataType.UINT8, pccl.QuantizationAlgorithm.MIN_MAX))
+    with pytest.raises(ValueError, match="sparse_decay"):
+        StreamingDiLoCo("127.0.0.1:1", model, opt, inner_steps=10, sparsify=(0.1, 2), sparse_decay=1.5)
+
+
 def test_streaming_diloco_kill_and_join(procs):
     """3 fragments synced in turn with one step of overlap; a peer is SIGKILLed and a newcomer joins; every peer ends
     with the same global parameters and outer momentum."""

@@ -17,10 +17,13 @@ waiting for it `overlap_steps` inner steps later, while training goes on.
 Shared state: the global parameters and the outer optimizer's state (state_dict()s); the inner optimizer's state
 stays private. See docs/python-training.md.
 """
+from concurrent.futures import ThreadPoolExecutor
+
 import torch
 
 from pccl._errors import PCCLError
 from pccl._enums import ReduceOp
+from pccl._sparse import SparseAllReduce, parse_sparsify
 from pccl.train._session import Session
 from pccl.train._state import StateDictSync
 
@@ -57,8 +60,12 @@ class StreamingDiLoCo:
     one fragment is synced every H/K inner steps, in turn. overlap_steps (tau, 0 <= tau < H/K): inner steps between
     a fragment's launch and the wait for it. alpha: after a fragment's outer step its local parameters become
     alpha * local + (1 - alpha) * global (0: replaced by the global ones). quantization: a pccl.QuantizationOptions
-    for the outer gradients on the wire (None: float32). min_world, timeout_s, max_failures, layout_capacity: as
-    FaultTolerantManager.
+    for the outer gradients on the wire (None: float32). sparsify: "topk:FRACTION[:BITS]" or (fraction, bits): the
+    outer gradients go through pccl.SparseAllReduce instead (top-k per chunk with error feedback, one residual per
+    fragment kept on this peer, a newcomer's empty; docs/sparse.md), launched on a worker thread so that it overlaps
+    the inner steps as the dense all-reduce does; exclusive with quantization. sparse_decay (beta, in [0, 1]): the
+    top-k is taken from beta * residual + outer gradient (SparseLoCo, arXiv:2508.15706, section 3; 1: plain error
+    feedback). min_world, timeout_s, max_failures, layout_capacity: as FaultTolerantManager.
 
     Fault tolerance: the master gives every member of an all-reduce the same outcome. A fragment sync that failed
     is skipped on every peer alike (global parameters and outer optimizer untouched, revision unchanged) and so
@@ -72,8 +79,8 @@ class StreamingDiLoCo:
 
     def __init__(self, comm, model: torch.nn.Module, inner_optimizer: torch.optim.Optimizer, *, outer_optimizer=None,
                  inner_steps: int = 100, fragments: int = 1, overlap_steps: int = 0, alpha: float = 0.0,
-                 quantization=None, min_world: int = 2, timeout_s: float = 300.0, max_failures: int = 50,
-                 layout_capacity=None):
+                 quantization=None, sparsify=None, sparse_decay: float = 1.0, min_world: int = 2,
+                 timeout_s: float = 300.0, max_failures: int = 50, layout_capacity=None):
         if inner_steps < 1 or fragments < 1 or inner_steps % fragments:
             raise ValueError(f"inner_steps ({inner_steps}) must be a positive multiple of fragments ({fragments})")
         self.round_steps = inner_steps // fragments
@@ -82,6 +89,13 @@ class StreamingDiLoCo:
                              f"got {overlap_steps}")
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+        if isinstance(sparsify, str):
+            sparsify = parse_sparsify(sparsify)
+        if sparsify is not None and quantization is not None:
+            raise ValueError("sparsify and quantization are exclusive (sparsify takes its own bits)")
+        if not 0.0 <= sparse_decay <= 1.0:
+            raise ValueError(f"sparse_decay must be in [0, 1], got {sparse_decay}")
+        self.sparsify, self.sparse_decay = sparsify, sparse_decay
         self.model, self.inner_optimizer = model, inner_optimizer
         self.overlap_steps, self.alpha, self.quantization = overlap_steps, alpha, quantization
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -97,7 +111,10 @@ class StreamingDiLoCo:
                               {"outer": self.outer_optimizer}, len(self._global), layout_capacity)
         self.session = Session(comm, state, min_world=min_world, timeout_s=timeout_s, max_failures=max_failures)
         self.comm, self.stats = self.session.comm, self.session.stats
-        self._pending = None  # (fragment index, AsyncReduceHandle or None when alone, PCCLError at launch or None)
+        self._sparse = [None] * len(self.fragments)  # SparseAllReduce per fragment, made at its first sync
+        self._worker = ThreadPoolExecutor(max_workers=1) if sparsify is not None else None
+        # (fragment index, AsyncReduceHandle, Future of a sparse call, or None when alone; PCCLError at launch or None)
+        self._pending = None
         self._begin()
 
     @property
@@ -146,7 +163,9 @@ class StreamingDiLoCo:
                 torch.sub(self._global[i].reshape(-1), self._local[i].reshape(-1), out=buf[off:off + n])
                 off += n
         handle, error = None, None
-        if self.stats.world_size >= 2:
+        if self.stats.world_size >= 2 and self.sparsify is not None:
+            handle = self._launch_sparse(f, buf)
+        elif self.stats.world_size >= 2:
             try:
                 handle = self.comm.all_reduce_async(buf, buf, op=ReduceOp.AVG, tag=0,
                                                     quantization_options=self.quantization)
@@ -154,11 +173,27 @@ class StreamingDiLoCo:
                 error = e
         self._pending = (f, handle, error)
 
+    def _launch_sparse(self, f, buf):
+        """Starts fragment f's sparse all-reduce (average, in place in buf) on the worker thread: a Future."""
+        if self._sparse[f] is None:
+            fraction, bits = self.sparsify
+            self._sparse[f] = SparseAllReduce(self.comm, buf, fraction=fraction, bits=bits)
+        sar = self._sparse[f]
+        if self.sparse_decay != 1.0:  # the library selects from buf + residual: this weights the residual by beta
+            with torch.no_grad():
+                buf.sub_(torch.from_numpy(sar.residual).to(buf.device), alpha=1.0 - self.sparse_decay)
+        return self._worker.submit(sar, buf, None, ReduceOp.AVG, 0)
+
     def _finish(self):
         """Waits for the pending fragment; commits its outer step or skips it alike; runs the next prologue."""
         f, handle, error = self._pending
         self._pending = None
-        if handle is not None:
+        if handle is not None and hasattr(handle, "result"):  # a sparse call's Future
+            try:
+                self.stats.world_size = handle.result().world_size
+            except PCCLError as e:
+                error = e
+        elif handle is not None:
             ok, status, info = handle.wait()
             if ok:
                 self.stats.world_size = info.local_world_size
@@ -195,8 +230,9 @@ class DiLoCo(StreamingDiLoCo):
     by the new global ones. Arguments as StreamingDiLoCo without fragments, overlap_steps, alpha."""
 
     def __init__(self, comm, model, inner_optimizer, *, outer_optimizer=None, inner_steps: int = 100,
-                 quantization=None, min_world: int = 2, timeout_s: float = 300.0, max_failures: int = 50,
-                 layout_capacity=None):
+                 quantization=None, sparsify=None, sparse_decay: float = 1.0, min_world: int = 2,
+                 timeout_s: float = 300.0, max_failures: int = 50, layout_capacity=None):
         super().__init__(comm, model, inner_optimizer, outer_optimizer=outer_optimizer, inner_steps=inner_steps,
-                         fragments=1, overlap_steps=0, alpha=0.0, quantization=quantization, min_world=min_world,
+                         fragments=1, overlap_steps=0, alpha=0.0, quantization=quantization, sparsify=sparsify,
+                         sparse_decay=sparse_decay, min_world=min_world,
                          timeout_s=timeout_s, max_failures=max_failures, layout_capacity=layout_capacity)

@@ -8,7 +8,8 @@ or `steps` (exit 0), or after 90 s (exit 1); the last line has "final": true and
 
 Options: optim=sgd|adam (ft), steps=N, inner=H, fragments=K, overlap=T, alpha=A, quant=0|1, realloc=REV (ft, rank 0:
 after reaching REV, replace the first Adam moment with a new tensor of other content once), mismatch=REV (ft, rank 0:
-at REV, all-reduce one element more once, which the master rejects for every member), sleep=S (per step).
+at REV, all-reduce one element more once, which the master rejects for every member), sleep=S (per step),
+sparse=topk:F[:B] and decay=BETA (diloco, streaming: the outer gradients through pccl.SparseAllReduce).
 """
 import faulthandler
 import hashlib
@@ -58,6 +59,7 @@ def main(kind, master, rank, out, stopfile, min_world, opts):
     log = JsonLines(out)
     quant = pccl.QuantizationOptions(pccl.DataType.UINT8, pccl.QuantizationAlgorithm.MIN_MAX) \
         if opts.get("quant") == "1" else None
+    sparse = dict(sparsify=opts["sparse"], sparse_decay=float(opts.get("decay", 1.0))) if "sparse" in opts else {}
     if kind == "ft":
         opt = (torch.optim.Adam(model.parameters(), lr=1e-2) if opts.get("optim") == "adam"
                else torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
@@ -68,12 +70,12 @@ def main(kind, master, rank, out, stopfile, min_world, opts):
         inner = torch.optim.AdamW(model.parameters(), lr=3e-3)
         if kind == "diloco":
             w = DiLoCo(master, model, inner, inner_steps=int(opts.get("inner", 10)), quantization=quant,
-                       min_world=min_world, timeout_s=60)
+                       min_world=min_world, timeout_s=60, **sparse)
         else:
             w = StreamingDiLoCo(master, model, inner, inner_steps=int(opts.get("inner", 12)),
                                 fragments=int(opts.get("fragments", 3)), overlap_steps=int(opts.get("overlap", 1)),
                                 alpha=float(opts.get("alpha", 0.5)), quantization=quant, min_world=min_world,
-                                timeout_s=60)
+                                timeout_s=60, **sparse)
         shared = lambda: list(w._global)  # noqa: E731
         opt_state = lambda: optim_tensors(w.outer_optimizer)  # noqa: E731
 
