@@ -18,11 +18,12 @@ if nm -D "$LIB" 2>/dev/null | grep -q '__[at]san_init'; then
     echo "SKIP: $LIB is sanitizer-instrumented"; exit 0
 fi
 
-# check NAME ARGS...: one driver run (60 s at most), its report in $WORK/NAME.out
+# check NAME ARGS...: one driver run (120 s at most: a deadline for a shared 2-core machine), its report in
+# $WORK/NAME.out
 check() {
     local name=$1; shift
     local t0=$SECONDS
-    timeout 90 "$PY" "$ROOT/examples/python/run_examples.py" --bin "$BIN" --peers 3 --timeout 60 "$@" \
+    timeout 150 "$PY" "$ROOT/examples/python/run_examples.py" --bin "$BIN" --peers 3 --timeout 120 "$@" \
         > "$WORK/$name.out" 2>&1 || { cat "$WORK/$name.out" >&2; fail "$name: run_examples.py exited with $?"; }
     grep -q '^shared-state hashes equal on all surviving peers: yes$' "$WORK/$name.out" ||
         { cat "$WORK/$name.out" >&2; fail "$name: hashes not reported equal"; }
