@@ -15,7 +15,8 @@ def test_all_starts_with_pccl1s_list():
     assert set(pccl.__all__) - set(PCCL1_ALL) == {"DeviceType", "Result", "CollectiveKind", "CollectiveInfo",
                                                    "CollectiveOp", "AsyncCollectiveHandle",
                                                    "PCCLRetryableError", "PCCLFatalError", "Departure",
-                                                   "log_to_logging", "log_to_stderr"}
+                                                   "log_to_logging", "log_to_stderr",
+                                                   "SparseAllReduce", "SparseInfo", "parse_sparsify"}
     for name in pccl.__all__:
         assert getattr(pccl, name) is not None
 
