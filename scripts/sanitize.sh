@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # sanitize.sh [asan|tsan]... - builds pccl with AddressSanitizer+UBSan and with
 # ThreadSanitizer (build-asan/, build-tsan/) and, under each, runs the unit and
-# end-to-end tests (all but those labelled heavy; under TSan also the pure
-# number-crunching ones labelled compute) and then a chaos stress run
-# (scripts/stress.sh, PCCL_SAN_STRESS_MINUTES, default 1; 0 skips it).
+# end-to-end tests (all but those labelled heavy or training; under TSan also the
+# number-crunching ones labelled compute and those of the master's single-threaded
+# loop, labelled master_loop) and then a chaos stress run (scripts/stress.sh,
+# PCCL_SAN_STRESS_MINUTES, default 1; 0 skips it).
 # Any sanitizer report fails the run: a process that reports aborts (ASan,
 # UBSan) or exits 66 (TSan), and the stress orchestrator also fails on a report
 # in any process's log, printing it and keeping the logs.
@@ -21,7 +22,7 @@ status=0
 # peers holding 1 GiB each would need most of the machine's memory and minutes). Set per configuration.
 for cfg in "${configs[@]}"; do
     case $cfg in
-        asan) flags=address,undefined; skip=heavy
+        asan) flags=address,undefined; skip='heavy|training'
               export PCCL_TEST_MIDOP_BYTES=48000000 PCCL_SS_KILLED_MIB=256
               # abort_on_error also for UBSan: its default is exit 1, which the stress test accepts
               # from a peer that was stopped or cut off
@@ -32,7 +33,7 @@ for cfg in "${configs[@]}"; do
               # the second half of a 1-minute run). A 4 MB one fills within seconds (25.0 -> 25.5
               # MB), so the check measures the master again. The peers keep the default quarantine.
               stress_args=(--master-env "ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=4:thread_local_quarantine_size_kb=64") ;;
-        tsan) flags=thread; skip='heavy|compute'
+        tsan) flags=thread; skip='heavy|compute|training|master_loop'
               # TSan runs a peer's ring several times slower than ASan: a third of ASan's mid-operation
               # buffer, half its killed-source join, 80 leave steps instead of 150
               export PCCL_TEST_MIDOP_BYTES=16000000 PCCL_SS_KILLED_MIB=128 PCCL_TEST_LEAVE_STEPS=80
