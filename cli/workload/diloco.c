@@ -112,6 +112,17 @@ void diloco_shared_infos(diloco_t *t, pcclTensorInfo_t infos[2]) {
                                   .datatype = pcclFloat, .device_type = pcclDeviceCpu};
 }
 
+int diloco_start(diloco_t *t, const join_opts_t *o, const mnist_set_t *train, pcclTensorInfo_t infos[2],
+                 pcclSharedState_t *ss) {
+    if (diloco_init(t, o, train) != 0) {
+        diloco_free(t, o);
+        return JOIN_EXIT_FAILED;
+    }
+    diloco_shared_infos(t, infos);
+    *ss = (pcclSharedState_t){.revision = 0, .count = 2, .infos = infos};
+    return 0;
+}
+
 /* The average of the peers' pseudo-gradients (outer - inner) into t->delta. */
 static pcclResult_t reduce_pseudo_grad(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, pcclReduceInfo_t *ri) {
     outer_pseudo_grad(t->outer, t->inner, t->delta, t->np);
@@ -188,13 +199,9 @@ void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t,
 int workload_fashion_mnist(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
     if (o->fragments > 1 || o->overlap_steps > 0) return workload_streaming_diloco(comm, o, d);
     diloco_t t = {0};
-    if (diloco_init(&t, o, &d->train) != 0) {
-        diloco_free(&t, o);
-        return JOIN_EXIT_FAILED;
-    }
     pcclTensorInfo_t infos[2];
-    diloco_shared_infos(&t, infos);
-    pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
+    pcclSharedState_t ss;
+    if (diloco_start(&t, o, &d->train, infos, &ss) != 0) return JOIN_EXIT_FAILED;
     uint32_t rejected = 0; /* rejected all-reduces in a row */
     int rc = JOIN_EXIT_OK, first = 1;
     uint64_t steps_done = 0; /* steps this peer took part in (a newcomer starts mid-run) */

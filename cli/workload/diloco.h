@@ -47,6 +47,9 @@ int diloco_inner(diloco_t *t, const mnist_set_t *train, uint32_t n, float *loss)
 void diloco_outer_step(diloco_t *t, const join_opts_t *o, size_t off, size_t n);
 /* The two shared-state tensors (outer parameters, outer momentum) into infos[2]. */
 void diloco_shared_infos(diloco_t *t, pcclTensorInfo_t infos[2]);
+/* diloco_init, then the shared state ss (revision 0) over infos[2]. @return 0, or JOIN_EXIT_FAILED (t freed). */
+int diloco_start(diloco_t *t, const join_opts_t *o, const mnist_set_t *train, pcclTensorInfo_t infos[2],
+                 pcclSharedState_t *ss);
 /* After the last step: a final sync, the test set's accuracy, the hashes every peer must agree on, the bytes and the
  * share of wall time spent in inner steps. */
 void diloco_emit_done(pcclComm_t *comm, const join_opts_t *o, const diloco_t *t, pcclSharedState_t *ss,

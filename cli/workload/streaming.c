@@ -72,13 +72,9 @@ static int outer_step(pcclComm_t *comm, const join_opts_t *o, diloco_t *t, const
 
 int workload_streaming_diloco(pcclComm_t *comm, const join_opts_t *o, const join_data_t *d) {
     diloco_t t = {0};
-    if (diloco_init(&t, o, &d->train) != 0) {
-        diloco_free(&t, o);
-        return JOIN_EXIT_FAILED;
-    }
     pcclTensorInfo_t infos[2];
-    diloco_shared_infos(&t, infos);
-    pcclSharedState_t ss = {.revision = 0, .count = 2, .infos = infos};
+    pcclSharedState_t ss;
+    if (diloco_start(&t, o, &d->train, infos, &ss) != 0) return JOIN_EXIT_FAILED;
     uint32_t rejected = 0;
     int rc = JOIN_EXIT_OK, first = 1;
     uint64_t steps_done = 0;

@@ -2,27 +2,7 @@
 # pccl join --workload fashion-mnist's compression and Streaming DiLoCo flags: bad values are usage errors before
 # the master is contacted; --sparsify reaches the wire (fewer bytes) and the peers end with the same state.
 
-setup() {
-    PCCL=${PCCL_BIN:-$BATS_TEST_DIRNAME/../../build/bin/pccl}
-    TMP=$(mktemp -d)
-}
-
-teardown() {
-    [ -n "${MPID:-}" ] && kill -9 "$MPID" 2>/dev/null || true
-    [ -n "${APID:-}" ] && kill -9 "$APID" 2>/dev/null || true
-    rm -rf "$TMP"
-}
-
-start_master() {
-    "$PCCL" master --listen 127.0.0.1:0 --admin 127.0.0.1:0 > "$TMP/master.out" 2> "$TMP/master.err" &
-    MPID=$!
-    for _ in $(seq 1 100); do
-        PORT=$(grep -o 'listening on [0-9.]*:[0-9]*' "$TMP/master.out" 2>/dev/null | sed 's/.*://')
-        [ -n "$PORT" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
+load admin_helpers # setup, teardown (every PID in PEERS and the master), start_master
 
 @test "join refuses bad --fragments, --overlap-steps and --sparsify values (exit 2, with the reason)" {
     check() { # check MESSAGE FLAGS...
@@ -52,6 +32,7 @@ start_master() {
           --sparsify topk:0.03:2)
     "$PCCL" join "${args[@]}" --seed 1 > "$TMP/a.log" 2> "$TMP/a.err" &
     APID=$!
+    PEERS+=("$APID")
     run timeout 60 "$PCCL" join "${args[@]}" --seed 2
     [ "$status" -eq 0 ]
     wait "$APID"
@@ -73,6 +54,7 @@ start_master() {
                     --sparsify topk:0.03:2 --sparse-decay "$1")
         "$PCCL" join "${args[@]}" --seed 1 > "$TMP/a.log" 2> "$TMP/a.err" &
         APID=$!
+        PEERS+=("$APID")
         timeout 60 "$PCCL" join "${args[@]}" --seed 2 > "$TMP/b.log" 2> "$TMP/b.err" || return 1
         wait "$APID" || return 1
         APID=
