@@ -76,8 +76,9 @@ def test_torch_tensors(results):
     assert all(rec["kept"] == 2 * 123 + 9 for rec in recs)
 
 
-def test_mismatched_fraction_refused_everywhere(results):
-    recs = results["mismatch"]
+@pytest.mark.parametrize("case", ["mismatch", "mismatch3"])
+def test_mismatched_fraction_refused_everywhere(results, case):
+    recs = results[case]
     assert len(recs) == WORLD
     for rec in recs:
         assert not rec["ok"] and rec["error"] == "INVALID_USAGE", rec

@@ -129,12 +129,20 @@ static int check_settings(sparse_call_t *s, uint64_t **sizes, uint32_t *world) {
     int rc = run_coll(s, &d, &ci);
     uint32_t w = ci.world_size;
     if (rc == 0 && !(*sizes = malloc(w * sizeof **sizes))) rc = -PERR_NOMEM;
+    /* every header's settings first: a size is judged by this member's settings, so a member with another
+     * fraction must read as a mismatch on every member, whatever its rank */
     for (uint32_t r = 0; rc == 0 && r < w; r++) {
         hdr_t h0 = hdr_get(all), hr = hdr_get(all + (size_t)r * HDR_BYTES);
         if (!same_settings(&h0, &hr)) {
             log_mismatch(s, &h0, 0, &hr, r);
             rc = -PERR_MISMATCH;
-        } else if (!((*sizes)[r] = pack_size(s, &hr))) {
+        }
+    }
+    for (uint32_t r = 0; rc == 0 && r < w; r++) {
+        hdr_t hr = hdr_get(all + (size_t)r * HDR_BYTES);
+        if (!((*sizes)[r] = pack_size(s, &hr))) {
+            PLOG_ERROR(s->c->log_name, "sparse all-reduce tag %llu: rank %u's header claims more than its settings "
+                       "allow", (unsigned long long)s->tag, r);
             rc = -PERR_PROTOCOL;
         }
     }

@@ -56,14 +56,17 @@ def main():
         info = sar3(t, tag=7)
         record("torch-bits4", sar3, info, t.numpy())
 
-    x = inputs(pid, 4)
-    sar_m = pccl.SparseAllReduce(comm, x, fraction=0.1 if pid == 0 else 0.05, bits=0)
-    try:  # peer 0 asks for another fraction: refused on every peer, nothing written
-        info = sar_m(x, tag=8)
-        record("mismatch", sar_m, info, x)
-    except pccl.PCCLError as e:
-        log.write(case="mismatch", id=pid, ok=False, error=e.result.name,
-                  unchanged=bool((sar_m.residual == 0).all() and (x == inputs(pid, 4)).all()))
+    # peer 0 asks for another fraction, then every peer for its own: refused on every peer whatever the ranks,
+    # nothing written
+    for case, fraction, tag in (("mismatch", 0.1 if pid == 0 else 0.05, 8), ("mismatch3", 0.05 * (pid + 1), 9)):
+        x = inputs(pid, 4)
+        sar_m = pccl.SparseAllReduce(comm, x, fraction=fraction, bits=0)
+        try:
+            info = sar_m(x, tag=tag)
+            record(case, sar_m, info, x)
+        except pccl.PCCLError as e:
+            log.write(case=case, id=pid, ok=False, error=e.result.name,
+                      unchanged=bool((sar_m.residual == 0).all() and (x == inputs(pid, 4)).all()))
 
 
 if __name__ == "__main__":
