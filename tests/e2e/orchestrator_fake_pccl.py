@@ -4,7 +4,7 @@ stress orchestrator's failure detection in seconds, without real peers.
 
 `master ...` prints a listening line and waits for SIGTERM; `join ...` prints a step event every
 50 ms (revision and hash follow the wall clock, so every peer agrees). FAKE_PCCL_MODE picks what
-goes wrong, once per run (the first peer past 1.5 s, claimed by a file in FAKE_PCCL_DIR):
+goes wrong, once per run (the first peer past 0.3 s of stepping, claimed by a file in FAKE_PCCL_DIR):
   clean         nothing
   peer-exit66   that peer prints a ThreadSanitizer report and exits 66 (TSan's halt_on_error)
   peer-abort    that peer prints an AddressSanitizer report and aborts (ASan's abort_on_error)
@@ -52,7 +52,7 @@ def join():
         rev = int(time.time() * 20)
         print(json.dumps({"event": "step", "revision": rev, "hash": "%016x" % (rev * 2654435761), "ms": 50}),
               flush=True)
-        if mode.startswith("peer-") and time.monotonic() - start > 1.5 and claim():
+        if mode.startswith("peer-") and time.monotonic() - start > 0.3 and claim():
             if mode == "peer-exit66":
                 sys.stderr.write("==================\nWARNING: ThreadSanitizer: data race (pid=%d)\n"
                                  "  Write of size 8 at 0x7b04 by thread T2:\n    #0 fake_race libpccl/src/fake.c:1\n"

@@ -13,7 +13,7 @@ pids=()
 for mode in "${modes[@]}"; do
     mkdir -p "$work/$mode"
     FAKE_PCCL_MODE=$mode FAKE_PCCL_DIR="$work/$mode" python3 "$here/../../scripts/stress/orchestrator.py" \
-        --pccl "$here/orchestrator_fake_pccl.py" --minutes 0.06 --warmup 1 --netcut off --timeout-ms 1000 \
+        --pccl "$here/orchestrator_fake_pccl.py" --minutes 0.2 --warmup 1 --netcut off --timeout-ms 1000 \
         > "$work/$mode.out" 2>&1 &
     pids+=($!)
 done
