@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include "base/base.h"
 #include "relay/relay.h"
 
 enum rconn_state { RC_GREETING, RC_WAITING, RC_PAIRED, RC_CLOSING };
@@ -71,6 +72,10 @@ void rconn_refuse(rconn_t *c, int status);
 void rconn_close(rconn_t *c, const char *why);
 /* Closes both sides of p. */
 void rpair_close(rpair_t *p, const char *why);
+
+/* Whether the count-th refusal of a kind is logged: the first ten, then every thousandth, so a flood does not
+ * fill the log (the counts are logged when the relay stops). */
+int relay_log_due(uint64_t count);
 
 /* relay_server.c: a connection's close callback ran; forget it in the limits and free it (a pair's sides are
  * freed together, once both closed). */

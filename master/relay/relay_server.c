@@ -92,10 +92,11 @@ static void on_connection(uv_stream_t *server, int status) {
     }
     c->addr_key = gate_key_of(&c->from.inet);
     if (r->stopping || admit(r, c) != 0) {
-        r->refused_limit++;
         char who[ADDR_STRLEN];
         addr_str(&c->from, who);
-        PLOG_DEBUG("relay", "%s: over the connection limits, refused", who);
+        if (relay_log_due(++r->refused_limit))
+            PLOG_WARN("relay", "%s: over the connection limits, refused (%llu so far)", who,
+                      (unsigned long long)r->refused_limit);
         rconn_refuse(c, RELAY_ST_BUSY);
         return;
     }
