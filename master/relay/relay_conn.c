@@ -185,7 +185,7 @@ static void greeted(rconn_t *c) {
     relay_t *r = c->r;
     char who[ADDR_STRLEN];
     addr_str(&c->from, who);
-    if (r->sec.keyed && relay_token_check(r->sec.psk, c->g.token) != 0) {
+    if (r->keyed && relay_token_check_key(r->token_key, c->g.token) != 0) {
         if (relay_log_due(++r->refused_token))
             PLOG_WARN("relay", "%s: a token not minted under the run key, refused (%llu so far)", who,
                       (unsigned long long)r->refused_token);
