@@ -33,13 +33,14 @@ static void test_model(void) {
     msm_algo_cost_t wan = cost(16 << 20, 16);
     wan.alpha = 0.02;
     CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &wan) == WIRE_ALGO_RHD);
-    /* forced choices; quantized and other kinds stay on the ring */
+    /* forced choices; other kinds and quantized reduce-scatters stay on the ring */
     msm_algo_cost_t small = cost(4096, 8), large = cost(16 << 20, 8);
     CHECK(msm_algo_choose(1, WIRE_ALGO_RHD, &large) == WIRE_ALGO_RHD);
     CHECK(msm_algo_choose(1, WIRE_ALGO_RING, &small) == WIRE_ALGO_RING);
     CHECK(msm_algo_choose(0, WIRE_ALGO_RHD, &small) == WIRE_ALGO_RING);
-    /* where rhd exists: plain all-reduces; plain reduce-scatters of power-of-two worlds ranked by position */
-    CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 1, 5) && !msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 1, 4));
+    /* where rhd exists: all-reduces, quantized or not; plain reduce-scatters of power-of-two worlds ranked by
+     * position */
+    CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 1, 5) && msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 1, 4));
     CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 6));
     CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 1, 8));
     CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 1, 4));
@@ -115,7 +116,8 @@ static void test_auto_by_size(void) {
     run(8, 2, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);     /* 16 MiB */
     run(8, 3, 4u << 20, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);       /* forced */
     run(8, 4, 1024, WIRE_ALGO_RING, 0, WIRE_ALGO_RING);         /* forced */
-    run(8, 5, 1024, WIRE_ALGO_RHD, pcclQuantMinMax, WIRE_ALGO_RING); /* quantized: the ring */
+    run(8, 5, 1024, WIRE_ALGO_RHD, pcclQuantMinMax, WIRE_ALGO_RHD);  /* quantized: forced */
+    run(8, 6, 1024, WIRE_ALGO_AUTO, pcclQuantMinMax, WIRE_ALGO_RHD); /* quantized: by size */
 }
 
 static void test_auto_small_world(void) {
