@@ -126,6 +126,25 @@ static void test_auto_small_world(void) {
     run(3, 2, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);
 }
 
+/* An rhd all-reduce, quantized or not, stripes over the pool as the ring does; an rhd reduce-scatter gets one
+ * slot. */
+static void test_rhd_stripes(void) {
+    make_group_ex(1, 4, 0, 4);
+    msm_set_stripe(M, 1u << 20, 1);
+    for (uint8_t quant = 0; quant <= pcclQuantMinMax; quant += pcclQuantMinMax) {
+        clear_log();
+        for (uint64_t c = 1; c <= 4; c++) vote_kind(c, 10 + quant, pcclExtCollAllReduce, 4u << 20, WIRE_ALGO_RHD, quant);
+        const wire_msg_t *m = commence_of(1, 10 + quant);
+        CHECK(m && m->u.commence.algo == WIRE_ALGO_RHD && __builtin_popcountll(m->u.commence.slots) == 4);
+        uint64_t seq = commenced_seq(1, 10 + quant);
+        for (uint64_t c = 1; c <= 4; c++) coll_done(c, 10 + quant, seq, 1);
+    }
+    clear_log();
+    for (uint64_t c = 1; c <= 4; c++) vote_kind(c, 20, pcclExtCollReduceScatter, 4u << 20, WIRE_ALGO_RHD, 0);
+    const wire_msg_t *r = commence_of(1, 20);
+    CHECK(r && r->u.commence.algo == WIRE_ALGO_RHD && __builtin_popcountll(r->u.commence.slots) == 1);
+}
+
 static void test_forced_mismatch_rejected(void) {
     make_group(4);
     clear_log();
@@ -151,5 +170,6 @@ int main(void) {
     RUN_TEST(test_auto_small_world);
     RUN_TEST(test_forced_mismatch_rejected);
     RUN_TEST(test_reduce_scatter);
+    RUN_TEST(test_rhd_stripes);
     TEST_MAIN_END();
 }
