@@ -30,6 +30,7 @@ int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t hol
     if (quantized) return 0;
     if (kind == pcclExtCollBroadcast) return holders == 1;
     if (kind != pcclExtCollReduceScatter && kind != pcclExtCollAllGather && kind != pcclExtCollAllGatherV) return 0;
+    if (kind != pcclExtCollReduceScatter) return by_position && world >= 2; /* all-gathers fold */
     return by_position && world >= 2 && (world & (world - 1)) == 0;
 }
 

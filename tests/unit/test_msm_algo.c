@@ -44,7 +44,8 @@ static void test_model(void) {
     CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 6));
     CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 1, 8));
     CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 1, 4));
-    CHECK(!msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 6) && !msm_algo_has_rhd(pcclExtCollBarrier, 0, 1, 1, 8));
+    CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 6) && !msm_algo_has_rhd(pcclExtCollAllGather, 0, 0, 1, 6));
+    CHECK(!msm_algo_has_rhd(pcclExtCollBarrier, 0, 1, 1, 8));
     /* a broadcast has the binomial tree with one holder, whatever the world and ranks */
     CHECK(msm_algo_has_rhd(pcclExtCollBroadcast, 0, 0, 1, 7) && !msm_algo_has_rhd(pcclExtCollBroadcast, 0, 1, 2, 8));
     msm_algo_cost_t b_small = cost(4096, 16), b_large = cost(16 << 20, 16), b_three = cost(4096, 3);
@@ -107,7 +108,7 @@ static void test_reduce_scatter(void) {
     restart();
     make_group(3);
     run_kind(3, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
-    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
+    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD); /* folds */
 }
 
 static void test_auto_by_size(void) {

@@ -4,7 +4,8 @@
  * over a full mesh of socket pairs, plain and sealed: results equal to the reduction, bit-identical on every
  * member, in place and out of place, quantized (every quantized dtype, within the bound) and striped (the bits
  * of one stripe), and failures (a member that goes away, an abort) end every member; the
- * reduce-scatter by recursive halving and the all-gather by recursive doubling of power-of-two worlds. */
+ * reduce-scatter by recursive halving of power-of-two worlds and the all-gather by recursive doubling of every
+ * world (folding where it is not a power of two). */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -523,10 +524,10 @@ static void test_reduce_scatter(void) {
     mesh_close(&m);
 }
 
-/* The all-gather of worlds 2, 4 and 8 with variable counts (one of them 0): every member ends with every block
+/* The all-gather of worlds 2..8 (3, 5, 6 and 7 fold) with variable counts (one of them 0): every member ends with every block
  * in rank order, its own from its place in buf, from buf's start (src NULL) or from elsewhere. */
 static void test_all_gather(void) {
-    for (uint32_t W = 2; W <= 8; W *= 2)
+    for (uint32_t W = 2; W <= 8; W++)
         for (int mode = 0; mode < 3; mode++) {
             mesh_t m;
             mesh_open(&m, W, mode == 1);

@@ -27,9 +27,9 @@ struct op_rhd_links {
     p2p_conn_t **tx, **rx;
 };
 
-/* Where it exists (as the master's msm_algo_has_rhd): an all-reduce, quantized or not; a plain reduce-scatter, an all-gather
- * or an all-gather of variable counts of a power-of-two world ranked by ring position; a broadcast with one holder
- * (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
+/* Where it exists (as the master's msm_algo_has_rhd): an all-reduce, quantized or not; a plain reduce-scatter of a
+ * power-of-two world, an all-gather or an all-gather of variable counts of any world, ranked by ring position; a
+ * broadcast with one holder (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
 int op_algo_rhd(const pccl_op_t *o) {
     int k = o->d.kind;
     if (o->commence.u.commence.algo != WIRE_ALGO_RHD) return 0;
@@ -41,7 +41,7 @@ int op_algo_rhd(const pccl_op_t *o) {
         return holders == 1;
     }
     if (k != pcclExtCollReduceScatter && k != pcclExtCollAllGather && k != pcclExtCollAllGatherV) return 0;
-    if (o->world < 2 || (o->world & (o->world - 1)) || !o->rank_of) return 0;
+    if (o->world < 2 || (k == pcclExtCollReduceScatter && (o->world & (o->world - 1))) || !o->rank_of) return 0;
     for (uint32_t p = 0; p < o->world; p++)
         if (o->rank_of[p] != p) return 0;
     return 1;

@@ -204,10 +204,12 @@ int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx
                             uint32_t pos, uint32_t world, uint64_t op_seq);
 size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world);
 
-/* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world that is a power of two
- * whose ranks are the ring positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in
- * rank order in buf; src this member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the
- * all-reduce's doubling steps over those blocks. -PERR_INVALID for a world that is not a power of two. */
+/* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world whose ranks are the ring
+ * positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in rank order in buf; src this
+ * member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the all-reduce's doubling steps
+ * over the virtual blocks (a folded pair's two adjacent blocks are one). A world that is not a power of two folds
+ * as the all-reduce does: each even position of the first 2r hands its block to the odd one after it, which
+ * doubles for both and hands every block back at the end. */
 int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
                        const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq);
 

@@ -19,6 +19,7 @@
 
 #define RING_RHD_MAGIC 0x52484400u /* "RHD" + the step's index */
 #define RING_RHD_AG_PHASE 0x80u    /* the all-gather's steps: their own magics */
+#define RING_RHD_AG_FOLD 0xA0u     /* the all-gather's fold (an even member's block in) and unfold (all out) */
 #define RING_RHD_BC_PHASE 0xC0u    /* the tree broadcast's edges, by their distance's bit */
 
 /* One exchange: send `send` (send_len bytes), receive recv_len bytes into recv (reduced into it when reduce). */
@@ -96,12 +97,15 @@ typedef struct rhd_run {
 } rhd_run_t;
 
 /* Byte offset of block b of the schedule's p blocks. */
-static size_t blk(const rhd_run_t *r, uint32_t b) {
-    if (!r->counts) return ring_block_off(r->count, r->s.p, b) * r->esz;
+static size_t pos_off(const rhd_run_t *r, uint32_t pos) {
+    if (!r->counts) return ring_block_off(r->count, r->s.world, pos) * r->esz;
     size_t off = 0;
-    for (uint32_t i = 0; i < b; i++) off += r->counts[i];
+    for (uint32_t i = 0; i < pos; i++) off += r->counts[i];
     return off * r->esz;
 }
+/* Byte offset of virtual block b (b = p: the end): the blocks of the positions of virtual id b (two for a folded
+ * pair), which are adjacent; in a power-of-two world block b is position b's. */
+static size_t blk(const rhd_run_t *r, uint32_t b) { return pos_off(r, b < r->s.r ? 2 * b : b + r->s.r); }
 
 /* Step `phase` of the operation with the member at ring position peer. */
 static int exchange(rhd_run_t *r, uint32_t phase, uint32_t peer, rhd_xfer_t *x) {
@@ -191,16 +195,28 @@ int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, con
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
     ring_rhd_schedule(pos < world ? pos : 0, world, &r.s);
-    if (pos >= world || world < 2 || r.s.r || esz == 0 || !counts) {
-        snprintf(io->err, sizeof io->err, "position %u of %u (a power of two), element of %zu bytes", pos, world,
-                 esz);
+    if (pos >= world || world < 2 || esz == 0 || !counts) {
+        snprintf(io->err, sizeof io->err, "position %u of %u, element of %zu bytes", pos, world, esz);
         return -PERR_INVALID;
     }
     io->tx_pipe = NULL;
-    uint8_t *place = r.buf + blk(&r, pos);
+    uint8_t *place = r.buf + pos_off(&r, pos);
     if (!src) src = buf;
     if (src != place) memmove(place, src, counts[pos] * esz);
-    int rc = ag_doubling(&r);
+    uint32_t fold = ring_rhd_fold_partner(&r.s);
+    int folded = r.s.vid == RING_RHD_FOLDED, rc = 0;
+    if (fold != RING_RHD_FOLDED) { /* the even member's block to the odd one, which doubles for both */
+        uint32_t even = folded ? pos : fold;
+        rhd_xfer_t x = {.send = r.buf + pos_off(&r, even), .send_len = folded ? counts[even] * esz : 0,
+                        .recv = r.buf + pos_off(&r, even), .recv_len = folded ? 0 : counts[even] * esz};
+        rc = exchange(&r, RING_RHD_AG_FOLD, fold, &x);
+    }
+    if (rc == 0 && !folded) rc = ag_doubling(&r);
+    if (rc == 0 && fold != RING_RHD_FOLDED) { /* every block back to the even member */
+        size_t all = pos_off(&r, world);
+        rhd_xfer_t x = {.send = r.buf, .send_len = folded ? 0 : all, .recv = r.buf, .recv_len = folded ? all : 0};
+        rc = exchange(&r, RING_RHD_AG_FOLD + 1, fold, &x);
+    }
     io->tx_bytes = r.tx_bytes;
     io->rx_bytes = r.rx_bytes;
     return rc;
