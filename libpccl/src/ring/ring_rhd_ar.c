@@ -53,21 +53,29 @@ static size_t b_elems(const ar_run_t *r, uint32_t b) {
     return len;
 }
 
-/* One exchange: blocks [sb, sb + ns) out, [rb, rb + nr) in. */
+/* One exchange: blocks [sb, sb + ns) out, [rb, rb + nr) in; merged (plain, one stripe: the blocks of a range are
+ * adjacent), each range is one element, else one element per block. */
 typedef struct ar_xfer {
     ar_run_t *r;
     uint32_t sb, ns, rb, nr;
-    int send_mode, recv_mode;
+    int send_mode, recv_mode, merged;
     uint32_t enc_k, rcv_k;
     size_t enc_done, got, sfill;
 } ar_xfer_t;
+
+/* Bytes of element k of a range of n blocks from b. */
+static size_t elem_bytes(const ar_xfer_t *x, uint32_t b, uint32_t n, uint32_t k) {
+    const ar_run_t *r = x->r;
+    if (!x->merged) return b_elems(r, b + k) * r->esz;
+    return (b_off(r, b + n - 1) + b_elems(r, b + n - 1) - b_off(r, b)) * r->esz;
+}
 
 static const uint8_t *x_send_elem(ring_flow_t *f, uint32_t k, size_t *len) {
     const ar_xfer_t *x = f->ctx;
     const ar_run_t *r = x->r;
     uint32_t b = x->sb + k;
     if (!r->quant) {
-        *len = b_elems(r, b) * r->esz;
+        *len = elem_bytes(x, x->sb, x->ns, k);
         return r->buf + b_off(r, b) * r->esz;
     }
     *len = q_wire_len(&r->l, b);
@@ -86,7 +94,7 @@ static size_t x_send_ready(ring_flow_t *f, uint32_t k, size_t len) {
 
 static size_t x_recv_len(ring_flow_t *f, uint32_t k) {
     const ar_xfer_t *x = f->ctx;
-    return x->r->quant ? q_wire_len(&x->r->l, x->rb + k) : b_elems(x->r, x->rb + k) * x->r->esz;
+    return x->r->quant ? q_wire_len(&x->r->l, x->rb + k) : elem_bytes(x, x->rb, x->nr, k);
 }
 
 /* Decodes (and reduces) the whole quantization blocks of block b's received bytes past *proc. */
@@ -157,8 +165,9 @@ static int exchange(ar_run_t *r, uint32_t phase, uint32_t peer, ar_xfer_t x) {
     x.r = r;
     x.enc_k = x.rcv_k = UINT32_MAX;
     if (!r->quant) x.send_mode = SEND_BUF, x.recv_mode = x.recv_mode == RECV_DECODE ? RECV_COPY : RECV_REDUCE;
+    x.merged = !r->quant && io->nstripes <= 1;
     ring_flow_t f = {.io = io, .magic = RHD_AR_MAGIC + phase, .world = r->s.world, .op_seq = a->ar.op_seq,
-                     .nsend = x.ns, .nrecv = x.nr, .ctx = &x, .send_elem = x_send_elem, .send_ready = x_send_ready,
+                     .nsend = x.merged ? x.ns > 0 : x.ns, .nrecv = x.merged ? x.nr > 0 : x.nr, .ctx = &x, .send_elem = x_send_elem, .send_ready = x_send_ready,
                      .recv_len = x_recv_len, .recv = x_recv};
     rc = ring_flow_run(&f);
     r->tx_bytes += io->tx_bytes;
