@@ -26,10 +26,11 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c) {
 }
 
 int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world) {
-    if (quantized) return 0;
     if (kind == pcclExtCollAllReduce) return 1;
+    if (quantized) return 0;
     if (kind == pcclExtCollBroadcast) return holders == 1;
     if (kind != pcclExtCollReduceScatter && kind != pcclExtCollAllGather && kind != pcclExtCollAllGatherV) return 0;
+    if (kind != pcclExtCollReduceScatter) return by_position && world >= 2; /* all-gathers fold */
     return by_position && world >= 2 && (world & (world - 1)) == 0;
 }
 

@@ -35,8 +35,8 @@ double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
 
 /* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
- * a plain (not quantized) all-reduce, or a plain reduce-scatter, all-gather or all-gather of variable counts of a
- * power-of-two world whose ranks are its ring positions (by_position); for a broadcast with one holder (holders:
+ * an all-reduce (quantized or not), a plain reduce-scatter of a power-of-two world, or an all-gather or all-gather
+ * of variable counts of any world, whose ranks are its ring positions (by_position); for a broadcast with one holder (holders:
  * the root, no other member holding its data) WIRE_ALGO_RHD means the binomial tree. */
 int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world);
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "pccl_coll.h"
 #include "sm/msm_algo.h"
 #include "sm/msm_internal.h"
 
@@ -172,8 +173,9 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     /* Slots an unused grant holds go to an operation that needs them (the grant is revoked). */
     uint64_t avail = free_slots(m, g) | c->slots, slots = 0; /* an unpipelined op's own slots */
     uint32_t could = (uint32_t)__builtin_popcountll(avail | msm_grant_slots(m, g->id));
-    /* recursive halving and doubling runs on one connection per partner */
-    uint32_t want = could && w.u.commence.algo != WIRE_ALGO_RHD ? stripes_for(m, g, c, could) : 1, k = 0;
+    /* recursive halving and doubling stripes its all-reduce; its other kinds run on one connection per partner */
+    int one = w.u.commence.algo == WIRE_ALGO_RHD && w.u.commence.kind != pcclExtCollAllReduce;
+    uint32_t want = could && !one ? stripes_for(m, g, c, could) : 1, k = 0;
     while ((uint32_t)__builtin_popcountll(avail) < want && msm_grant_revoke_oldest(m, g->id))
         avail = free_slots(m, g) | c->slots;
     if (!avail) { /* all connections busy: wait for one */

@@ -8,6 +8,7 @@
  *         and by ring position (learned from the info); a shared-sources broadcast; async operations of several
  *         kinds at once; the with-retry form.
  *  keyed  a few operations of every kind (the run is keyed: PCCL_KEY_FILE).
+ *  gather the all-gathers alone (one count and variable counts), every dtype, in place and out of place.
  *  barrier  barriers only: a late member holds the others back; ranked and unranked; several async at once.
  *  bad    bad input: no root, two roots, counts or dtypes that differ, outputs too small for the world, rank keys
  *         on some members or equal, an unknown kind: each a clear error on every member, buffers unchanged, and a
@@ -46,15 +47,17 @@ static const pcclDataType_t k_dts[] = {pcclUint8,  pcclInt8,  pcclUint16, pcclIn
                                        pcclUint64, pcclInt64, pcclFloat,  pcclDouble, pcclFloat16, pcclBFloat16};
 #define NDTS (sizeof k_dts / sizeof k_dts[0])
 
-/* With rank keys 100 - ID, rank r is ID g_world-1-r. */
-static int id_of_rank(uint32_t r) { return g_world - 1 - (int)r; }
+/* With rank keys 100 - ID, rank r is ID g_world-1-r; ranked by ring position (mode gather), the ID learned at
+ * rank r. */
+static int g_by_position, g_id_at[8];
+static int id_of_rank(uint32_t r) { return g_by_position ? g_id_at[r] : g_world - 1 - (int)r; }
 
 static pcclExtCollDescriptor_t mk(pcclExtCollKind_t kind, const void *send, void *recv, uint64_t count,
                                   uint64_t cap, pcclDataType_t dt) {
     pcclExtCollDescriptor_t d = {.kind = kind, .tag = g_tag++, .sendbuf = send, .recvbuf = recv, .count = count,
                                  .recv_capacity = cap, .datatype = dt, .op = pcclSum,
                                  .quantization_options = {.quantized_datatype = dt, .algorithm = pcclQuantNone},
-                                 .flags = PCCL_EXT_COLL_RANKED, .rank_key = 100 - (uint64_t)g_rank};
+                                 .flags = g_by_position ? 0 : PCCL_EXT_COLL_RANKED, .rank_key = 100 - (uint64_t)g_rank};
     return d;
 }
 
@@ -218,18 +221,19 @@ static void check_quantized_reduce_scatter(size_t n) {
 }
 
 /* Ranks by ring position: an all-gather of the IDs is a permutation with this member's ID at its rank. */
-static void check_ring_ranks(void) {
-    uint32_t me = (uint32_t)g_rank, ids[8];
+static int check_ring_ranks(uint32_t ids[8]) {
+    uint32_t me = (uint32_t)g_rank;
     pcclExtCollDescriptor_t d = mk(pcclExtCollAllGather, &me, ids, 1, 8, pcclUint32);
     d.flags = 0;
     pcclExtCollInfo_t in;
     pcclResult_t r = pcclExtCollective(&d, g_comm, &in);
     expect_ok(r, &d, "unranked all_gather");
-    if (r != pcclSuccess) return;
+    if (r != pcclSuccess) return 0;
     unsigned seen = 0;
     for (int k = 0; k < g_world; k++) seen |= 1u << ids[k];
     EXPECT(seen == (1u << g_world) - 1 && ids[in.rank] == me, "ring ranks: ID %u at rank %u, seen %#x", me, in.rank,
            seen);
+    return seen == (1u << g_world) - 1;
 }
 
 static void check_barrier(void) {
@@ -297,9 +301,26 @@ static void mode_all(void) {
     check_reduce_scatter(pcclInt32, pcclSum, 2, 0, 1); /* fewer elements than members: empty blocks */
     check_reduce_scatter(pcclInt32, pcclSum, 100003, g_rank % 2, 0);
     check_quantized_reduce_scatter(100003);
-    check_ring_ranks();
+    uint32_t ids[8];
+    check_ring_ranks(ids);
     check_barrier();
     check_async();
+    check_allgather(pcclFloat, 200000, 1, 1);
+}
+
+/* The all-gathers alone, ranked by ring position (learned first: whose ID is at each rank), every dtype, in place
+ * and out of place, of one count and of variable counts. */
+static void mode_gather(void) {
+    uint32_t ids[8];
+    if (!check_ring_ranks(ids)) return;
+    for (int k = 0; k < g_world; k++) g_id_at[k] = (int)ids[k];
+    g_by_position = 1;
+    for (size_t t = 0; t < NDTS; t++)
+        for (int pass = 0; pass < 2; pass++) {
+            int inplace = (int)((t + (size_t)g_rank + (size_t)pass) % 2);
+            check_allgather(k_dts[t], pass ? 1003 : 7, inplace, 0);
+            check_allgather(k_dts[t], pass ? 1003 : 7, inplace, 1);
+        }
     check_allgather(pcclFloat, 200000, 1, 1);
 }
 
@@ -578,6 +599,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "all") == 0) mode_all();
     else if (strcmp(mode, "keyed") == 0) mode_keyed();
+    else if (strcmp(mode, "gather") == 0) mode_gather();
     else if (strcmp(mode, "barrier") == 0) mode_barrier();
     else if (strcmp(mode, "bad") == 0) mode_bad();
     else if (strcmp(mode, "pipe") == 0) mode_pipe();

@@ -33,17 +33,19 @@ static void test_model(void) {
     msm_algo_cost_t wan = cost(16 << 20, 16);
     wan.alpha = 0.02;
     CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &wan) == WIRE_ALGO_RHD);
-    /* forced choices; quantized and other kinds stay on the ring */
+    /* forced choices; other kinds and quantized reduce-scatters stay on the ring */
     msm_algo_cost_t small = cost(4096, 8), large = cost(16 << 20, 8);
     CHECK(msm_algo_choose(1, WIRE_ALGO_RHD, &large) == WIRE_ALGO_RHD);
     CHECK(msm_algo_choose(1, WIRE_ALGO_RING, &small) == WIRE_ALGO_RING);
     CHECK(msm_algo_choose(0, WIRE_ALGO_RHD, &small) == WIRE_ALGO_RING);
-    /* where rhd exists: plain all-reduces; plain reduce-scatters of power-of-two worlds ranked by position */
-    CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 1, 5) && !msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 1, 4));
+    /* where rhd exists: all-reduces, quantized or not; plain reduce-scatters of power-of-two worlds ranked by
+     * position */
+    CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 1, 5) && msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 1, 4));
     CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 6));
     CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 1, 8));
     CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 1, 4));
-    CHECK(!msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 6) && !msm_algo_has_rhd(pcclExtCollBarrier, 0, 1, 1, 8));
+    CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 6) && !msm_algo_has_rhd(pcclExtCollAllGather, 0, 0, 1, 6));
+    CHECK(!msm_algo_has_rhd(pcclExtCollBarrier, 0, 1, 1, 8));
     /* a broadcast has the binomial tree with one holder, whatever the world and ranks */
     CHECK(msm_algo_has_rhd(pcclExtCollBroadcast, 0, 0, 1, 7) && !msm_algo_has_rhd(pcclExtCollBroadcast, 0, 1, 2, 8));
     msm_algo_cost_t b_small = cost(4096, 16), b_large = cost(16 << 20, 16), b_three = cost(4096, 3);
@@ -106,7 +108,7 @@ static void test_reduce_scatter(void) {
     restart();
     make_group(3);
     run_kind(3, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
-    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
+    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD); /* folds */
 }
 
 static void test_auto_by_size(void) {
@@ -115,13 +117,33 @@ static void test_auto_by_size(void) {
     run(8, 2, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);     /* 16 MiB */
     run(8, 3, 4u << 20, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);       /* forced */
     run(8, 4, 1024, WIRE_ALGO_RING, 0, WIRE_ALGO_RING);         /* forced */
-    run(8, 5, 1024, WIRE_ALGO_RHD, pcclQuantMinMax, WIRE_ALGO_RING); /* quantized: the ring */
+    run(8, 5, 1024, WIRE_ALGO_RHD, pcclQuantMinMax, WIRE_ALGO_RHD);  /* quantized: forced */
+    run(8, 6, 1024, WIRE_ALGO_AUTO, pcclQuantMinMax, WIRE_ALGO_RHD); /* quantized: by size */
 }
 
 static void test_auto_small_world(void) {
     make_group(3);
     run(3, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
     run(3, 2, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);
+}
+
+/* An rhd all-reduce, quantized or not, stripes over the pool as the ring does; an rhd reduce-scatter gets one
+ * slot. */
+static void test_rhd_stripes(void) {
+    make_group_ex(1, 4, 0, 4);
+    msm_set_stripe(M, 1u << 20, 1);
+    for (uint8_t quant = 0; quant <= pcclQuantMinMax; quant += pcclQuantMinMax) {
+        clear_log();
+        for (uint64_t c = 1; c <= 4; c++) vote_kind(c, 10 + quant, pcclExtCollAllReduce, 4u << 20, WIRE_ALGO_RHD, quant);
+        const wire_msg_t *m = commence_of(1, 10 + quant);
+        CHECK(m && m->u.commence.algo == WIRE_ALGO_RHD && __builtin_popcountll(m->u.commence.slots) == 4);
+        uint64_t seq = commenced_seq(1, 10 + quant);
+        for (uint64_t c = 1; c <= 4; c++) coll_done(c, 10 + quant, seq, 1);
+    }
+    clear_log();
+    for (uint64_t c = 1; c <= 4; c++) vote_kind(c, 20, pcclExtCollReduceScatter, 4u << 20, WIRE_ALGO_RHD, 0);
+    const wire_msg_t *r = commence_of(1, 20);
+    CHECK(r && r->u.commence.algo == WIRE_ALGO_RHD && __builtin_popcountll(r->u.commence.slots) == 1);
 }
 
 static void test_forced_mismatch_rejected(void) {
@@ -149,5 +171,6 @@ int main(void) {
     RUN_TEST(test_auto_small_world);
     RUN_TEST(test_forced_mismatch_rejected);
     RUN_TEST(test_reduce_scatter);
+    RUN_TEST(test_rhd_stripes);
     TEST_MAIN_END();
 }

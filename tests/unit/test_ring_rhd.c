@@ -2,8 +2,10 @@
  * mutual, folding pairs the first 2r positions, the kept and given blocks of partners are complementary, each
  * remaining member ends owning one block and every block has one owner), and the algorithm itself on W threads
  * over a full mesh of socket pairs, plain and sealed: results equal to the reduction, bit-identical on every
- * member, in place and out of place, and failures (a member that goes away, an abort) end every member; the
- * reduce-scatter by recursive halving and the all-gather by recursive doubling of power-of-two worlds. */
+ * member, in place and out of place, quantized (every quantized dtype, within the bound) and striped (the bits
+ * of one stripe), and failures (a member that goes away, an abort) end every member; the
+ * reduce-scatter by recursive halving of power-of-two worlds and the all-gather by recursive doubling of every
+ * world (folding where it is not a power of two). */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pccl_compress.h"
 #include "pccl_kernels.h"
 #include "ring/ring.h"
 #include "sec/sec_link.h"
@@ -27,7 +30,7 @@ static size_t ring_block_off_test(size_t count, uint32_t n, uint32_t b) {
 
 static void nonblock_fd(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-enum { RW = 9 };
+enum { RW = 9, RS = 3 };
 
 static void test_schedule_pairs(void) {
     for (uint32_t W = 2; W <= RW; W++) {
@@ -74,17 +77,20 @@ static void test_schedule_pairs(void) {
 
 /* W members on threads over a full mesh: member a sends to b on mesh[a][b][0], b receives on mesh[a][b][1]. */
 typedef struct mesh {
-    uint32_t W;
-    int fd[RW][RW][2];
-    sec_link_t *tx[RW][RW], *rx[RW][RW];
+    uint32_t W, S; /* members, stripes */
+    int fd[RS][RW][RW][2];
+    sec_link_t *tx[RS][RW][RW], *rx[RS][RW][RW];
     int efd;
-    atomic_int abort_flag;
+    atomic_int abort_flag, wake_failed;
 } mesh_t;
 
 typedef struct rmember {
     mesh_t *mesh;
-    ring_io_t io;
+    ring_io_t ios[RS];
     uint32_t pos;
+    pcclQuantizationAlgorithm_t algo; /* the all-reduce quantized with qdt into wire */
+    pcclDataType_t qdt;
+    uint8_t *wire;
     const void *src;
     void *buf;
     size_t count;
@@ -100,73 +106,90 @@ typedef struct rmember {
     uint8_t *work;
     size_t work_bytes;
     int quit_after_links; /* > 0: close this member's sockets once it linked this many partners */
-    int links;
+    atomic_int links;
     int rc;
 } rmember_t;
 
-static void mesh_open(mesh_t *m, uint32_t W, int sealed) {
+static void mesh_open_striped(mesh_t *m, uint32_t W, int sealed, uint32_t S) {
     memset(m, 0, sizeof *m);
     m->W = W;
+    m->S = S;
     m->efd = eventfd(0, EFD_NONBLOCK);
-    for (uint32_t a = 0; a < W; a++)
-        for (uint32_t b = 0; b < W; b++) {
-            if (a == b) continue;
-            CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, m->fd[a][b]) == 0);
-            nonblock_fd(m->fd[a][b][0]);
-            nonblock_fd(m->fd[a][b][1]);
-            if (!sealed) continue;
-            sec_session_t x, y;
-            CHECK(session_pair_of("ring-rhd-test-key-0123456789abcdef0123456", &x, &y) == 0);
-            m->tx[a][b] = sec_link_new(&x);
-            m->rx[a][b] = sec_link_new(&y);
-        }
+    for (uint32_t s = 0; s < S; s++)
+        for (uint32_t a = 0; a < W; a++)
+            for (uint32_t b = 0; b < W; b++) {
+                if (a == b) continue;
+                CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, m->fd[s][a][b]) == 0);
+                nonblock_fd(m->fd[s][a][b][0]);
+                nonblock_fd(m->fd[s][a][b][1]);
+                if (!sealed) continue;
+                sec_session_t x, y;
+                CHECK(session_pair_of("ring-rhd-test-key-0123456789abcdef0123456", &x, &y) == 0);
+                m->tx[s][a][b] = sec_link_new(&x);
+                m->rx[s][a][b] = sec_link_new(&y);
+            }
 }
+static void mesh_open(mesh_t *m, uint32_t W, int sealed) { mesh_open_striped(m, W, sealed, 1); }
 
 static void mesh_close(mesh_t *m) {
-    for (uint32_t a = 0; a < m->W; a++)
-        for (uint32_t b = 0; b < m->W; b++) {
-            if (a == b) continue;
-            close(m->fd[a][b][0]);
-            close(m->fd[a][b][1]);
-            if (m->tx[a][b]) sec_link_free(m->tx[a][b]);
-            if (m->rx[a][b]) sec_link_free(m->rx[a][b]);
-        }
+    for (uint32_t s = 0; s < m->S; s++)
+        for (uint32_t a = 0; a < m->W; a++)
+            for (uint32_t b = 0; b < m->W; b++) {
+                if (a == b) continue;
+                close(m->fd[s][a][b][0]);
+                close(m->fd[s][a][b][1]);
+                if (m->tx[s][a][b]) sec_link_free(m->tx[s][a][b]);
+                if (m->rx[s][a][b]) sec_link_free(m->rx[s][a][b]);
+            }
     close(m->efd);
+}
+
+/* Shuts every connection of this member down, on every stripe. */
+static void mesh_shut(void *ctx) {
+    rmember_t *r = ctx;
+    mesh_t *m = r->mesh;
+    for (uint32_t s = 0; s < m->S; s++)
+        for (uint32_t b = 0; b < m->W; b++)
+            if (b != r->pos) shutdown(m->fd[s][r->pos][b][0], SHUT_RDWR), shutdown(m->fd[s][b][r->pos][1], SHUT_RDWR);
 }
 
 static int mesh_link(void *ctx, ring_io_t *io, uint32_t peer) {
     rmember_t *r = ctx;
     mesh_t *m = r->mesh;
-    if (r->quit_after_links && ++r->links > r->quit_after_links) {
-        for (uint32_t b = 0; b < m->W; b++)
-            if (b != r->pos) shutdown(m->fd[r->pos][b][0], SHUT_RDWR), shutdown(m->fd[b][r->pos][1], SHUT_RDWR);
+    if (r->quit_after_links && atomic_fetch_add(&r->links, 1) + 1 > r->quit_after_links) {
+        mesh_shut(r);
         snprintf(io->err, sizeof io->err, "went away");
         return -PERR_IO;
     }
-    io->tx_fd = m->fd[r->pos][peer][0];
-    io->rx_fd = m->fd[peer][r->pos][1];
-    io->tx_link = m->tx[r->pos][peer];
-    io->rx_link = m->rx[peer][r->pos];
+    uint32_t s = io->stripe;
+    io->tx_fd = m->fd[s][r->pos][peer][0];
+    io->rx_fd = m->fd[s][peer][r->pos][1];
+    io->tx_link = m->tx[s][r->pos][peer];
+    io->rx_link = m->rx[s][peer][r->pos];
     return 0;
 }
 
 static void *rmember_main(void *arg) {
     rmember_t *r = arg;
     if (r->bc)
-        r->rc = ring_broadcast_tree(&r->io, mesh_link, r, r->src, r->buf, r->count, r->root, r->pos, r->mesh->W,
+        r->rc = ring_broadcast_tree(r->ios, mesh_link, r, r->src, r->buf, r->count, r->root, r->pos, r->mesh->W,
                                     r->seq);
     else if (r->ag)
-        r->rc = ring_allgather_rhd(&r->io, mesh_link, r, r->src, r->buf, r->counts, sizeof(uint32_t), r->pos,
+        r->rc = ring_allgather_rhd(r->ios, mesh_link, r, r->src, r->buf, r->counts, sizeof(uint32_t), r->pos,
                                    r->mesh->W, r->seq);
     else if (r->rs)
-        r->rc = ring_reduce_scatter_rhd(&r->io, mesh_link, r, r->src, r->out, r->count, r->dt, r->op, r->work,
+        r->rc = ring_reduce_scatter_rhd(r->ios, mesh_link, r, r->src, r->out, r->count, r->dt, r->op, r->work,
                                         r->work_bytes, r->pos, r->mesh->W, r->seq);
-    else
-        r->rc = ring_allreduce_rhd(&r->io, mesh_link, r, r->src, r->buf, r->count, r->dt, r->op, r->pos,
-                                   r->mesh->W, r->seq);
+    else {
+        ring_rhd_ar_t a = {.link = mesh_link, .shut = mesh_shut, .link_ctx = r,
+                           .ar = {.src = r->src, .buf = r->buf, .count = r->count, .dt = r->dt, .qdt = r->qdt,
+                                  .op = r->op, .algo = r->algo, .wire = r->wire, .pos = r->pos,
+                                  .world = r->mesh->W, .op_seq = r->seq}};
+        r->rc = ring_allreduce_rhd(r->ios, r->mesh->S, &a);
+    }
     if (r->rc != 0 && !atomic_exchange(&r->mesh->abort_flag, 1)) { /* as the master aborts the op everywhere */
-        uint64_t one = 1;
-        CHECK(write(r->mesh->efd, &one, sizeof one) == sizeof one);
+        uint64_t one = 1; /* checked after the join: the checks' counters belong to the test's thread */
+        if (write(r->mesh->efd, &one, sizeof one) != sizeof one) atomic_store(&r->mesh->wake_failed, 1);
     }
     return NULL;
 }
@@ -177,8 +200,9 @@ static void rmembers_init(rmember_t *r, mesh_t *m, size_t staging) {
         r[p].mesh = m;
         r[p].pos = p;
         r[p].seq = 11;
-        r[p].io = (ring_io_t){.abort_fd = m->efd, .abort_flag = &m->abort_flag, .timeout_ms = 10000,
-                              .staging = malloc(staging), .staging_size = staging};
+        for (uint32_t s = 0; s < m->S; s++)
+            r[p].ios[s] = (ring_io_t){.abort_fd = m->efd, .abort_flag = &m->abort_flag, .timeout_ms = 10000,
+                                      .staging = malloc(staging), .staging_size = staging};
     }
 }
 
@@ -186,7 +210,9 @@ static void rmembers_run(rmember_t *r, uint32_t W) {
     pthread_t t[RW];
     for (uint32_t i = 0; i < W; i++) CHECK(pthread_create(&t[i], NULL, rmember_main, &r[i]) == 0);
     for (uint32_t i = 0; i < W; i++) pthread_join(t[i], NULL);
-    for (uint32_t i = 0; i < W; i++) free(r[i].io.staging);
+    CHECK(W == 0 || !atomic_load(&r[0].mesh->wake_failed));
+    for (uint32_t i = 0; i < W; i++)
+        for (uint32_t s = 0; s < r[i].mesh->S; s++) free(r[i].ios[s].staging);
 }
 
 /* Every world 2..9, float sum and avg and int32 max, in place and out of place, a count that leaves blocks of
@@ -227,7 +253,7 @@ static void run_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op
         if (!in_place) ok &= memcmp(in[p], orig + p * count * esz, count * esz) == 0; /* src never written */
     }
     if (!ok) fprintf(stderr, "world %u count %zu dt %d op %d in_place %d sealed %d failed (rc %d: %s)\n", W, count,
-                     (int)dt, (int)op, in_place, sealed, r[0].rc, r[0].io.err);
+                     (int)dt, (int)op, in_place, sealed, r[0].rc, r[0].ios[0].err);
     CHECK(ok);
     for (uint32_t p = 0; p < W; p++) free(in[p]), free(out[p]);
     free(expect);
@@ -250,6 +276,132 @@ static void test_allreduce_sealed(void) {
     run_case(6, 30011, pcclFloat, pcclAvg, 1, 1);
 }
 
+/* The quantized all-reduce (float, sum or avg) over S stripes: every member's bytes equal, each element within
+ * the bound (log2 p + 2 <= W + 1 encodes, each off by at most A / codes), and the bytes equal to one stripe's
+ * when S > 1. Returns member 0's result (malloc'd) for the caller to compare. */
+static float *quant_case(uint32_t W, size_t count, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo,
+                         pcclDataType_t qdt, uint32_t S, int sealed) {
+    mesh_t m;
+    mesh_open_striped(&m, W, sealed, S);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096);
+    float *in[RW], *out[RW];
+    for (uint32_t p = 0; p < W; p++) {
+        in[p] = malloc(count * sizeof(float));
+        out[p] = malloc(count * sizeof(float));
+        for (size_t i = 0; i < count; i++)
+            in[p][i] = (float)(((i * 7919 + p * 104729) % 2003) / 1001.0 - 1.0) * (i % 5 == 0 ? 8.0f : 1.0f);
+        r[p].src = in[p];
+        r[p].buf = out[p];
+        r[p].count = count;
+        r[p].dt = pcclFloat;
+        r[p].op = op;
+        r[p].algo = algo;
+        r[p].qdt = qdt;
+        r[p].wire = malloc(ring_rhd_quant_wire_bytes(count, qdt, W) + 1);
+    }
+    rmembers_run(r, W);
+    double codes = qdt == pcclExtUint4 ? 10.0 : qdt == pcclExtUint2 ? 1.0 : 252.0;
+    int ok = 1;
+    double A = 0; /* the largest partial result's magnitude bounds every block's range */
+    for (size_t i = 0; i < count; i++) {
+        double a = 0;
+        for (uint32_t p = 0; p < W; p++) a += fabs(in[p][i]);
+        A = a > A ? a : A;
+    }
+    double tol = (W + 1) * A / codes + 1e-5 * A;
+    for (size_t i = 0; i < count; i++) {
+        double exact = 0;
+        for (uint32_t p = 0; p < W; p++) exact += in[p][i];
+        if (op == pcclAvg) exact /= W;
+        for (uint32_t p = 0; p < W && ok; p++) ok &= fabs(out[p][i] - exact) <= (op == pcclAvg ? tol / W : tol);
+    }
+    for (uint32_t p = 0; p < W; p++) ok &= r[p].rc == 0 && memcmp(out[p], out[0], count * sizeof(float)) == 0;
+    if (!ok) fprintf(stderr, "quantized world %u count %zu op %d algo %d qdt %d stripes %u failed (rc %d: %s)\n", W,
+                     count, (int)op, (int)algo, (int)qdt, S, r[0].rc, r[0].ios[0].err);
+    CHECK(ok);
+    for (uint32_t p = 0; p < W; p++) free(in[p]), free(r[p].wire), p ? free(out[p]) : (void)0;
+    mesh_close(&m);
+    return out[0];
+}
+
+/* Every quantized dtype (uint8/int8 min-max and zero-point, 4 and 2 bits), worlds 2..8 (folds included), one and
+ * three stripes (the same bits), plain and sealed. */
+static void test_allreduce_quantized(void) {
+    const struct { pcclQuantizationAlgorithm_t a; pcclDataType_t q; } kinds[] = {
+        {pcclQuantMinMax, pcclUint8}, {pcclQuantZeroPointScale, pcclInt8}, {pcclQuantMinMax, pcclExtUint4},
+        {pcclQuantZeroPointScale, pcclExtUint4}, {pcclQuantMinMax, pcclExtUint2}, {pcclQuantZeroPointScale, pcclExtUint2}};
+    const uint32_t worlds[] = {2, 3, 4, 5, 6, 8};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++) {
+            size_t count = w % 2 ? 5003 : 3;
+            pcclRedOp_t op = k % 2 ? pcclAvg : pcclSum;
+            float *one = quant_case(worlds[w], count, op, kinds[k].a, kinds[k].q, 1, 0);
+            float *three = quant_case(worlds[w], count, op, kinds[k].a, kinds[k].q, 3, w == 2);
+            CHECK(memcmp(one, three, count * sizeof(float)) == 0);
+            free(one);
+            free(three);
+        }
+}
+
+/* The plain all-reduce over three stripes: the same bits as one stripe, on every member. */
+static void test_allreduce_striped(void) {
+    for (uint32_t W = 3; W <= 8; W += 5) {
+        float *res[2];
+        for (uint32_t S = 1; S <= 3; S += 2) {
+            mesh_t m;
+            mesh_open_striped(&m, W, S == 3, S);
+            rmember_t r[RW];
+            rmembers_init(r, &m, 4096 + 2);
+            float *buf[RW];
+            for (uint32_t p = 0; p < W; p++) {
+                buf[p] = malloc(20011 * sizeof(float));
+                for (size_t i = 0; i < 20011; i++) buf[p][i] = (float)((i * 13 + p * 7) % 101) * 0.37f + 1e-3f * (float)p;
+                r[p].src = r[p].buf = buf[p];
+                r[p].count = 20011;
+                r[p].dt = pcclFloat;
+                r[p].op = pcclAvg;
+            }
+            rmembers_run(r, W);
+            for (uint32_t p = 0; p < W; p++) CHECK(r[p].rc == 0 && memcmp(buf[p], buf[0], 20011 * sizeof(float)) == 0);
+            res[S / 2] = buf[0];
+            for (uint32_t p = 1; p < W; p++) free(buf[p]);
+            mesh_close(&m);
+        }
+        CHECK(memcmp(res[0], res[1], 20011 * sizeof(float)) == 0);
+        free(res[0]);
+        free(res[1]);
+    }
+}
+
+/* A striped, quantized run where one member goes away: every member fails, none hangs. */
+static void test_striped_member_goes_away(void) {
+    mesh_t m;
+    mesh_open_striped(&m, 5, 0, 3);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096);
+    float *buf[RW];
+    for (uint32_t p = 0; p < 5; p++) {
+        buf[p] = calloc(20000, sizeof(float));
+        r[p].src = r[p].buf = buf[p];
+        r[p].count = 20000;
+        r[p].dt = pcclFloat;
+        r[p].op = pcclSum;
+        r[p].algo = pcclQuantMinMax;
+        r[p].qdt = pcclUint8;
+        r[p].wire = malloc(ring_rhd_quant_wire_bytes(20000, pcclUint8, 5));
+        for (uint32_t s = 0; s < 3; s++) r[p].ios[s].timeout_ms = 3000;
+    }
+    r[4].quit_after_links = 2;
+    rmembers_run(r, 5);
+    for (uint32_t p = 0; p < 5; p++) {
+        CHECK(r[p].rc != 0);
+        free(buf[p]);
+        free(r[p].wire);
+    }
+    mesh_close(&m);
+}
+
 /* One member closes its sockets before its second partner: every member fails (none hangs; a failed member
  * aborts the others, as the master does). */
 static void test_member_goes_away(void) {
@@ -265,7 +417,7 @@ static void test_member_goes_away(void) {
             r[p].count = 20000;
             r[p].dt = pcclFloat;
             r[p].op = pcclSum;
-            r[p].io.timeout_ms = 3000;
+            r[p].ios[0].timeout_ms = 3000;
         }
         r[W - 1].quit_after_links = 1;
         rmembers_run(r, W);
@@ -347,7 +499,7 @@ static void rs_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op,
         free(in[p]), free(orig[p]), free(out[p]), free(r[p].work);
     }
     if (!ok) fprintf(stderr, "rs world %u count %zu dt %d op %d in_src %d failed (rc %d: %s)\n", W, count, (int)dt,
-                     (int)op, in_src, r[0].rc, r[0].io.err);
+                     (int)op, in_src, r[0].rc, r[0].ios[0].err);
     CHECK(ok);
     free(expect);
     mesh_close(&m);
@@ -366,16 +518,16 @@ static void test_reduce_scatter(void) {
     rmember_t r[RW];
     rmembers_init(r, &m, 64);
     float a[6] = {0}, o[2];
-    CHECK(ring_reduce_scatter_rhd(&r[0].io, mesh_link, &r[0], a, o, 6, pcclFloat, pcclSum, NULL, 0, 0, 3, 1) ==
+    CHECK(ring_reduce_scatter_rhd(r[0].ios, mesh_link, &r[0], a, o, 6, pcclFloat, pcclSum, NULL, 0, 0, 3, 1) ==
           -PERR_INVALID);
-    for (uint32_t p = 0; p < 3; p++) free(r[p].io.staging);
+    for (uint32_t p = 0; p < 3; p++) free(r[p].ios[0].staging);
     mesh_close(&m);
 }
 
-/* The all-gather of worlds 2, 4 and 8 with variable counts (one of them 0): every member ends with every block
+/* The all-gather of worlds 2..8 (3, 5, 6 and 7 fold) with variable counts (one of them 0): every member ends with every block
  * in rank order, its own from its place in buf, from buf's start (src NULL) or from elsewhere. */
 static void test_all_gather(void) {
-    for (uint32_t W = 2; W <= 8; W *= 2)
+    for (uint32_t W = 2; W <= 8; W++)
         for (int mode = 0; mode < 3; mode++) {
             mesh_t m;
             mesh_open(&m, W, mode == 1);
@@ -402,7 +554,7 @@ static void test_all_gather(void) {
                 ok &= r[p].rc == 0;
                 for (uint32_t q = 0; q < W; q++) ok &= memcmp(buf[p] + off[q], mine[q], counts[q] * 4) == 0;
             }
-            if (!ok) fprintf(stderr, "all-gather world %u mode %d failed (rc %d: %s)\n", W, mode, r[0].rc, r[0].io.err);
+            if (!ok) fprintf(stderr, "all-gather world %u mode %d failed (rc %d: %s)\n", W, mode, r[0].rc, r[0].ios[0].err);
             CHECK(ok);
             for (uint32_t p = 0; p < W; p++) free(buf[p]), free(mine[p]);
             mesh_close(&m);
@@ -444,7 +596,7 @@ static void test_broadcast_tree(void) {
             rmembers_run(r, W);
             int ok = 1;
             for (uint32_t p = 0; p < W; p++) ok &= r[p].rc == 0 && memcmp(buf[p], data, sizeof data) == 0, free(buf[p]);
-            if (!ok) fprintf(stderr, "broadcast world %u root %u failed (rc %d: %s)\n", W, root, r[0].rc, r[0].io.err);
+            if (!ok) fprintf(stderr, "broadcast world %u root %u failed (rc %d: %s)\n", W, root, r[0].rc, r[0].ios[0].err);
             CHECK(ok);
             mesh_close(&mm);
         }
@@ -454,7 +606,10 @@ int main(void) {
     RUN_TEST(test_schedule_pairs);
     RUN_TEST(test_allreduce_every_world);
     RUN_TEST(test_allreduce_sealed);
+    RUN_TEST(test_allreduce_quantized);
+    RUN_TEST(test_allreduce_striped);
     RUN_TEST(test_member_goes_away);
+    RUN_TEST(test_striped_member_goes_away);
     RUN_TEST(test_abort);
     RUN_TEST(test_reduce_scatter);
     RUN_TEST(test_all_gather);

@@ -31,14 +31,13 @@ static int ar_plan(pccl_op_t *o) {
 }
 
 /* The ring of this op (quantized or not) over its k stripes' connected sockets, or the recursive halving and
- * doubling when the master chose it (never quantized: the master keeps those on the ring); the rank is the ring
- * position. */
+ * doubling (quantized or not, over k stripes) when the master chose it; the rank is the ring position. */
 static int ar_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const pcclExtCollDescriptor_t *d = &o->d;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
     pcclDataType_t dt = d->datatype;
     uint32_t me = o->pos, n = o->world;
-    if (op_algo_rhd(o)) return op_rhd_allreduce(o, ios);
+    if (op_algo_rhd(o)) return op_rhd_allreduce(o, ios, k);
     if (qo->algorithm == pcclQuantNone) {
         if (k == 1) return ring_allreduce(ios, d->sendbuf, d->recvbuf, d->count, dt, d->op, me, n, o->op_seq);
         return ring_allreduce_striped(ios, k, d->sendbuf, d->recvbuf, d->count, dt, d->op, pcclQuantNone, dt, NULL,

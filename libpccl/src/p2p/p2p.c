@@ -204,12 +204,17 @@ static p2p_conn_t *find_live_locked(pcclComm_t *c, const uint8_t uuid[16], int d
     return k;
 }
 
-p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w) {
-    net_cancel_t cancel_w = {.wait = w}, *cancel = w ? &cancel_w : NULL;
+p2p_conn_t *p2p_find_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot) {
     pthread_mutex_lock(&c->p2p.mu);
     p2p_conn_t *k = find_live_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;
     pthread_mutex_unlock(&c->p2p.mu);
+    return k;
+}
+
+p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w) {
+    net_cancel_t cancel_w = {.wait = w}, *cancel = w ? &cancel_w : NULL;
+    p2p_conn_t *k = p2p_find_tx(c, uuid, slot);
     if (k) return k;
 
     wire_peer_t peer;

@@ -36,6 +36,9 @@ int p2p_lookup(pcclComm_t *c, const uint8_t uuid[16], wire_peer_t *out);
 /* TX connection to uuid for slot, connecting if needed (connect and handshake bounded by
  * timeout_ms; cancelling w, which may be NULL, ends them early: its eventfd joins their polls). NULL on failure. */
 p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w);
+/* The live TX connection to uuid for slot when there is one (a reference, as p2p_get_tx), else NULL: never
+ * connects. */
+p2p_conn_t *p2p_find_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot);
 /* RX connection from uuid for slot, waiting for it to arrive up to timeout_ms, or until w (may be NULL) is
  * cancelled (whoever cancels it calls p2p_wake) or the communicator is destroyed. NULL on failure. */
 p2p_conn_t *p2p_get_rx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int timeout_ms, const pwait_t *w);

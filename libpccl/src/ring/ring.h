@@ -91,6 +91,20 @@ size_t ring_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world_si
  * finished while a sibling failed). */
 void ring_restore_stripe(const ring_io_t *io, void *buf, size_t count, size_t esz, uint32_t world_size);
 
+/* One all-reduce's arguments, as the striped ring and recursive halving and doubling take them (algo
+ * pcclQuantNone: plain, wire and qdt unused). */
+typedef struct ring_ar_args {
+    const void *src;
+    void *buf;
+    size_t count;
+    pcclDataType_t dt, qdt;
+    pcclRedOp_t op;
+    pcclQuantizationAlgorithm_t algo;
+    uint8_t *wire;
+    uint32_t pos, world;
+    uint64_t op_seq;
+} ring_ar_args_t;
+
 /*
  * One all-reduce over nstripes rings at once (ring_stripe.c): ios[s] drives the connection pair of
  * stripe s and moves slice s of every chunk (its stripe fields are set here); stripe 0 runs on the
@@ -155,18 +169,29 @@ int ring_broadcast(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf
                    const uint8_t *holds, uint32_t pos, uint32_t world_size, uint64_t op_seq);
 
 /*
- * The all-reduce by recursive halving and doubling (ring_rhd.c, ring_rhd_sched.c; docs/algorithms.md): the
- * latency-optimal choice for small payloads and many members, 2 log2 N exchanges (two more when N is not a power of two) instead of the ring's
- * 2 (N - 1) hops. Positions are ring positions; the partners are not ring neighbours, so the caller's link
- * connects io (tx_fd, rx_fd, tx_link, rx_link) to the member at ring position peer before each step (the same
- * peer may come twice: the link reuses the pair), returning 0 or -PERR_<NAME> with io->err set. One connection
- * pair per partner (no stripes, no splicing, not quantized: the caller runs the ring for those). In place (src
- * NULL or == buf) buf is left partial on failure (the caller restores it; io->backup is not used); out of place
- * src is copied to buf first and never written. pcclAvg divides by world at each block's owner. */
+ * The all-reduce by recursive halving and doubling (ring_rhd_ar.c, ring_rhd_sched.c; docs/algorithms.md): the
+ * latency-optimal choice for small payloads and many members, 2 log2 N exchanges (two more when N is not a power
+ * of two) instead of the ring's 2 (N - 1) hops. Positions are ring positions; the partners are not ring
+ * neighbours, so the caller's link connects io (tx_fd, rx_fd, tx_link, rx_link) to the member at ring position
+ * peer before each step (the same peer may come twice: the link reuses the pair; a striped run passes io of
+ * stripe io->stripe), returning 0 or -PERR_<NAME> with io->err set; shut (striped runs) shuts every connection
+ * the link hands out down, so that a failing stripe ends its siblings and partners at once. Quantized when algo
+ * != pcclQuantNone: blocks of pccl_quant.h encoded with (algo, qdt) travel, each block's owner encodes its
+ * result once and every member (the owner too) keeps the decoded values, so all end bit-identical; wire holds
+ * ring_rhd_quant_wire_bytes. Striped over nstripes connection pairs (ios[s] for stripe s; its stripe fields set
+ * here): each moves its slice of every block (whole quantization blocks when quantized), so the result is that
+ * of one stripe. In place (src NULL or == buf) buf is left partial on failure (the caller restores it;
+ * io->backup is not used); out of place src is copied to buf first and never written. pcclAvg divides by
+ * world at each block's owner. */
 typedef int (*ring_rhd_link_fn)(void *ctx, ring_io_t *io, uint32_t peer);
-int ring_allreduce_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
-                       size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t pos, uint32_t world,
-                       uint64_t op_seq);
+typedef struct ring_rhd_ar {
+    ring_rhd_link_fn link;
+    void (*shut)(void *ctx);
+    void *link_ctx;
+    ring_ar_args_t ar;
+} ring_rhd_ar_t;
+int ring_allreduce_rhd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_ar_t *a);
+size_t ring_rhd_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world);
 
 /* The reduce-scatter of pccl_coll.h by recursive halving, for a world that is a power of two whose ranks are the
  * ring positions: the all-reduce's halving steps, so position pos ends with block pos of the count split (out,
@@ -179,10 +204,12 @@ int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx
                             uint32_t pos, uint32_t world, uint64_t op_seq);
 size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world);
 
-/* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world that is a power of two
- * whose ranks are the ring positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in
- * rank order in buf; src this member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the
- * all-reduce's doubling steps over those blocks. -PERR_INVALID for a world that is not a power of two. */
+/* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world whose ranks are the ring
+ * positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in rank order in buf; src this
+ * member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the all-reduce's doubling steps
+ * over the virtual blocks (a folded pair's two adjacent blocks are one). A world that is not a power of two folds
+ * as the all-reduce does: each even position of the first 2r hands its block to the odd one after it, which
+ * doubles for both and hands every block back at the end. */
 int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
                        const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq);
 

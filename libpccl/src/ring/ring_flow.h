@@ -42,6 +42,10 @@ static inline uint32_t ring_back(uint32_t p, uint32_t d, uint32_t n) {
  * the neighbours fail at once. rcs (n entries, may be NULL) receives each stripe's result. @return the first
  * real failure (its reason copied into ios[0].err) or 0; ios[0].tx_bytes/rx_bytes become the sums. */
 int ring_run_stripes(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *arg), void *arg, int *rcs);
+/* As ring_run_stripes, but a failure calls shut(shut_ctx) to shut every stripe's connections down (stripes
+ * whose connections change during the run: recursive halving and doubling). */
+int ring_run_stripes_shut(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *arg), void *arg,
+                          void (*shut)(void *ctx), void *shut_ctx, int *rcs);
 
 typedef struct ring_flow ring_flow_t;
 struct ring_flow {

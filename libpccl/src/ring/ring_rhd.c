@@ -1,5 +1,6 @@
 /*
- * ring_rhd.c - the all-reduce by recursive halving and doubling (ring.h; its schedule in ring_rhd_sched.c).
+ * ring_rhd.c - the reduce-scatter by recursive halving, the all-gathers by recursive doubling and the broadcast
+ * along a binomial tree (ring.h; the schedule in ring_rhd_sched.c, the all-reduce in ring_rhd_ar.c).
  *
  * Each step is one exchange with one partner over the connection pair the caller's link gives: a ring flow
  * (ring_flow.c) of one send element and one receive element, so sending, receiving and reducing overlap within
@@ -18,6 +19,7 @@
 
 #define RING_RHD_MAGIC 0x52484400u /* "RHD" + the step's index */
 #define RING_RHD_AG_PHASE 0x80u    /* the all-gather's steps: their own magics */
+#define RING_RHD_AG_FOLD 0xA0u     /* the all-gather's fold (an even member's block in) and unfold (all out) */
 #define RING_RHD_BC_PHASE 0xC0u    /* the tree broadcast's edges, by their distance's bit */
 
 /* One exchange: send `send` (send_len bytes), receive recv_len bytes into recv (reduced into it when reduce). */
@@ -95,12 +97,15 @@ typedef struct rhd_run {
 } rhd_run_t;
 
 /* Byte offset of block b of the schedule's p blocks. */
-static size_t blk(const rhd_run_t *r, uint32_t b) {
-    if (!r->counts) return ring_block_off(r->count, r->s.p, b) * r->esz;
+static size_t pos_off(const rhd_run_t *r, uint32_t pos) {
+    if (!r->counts) return ring_block_off(r->count, r->s.world, pos) * r->esz;
     size_t off = 0;
-    for (uint32_t i = 0; i < b; i++) off += r->counts[i];
+    for (uint32_t i = 0; i < pos; i++) off += r->counts[i];
     return off * r->esz;
 }
+/* Byte offset of virtual block b (b = p: the end): the blocks of the positions of virtual id b (two for a folded
+ * pair), which are adjacent; in a power-of-two world block b is position b's. */
+static size_t blk(const rhd_run_t *r, uint32_t b) { return pos_off(r, b < r->s.r ? 2 * b : b + r->s.r); }
 
 /* Step `phase` of the operation with the member at ring position peer. */
 static int exchange(rhd_run_t *r, uint32_t phase, uint32_t peer, rhd_xfer_t *x) {
@@ -114,50 +119,6 @@ static int exchange(rhd_run_t *r, uint32_t phase, uint32_t peer, rhd_xfer_t *x) 
     rc = ring_flow_run(&f);
     r->tx_bytes += io->tx_bytes;
     r->rx_bytes += io->rx_bytes;
-    return rc;
-}
-
-/* Reduce-scatter by recursive halving (phases 1..steps), the owner's pcclAvg, all-gather by recursive doubling
- * (phases steps+1..2 steps). */
-static int halving_doubling(rhd_run_t *r) {
-    const ring_rhd_sched_t *s = &r->s;
-    uint32_t keep, give, len;
-    for (uint32_t k = 0; k < s->steps; k++) {
-        ring_rhd_blocks(s, k, &keep, &give, &len);
-        rhd_xfer_t x = {.send = r->buf + blk(r, give), .send_len = blk(r, give + len) - blk(r, give),
-                        .recv = r->buf + blk(r, keep), .recv_len = blk(r, keep + len) - blk(r, keep), .reduce = 1};
-        int rc = exchange(r, 1 + k, ring_rhd_partner(s, k), &x);
-        if (rc != 0) return rc;
-    }
-    if (r->op == pcclAvg)
-        pccl_reduce_finalize_avg(r->buf + blk(r, s->vid), (blk(r, s->vid + 1) - blk(r, s->vid)) / r->esz, r->dt,
-                                 s->world);
-    for (uint32_t j = 0; j < s->steps; j++) {
-        uint32_t k = s->steps - 1 - j;
-        ring_rhd_blocks(s, k, &keep, &give, &len);
-        rhd_xfer_t x = {.send = r->buf + blk(r, keep), .send_len = blk(r, keep + len) - blk(r, keep),
-                        .recv = r->buf + blk(r, give), .recv_len = blk(r, give + len) - blk(r, give)};
-        int rc = exchange(r, 1 + s->steps + j, ring_rhd_partner(s, k), &x);
-        if (rc != 0) return rc;
-    }
-    return 0;
-}
-
-static int rhd_all(rhd_run_t *r) {
-    const ring_rhd_sched_t *s = &r->s;
-    uint32_t fold = ring_rhd_fold_partner(s);
-    size_t all = r->count * r->esz;
-    int folded = s->vid == RING_RHD_FOLDED, rc = 0;
-    if (fold != RING_RHD_FOLDED) { /* phase 0: the even member's whole input to the odd one */
-        rhd_xfer_t x = {.send = r->buf, .send_len = folded ? all : 0, .recv = r->buf, .recv_len = folded ? 0 : all,
-                        .reduce = 1};
-        rc = exchange(r, 0, fold, &x);
-    }
-    if (rc == 0 && !folded) rc = halving_doubling(r);
-    if (rc == 0 && fold != RING_RHD_FOLDED) { /* the last phase: the result back to the even member */
-        rhd_xfer_t x = {.send = r->buf, .send_len = folded ? 0 : all, .recv = r->buf, .recv_len = folded ? all : 0};
-        rc = exchange(r, 1 + 2 * s->steps, fold, &x);
-    }
     return rc;
 }
 
@@ -234,16 +195,28 @@ int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, con
     io->tx_bytes = io->rx_bytes = 0;
     io->err[0] = 0;
     ring_rhd_schedule(pos < world ? pos : 0, world, &r.s);
-    if (pos >= world || world < 2 || r.s.r || esz == 0 || !counts) {
-        snprintf(io->err, sizeof io->err, "position %u of %u (a power of two), element of %zu bytes", pos, world,
-                 esz);
+    if (pos >= world || world < 2 || esz == 0 || !counts) {
+        snprintf(io->err, sizeof io->err, "position %u of %u, element of %zu bytes", pos, world, esz);
         return -PERR_INVALID;
     }
     io->tx_pipe = NULL;
-    uint8_t *place = r.buf + blk(&r, pos);
+    uint8_t *place = r.buf + pos_off(&r, pos);
     if (!src) src = buf;
     if (src != place) memmove(place, src, counts[pos] * esz);
-    int rc = ag_doubling(&r);
+    uint32_t fold = ring_rhd_fold_partner(&r.s);
+    int folded = r.s.vid == RING_RHD_FOLDED, rc = 0;
+    if (fold != RING_RHD_FOLDED) { /* the even member's block to the odd one, which doubles for both */
+        uint32_t even = folded ? pos : fold;
+        rhd_xfer_t x = {.send = r.buf + pos_off(&r, even), .send_len = folded ? counts[even] * esz : 0,
+                        .recv = r.buf + pos_off(&r, even), .recv_len = folded ? 0 : counts[even] * esz};
+        rc = exchange(&r, RING_RHD_AG_FOLD, fold, &x);
+    }
+    if (rc == 0 && !folded) rc = ag_doubling(&r);
+    if (rc == 0 && fold != RING_RHD_FOLDED) { /* every block back to the even member */
+        size_t all = pos_off(&r, world);
+        rhd_xfer_t x = {.send = r.buf, .send_len = folded ? 0 : all, .recv = r.buf, .recv_len = folded ? all : 0};
+        rc = exchange(&r, RING_RHD_AG_FOLD + 1, fold, &x);
+    }
     io->tx_bytes = r.tx_bytes;
     io->rx_bytes = r.rx_bytes;
     return rc;
@@ -285,27 +258,6 @@ int ring_broadcast_tree(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, co
                         .recv_len = from_parent ? bytes : 0};
         rc = exchange(&r, RING_RHD_BC_PHASE + log2_of(m), partners[i], &x);
     }
-    io->tx_bytes = r.tx_bytes;
-    io->rx_bytes = r.rx_bytes;
-    return rc;
-}
-
-int ring_allreduce_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
-                       size_t count, pcclDataType_t dt, pcclRedOp_t op, uint32_t pos, uint32_t world,
-                       uint64_t op_seq) {
-    rhd_run_t r = {.io = io, .link = link, .link_ctx = link_ctx, .buf = buf, .count = count,
-                   .esz = pccl_dtype_size(dt), .dt = dt, .op = op, .op_seq = op_seq};
-    io->tx_bytes = io->rx_bytes = 0;
-    io->err[0] = 0;
-    if (pos >= world || world < 2 || r.esz == 0 || !io->staging || io->staging_size < r.esz) {
-        snprintf(io->err, sizeof io->err, "position %u of %u, dtype %d, staging of %zu bytes", pos, world, (int)dt,
-                 io->staging_size);
-        return -PERR_INVALID;
-    }
-    io->tx_pipe = NULL;
-    ring_rhd_schedule(pos, world, &r.s);
-    if (src && src != buf) memcpy(buf, src, count * r.esz);
-    int rc = rhd_all(&r);
     io->tx_bytes = r.tx_bytes;
     io->rx_bytes = r.rx_bytes;
     return rc;

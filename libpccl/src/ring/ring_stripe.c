@@ -33,6 +33,8 @@ struct stripe_group {
     atomic_int failed; /* first failure shuts every stripe's sockets down once */
     int (*fn)(ring_io_t *io, void *arg);
     void *arg;
+    void (*shut)(void *ctx); /* NULL: the stripes' own sockets */
+    void *shut_ctx;
 };
 
 /* A stripe that failed leaves its siblings' rings with no way to finish (the neighbours' stripes
@@ -42,6 +44,10 @@ struct stripe_group {
 static void fail_all(stripe_group_t *g) {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&g->failed, &expected, 1)) return;
+    if (g->shut) {
+        g->shut(g->shut_ctx);
+        return;
+    }
     for (uint32_t s = 0; s < g->n; s++) {
         shutdown(g->ios[s].tx_fd, SHUT_RDWR);
         shutdown(g->ios[s].rx_fd, SHUT_RDWR);
@@ -56,12 +62,17 @@ static void *stripe_main(void *arg) {
 }
 
 int ring_run_stripes(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *arg), void *arg, int *rcs) {
+    return ring_run_stripes_shut(ios, n, fn, arg, NULL, NULL, rcs);
+}
+
+int ring_run_stripes_shut(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *arg), void *arg,
+                          void (*shut)(void *ctx), void *shut_ctx, int *rcs) {
     enum { MAX_STRIPES = 64 };
     if (n < 1 || n > MAX_STRIPES) {
         snprintf(ios[0].err, sizeof ios[0].err, "%u stripes (1..%d)", n, MAX_STRIPES);
         return -PERR_PROTOCOL;
     }
-    stripe_group_t g = {.ios = ios, .n = n, .fn = fn, .arg = arg};
+    stripe_group_t g = {.ios = ios, .n = n, .fn = fn, .arg = arg, .shut = shut, .shut_ctx = shut_ctx};
     stripe_run_t runs[MAX_STRIPES];
     pthread_t threads[MAX_STRIPES];
     int started[MAX_STRIPES] = {0};
@@ -93,31 +104,19 @@ int ring_run_stripes(ring_io_t *ios, uint32_t n, int (*fn)(ring_io_t *io, void *
     return rc;
 }
 
-typedef struct allreduce_stripes {
-    const void *src;
-    void *buf;
-    size_t count;
-    pcclDataType_t dt, qdt;
-    pcclRedOp_t op;
-    pcclQuantizationAlgorithm_t algo;
-    uint8_t *wire;
-    uint32_t rank, world;
-    uint64_t op_seq;
-} allreduce_stripes_t;
-
 static int allreduce_stripe(ring_io_t *io, void *arg) {
-    allreduce_stripes_t *g = arg;
+    ring_ar_args_t *g = arg;
     return g->algo == pcclQuantNone
-               ? ring_allreduce(io, g->src, g->buf, g->count, g->dt, g->op, g->rank, g->world, g->op_seq)
-               : ring_allreduce_quant(io, g->buf, g->count, g->dt, g->op, g->algo, g->qdt, g->wire, g->rank,
+               ? ring_allreduce(io, g->src, g->buf, g->count, g->dt, g->op, g->pos, g->world, g->op_seq)
+               : ring_allreduce_quant(io, g->buf, g->count, g->dt, g->op, g->algo, g->qdt, g->wire, g->pos,
                                       g->world, g->op_seq);
 }
 
 int ring_allreduce_striped(ring_io_t *ios, uint32_t n, const void *src, void *buf, size_t count,
                            pcclDataType_t dt, pcclRedOp_t op, pcclQuantizationAlgorithm_t algo, pcclDataType_t qdt,
                            uint8_t *wire, uint32_t rank, uint32_t world, uint64_t op_seq) {
-    allreduce_stripes_t g = {.src = src, .buf = buf, .count = count, .dt = dt, .qdt = qdt, .op = op,
-                             .algo = algo, .wire = wire, .rank = rank, .world = world, .op_seq = op_seq};
+    ring_ar_args_t g = {.src = src, .buf = buf, .count = count, .dt = dt, .qdt = qdt, .op = op,
+                        .algo = algo, .wire = wire, .pos = rank, .world = world, .op_seq = op_seq};
     int rcs[64];
     int rc = ring_run_stripes(ios, n, allreduce_stripe, &g, rcs);
     if (rc != 0 && n >= 1 && n <= 64 && algo == pcclQuantNone && ios[0].backup && (!src || src == buf))
