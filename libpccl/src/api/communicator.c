@@ -413,7 +413,7 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
 
 pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcclArePeersPending(c, out); }
 
-/* Measures bandwidth toward each requested peer (one at a time, so this peer's
+/* Measures bandwidth and round trip toward each requested peer (one at a time, so this peer's
  * probes do not compete with each other) and reports the results. */
 static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     uint32_t n = req->u.bench_req.n;
@@ -432,6 +432,7 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
             comm_wait_close(c, &w);
         }
         res[i].mbps = r.mbps;
+        res[i].rtt_us = r.mbps > 0 ? r.rtt_us : 0;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }
     wire_msg_t out = {.type = C2M_BENCH_RESULT};
