@@ -194,13 +194,19 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. */
+/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. c->cv also wakes the communicator's
+ * waits (every message the reader delivers): a wake-up before the deadline sends nothing, or each collective
+ * would cost a heartbeat, its answer and two thread wake-ups. */
 static void *heartbeat_main(void *arg) {
     pcclComm_t *c = arg;
     pthread_mutex_lock(&c->mu);
+    uint64_t next = net_now_ms() + (uint64_t)c->heartbeat_ms;
     while (!atomic_load(&c->shutting_down) && !comm_ended(c)) {
-        pwait_cond_sleep(&c->cv, &c->mu, net_now_ms() + (uint64_t)c->heartbeat_ms);
-        if (atomic_load(&c->shutting_down) || comm_ended(c)) break;
+        if (net_now_ms() < next) {
+            pwait_cond_sleep(&c->cv, &c->mu, next);
+            continue;
+        }
+        next = net_now_ms() + (uint64_t)c->heartbeat_ms;
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
         if (comm_state(c) != PEER_MASTER_DOWN) comm_send(c, atomic_load(&c->master_epoch), &hb);
