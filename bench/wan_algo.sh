@@ -3,7 +3,8 @@
 # several world sizes, for each algorithm (PCCL_ALGO: ring, rhd, auto; docs/algorithms.md), in interleaved
 # rounds (each round runs every algorithm of a world size back to back, so a slow phase of the shared machine
 # hits them all), and a markdown table: per algorithm the median of the round medians (time = the slowest
-# member's, median over the repetitions), and auto's speed-up over the ring (the median of the per-round ratios).
+# member's, median over the repetitions), and auto's speed-up over the ring (the median of the per-round ratios);
+# the RESULT lines name the algorithms the master commenced (algo=, from its debug log).
 #
 # usage: bench/wan_algo.sh BIN_DIR [REPS (10)] ["PEERS" ("4 8 16")] ["ALGOS" ("ring rhd auto")]   (root)
 # env:   WAN_BYTES (4096), WAN_ROUNDS (1), WAN_COLL (reduce_scatter: that collective instead of the all-reduce,
@@ -20,7 +21,7 @@ for n in $PEERS; do
     for k in $(seq "$ROUNDS"); do
         for a in $ALGOS; do
             echo "[$(date -u +%H:%M:%S)] $n peers, $BYTES B, PCCL_ALGO=$a, round $k" >&2
-            PCCL_ALGO=$a WAN_POOL=1 WAN_PEERS=$n WAN_BYTES=$BYTES WAN_TAG=$a "$HERE/wan.sh" "$BIN" "$REPS" 1 |
+            PCCL_ALGO=$a WAN_MASTER_LOG=debug WAN_POOL=1 WAN_PEERS=$n WAN_BYTES=$BYTES WAN_TAG=$a "$HERE/wan.sh" "$BIN" "$REPS" 1 |
                 grep -E "mode=wan(pool|coll) " | sed "s/\$/ round=$k/" | tee -a "$OUT"
         done
     done
