@@ -94,7 +94,12 @@ for c in $CONCS; do
     if [ "$ok" = 1 ]; then
         algos=$(grep -o 'peers, [a-z]*$' "$WORK/master.err" | awk '{print $2}' | sort | uniq -c |
             awk '{printf "%s%s:%s", s, $2, $1; s = ","}')
-        TAG="$TAG${algos:+ algo=$algos}" summarize pccl "$c"
+        # the slowest link the master's probes measured (PCCL_BENCH_OPTIMIZE=1), from its solve's log line
+        probe=$(grep -o 'topology solved: .*' "$WORK/master.err" | sed 's/topology solved: //' | python3 -c '
+import json, sys
+v = [x for l in sys.stdin for row in json.loads(l)["matrix_mbps"] for x in row if x > 0]
+print(f"{min(v):.0f}" if v else "")' 2>/dev/null || true)
+        TAG="$TAG${algos:+ algo=$algos}${probe:+ probe_min_mbps=$probe}" summarize pccl "$c"
     else
         echo "RESULT impl=pccl mode=$RMODE peers=$PEERS bytes=$BYTES conc=$c status=FAILED$TAG"
         tail -n 3 "$WORK"/p*.err >&2 || true
