@@ -62,6 +62,14 @@ pcclComm_t *bench_connect(const uint8_t ip[4], uint16_t port, int rank, int worl
         pcclDestroyCommunicator(comm);
         return NULL;
     }
+    /* PCCL_BENCH_OPTIMIZE=1: every peer optimizes the topology once, so the master has measured the links'
+     * bandwidths and round trips (its algorithm choice uses them) before the timed operations. */
+    const char *opt = getenv("PCCL_BENCH_OPTIMIZE");
+    if (opt && strcmp(opt, "1") == 0 && world >= 3) {
+        pcclResult_t r = pcclTopologyOptimizationFailed;
+        for (int tries = 0; tries < 3 && r != pcclSuccess; tries++) r = pcclOptimizeTopology(comm);
+        if (r != pcclSuccess) fprintf(stderr, "rank %d: optimize topology failed: %s\n", rank, pcclResultString(r));
+    }
     return comm;
 }
 

@@ -20,7 +20,8 @@ double bench_now_s(void);
 void bench_stats(const double *times, int world, int reps, int stride, int q, double *med, double *mn, double *mx);
 
 /* Creates a communicator with the given pool size, connects to the master at ip:port and waits until
- * the group has world peers. NULL (with a message naming rank) on failure. */
+ * the group has world peers; with PCCL_BENCH_OPTIMIZE=1 (and 3 peers or more) then optimizes the topology
+ * (the master measures every peer's links). NULL (with a message naming rank) on failure. */
 pcclComm_t *bench_connect(const uint8_t ip[4], uint16_t port, int rank, int world, uint32_t pool);
 
 /* A joint pcclArePeersPending: every peer returns once all called it. 0 or -1. */

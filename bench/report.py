@@ -469,8 +469,9 @@ def main():
     p("")
     include(p, "stripe.md", "## 4c. Striped all-reduce: one op over the connection pool (`bench/stripe.sh`)")
     include(p, "compress.md", "## 4d. Compressed and Streaming DiLoCo on Fashion-MNIST (`bench/compress.sh`)")
-    include(p, "algo.md", "## 4e. Algorithm by regime: 4 KiB under WAN emulation (`bench/wan_algo.sh`)")
+    include(p, "algo.md", "## 4e. Algorithm by regime under WAN emulation (`bench/wan_algo.sh`)")
     include(p, "pipeline.md", "## 4f. Pipelined collectives: one master round trip per operation")
+    include(p, "overhead.md", "## 4g. Per-operation overhead: 2 x 400 KB on loopback against OpenMPI (`bench/overhead.sh`)")
 
     if retried or failed:
         p("Points that failed once and were re-run: " + (", ".join(f"{r.get('impl')} {r.get('mode')} "

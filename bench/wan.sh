@@ -16,7 +16,9 @@
 #        cubic; default: the kernel's, named in the wanenv line), WAN_TAG (adds scenario=TAG to every
 #        RESULT line, so run.sh can report several settings apart), PCCL_BENCH_QUANT (quantize the all-reduces, e.g.
 #        minmax:uint8; tags the RESULT lines), WAN_PREFIX (pcclb: the prefix of every namespace and link
-#        name below, at most 6 characters, so runs with different prefixes do not collide)
+#        name below, at most 6 characters, so runs with different prefixes do not collide), WAN_MASTER_LOG
+#        (the master's PCCL_LOG_LEVEL; debug adds algo=NAME:COUNT,... to the RESULT lines: the algorithms
+#        the master commenced, docs/algorithms.md)
 #
 # Two emulations, chosen by probing the kernel:
 #
@@ -74,7 +76,8 @@ print(f"RESULT impl={impl} mode={mode} peers={len(rows)} bytes={b} conc={c} reps
 
 for c in $CONCS; do
     # a fresh master per point
-    "${MASTER_NS[@]}" "$BIN/pccl_allreduce" master "$MASTER_IP" >"$WORK/master.out" 2>"$WORK/master.err" &
+    "${MASTER_NS[@]}" env PCCL_LOG_LEVEL="${WAN_MASTER_LOG:-${PCCL_LOG_LEVEL:-info}}" "$BIN/pccl_allreduce" master \
+        "$MASTER_IP" >"$WORK/master.out" 2>"$WORK/master.err" &
     MPID=$!
     for _ in $(seq 50); do grep -q PORT "$WORK/master.out" && break; sleep 0.1; done
     PORT=$(awk '/PORT/ {print $2}' "$WORK/master.out")
@@ -89,7 +92,14 @@ for c in $CONCS; do
     ok=1
     for p in "${pids[@]}"; do wait "$p" || ok=0; done
     if [ "$ok" = 1 ]; then
-        summarize pccl "$c"
+        algos=$(grep -o 'peers, [a-z]*$' "$WORK/master.err" | awk '{print $2}' | sort | uniq -c |
+            awk '{printf "%s%s:%s", s, $2, $1; s = ","}')
+        # the slowest link the master's probes measured (PCCL_BENCH_OPTIMIZE=1), from its solve's log line
+        probe=$(grep -o 'topology solved: .*' "$WORK/master.err" | sed 's/topology solved: //' | python3 -c '
+import json, sys
+v = [x for l in sys.stdin for row in json.loads(l)["matrix_mbps"] for x in row if x > 0]
+print(f"{min(v):.0f}" if v else "")' 2>/dev/null || true)
+        TAG="$TAG${algos:+ algo=$algos}${probe:+ probe_min_mbps=$probe}" summarize pccl "$c"
     else
         echo "RESULT impl=pccl mode=$RMODE peers=$PEERS bytes=$BYTES conc=$c status=FAILED$TAG"
         tail -n 3 "$WORK"/p*.err >&2 || true

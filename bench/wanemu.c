@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LINKS 32
+#define MAX_LINKS 64
 #define MAX_PKT 65536
 #define READ_BATCH 64                  /* packets read per fd per wake-up: no link starves the others */
 #define MAX_BUFFERED (512u << 20)      /* all packets held at once, a bound also for --rate 0 */

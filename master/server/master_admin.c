@@ -265,7 +265,8 @@ static cJSON *groups_json(pcclMasterInstance_t *m, const msm_op_view_t *ops, int
     return groups;
 }
 
-/* Measured links (from optimize topology) as [{from, to, mbps}] by uuid; null while nothing was measured. */
+/* Measured links (from optimize topology) as [{from, to, mbps, rtt_us}] by uuid (rtt_us null: not measured); null
+ * while nothing was measured. */
 static cJSON *bandwidth_json(pcclMasterInstance_t *m) {
     int n = msm_bw_views(m->sm, NULL, 0);
     msm_bw_view_t *bw = n > 0 ? malloc((size_t)n * sizeof *bw) : NULL;
@@ -286,6 +287,8 @@ static cJSON *bandwidth_json(pcclMasterInstance_t *m) {
         cJSON_AddStringToObject(e, "from", from);
         cJSON_AddStringToObject(e, "to", to);
         cJSON_AddNumberToObject(e, "mbps", bw[i].mbps);
+        if (bw[i].rtt_us > 0) cJSON_AddNumberToObject(e, "rtt_us", bw[i].rtt_us);
+        else cJSON_AddNullToObject(e, "rtt_us");
         cJSON_AddItemToArray(arr, e);
     }
     free(bw);

@@ -88,7 +88,8 @@ int msm_op_view_waiting(const msm_t *m, int index, uint64_t *conns, int max) {
 
 int msm_bw_views(const msm_t *m, msm_bw_view_t *out, int max) {
     for (int i = 0; i < m->nbw && i < max; i++)
-        out[i] = (msm_bw_view_t){.from = m->bw[i].from, .to = m->bw[i].to, .mbps = m->bw[i].mbps};
+        out[i] = (msm_bw_view_t){.from = m->bw[i].from, .to = m->bw[i].to, .mbps = m->bw[i].mbps,
+                                   .rtt_us = m->bw[i].rtt_us};
     return m->nbw;
 }
 

@@ -55,6 +55,7 @@ int msm_op_view_waiting(const msm_t *m, int index, uint64_t *conns, int max);
 typedef struct msm_bw_view {
     uint64_t from, to;
     double mbps;
+    double rtt_us; /* the link's round trip, microseconds; 0: not measured */
 } msm_bw_view_t;
 
 int msm_bw_views(const msm_t *m, msm_bw_view_t *out, int max);

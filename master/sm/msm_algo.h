@@ -1,7 +1,7 @@
 /*
  * msm_algo.h - which algorithm a collective runs (docs/algorithms.md): the alpha-beta cost model of the ring and
  * of recursive halving and doubling, the master's choice per operation from its payload, the world size and the
- * bandwidths it measured, and the members' forced choice (PCCL_ALGO, in COLL_INIT). Pure.
+ * bandwidths and round trips it measured, and the members' forced choice (PCCL_ALGO, in COLL_INIT). Pure.
  */
 #ifndef PCCL_MSM_ALGO_H
 #define PCCL_MSM_ALGO_H
@@ -19,10 +19,10 @@
  * doubling step waits for its whole block before the next step sends. */
 #define MSM_ALGO_RHD_BYTE_FACTOR 1.25
 
-/* The model's inputs: payload bytes n, world size N, alpha (s per message), beta of the slowest ring edge and
- * of the slowest pair of partners (s per byte). */
+/* The model's inputs: payload bytes n, world size N, alpha of the ring's messages and of the partners' (s per
+ * message; alpha_rhd 0: alpha), beta of the slowest ring edge and of the slowest pair of partners (s per byte). */
 typedef struct msm_algo_cost {
-    double bytes, alpha, beta_ring, beta_rhd;
+    double bytes, alpha, beta_ring, beta_rhd, alpha_rhd;
     uint32_t world;
     int bcast; /* a broadcast: the chain against the binomial tree */
 } msm_algo_cost_t;
@@ -46,9 +46,26 @@ int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t hol
  * power-of-two world each algorithm's reduce-scatter, and its all-gather, costs exactly half its all-reduce. */
 uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
 
-/* The algorithm of an operation of kind (msm_algo_choose; beta: 1 / the slowest bandwidth the
- * master has measured between any two peers, MSM_ALGO_DEFAULT_MBPS when it has none; alpha MSM_ALGO_ALPHA_S). */
-uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes, uint32_t world);
+/* What the master measured between an operation's members (msm_algo_links). */
+typedef struct msm_algo_links {
+    double slowest_mbps; /* the slowest measured pair's bandwidth, Mbit/s */
+    double ring_rtt_us;  /* the mean round trip of the measured ring edges (member i to i + 1), microseconds */
+    double max_rtt_us;   /* the longest round trip of any measured pair, microseconds */
+} msm_algo_links_t;                  /* 0: nothing of that measured */
+
+/* One pass over m's bandwidth store for the members conns[0..world) in ring order. @return 0, or -PERR_NOMEM
+ * (*out zero: nothing measured). */
+int msm_algo_links(const msm_t *m, const uint64_t *conns, uint32_t world, msm_algo_links_t *out);
+
+/* The model's inputs from what was measured (docs/algorithms.md): beta 1 / slowest_mbps (MSM_ALGO_DEFAULT_MBPS
+ * when none); the ring's alpha half the mean round trip of its edges, the partners' half the longest round trip
+ * (each falls back to the other, both to MSM_ALGO_ALPHA_S when no round trip was measured). */
+msm_algo_cost_t msm_algo_cost_of(const msm_algo_links_t *l, uint64_t bytes, uint32_t world, int bcast);
+
+/* The algorithm of an operation of kind over the members conns[0..world) in ring order (msm_algo_choose with the
+ * model of msm_algo_cost_of over msm_algo_links). */
+uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes,
+                     const uint64_t *conns, uint32_t world);
 
 /* Its name in logs and reasons ("auto", "ring", "rhd"; "unknown"). */
 const char *msm_algo_name(uint8_t algo);

@@ -80,10 +80,11 @@ static void send_coll(msm_t *m, uint64_t conn, uint16_t type, const msm_op_t *c,
     msm_send(m, conn, &w);
 }
 
-/* The votes of c's members in g's ring order, their uuids and their names for a rejection's reason. */
+/* The votes of c's members in g's ring order, their conns and uuids and their names for a rejection's reason. */
 typedef struct ring_votes {
     int n;
     msm_coll_vote_t *v;
+    uint64_t *conns;
     uint8_t (*ring)[16];
     const char **names;
     char (*buf)[WIRE_NAME_MAX + 16];
@@ -91,6 +92,7 @@ typedef struct ring_votes {
 
 static void ring_votes_free(ring_votes_t *rv) {
     free(rv->v);
+    free(rv->conns);
     free(rv->ring);
     free(rv->names);
     free(rv->buf);
@@ -106,9 +108,10 @@ static void short_name(const msm_peer_t *p, char out[WIRE_NAME_MAX + 16]) {
 /* @return 0, or -PERR_NOMEM (rv freed). */
 static int ring_votes(msm_t *m, msm_group_t *g, msm_op_t *c, ring_votes_t *rv) {
     size_t cap = (size_t)g->ring_len + 1;
-    *rv = (ring_votes_t){.v = calloc(cap, sizeof *rv->v), .ring = calloc(cap, 16),
-                         .names = calloc(cap, sizeof *rv->names), .buf = calloc(cap, sizeof *rv->buf)};
-    if (!rv->v || !rv->ring || !rv->names || !rv->buf) {
+    *rv = (ring_votes_t){.v = calloc(cap, sizeof *rv->v), .conns = calloc(cap, sizeof *rv->conns),
+                         .ring = calloc(cap, 16), .names = calloc(cap, sizeof *rv->names),
+                         .buf = calloc(cap, sizeof *rv->buf)};
+    if (!rv->v || !rv->conns || !rv->ring || !rv->names || !rv->buf) {
         ring_votes_free(rv);
         return -PERR_NOMEM;
     }
@@ -117,6 +120,7 @@ static int ring_votes(msm_t *m, msm_group_t *g, msm_op_t *c, ring_votes_t *rv) {
         msm_member_t *mb = msm_op_member(c, g->ring[i]);
         if (!p || !mb) continue;
         rv->v[rv->n] = mb->coll;
+        rv->conns[rv->n] = p->conn;
         memcpy(rv->ring[rv->n], p->uuid, 16);
         short_name(p, rv->buf[rv->n]);
         rv->names[rv->n] = rv->buf[rv->n];
@@ -157,7 +161,7 @@ static uint8_t choose_algo(msm_t *m, const ring_votes_t *rv, const wire_msg_t *w
         holders += w->u.commence.members[i].holds != 0;
     }
     int has_rhd = msm_algo_has_rhd(rv->v[0].kind, rv->v[0].quant_algo != 0, by_position, holders, (uint32_t)rv->n);
-    return msm_algo_for(m, has_rhd, rv->v[0].kind, rv->v[0].algo, payload_bytes, (uint32_t)rv->n);
+    return msm_algo_for(m, has_rhd, rv->v[0].kind, rv->v[0].algo, payload_bytes, rv->conns, (uint32_t)rv->n);
 }
 
 static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {

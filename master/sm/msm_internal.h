@@ -58,6 +58,7 @@ typedef struct msm_peer {
 typedef struct msm_bw {
     uint64_t from, to; /* conns */
     double mbps;
+    double rtt_us; /* the probe's least round trip, microseconds; 0: not measured */
 } msm_bw_t;
 
 typedef struct msm_group {
@@ -86,7 +87,7 @@ struct msm {
     int ngroups, cap_groups;
     msm_op_t *ops; /* operations in flight, oldest first (msm_ops.h) */
     msm_op_t *grants; /* collectives pre-commenced by a verdict that no member voted for yet (msm_grant.c) */
-    msm_bw_t *bw; /* bandwidth store: measured directed pairs */
+    msm_bw_t *bw; /* bandwidth store: measured directed pairs, with their round trips */
     int nbw, cap_bw;
     uint64_t next_op_seq;
     int in_reevaluate, reevaluate_pending;

@@ -5,7 +5,8 @@
  * measure only the directed pairs missing from its bandwidth store, at most
  * MSM_PROBE_TARGETS per peer and round, nearest in ring order first, so that a
  * round's probes grow with the peers, not with their pairs (BENCH_REQUEST; each
- * peer sends to its targets for MSM_PROBE_MS); pairs never measured count as no
+ * peer pings each target, then sends to it for MSM_PROBE_MS: BENCH_RESULT carries the
+ * bandwidth and the round trip, msm_algo.c's latency); pairs never measured count as no
  * bandwidth in the solve, and the next optimization measures the next ones. It stores the
  * results, solves each group's ring with the ATSP solver within
  * TOPO_QUICK_TIME_MS (maximize the bottleneck, then minimize the summed
@@ -27,6 +28,8 @@
 #include "topology/topology.h"
 
 #define MSM_PROBE_MS 300
+/* The longest round trip taken as a measurement, microseconds (a minute: beyond any peer timeout). */
+#define MSM_RTT_MAX_US 60e6
 /* Most pairs one peer measures per round: every pair of a group of up to 9, the 8 nearest ring offsets beyond. */
 #define MSM_PROBE_TARGETS 8
 
@@ -36,11 +39,12 @@ double msm_bw_get(const msm_t *m, uint64_t from, uint64_t to) {
     return -1;
 }
 
-/* Stores a measured link. @return 0, or -PERR_NOMEM. */
-static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps) {
+/* Stores a measured link (rtt_us 0: its round trip not measured). @return 0, or -PERR_NOMEM. */
+static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps, double rtt_us) {
     for (int i = 0; i < m->nbw; i++)
         if (m->bw[i].from == from && m->bw[i].to == to) {
             m->bw[i].mbps = mbps;
+            m->bw[i].rtt_us = rtt_us;
             return 0;
         }
     if (m->nbw == m->cap_bw) {
@@ -50,7 +54,7 @@ static int bw_set(msm_t *m, uint64_t from, uint64_t to, double mbps) {
         m->bw = b;
         m->cap_bw = cap;
     }
-    m->bw[m->nbw++] = (msm_bw_t){from, to, mbps};
+    m->bw[m->nbw++] = (msm_bw_t){from, to, mbps, rtt_us};
     return 0;
 }
 
@@ -289,7 +293,9 @@ void msm_opt_on_result(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
             op->failed = 1;
             continue;
         }
-        if (bw_set(m, p->conn, q->conn, r->mbps) != 0) op->failed = 1;
+        /* A round trip that is no measurement leaves the pair's latency unknown (the cost model's default). */
+        double rtt = isfinite(r->rtt_us) && r->rtt_us > 0 && r->rtt_us <= MSM_RTT_MAX_US ? r->rtt_us : 0;
+        if (bw_set(m, p->conn, q->conn, r->mbps, rtt) != 0) op->failed = 1;
     }
     if (!msm_op_owed(op)) finish(m, op);
 }

@@ -59,7 +59,9 @@ import json, sys
 t = json.load(sys.stdin)
 ring = [p["uuid"] for p in t["groups"][0]["ring"]]
 assert len(ring) == 3 and t["bandwidth"], t
-for l in t["bandwidth"]: assert l["from"] in ring and l["to"] in ring and l["mbps"] > 0, l
+for l in t["bandwidth"]:
+    assert l["from"] in ring and l["to"] in ring and l["mbps"] > 0, l
+    assert 0 < l["rtt_us"] < 1e6, l  # the probe pings each peer first: a loopback round trip
 '
 }
 

@@ -309,17 +309,23 @@ static inline void sync_vote(uint64_t conn, uint64_t rev, int strategy, const wi
     m.u.sync.tensors = (wire_tensor_t *)t;
     msm_on_packet(M, conn, &m);
 }
-/* Reports bandwidth from `from` to each conn in `to` (mbps[i]; <= 0 = failed probe). */
-static inline void bench_result(uint64_t from, const uint64_t *to, const double *mbps, int n) {
+/* Reports bandwidth from `from` to each conn in `to` (mbps[i]; <= 0 = failed probe) and the round trip
+ * (rtt_us[i]; rtt_us NULL: none measured). */
+static inline void bench_result_rtt(uint64_t from, const uint64_t *to, const double *mbps, const double *rtt_us,
+                                    int n) {
     wire_msg_t m = {.type = C2M_BENCH_RESULT};
     wire_bw_t r[8];
     for (int i = 0; i < n && i < 8; i++) {
         uuid_of(to[i], r[i].uuid);
         r[i].mbps = mbps[i];
+        r[i].rtt_us = rtt_us ? rtt_us[i] : 0;
     }
     m.u.bench_res.n = (uint32_t)n;
     m.u.bench_res.results = r;
     msm_on_packet(M, from, &m);
+}
+static inline void bench_result(uint64_t from, const uint64_t *to, const double *mbps, int n) {
+    bench_result_rtt(from, to, mbps, NULL, n);
 }
 /* After a disconnect the state machine must not message conn either. */
 static inline void disconnect(uint64_t conn) {

@@ -1,5 +1,6 @@
 /* test_bandwidth.c - the bandwidth probe (p2p/bandwidth.h) on loopback: a probe over several streams
- * measures what a server received; a stream that fails ends the others at once (one wait ends the
+ * measures what a server received and the round trip of its pings; a server echoes at most BW_MAX_PINGS pings
+ * before the measurement it then serves; a stream that fails ends the others at once (one wait ends the
  * measurement) instead of leaving them to run out their duration against a silent server; cancelling the
  * caller's wait ends a probe, a served probe and a greeting at once instead of at their socket deadlines. */
 #include <pthread.h>
@@ -87,6 +88,7 @@ static void test_streams_measure(void) {
     double dt;
     CHECK(probe(1, 200, &r, &dt) == 0);
     CHECK(r.bytes > 0 && r.ns > 0 && r.mbps > 0);
+    CHECK(r.rtt_us > 0 && r.rtt_us < 1e6); /* a loopback round trip */
 }
 
 static void test_failed_stream_ends_the_others(void) {
@@ -213,6 +215,50 @@ static void test_cancelled_service_ends_at_once(void) {
     close(server);
 }
 
+static void *serve_fd(void *p) {
+    int fd = (int)(intptr_t)p;
+    bw_serve_connection(NULL, fd, 3000, 5000, 0, NULL);
+    close(fd);
+    return NULL;
+}
+
+/* Pings are echoed byte for byte, then the measurement is served on the same connection; a request for more
+ * than BW_MAX_PINGS is refused (closed) before any echo. */
+static void test_pings_then_measure(void) {
+    int client, server;
+    ccoip_socket_address_t to;
+    connected_pair(&client, &server, &to);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, serve_fd, (void *)(intptr_t)server) == 0);
+    uint8_t req[5] = {BW_PING};
+    wire_put_u32(req + 1, 3);
+    CHECK(net_send_all(client, req, sizeof req) == 0);
+    for (int i = 0; i < 3; i++) {
+        uint8_t ping[8], echo[8];
+        memset(ping, 0x40 + i, sizeof ping);
+        CHECK(net_send_all(client, ping, sizeof ping) == 0);
+        CHECK(net_recv_all(client, echo, sizeof echo) == 0 && memcmp(ping, echo, sizeof ping) == 0);
+    }
+    req[0] = BW_CLIENT_SENDS;
+    wire_put_u32(req + 1, 50);
+    uint8_t data[1000] = {0}, res[16];
+    CHECK(net_send_all(client, req, sizeof req) == 0 && net_send_all(client, data, sizeof data) == 0);
+    shutdown(client, SHUT_WR);
+    CHECK(net_recv_all(client, res, sizeof res) == 0 && wire_get_u64(res) == sizeof data);
+    pthread_join(th, NULL);
+    close(client);
+
+    connected_pair(&client, &server, &to);
+    CHECK(pthread_create(&th, NULL, serve_fd, (void *)(intptr_t)server) == 0);
+    req[0] = BW_PING;
+    wire_put_u32(req + 1, BW_MAX_PINGS + 1);
+    uint8_t ping[8] = {1}, echo[8];
+    CHECK(net_send_all(client, req, sizeof req) == 0 && net_send_all(client, ping, sizeof ping) == 0);
+    CHECK(net_recv_all(client, echo, sizeof echo) != 0); /* closed, nothing echoed */
+    pthread_join(th, NULL);
+    close(client);
+}
+
 /* A connection that never says hello: p2p_greet would wait SEC_HS_TIMEOUT_MS. */
 static void test_cancelled_greeting_ends_at_once(void) {
     int client, server;
@@ -244,5 +290,6 @@ int main(void) {
     RUN_TEST(test_probe_under_a_cancelled_wait);
     RUN_TEST(test_cancelled_service_ends_at_once);
     RUN_TEST(test_cancelled_greeting_ends_at_once);
+    RUN_TEST(test_pings_then_measure);
     TEST_MAIN_END();
 }

@@ -1,7 +1,9 @@
 /* test_msm_algo.c - the master's choice of algorithm (msm_algo.c, docs/algorithms.md): the cost model picks
  * recursive halving and doubling for 4 KiB at 8 peers and the ring for 16 MiB; COMMENCE carries the choice to
  * every member; a forced choice (PCCL_ALGO in COLL_INIT) is obeyed where the kind has it, and members that
- * force different ones are rejected on every member with the reason. */
+ * force different ones are rejected on every member with the reason. The round trips the bandwidth probes
+ * measured set the latency: the crossover moves to larger payloads as it grows, the ring's edges set the ring's,
+ * the slowest pair the partners'. */
 #include "msm_harness.h"
 #include "pccl_coll.h"
 #include "sm/msm_algo.h"
@@ -165,8 +167,130 @@ static void test_forced_mismatch_rejected(void) {
     CHECK(r && strstr(r->u.reject.detail, "unknown algorithm 7"));
 }
 
+/* The largest payload (a power of two) for which the model picks rhd at world peers over 1 Gbit/s links whose
+ * round trips are ring_rtt (the ring's edges) and max_rtt (the slowest pair), microseconds. */
+static double crossover(uint32_t world, double ring_rtt, double max_rtt) {
+    msm_algo_links_t l = {.slowest_mbps = 1000, .ring_rtt_us = ring_rtt, .max_rtt_us = max_rtt};
+    double last = 0;
+    for (uint64_t b = 1; b <= (1ull << 40); b *= 2) {
+        msm_algo_cost_t c = msm_algo_cost_of(&l, b, world, 0);
+        if (msm_algo_choose(1, WIRE_ALGO_AUTO, &c) == WIRE_ALGO_RHD) last = (double)b;
+    }
+    return last;
+}
+
+static void test_model_latency(void) {
+    /* nothing measured: the defaults */
+    msm_algo_links_t none = {0};
+    msm_algo_cost_t d = msm_algo_cost_of(&none, 4096, 8, 0);
+    CHECK(d.alpha == MSM_ALGO_ALPHA_S && d.alpha_rhd == MSM_ALGO_ALPHA_S);
+    CHECK(d.beta_ring == 8.0 / (MSM_ALGO_DEFAULT_MBPS * 1e6) && d.beta_rhd == d.beta_ring);
+    /* half a round trip per message; the ring's from its edges, the partners' from the slowest pair */
+    msm_algo_links_t l = {.slowest_mbps = 1000, .ring_rtt_us = 2000, .max_rtt_us = 80000};
+    msm_algo_cost_t c = msm_algo_cost_of(&l, 4096, 8, 0);
+    CHECK(c.alpha == 1e-3 && c.alpha_rhd == 0.04 && c.beta_ring == 8.0 / 1e9);
+    /* only pairs off the ring measured: the ring takes their latency too */
+    msm_algo_links_t off = {.slowest_mbps = 1000, .max_rtt_us = 500};
+    c = msm_algo_cost_of(&off, 4096, 8, 0);
+    CHECK(c.alpha == 250e-6 && c.alpha_rhd == 250e-6);
+    /* the crossover moves to larger payloads as the latency grows, at every world size */
+    for (uint32_t n = 4; n <= 32; n *= 2) {
+        double prev = 0;
+        for (double rtt = 20; rtt <= 80000; rtt *= 10) {
+            double x = crossover(n, rtt, rtt);
+            CHECK(x > prev);
+            prev = x;
+        }
+    }
+    /* the WAN emulation's 40 ms round trip: 16 MiB at 8 peers runs rhd; a LAN's 200 us, the ring */
+    msm_algo_links_t wan = {.slowest_mbps = 1000, .ring_rtt_us = 40000, .max_rtt_us = 40000};
+    msm_algo_links_t lan = {.slowest_mbps = 1000, .ring_rtt_us = 200, .max_rtt_us = 200};
+    msm_algo_cost_t w16 = msm_algo_cost_of(&wan, 16 << 20, 8, 0), l16 = msm_algo_cost_of(&lan, 16 << 20, 8, 0);
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &w16) == WIRE_ALGO_RHD);
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &l16) == WIRE_ALGO_RING);
+    /* one distant pair slows every rhd step but only its own ring edge, if any: 4 KiB stays on a fast ring */
+    msm_algo_links_t far = {.slowest_mbps = 1000, .ring_rtt_us = 1000, .max_rtt_us = 80000};
+    msm_algo_cost_t f4 = msm_algo_cost_of(&far, 4096, 8, 0), n4 = msm_algo_cost_of(&lan, 4096, 8, 0);
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &f4) == WIRE_ALGO_RING);
+    CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &n4) == WIRE_ALGO_RHD);
+    CHECK(crossover(8, 1000, 80000) < crossover(8, 1000, 1000));
+}
+
+/* Every peer of the group 1 -> 2 -> ... -> n (n <= 9) measures every other in one optimization: its ring
+ * successor at 1000 Mbit/s and the rest at 500 (so the ring stays), each pair's round trip rtt(from, to)
+ * microseconds (NULL: none measured). */
+static void measure_all(int n, double (*rtt)(uint64_t from, uint64_t to)) {
+    clear_log();
+    for (uint64_t c = 1; c <= (uint64_t)n; c++) pkt(c, C2M_OPTIMIZE_TOPOLOGY);
+    for (uint64_t c = 1; c <= (uint64_t)n; c++) {
+        const wire_msg_t *r = last_to(c, M2C_BENCH_REQUEST);
+        CHECK(r && r->u.bench_req.n == (uint32_t)n - 1);
+        uint64_t to[8];
+        double mbps[8], rtts[8];
+        for (int k = 0; k < n - 1; k++) {
+            to[k] = (c + (uint64_t)k) % (uint64_t)n + 1; /* ring offsets 1 .. n - 1 */
+            mbps[k] = k == 0 ? 1000 : 500;
+            rtts[k] = rtt ? rtt(c, to[k]) : 0;
+        }
+        bench_result_rtt(c, to, mbps, rtt ? rtts : NULL, n - 1);
+    }
+    CHECK_EQ_U64(count_type(M2C_ESTABLISH_P2P), 0);
+    CHECK_EQ_U64(count_type(M2C_OPTIMIZE_DONE), (uint64_t)n);
+    for (uint64_t c = 1; c <= (uint64_t)n; c++)
+        CHECK(last_to(c, M2C_OPTIMIZE_DONE) && last_to(c, M2C_OPTIMIZE_DONE)->u.flag.value == 1);
+}
+
+static double rtt_wan(uint64_t from, uint64_t to) { return (void)from, (void)to, 40000; }
+static double rtt_lan(uint64_t from, uint64_t to) { return (void)from, (void)to, 200; }
+/* a fast ring (1 ms edges) whose peers 1 and 5 are 80 ms apart */
+static double rtt_far(uint64_t from, uint64_t to) { return (from == 1 && to == 5) || (from == 5 && to == 1) ? 80000 : 1000; }
+static double rtt_bad(uint64_t from, uint64_t to) { return (void)from, (void)to, 0.0 / 0.0; }
+
+/* The round trips of the probes reach the choice: 16 MiB at 8 peers runs rhd over 40 ms round trips, the ring over
+ * 200 us ones and with none measured (the default latency); the store keeps each pair's round trip. */
+static void test_measured_latency(void) {
+    make_group(8);
+    measure_all(8, rtt_wan);
+    msm_bw_view_t v[64];
+    int nv = msm_bw_views(M, v, 64);
+    CHECK_EQ_U64(nv, 56);
+    for (int i = 0; i < nv && i < 64; i++) CHECK(v[i].rtt_us == 40000);
+    run(8, 1, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
+    restart();
+    make_group(8);
+    measure_all(8, rtt_lan);
+    run(8, 1, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
+    run(8, 2, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
+    restart();
+    make_group(8);
+    measure_all(8, NULL);
+    run(8, 1, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
+    nv = msm_bw_views(M, v, 64);
+    for (int i = 0; i < nv && i < 64; i++) CHECK(v[i].rtt_us == 0);
+    /* a round trip that is no number leaves the latency unknown; the bandwidth still counts */
+    restart();
+    make_group(8);
+    measure_all(8, rtt_bad);
+    nv = msm_bw_views(M, v, 64);
+    CHECK_EQ_U64(nv, 56);
+    for (int i = 0; i < nv && i < 64; i++) CHECK(v[i].rtt_us == 0 && v[i].mbps >= 500);
+    run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
+}
+
+/* One distant pair: 4 KiB at 8 peers keeps the ring (its edges are 1 ms apart, every rhd step could wait 80 ms),
+ * where the same ring with uniform 1 ms round trips runs rhd. */
+static void test_distant_pair(void) {
+    make_group(8);
+    measure_all(8, rtt_far);
+    run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
+    run(8, 2, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD); /* forced still wins */
+}
+
 int main(void) {
     RUN_TEST(test_model);
+    RUN_TEST(test_model_latency);
+    RUN_TEST(test_measured_latency);
+    RUN_TEST(test_distant_pair);
     RUN_TEST(test_auto_by_size);
     RUN_TEST(test_auto_small_world);
     RUN_TEST(test_forced_mismatch_rejected);

@@ -194,13 +194,19 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. */
+/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. c->cv also wakes the communicator's
+ * waits (every message the reader delivers): a wake-up before the deadline sends nothing, or each collective
+ * would cost a heartbeat, its answer and two thread wake-ups. */
 static void *heartbeat_main(void *arg) {
     pcclComm_t *c = arg;
     pthread_mutex_lock(&c->mu);
+    uint64_t next = net_now_ms() + (uint64_t)c->heartbeat_ms;
     while (!atomic_load(&c->shutting_down) && !comm_ended(c)) {
-        pwait_cond_sleep(&c->cv, &c->mu, net_now_ms() + (uint64_t)c->heartbeat_ms);
-        if (atomic_load(&c->shutting_down) || comm_ended(c)) break;
+        if (net_now_ms() < next) {
+            pwait_cond_sleep(&c->cv, &c->mu, next);
+            continue;
+        }
+        next = net_now_ms() + (uint64_t)c->heartbeat_ms;
         pthread_mutex_unlock(&c->mu);
         wire_msg_t hb = {.type = C2M_HEARTBEAT};
         if (comm_state(c) != PEER_MASTER_DOWN) comm_send(c, atomic_load(&c->master_epoch), &hb);
@@ -413,7 +419,7 @@ pcclResult_t pcclArePeersPending(const pcclComm_t *cc, bool *pending_out) {
 
 pcclResult_t pcclAreNewPeersPending(const pcclComm_t *c, bool *out) { return pcclArePeersPending(c, out); }
 
-/* Measures bandwidth toward each requested peer (one at a time, so this peer's
+/* Measures bandwidth and round trip toward each requested peer (one at a time, so this peer's
  * probes do not compete with each other) and reports the results. */
 static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
     uint32_t n = req->u.bench_req.n;
@@ -432,6 +438,7 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
             comm_wait_close(c, &w);
         }
         res[i].mbps = r.mbps;
+        res[i].rtt_us = r.mbps > 0 ? r.rtt_us : 0;
         if (res[i].mbps <= 0) PLOG_WARN(c->log_name, "bandwidth probe to a ring peer failed");
     }
     wire_msg_t out = {.type = C2M_BENCH_RESULT};

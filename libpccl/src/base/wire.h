@@ -20,7 +20,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 8
+#define WIRE_VERSION 9
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -97,7 +97,8 @@ typedef struct wire_ss_range {
 
 typedef struct wire_bw {
     uint8_t uuid[16];
-    double mbps; /* measured bandwidth to that peer, Mbit/s; <= 0 = measurement failed */
+    double mbps;   /* measured bandwidth to that peer, Mbit/s; <= 0 = measurement failed */
+    double rtt_us; /* the least round trip of the probe's pings to that peer, microseconds; <= 0 = not measured */
 } wire_bw_t;
 
 /* A collective of the lost master that a RESUME reports (its outcome was never announced to this peer). */

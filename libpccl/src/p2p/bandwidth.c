@@ -68,11 +68,27 @@ static int receive_all(sec_link_t *l, int fd, uint64_t end_ns, int silence_ms, c
     return total ? 0 : -PERR_IO;
 }
 
+/* Echoes count pings of 8 bytes, each within silence_ms. @return 0, or link_*_until's code. */
+static int serve_pings(sec_link_t *l, int fd, uint32_t count, int silence_ms, const net_cancel_t *cancel) {
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t b[8];
+        int rc = link_recv_all_until(l, fd, b, sizeof b, after_ms(silence_ms), cancel);
+        if (rc == 0) rc = link_send_until(l, fd, b, sizeof b, after_ms(silence_ms), cancel);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
 void bw_serve_connection(sec_link_t *l, int fd, int timeout_ms, int max_ms, int may_send, const pwait_t *w) {
     net_cancel_t cancel = {.wait = w};
     uint8_t req[5];
     net_set_nonblock(fd, 1);
     if (link_recv_all_until(l, fd, req, sizeof req, after_ms(timeout_ms), &cancel) != 0) return;
+    if (req[0] == BW_PING) { /* once, before the measurement */
+        uint32_t count = wire_get_u32(req + 1);
+        if (count == 0 || count > BW_MAX_PINGS || serve_pings(l, fd, count, timeout_ms, &cancel) != 0) return;
+        if (link_recv_all_until(l, fd, req, sizeof req, after_ms(timeout_ms), &cancel) != 0) return;
+    }
     uint32_t duration = wire_get_u32(req + 1);
     if (duration == 0 || duration > (uint32_t)max_ms || (req[0] == BW_SERVER_SENDS && !may_send)) return;
     if (req[0] == BW_SERVER_SENDS) {
@@ -99,8 +115,28 @@ typedef struct stream_arg {
     const uint8_t *uuid, *peer_uuid;
     const sec_cfg_t *sec;
     int direction, duration_ms, timeout_ms;
-    uint64_t bytes, ns;
+    int pings; /* BW_PINGS on the first stream, 0 on the others */
+    uint64_t bytes, ns, rtt_ns;
 } stream_arg_t;
+
+/* a->pings round trips of 8 bytes; the least in a->rtt_ns. @return 0 or a code. */
+static int stream_pings(stream_arg_t *a, sec_link_t *l, int fd, int silence_ms, const net_cancel_t *cancel) {
+    uint8_t req[5];
+    req[0] = BW_PING;
+    wire_put_u32(req + 1, (uint32_t)a->pings);
+    int rc = link_send_until(l, fd, req, sizeof req, after_ms(silence_ms), cancel);
+    for (int i = 0; rc == 0 && i < a->pings; i++) {
+        uint8_t ping[8], echo[8];
+        uint64_t t0 = now_ns();
+        wire_put_u64(ping, t0);
+        rc = link_send_until(l, fd, ping, sizeof ping, after_ms(silence_ms), cancel);
+        if (rc == 0) rc = link_recv_all_until(l, fd, echo, sizeof echo, after_ms(silence_ms), cancel);
+        if (rc == 0 && memcmp(ping, echo, sizeof ping) != 0) rc = -PERR_PROTOCOL;
+        uint64_t rtt = now_ns() - t0;
+        if (rc == 0 && (a->rtt_ns == 0 || rtt < a->rtt_ns)) a->rtt_ns = rtt ? rtt : 1;
+    }
+    return rc;
+}
 
 /* The request, then the bytes one way; the server's count when the client sent. @return 0 or a code. */
 static int stream_exchange(stream_arg_t *a, sec_link_t *l, int fd, const net_cancel_t *cancel) {
@@ -109,7 +145,8 @@ static int stream_exchange(stream_arg_t *a, sec_link_t *l, int fd, const net_can
     wire_put_u32(req + 1, (uint32_t)a->duration_ms);
     /* The server may be busy sending or counting for the whole duration before it answers. */
     int silence = a->duration_ms + a->timeout_ms;
-    int rc = link_send_until(l, fd, req, sizeof req, after_ms(silence), cancel);
+    int rc = a->pings ? stream_pings(a, l, fd, a->timeout_ms, cancel) : 0;
+    if (rc == 0) rc = link_send_until(l, fd, req, sizeof req, after_ms(silence), cancel);
     if (rc != 0) return rc;
     if (a->direction == BW_SERVER_SENDS) return receive_all(l, fd, 0, silence, cancel, &a->bytes, &a->ns);
     if ((rc = send_for(l, fd, a->duration_ms, silence, cancel)) != 0) return rc;
@@ -176,7 +213,8 @@ int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const s
     stream_arg_t args[BW_MAX_STREAMS];
     for (int i = 0; i < streams; i++)
         args[i] = (stream_arg_t){.w = w ? w : &own, .to = to, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec,
-                                 .direction = direction, .duration_ms = duration_ms, .timeout_ms = timeout_ms};
+                                 .direction = direction, .duration_ms = duration_ms, .timeout_ms = timeout_ms,
+                                 .pings = i == 0 ? BW_PINGS : 0};
     int rc = run_streams(args, streams);
     if (!w) {
         pwait_destroy(&own);
@@ -190,5 +228,6 @@ int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const s
     /* All bytes over the longest stream's receive window: never overstates a link whose
      * streams did not fully overlap. */
     out->mbps = (double)out->bytes * 8.0 / ((double)out->ns / 1e9) / 1e6;
+    out->rtt_us = (double)args[0].rtt_ns / 1e3;
     return 0;
 }

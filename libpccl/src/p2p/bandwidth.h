@@ -2,6 +2,8 @@
  * bandwidth.h - point-to-point bandwidth measurement (internal).
  *
  * Sub-protocol on a p2p connection after the hello of kind P2P_KIND_BENCH:
+ *   client -> server, optionally first: u8 BW_PING, u32 count (1..BW_MAX_PINGS); then count times the client
+ *   sends 8 bytes and the server echoes them: the link's round trip, measured before the transfer loads it;
  *   client -> server: u8 direction (BW_CLIENT_SENDS or BW_SERVER_SENDS), u32 duration in ms
  *   the sender streams bytes as fast as it can for that long, then half-closes;
  *   the receiver counts bytes from the first to the last one; if the server was
@@ -16,13 +18,17 @@
 
 #include "sec/sec.h"
 
-enum { BW_CLIENT_SENDS = 1, BW_SERVER_SENDS = 2 };
+enum { BW_CLIENT_SENDS = 1, BW_SERVER_SENDS = 2, BW_PING = 3 };
 #define BW_MAX_DURATION_MS 60000
+/* Pings before a measurement (its least round trip is the link's), and the most a server echoes. */
+#define BW_PINGS 5
+#define BW_MAX_PINGS 16
 
 typedef struct bw_result {
     uint64_t bytes;
     uint64_t ns;
     double mbps;
+    double rtt_us; /* the least round trip of the first stream's BW_PINGS pings, microseconds */
 } bw_result_t;
 
 /*
@@ -32,7 +38,8 @@ typedef struct bw_result {
  * connections prove the key and must reach peer_uuid. The measurement runs under w (base/wait.h: a wait
  * with an eventfd, opened for this measurement alone; NULL: one of its own): cancelling w (a destroy, an
  * abort) ends every stream's dial and transfer at once, and the first stream that fails ends w with its
- * code, which ends the others. Bounded by duration_ms + timeout_ms of silence.
+ * code, which ends the others. The first stream pings the server BW_PINGS times before its transfer (out->rtt_us).
+ * Bounded by duration_ms + timeout_ms of silence.
  * @return 0 and *out (summed over streams); -PERR_INVALID (streams or duration out of range); -PERR_FAILED
  * (no thread for a stream); w's reason when it was cancelled; else the first failing stream's code (p2p_dial's
  * or link_*_until's; -PERR_PROTOCOL: a server that answered no time).
@@ -42,7 +49,7 @@ int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const s
                pwait_t *w, bw_result_t *out);
 
 /* Serves one BENCH connection whose introduction was already read (bounded by timeout_ms of silence; fd is
- * made non-blocking); link: the AEAD stream when the run encrypts, else NULL. w (may be NULL; with an eventfd):
+ * made non-blocking): the pings a client asks for first (at most BW_MAX_PINGS), then its measurement; link: the AEAD stream when the run encrypts, else NULL. w (may be NULL; with an eventfd):
  * cancelling it ends the service at once. A request for longer than max_ms, or for this side to send when
  * may_send is 0, is refused; a client that keeps sending past its duration plus timeout_ms, or does not close
  * within timeout_ms of the server's last byte, is cut off, so a probe is bounded in time and bytes. */

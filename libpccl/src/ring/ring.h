@@ -256,7 +256,8 @@ typedef struct ring_tx {
 } ring_tx_t;
 void ring_tx_init(ring_tx_t *t, uint32_t magic, uint32_t world_size, uint64_t op_seq);
 /* Sends what it can of the header, then of element k's bytes [off, ready) starting at elem
- * (elem_len bytes in all; k advances when they are sent). Returns the bytes sent (0 when the
+ * (elem_len bytes in all; k advances when they are sent); on an open link without a pipe the header
+ * and ready bytes of element 0 go in one send. Returns the bytes sent (0 when the
  * socket is full) or -PERR_IO with io->err set. With tx_link, "sent" means sealed: the
  * stream is over only when ring_tx_flushed says so too. */
 ssize_t ring_send_step(ring_io_t *io, ring_tx_t *t, const uint8_t *elem, size_t ready, size_t elem_len);
