@@ -3,7 +3,7 @@
 # ThreadSanitizer (build-asan/, build-tsan/) and, under each, runs the unit and
 # end-to-end tests (all but those labelled heavy or training; under TSan also the
 # number-crunching ones labelled compute and those of the master's single-threaded
-# loop, labelled master_loop) and then a chaos stress run (scripts/stress.sh,
+# loop, labelled master_loop, and the variants labelled asan_only) and then a chaos stress run (scripts/stress.sh,
 # PCCL_SAN_STRESS_MINUTES, default 1; 0 skips it).
 # Any sanitizer report fails the run: a process that reports aborts (ASan,
 # UBSan) or exits 66 (TSan), and the stress orchestrator also fails on a report
@@ -33,7 +33,7 @@ for cfg in "${configs[@]}"; do
               # the second half of a 1-minute run). A 4 MB one fills within seconds (25.0 -> 25.5
               # MB), so the check measures the master again. The peers keep the default quarantine.
               stress_args=(--master-env "ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=4:thread_local_quarantine_size_kb=64") ;;
-        tsan) flags=thread; skip='heavy|compute|training|master_loop'
+        tsan) flags=thread; skip='heavy|compute|training|master_loop|asan_only'
               # TSan runs a peer's ring several times slower than ASan: a third of ASan's mid-operation
               # buffer, half its killed-source join, 80 leave steps instead of 150
               export PCCL_TEST_MIDOP_BYTES=16000000 PCCL_SS_KILLED_MIB=128 PCCL_TEST_LEAVE_STEPS=80

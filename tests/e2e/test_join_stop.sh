@@ -75,8 +75,8 @@ stop b "$B"
 start_master
 start_peer c --workload fashion-mnist --steps 1000 --inner-steps 1; C=$LAST_PID
 start_peer d --workload fashion-mnist --steps 1000 --inner-steps 300; D=$LAST_PID
-wait_events "$WORK/c.log" step 1 120
-wait_status "sum(p['state'] == 'collective' for p in s['peers']) == 1" 120
+wait_events "$WORK/c.log" step 1 300
+wait_status "sum(p['state'] == 'collective' for p in s['peers']) == 1" 300
 aborted=$(status_py "s['counters']['collectives_aborted']")
 stop c "$C"
 sleep 0.3 # the admin port's documents are renewed every 250 ms
