@@ -467,6 +467,19 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     return buf;
 }
 
+/* The relays of `pccl master --relay`, as "HOST:PORT" strings in the order given. */
+static cJSON *relays_json(pcclMasterInstance_t *m) {
+    uint32_t n;
+    const ccoip_socket_address_t *r = msm_relays(m->sm, &n);
+    cJSON *arr = cJSON_CreateArray();
+    for (uint32_t i = 0; i < n; i++) {
+        char s[ADDR_STRLEN];
+        addr_str(&r[i], s);
+        cJSON_AddItemToArray(arr, cJSON_CreateString(s));
+    }
+    return arr;
+}
+
 static void publish(pcclMasterInstance_t *m) {
     struct pccl_master_admin *a = m->admin;
     uint64_t now = uv_now(&m->loop);
@@ -484,6 +497,7 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON_AddItemToObject(s, "peers", peers);
     cJSON_AddItemToObject(s, "groups", groups_json(m, ops, nops, now, 0));
     ops_json(m, ops, nops, MSM_RUN_WIDE, now, cJSON_AddArrayToObject(s, "run_operations"));
+    cJSON_AddItemToObject(s, "relays", relays_json(m));
     cJSON *c = cJSON_AddObjectToObject(s, "counters");
     cJSON_AddNumberToObject(c, "collectives_completed", (double)st.collectives_completed);
     cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);

@@ -819,6 +819,11 @@ void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms)
     msm_set_vote_timeout(m->sm, timeout_ms);
 }
 
+int pccl__master_set_relays(pcclMasterInstance_t *m, const ccoip_socket_address_t *relays, uint32_t n) {
+    if (!m || atomic_load(&m->running)) return -PERR_INVALID;
+    return msm_set_relays(m->sm, relays, n);
+}
+
 int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {
     if (!m || !sec || atomic_load(&m->running) || (sec->encrypt && !sec->keyed)) return -PERR_INVALID;
     m->sec = *sec;

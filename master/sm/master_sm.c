@@ -163,6 +163,16 @@ void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local) {
     m->stripe_local = local;
 }
 void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms) { m->wiring_timeout = timeout_ms; }
+int msm_set_relays(msm_t *m, const ccoip_socket_address_t *relays, uint32_t n) {
+    if (n > MSM_RELAYS_MAX || (n && !relays)) return -PERR_INVALID;
+    if (n) memcpy(m->relays, relays, n * sizeof *relays);
+    m->nrelays = n;
+    return 0;
+}
+const ccoip_socket_address_t *msm_relays(const msm_t *m, uint32_t *n) {
+    *n = m->nrelays;
+    return m->relays;
+}
 int msm_booting(const msm_t *m) { return m->booting && m->now < m->born + m->boot_grace; }
 
 void msm_on_tick(msm_t *m) {

@@ -87,6 +87,15 @@ void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms);
 /* A peer that owes its ring-wiring report this long after ESTABLISH_P2P is kicked. 0: no deadline. */
 void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms);
 
+/* Most relays a run announces (pccl master --relay). */
+#define MSM_RELAYS_MAX 8
+/* The relays of last resort (pccl master --relay; docs/relay.md) where two peers meet for an edge that can neither
+ * be dialled nor punched: relays[0, n) replace the list. @return 0, or -PERR_INVALID (n > MSM_RELAYS_MAX, or
+ * relays NULL with n > 0; the list is unchanged). */
+int msm_set_relays(msm_t *m, const ccoip_socket_address_t *relays, uint32_t n);
+/* The relays set, in the order given; *n of them (0: none). */
+const ccoip_socket_address_t *msm_relays(const msm_t *m, uint32_t *n);
+
 /* Default of msm_set_stripe: a stripe per MiB of the op at most (a smaller slice is latency-bound). */
 #define MSM_STRIPE_MIN_BYTES ((uint64_t)1 << 20)
 /* How a collective is striped over the connection pool (msm_collective.c): at most one stripe per

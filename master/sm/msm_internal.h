@@ -125,6 +125,8 @@ struct msm {
     int allow_on;             /* msm_set_allowed_keys: only these public keys may register */
     ident_keys_t allow;
     uint64_t rebuild_floor;   /* msm_set_rebuild_floor */
+    ccoip_socket_address_t relays[MSM_RELAYS_MAX]; /* msm_set_relays */
+    uint32_t nrelays;
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);

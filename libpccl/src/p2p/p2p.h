@@ -1,6 +1,7 @@
 /*
  * p2p/ - peer-to-peer connections of a communicator: the connection table and its acceptor thread (p2p.h),
- * the greeting every p2p stream opens with (p2p_hello.h), and the bandwidth probe (bandwidth.h). The acceptor
+ * the greeting every p2p stream opens with (p2p_hello.h), the bandwidth probe (bandwidth.h), and connections
+ * through a relay of last resort (relay_client.h). The acceptor
  * thread owns the listening socket; the table is guarded by c->p2p.mu. Shared-state requests are handed to
  * c->p2p.serve_ss, which the layer above sets. Depends on comm/, sec/ and base/.
  *
@@ -22,6 +23,7 @@
 #include "comm/comm.h"
 #include "p2p/bandwidth.h"
 #include "p2p/p2p_hello.h"
+#include "p2p/relay_client.h"
 
 /* Listens for p2p connections and starts the acceptor: 0, -PERR_IO (cannot listen; errno says why) or
  * -PERR_FAILED (no wake pipe or thread). */
