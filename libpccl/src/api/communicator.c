@@ -425,11 +425,9 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r = {0};
         memcpy(res[i].uuid, t->uuid, 16);
-        ccoip_socket_address_t to = wire_peer_addr(t);
         pwait_t w; /* one of the communicator's waits: a destroy or a lost master ends the probe at once */
         if (comm_wait_open(c, &w, 1) == 0) {
-            if (bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
-                           c->timeout_ms, &w, &r) != 0)
+            if (p2p_measure(c, t, (int)req->u.bench_req.duration_ms, &w, &r) != 0)
                 r.mbps = 0;
             comm_wait_close(c, &w);
         }

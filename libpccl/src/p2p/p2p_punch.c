@@ -313,3 +313,20 @@ int p2p_dial_peer(pcclComm_t *c, const wire_peer_t *peer, const p2p_intro_t *me,
     }
     return p2p_introduce(fd, &c->sec, me, peer->uuid, deadline, cancel, link, err, errlen);
 }
+
+typedef struct bench_to {
+    pcclComm_t *c;
+    const wire_peer_t *peer;
+} bench_to_t;
+
+static int bench_dial(void *ctx, const p2p_intro_t *me, int timeout_ms, const net_cancel_t *cancel, sec_link_t **link,
+                      char *err, size_t errlen) {
+    bench_to_t *t = ctx;
+    int how;
+    return p2p_dial_peer(t->c, t->peer, me, timeout_ms, cancel, link, &how, err, errlen);
+}
+
+int p2p_measure(pcclComm_t *c, const wire_peer_t *peer, int duration_ms, pwait_t *w, bw_result_t *out) {
+    bench_to_t t = {.c = c, .peer = peer};
+    return bw_measure_via(bench_dial, &t, c->uuid, BW_CLIENT_SENDS, duration_ms, 1, c->timeout_ms, w, out);
+}
