@@ -230,7 +230,6 @@ static int establish_within(pcclComm_t *c, const wire_msg_t *e, int watch_verdic
         pthread_mutex_unlock(&c->mu);
     }
     int rc = establish(c, e, &w);
-    if (rc == 0) p2p_report_edges(c); /* before the report that ends the round: the master shows them with it */
     if (watch_verdict) {
         pthread_mutex_lock(&c->mu);
         c->wiring = NULL;
@@ -272,6 +271,7 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w) {
 /* One accept round from the peer's side: wire the ring, report, await the verdict. 0 or -PERR_<NAME> (comm_wait). */
 static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, int *ok_out) {
     int ok = comm_establish(c, establish) == 0;
+    if (ok) p2p_report_edges(c, ep); /* before the report that ends the round */
     wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
     r.u.flag.value = (uint8_t)ok;
     int rc = comm_send(c, ep, &r);
@@ -466,7 +466,10 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         } else {
             wire_msg_t e = {.type = C2M_P2P_ESTABLISHED};
             e.u.flag.value = comm_establish(c, &m) == 0;
-            if (e.u.flag.value) comm_set_world(c, &m.u.establish.world);
+            if (e.u.flag.value) {
+                comm_set_world(c, &m.u.establish.world);
+                p2p_report_edges(c, ep);
+            }
             rc = comm_send(c, ep, &e);
         }
         wire_msg_free(&m);
