@@ -293,7 +293,10 @@ static int rendezvous(pcclComm_t *c, const uint8_t peer[16], uint64_t deadline, 
                         err, errlen);
     }
     rdv_unlink(c, r);
-    if (fd >= 0) net_set_nonblock(fd, 0);
+    if (fd >= 0) { /* a claimed one comes from the acceptor as it was accepted */
+        net_set_nonblock(fd, 0);
+        net_set_nodelay(fd);
+    }
     return fd;
 }
 
