@@ -61,6 +61,10 @@ struct pcclMasterInstanceState_t {
     uv_async_t allow_reload; /* initialized with allow_keys_path */
 };
 
+/* Dials conn's advertised p2p address once (master_probe.c) and tells the state machine whether it connected
+ * (msm_on_reachable); loop thread, after the peer registered. */
+void master_probe_start(pcclMasterInstance_t *m, uint64_t conn);
+
 /* Port the master listens on (useful after binding port 0). */
 uint16_t pccl__master_port(const pcclMasterInstance_t *m);
 /* Vote deadline in ms (0: none; see msm_set_vote_timeout); before pcclRunMaster. pcclCreateMaster sets it

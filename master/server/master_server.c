@@ -35,6 +35,7 @@ typedef struct mconn {
     int stranger;       /* in the gate: no first message yet (gate.h) */
     size_t held;        /* a stranger still: what the state machine keeps of its RESUME until the rebuild */
     ccoip_inet_address_t ip, local; /* what the state machine is told on connect: the peer's and our end */
+    uint16_t port;      /* the peer's end's port: with ip, its observed address */
     uint8_t nonce[32]; /* its CHALLENGE */
     msec_t sec;         /* keyed runs: the handshake, then the session */
     struct mconn *next;
@@ -122,7 +123,19 @@ static void send_msg(mconn_t *c, const wire_msg_t *msg) {
 
 static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
     mconn_t *c = find_conn(ctx, conn);
-    if (c) send_msg(c, msg);
+    if (!c) return;
+    if (msg->type == M2C_RENDEZVOUS && msg->u.rdv.mode == WIRE_RDV_RELAY) {
+        /* The token is minted here, at the edge, from the nonce the state machine put in its place (docs/nat.md):
+         * under the run key, so that a relay started with the run's key file admits only this run's pairs. */
+        pcclMasterInstance_t *m = ctx;
+        wire_msg_t t = *msg;
+        uint8_t nonce[RELAY_NONCE_BYTES];
+        memcpy(nonce, msg->u.rdv.token, sizeof nonce);
+        if (relay_token_make(m->sec.keyed ? m->sec.psk : NULL, nonce, t.u.rdv.token) != 0) return;
+        send_msg(c, &t);
+        return;
+    }
+    send_msg(c, msg);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -329,8 +342,14 @@ static void process_frames(mconn_t *c) {
         }
         msm_set_time(m->sm, uv_now(&m->loop));
         uint16_t type = msg.type;
+        if (type == C2M_RENDEZVOUS) {
+            uint8_t nonce[16];
+            randombytes_buf(nonce, sizeof nonce); /* a relay pair's token is unpredictable */
+            msm_set_rendezvous_nonce(m->sm, nonce);
+        }
         msm_on_packet(m->sm, c->id, &msg);
         wire_msg_free(&msg);
+        if (type == C2M_HELLO || type == C2M_RESUME) master_probe_start(m, c->id);
         /* The state machine took HELLO or RESUME (else it kicked); it may keep a RESUME until the rebuild. */
         if (!c->closing && c->stranger && !c->held) {
             c->held = type == C2M_RESUME ? msm_resume_held(m->sm, c->id) : 0;
@@ -357,6 +376,7 @@ static void connect_to_sm(mconn_t *c) {
     c->known = 1;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
     msm_on_connect(c->master->sm, c->id, &c->ip, &c->local, c->nonce);
+    msm_set_observed_port(c->master->sm, c->id, c->port);
 }
 
 
@@ -465,8 +485,10 @@ static void on_connection(uv_stream_t *server, int status) {
     struct sockaddr_storage ss;
     int len = sizeof ss;
     ccoip_socket_address_t from;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0) {
         c->ip = from.inet;
+        c->port = from.port;
+    }
     len = sizeof ss;
     if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
         c->local = from.inet;

@@ -74,6 +74,22 @@ void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes);
  * condition for the bounded receive buffer of same-host ring streams (p2p_bound_rx) and, by default,
  * for spliced sends to a peer on this host (p2p_splice_min). */
 int p2p_local_peers_fit(pcclComm_t *c);
+/* NAT traversal (p2p_punch.c, docs/nat.md). Dials peer directly (unless the master found it unreachable) and,
+ * when that connect fails, through a rendezvous of the master (a punch); then introduces this side as
+ * p2p_dial does. @return p2p_dial's codes; *how the edge's kind (WIRE_EDGE_*). */
+int p2p_dial_peer(pcclComm_t *c, const wire_peer_t *peer, const p2p_intro_t *me, int timeout_ms,
+                  const net_cancel_t *cancel, sec_link_t **link, int *how, char *err, size_t errlen);
+/* The reader thread's routing of M2C_RENDEZVOUS: 1 (taken and freed: a target's half started, or a waiting
+ * dialer answered), 0 (another message). */
+int p2p_route_rendezvous(pcclComm_t *c, wire_msg_t *msg);
+/* The acceptor's check of a new connection from `from`: 1 when it is a punch this peer waits for as dialer
+ * (fd now belongs to that dial). */
+int p2p_punch_claim(pcclComm_t *c, const ccoip_socket_address_t *from, int fd);
+/* The bandwidth probe of optimize topology towards peer (bw_measure, this peer sending for duration_ms), its
+ * streams dialled by p2p_dial_peer: punched and relayed edges are measured as they are. */
+int p2p_measure(pcclComm_t *c, const wire_peer_t *peer, int duration_ms, pwait_t *w, bw_result_t *out);
+/* Sends EDGES (how each p2p connection was made) to the master in epoch (after a ring wiring); best effort. */
+void p2p_report_edges(pcclComm_t *c, unsigned epoch);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 
@@ -87,7 +103,7 @@ void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 int p2p_acceptor_start(pcclComm_t *c);
 /* Registers a connected and greeted stream (the table takes fd and link); a stream of the same
  * neighbour, direction and slot is replaced: the other side reconnected, its old stream is dead. */
-void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot);
+void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot, int how);
 
 
 #endif
