@@ -38,20 +38,52 @@ nat_skip_unless_usable() {
     if ! reason=$(nat_check); then echo "SKIP: NAT namespaces unavailable: $reason"; exit 0; fi
 }
 
-# nat_public: the public namespace with its bridge; PCCL_PUB runs pccl in it (lib.sh's start_master runs there).
+# nat_wan IP... (before nat_public; needs $BIN/wanemu): the public network is an emulated WAN instead of a bridge:
+# bench/wanemu.c forwards between one TUN per public address (the master's 198.18.0.1 and each IP given: hosts,
+# routers' wan, the relay) with WAN_DELAY ms one way, WAN_RATE Mbit/s per link and direction (bench/wan.sh).
+NAT_TUNS=()
+nat_wan() {
+    local ip k=0 links=()
+    for ip in "$NAT_MASTER_IP" "$@"; do
+        NAT_TUNS+=("$ip=pt${NETNS_TAG}w$k")
+        links+=(--link "pt${NETNS_TAG}w$k=$ip")
+        k=$((k + 1))
+    done
+    "$BIN/wanemu" "${links[@]}" --delay "${WAN_DELAY:-20}" --rate "${WAN_RATE:-1000}" --seed 1 \
+        > "$WORK/wanemu.out" 2> "$WORK/wanemu.err" &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do grep -q READY "$WORK/wanemu.out" && return 0; sleep 0.05; done
+    fail "wanemu did not start: $(cat "$WORK/wanemu.err")"
+}
+
+# nat_public: the public namespace with its bridge (or its TUN into the WAN emulation, after nat_wan); PCCL_PUB runs
+# pccl in it (lib.sh's start_master runs there).
 nat_public() {
     netns_add "$NAT_PUB" || fail "cannot create the public namespace"
-    ip -n "$NAT_PUB" link add br0 type bridge || fail "bridge"
-    ip -n "$NAT_PUB" addr add "$NAT_MASTER_IP/24" dev br0
-    ip -n "$NAT_PUB" link set br0 up
+    if [ ${#NAT_TUNS[@]} -gt 0 ]; then
+        nat_wire "$NAT_PUB" wan0 "$NAT_MASTER_IP/24"
+    else
+        ip -n "$NAT_PUB" link add br0 type bridge || fail "bridge"
+        ip -n "$NAT_PUB" addr add "$NAT_MASTER_IP/24" dev br0
+        ip -n "$NAT_PUB" link set br0 up
+    fi
     PCCL_PUB="$WORK/pccl-in-pub"
     printf '#!/bin/sh\nexec ip netns exec %s %s "$@"\n' "$NAT_PUB" "$PCCL" > "$PCCL_PUB"
     chmod +x "$PCCL_PUB"
 }
 
-# nat_wire NS DEV IP/LEN: a veth pair from NS's DEV to a port of the public bridge.
+# nat_wire NS DEV IP/LEN: a veth pair from NS's DEV to a port of the public bridge (or, after nat_wan, the TUN of
+# IP moved into NS and renamed DEV).
 nat_wire() {
-    local port="v$NAT_LINKS"
+    local port="v$NAT_LINKS" t
+    for t in "${NAT_TUNS[@]}"; do
+        [ "${t%%=*}" = "${3%/*}" ] || continue
+        ip link set "${t#*=}" netns "$1" && ip -n "$1" link set "${t#*=}" name "$2" || fail "TUN of ${3%/*}"
+        ip -n "$1" link set "$2" mtu 9000 up
+        ip -n "$1" addr add "$3" dev "$2"
+        return 0
+    done
+    [ ${#NAT_TUNS[@]} -eq 0 ] || fail "no WAN link for ${3%/*} (nat_wan)"
     NAT_LINKS=$((NAT_LINKS + 1))
     ip link add "$2" netns "$1" type veth peer name "$port" netns "$NAT_PUB" || fail "veth $1/$2"
     ip -n "$NAT_PUB" link set "$port" master br0
