@@ -161,6 +161,9 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) __attribute_
 struct ccoip_socket_address_t;
 int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
                    struct ccoip_socket_address_t *out, int unresolved_exit);
+/* cli_parse_addr with pcclToolParseAddress's flags (PCCL_TOOL_ADDR_*: an address others dial refuses 0.0.0.0). */
+int cli_parse_addr_as(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
+                      int addr_flags, struct ccoip_socket_address_t *out, int unresolved_exit);
 
 /*
  * GET http://addr/path with one deadline of timeout_ms. Returns the body (malloc'd, NUL-terminated)
@@ -197,5 +200,6 @@ extern const cli_command_t cli_cmd_hash_tensor;
 extern const cli_command_t cli_cmd_kick;
 extern const cli_command_t cli_cmd_shutdown;
 extern const cli_command_t cli_cmd_identity;
+extern const cli_command_t cli_cmd_relay;
 
 #endif

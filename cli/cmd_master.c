@@ -22,7 +22,7 @@ const cli_command_t cli_cmd_master = {
     .name = "master",
     .summary = "run the master that orchestrates membership and consensus of a run",
     .usage = "[--listen] [--admin | --no-admin] [--admin-token-file] [--admin-host]... [--vote-timeout] "
-             "[--on-signal] [--key-file [--encrypt]] [--allow-keys] [--log-level] [--log-format]",
+             "[--on-signal] [--key-file [--encrypt]] [--allow-keys] [--relay]... [--log-level] [--log-format]",
     .flags = flags,
     .run = run,
     .help_footer = "\nStopping: `pccl shutdown` ends the run (every peer exits 0); `pccl shutdown --keep-run` and a signal\n"
@@ -54,6 +54,8 @@ typedef struct {
     int encrypt;
     long long vote_timeout_ms; /* -1: not given */
     int signal_ends_run;       /* --on-signal end-run */
+    ccoip_socket_address_t relays[MSM_RELAYS_MAX];
+    uint32_t nrelays;
 } master_args_t;
 
 static int on_flag(void *ctx, const char *name, const char *value) {
@@ -91,6 +93,14 @@ static int on_flag(void *ctx, const char *name, const char *value) {
         a->allow_keys = value;
     } else if (strcmp(name, "encrypt") == 0) {
         a->encrypt = 1;
+    } else if (strcmp(name, "relay") == 0) {
+        if (a->nrelays == MSM_RELAYS_MAX)
+            return cli_usage_error(&cli_cmd_master, "too many --relay (at most %d)", MSM_RELAYS_MAX);
+        /* Peers dial it: the any address is no relay's, and no port is its default port. */
+        ccoip_socket_address_t *r = &a->relays[a->nrelays++];
+        int rc = cli_parse_addr_as(&cli_cmd_master, name, value, 0, PCCL_TOOL_ADDR_ADVERTISED, r, CLI_EXIT_FAIL);
+        if (rc == 0 && r->port == 0) r->port = RELAY_DEFAULT_PORT;
+        return rc;
     }
     return 0;
 }
@@ -175,6 +185,7 @@ static int run(int argc, char **argv) {
         return CLI_EXIT_FAIL;
     }
     if (a.vote_timeout_ms >= 0) pccl__master_set_vote_timeout(m, (uint64_t)a.vote_timeout_ms);
+    pccl__master_set_relays(m, a.relays, a.nrelays);
     if ((rc = set_run_key(m, &a)) != CLI_EXIT_OK) return rc;
     if (a.allow_keys && pccl__master_set_allow_keys(m, a.allow_keys, err, sizeof err) != 0) {
         cli_err("pccl master: %s\n", err);

@@ -19,6 +19,7 @@ const cli_command_t *const cli_commands[] = {
     &cli_cmd_kick,
     &cli_cmd_shutdown,
     &cli_cmd_identity,
+    &cli_cmd_relay,
 };
 #define NUM_COMMANDS (sizeof cli_commands / sizeof cli_commands[0])
 const size_t cli_num_commands = NUM_COMMANDS;
@@ -35,8 +36,13 @@ int cli_usage_error(const cli_command_t *cmd, const char *fmt, ...) {
 
 int cli_parse_addr(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
                    ccoip_socket_address_t *out, int unresolved_exit) {
+    return cli_parse_addr_as(cmd, flag, value, default_port, 0, out, unresolved_exit);
+}
+
+int cli_parse_addr_as(const cli_command_t *cmd, const char *flag, const char *value, unsigned short default_port,
+                      int addr_flags, ccoip_socket_address_t *out, int unresolved_exit) {
     char err[512];
-    pcclResult_t rc = pcclToolParseAddress(value, default_port, 0, out, err, sizeof err);
+    pcclResult_t rc = pcclToolParseAddress(value, default_port, addr_flags, out, err, sizeof err);
     if (rc == pcclSuccess) return 0;
     if (rc == pcclInvalidArgument) return cli_usage_error(cmd, "--%s: %s", flag, err);
     cli_err("pccl %s: --%s: %s\n", cmd->name, flag, err);

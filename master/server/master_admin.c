@@ -86,6 +86,27 @@ static cJSON *ring_json(pcclMasterInstance_t *m, uint32_t group, int len, int de
     return ring;
 }
 
+/* NAT traversal (docs/nat.md): where its control connection came from, whether the master could dial it,
+ * and how each of its p2p connections was made (its last EDGES report). */
+static void nat_json(cJSON *p, const msm_peer_view_t *v) {
+    static const char *const kinds[] = {"direct", "punched", "relayed"};
+    char obs[ADDR_STRLEN];
+    ccoip_socket_address_t o = {.inet = v->obs_ip, .port = v->obs_port};
+    addr_str(&o, obs);
+    cJSON_AddStringToObject(p, "observed", v->obs_port ? obs : "");
+    if (v->reach == WIRE_REACH_UNKNOWN) cJSON_AddNullToObject(p, "reachable");
+    else cJSON_AddBoolToObject(p, "reachable", v->reach == WIRE_REACH_YES);
+    cJSON *edges = cJSON_AddArrayToObject(p, "edges");
+    for (uint32_t i = 0; edges && i < v->nedges; i++) {
+        char hex[33];
+        admin_uuid_hex(v->edges[i].uuid, hex);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "peer", hex);
+        cJSON_AddStringToObject(e, "kind", kinds[v->edges[i].kind <= WIRE_EDGE_RELAYED ? v->edges[i].kind : 0]);
+        cJSON_AddItemToArray(edges, e);
+    }
+}
+
 static cJSON *peers_json(pcclMasterInstance_t *m, uint64_t now, uint8_t **uuids_out, int *nuuids) {
     cJSON *peers = cJSON_CreateArray();
     int np = msm_peer_count(m->sm);
@@ -109,6 +130,7 @@ static cJSON *peers_json(pcclMasterInstance_t *m, uint64_t now, uint8_t **uuids_
         cJSON_AddNumberToObject(p, "revision", (double)v.revision);
         /* Any packet counts: heartbeats are the only traffic of an idle peer. */
         cJSON_AddNumberToObject(p, "last_heartbeat_ms_ago", now >= v.last_seen_ms ? (double)(now - v.last_seen_ms) : 0);
+        nat_json(p, &v);
         cJSON_AddItemToArray(peers, p);
     }
     *uuids_out = uuids;
@@ -445,6 +467,19 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     return buf;
 }
 
+/* The relays of `pccl master --relay`, as "HOST:PORT" strings in the order given. */
+static cJSON *relays_json(pcclMasterInstance_t *m) {
+    uint32_t n;
+    const ccoip_socket_address_t *r = msm_relays(m->sm, &n);
+    cJSON *arr = cJSON_CreateArray();
+    for (uint32_t i = 0; i < n; i++) {
+        char s[ADDR_STRLEN];
+        addr_str(&r[i], s);
+        cJSON_AddItemToArray(arr, cJSON_CreateString(s));
+    }
+    return arr;
+}
+
 static void publish(pcclMasterInstance_t *m) {
     struct pccl_master_admin *a = m->admin;
     uint64_t now = uv_now(&m->loop);
@@ -462,6 +497,7 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON_AddItemToObject(s, "peers", peers);
     cJSON_AddItemToObject(s, "groups", groups_json(m, ops, nops, now, 0));
     ops_json(m, ops, nops, MSM_RUN_WIDE, now, cJSON_AddArrayToObject(s, "run_operations"));
+    cJSON_AddItemToObject(s, "relays", relays_json(m));
     cJSON *c = cJSON_AddObjectToObject(s, "counters");
     cJSON_AddNumberToObject(c, "collectives_completed", (double)st.collectives_completed);
     cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);

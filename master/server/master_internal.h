@@ -61,11 +61,18 @@ struct pcclMasterInstanceState_t {
     uv_async_t allow_reload; /* initialized with allow_keys_path */
 };
 
+/* Dials conn's advertised p2p address once (master_probe.c) and tells the state machine whether it connected
+ * (msm_on_reachable); loop thread, after the peer registered. */
+void master_probe_start(pcclMasterInstance_t *m, uint64_t conn);
+
 /* Port the master listens on (useful after binding port 0). */
 uint16_t pccl__master_port(const pcclMasterInstance_t *m);
 /* Vote deadline in ms (0: none; see msm_set_vote_timeout); before pcclRunMaster. pcclCreateMaster sets it
  * from PCCL_VOTE_TIMEOUT_MS, default MSM_VOTE_TIMEOUT_MS (10 minutes). */
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms);
+/* The relays peers meet at when an edge can neither be dialled nor punched (pccl master --relay; msm_set_relays);
+ * before pcclRunMaster. @return 0, or -PERR_INVALID (no master, running already, more than MSM_RELAYS_MAX). */
+int pccl__master_set_relays(pcclMasterInstance_t *m, const ccoip_socket_address_t *relays, uint32_t n);
 /* Sets the run key and encryption, replacing what the environment said; before pcclRunMaster.
  * @return 0, or -PERR_INVALID (no master, running already, or encryption without a key). */
 int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec);

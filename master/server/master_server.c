@@ -35,6 +35,7 @@ typedef struct mconn {
     int stranger;       /* in the gate: no first message yet (gate.h) */
     size_t held;        /* a stranger still: what the state machine keeps of its RESUME until the rebuild */
     ccoip_inet_address_t ip, local; /* what the state machine is told on connect: the peer's and our end */
+    uint16_t port;      /* the peer's end's port: with ip, its observed address */
     uint8_t nonce[32]; /* its CHALLENGE */
     msec_t sec;         /* keyed runs: the handshake, then the session */
     struct mconn *next;
@@ -331,6 +332,7 @@ static void process_frames(mconn_t *c) {
         uint16_t type = msg.type;
         msm_on_packet(m->sm, c->id, &msg);
         wire_msg_free(&msg);
+        if (type == C2M_HELLO || type == C2M_RESUME) master_probe_start(m, c->id);
         /* The state machine took HELLO or RESUME (else it kicked); it may keep a RESUME until the rebuild. */
         if (!c->closing && c->stranger && !c->held) {
             c->held = type == C2M_RESUME ? msm_resume_held(m->sm, c->id) : 0;
@@ -357,6 +359,7 @@ static void connect_to_sm(mconn_t *c) {
     c->known = 1;
     msm_set_time(c->master->sm, uv_now(&c->master->loop));
     msm_on_connect(c->master->sm, c->id, &c->ip, &c->local, c->nonce);
+    msm_set_observed_port(c->master->sm, c->id, c->port);
 }
 
 
@@ -465,8 +468,10 @@ static void on_connection(uv_stream_t *server, int status) {
     struct sockaddr_storage ss;
     int len = sizeof ss;
     ccoip_socket_address_t from;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0) {
         c->ip = from.inet;
+        c->port = from.port;
+    }
     len = sizeof ss;
     if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&ss, &len) == 0 && addr_from_sockaddr((struct sockaddr *)&ss, &from) == 0)
         c->local = from.inet;
@@ -812,6 +817,11 @@ void pccl__master_set_tick_hook(pcclMasterInstance_t *m, void (*fn)(void *ctx, u
 }
 void pccl__master_set_vote_timeout(pcclMasterInstance_t *m, uint64_t timeout_ms) {
     msm_set_vote_timeout(m->sm, timeout_ms);
+}
+
+int pccl__master_set_relays(pcclMasterInstance_t *m, const ccoip_socket_address_t *relays, uint32_t n) {
+    if (!m || atomic_load(&m->running)) return -PERR_INVALID;
+    return msm_set_relays(m->sm, relays, n);
 }
 
 int pccl__master_set_security(pcclMasterInstance_t *m, const sec_cfg_t *sec) {

@@ -163,6 +163,16 @@ void msm_set_stripe(msm_t *m, uint64_t min_bytes, int local) {
     m->stripe_local = local;
 }
 void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms) { m->wiring_timeout = timeout_ms; }
+int msm_set_relays(msm_t *m, const ccoip_socket_address_t *relays, uint32_t n) {
+    if (n > MSM_RELAYS_MAX || (n && !relays)) return -PERR_INVALID;
+    if (n) memcpy(m->relays, relays, n * sizeof *relays);
+    m->nrelays = n;
+    return 0;
+}
+const ccoip_socket_address_t *msm_relays(const msm_t *m, uint32_t *n) {
+    *n = m->nrelays;
+    return m->relays;
+}
 int msm_booting(const msm_t *m) { return m->booting && m->now < m->born + m->boot_grace; }
 
 void msm_on_tick(msm_t *m) {
@@ -187,7 +197,10 @@ void msm_on_tick(msm_t *m) {
 
 void msm_destroy(msm_t *m) {
     if (!m) return;
-    for (int i = 0; i < m->npeers; i++) msm_resume_forget(&m->peers[i]);
+    for (int i = 0; i < m->npeers; i++) {
+        msm_resume_forget(&m->peers[i]);
+        free(m->peers[i].edges);
+    }
     msm_resume_free(m);
     for (int i = 0; i < m->ngroups; i++) {
         free(m->groups[i].ring);
@@ -227,6 +240,7 @@ void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, con
         m->booting = m->boot_grace > 0;
     }
     p->ip = *ip;
+    p->obs_ip = *ip;
     p->local_ip = *local;
     memcpy(p->nonce, nonce, 32);
     wire_msg_t c = {.type = M2C_CHALLENGE};
@@ -235,12 +249,18 @@ void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, con
 }
 
 wire_peer_t msm_dial_entry(const msm_peer_t *to, const msm_peer_t *q) {
-    wire_peer_t e = {.ip = q->ip, .port = q->p2p_port};
+    wire_peer_t e = {.ip = q->ip, .port = q->p2p_port, .reach = q->reach};
     memcpy(e.uuid, q->uuid, 16);
+    if (q->obs_port) {
+        e.has_obs = 1;
+        e.obs_ip = q->obs_ip;
+        e.obs_port = q->obs_port;
+    }
     /* q reached the master over loopback, so it runs on the master's host: a peer elsewhere dials that host
      * at the address it reached the master on itself. */
-    if (addr_ip_is_loopback(&q->ip) && !addr_ip_is_loopback(&to->ip) && !addr_ip_is_any(&to->local_ip))
-        e.ip = to->local_ip;
+    int elsewhere = !addr_ip_is_loopback(&to->ip) && !addr_ip_is_any(&to->local_ip);
+    if (addr_ip_is_loopback(&q->ip) && elsewhere) e.ip = to->local_ip;
+    if (e.has_obs && addr_ip_is_loopback(&q->obs_ip) && elsewhere) e.obs_ip = to->local_ip;
     return e;
 }
 
@@ -372,6 +392,12 @@ static void on_packet(msm_t *m, uint64_t conn, const wire_msg_t *msg) {
     case C2M_LEAVE:
         on_leave(m, p);
         return;
+    case C2M_RENDEZVOUS: /* ring wiring of a newcomer needs it before the peer is accepted */
+        msm_on_rendezvous(m, p, msg);
+        return;
+    case C2M_EDGES:
+        msm_on_edges(m, p, msg);
+        return;
     default:
         break;
     }
@@ -402,6 +428,7 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     msm_reports_forget_conn(m, conn);
     msm_resume_on_departure(m, p);
     msm_resume_forget(p);
+    free(p->edges);
     msm_opt_forget_conn(m, conn);
     /* Order-preserving removal: newcomers are appended to rings in table order. */
     size_t at = (size_t)(p - m->peers);
@@ -457,6 +484,7 @@ int msm_end_run(msm_t *m, const char *reason) {
         msm_send(m, m->peers[i].conn, &s);
         m->io.close(m->io.ctx, m->peers[i].conn, "the run is over");
         msm_resume_forget(&m->peers[i]);
+        free(m->peers[i].edges);
     }
     m->npeers = 0;
     return n;
@@ -478,6 +506,11 @@ int msm_peer_view(const msm_t *m, int index, msm_peer_view_t *out) {
     out->accepted = p->accepted;
     out->revision = p->ss_revision;
     out->last_seen_ms = p->last_seen;
+    out->obs_ip = p->obs_ip;
+    out->obs_port = p->obs_port;
+    out->reach = p->reach;
+    out->nedges = p->nedges;
+    out->edges = p->edges;
     const char *in_op = msm_ops_peer_state(m, p->conn);
     out->state = !p->hello ? "connecting" : in_op ? in_op : p->resumed ? "resuming" : !p->accepted ? "registered" : "idle";
     return 0;

@@ -87,6 +87,15 @@ void msm_set_vote_timeout(msm_t *m, uint64_t timeout_ms);
 /* A peer that owes its ring-wiring report this long after ESTABLISH_P2P is kicked. 0: no deadline. */
 void msm_set_wiring_timeout(msm_t *m, uint64_t timeout_ms);
 
+/* Most relays a run announces (pccl master --relay). */
+#define MSM_RELAYS_MAX 8
+/* The relays of last resort (pccl master --relay; docs/relay.md) where two peers meet for an edge that can neither
+ * be dialled nor punched: relays[0, n) replace the list. @return 0, or -PERR_INVALID (n > MSM_RELAYS_MAX, or
+ * relays NULL with n > 0; the list is unchanged). */
+int msm_set_relays(msm_t *m, const ccoip_socket_address_t *relays, uint32_t n);
+/* The relays set, in the order given; *n of them (0: none). */
+const ccoip_socket_address_t *msm_relays(const msm_t *m, uint32_t *n);
+
 /* Default of msm_set_stripe: a stripe per MiB of the op at most (a smaller slice is latency-bound). */
 #define MSM_STRIPE_MIN_BYTES ((uint64_t)1 << 20)
 /* How a collective is striped over the connection pool (msm_collective.c): at most one stripe per
@@ -103,6 +112,22 @@ void msm_on_tick(msm_t *m);
  * HELLO or RESUME must sign it (docs/protocol.md "Identity"). */
 void msm_on_connect(msm_t *m, uint64_t conn, const ccoip_inet_address_t *ip, const ccoip_inet_address_t *local,
                     const uint8_t nonce[32]);
+/* The port the control connection conn came from (its address is msm_on_connect's ip): with the address, the
+ * peer's observed address, which punches dial (docs/nat.md). */
+void msm_set_observed_port(msm_t *m, uint64_t conn, uint16_t port);
+/* Whether the master's dial of conn's advertised p2p address at its registration connected (the server's
+ * reachability probe): shown in /v1/status and sent with the peer lists (wire_peer_t.reach). */
+void msm_on_reachable(msm_t *m, uint64_t conn, int reachable);
+/* The address the server's reachability probe dials: conn's advertised p2p address once registered.
+ * @return 0, or -PERR_INVALID (unknown or not registered). */
+int msm_probe_addr(const msm_t *m, uint64_t conn, ccoip_socket_address_t *out);
+/* RENDEZVOUS requests a peer may send per MSM_RDV_WINDOW_MS; more are refused (docs/nat.md). */
+#define MSM_RDV_PER_WINDOW 32
+#define MSM_RDV_WINDOW_MS 10000
+/* How long after receiving a punch answer both sides dial (ms): long enough for both answers to arrive. */
+#define MSM_RDV_DELAY_MS 200
+/* A RENDEZVOUS whose punch failed is answered with a relay when the run has one: a relay announced with
+ * pccl master --relay and the pair's nonce, from which the server mints the token both sides present. */
 /* Admits only peers whose public key is one of keys[0..n) (pccl master --allow-keys); keys NULL: everyone.
  * A registered peer whose key is not in a new list is kicked. @return 0, or -PERR_NOMEM (unchanged). */
 int msm_set_allowed_keys(msm_t *m, const uint8_t (*keys)[32], int n);
@@ -162,6 +187,11 @@ typedef struct msm_peer_view {
     const char *state;   /* e.g. "idle", "vote_accept", "establishing", "sync", "collective", "resuming" */
     uint64_t revision;   /* last revision reported in a shared-state sync */
     uint64_t last_seen_ms; /* time of its last packet (msm_set_time clock) */
+    ccoip_inet_address_t obs_ip; /* where its control connection came from */
+    uint16_t obs_port;
+    uint8_t reach;       /* WIRE_REACH_* */
+    uint32_t nedges;     /* how its p2p connections were made (EDGES); valid until the next event */
+    const wire_edge_t *edges;
 } msm_peer_view_t;
 
 /* The collective kinds (pcclExtCollKind_t of pccl_coll.h, 0 .. MSM_COLL_NKINDS - 1; names in msm_coll_kind_name). */

@@ -53,6 +53,16 @@ typedef struct msm_peer {
     int outdated;
     /* sent LEAVE while a member of a running operation: it departs when that operation ends */
     int leaving;
+    /* NAT traversal (msm_rendezvous.c): where its control connection came from, whether the master could
+     * dial its p2p address (WIRE_REACH_*), its RENDEZVOUS requests in the current rate window, and how its
+     * p2p connections were made (its last EDGES report) */
+    ccoip_inet_address_t obs_ip;
+    uint16_t obs_port;
+    uint8_t reach;
+    uint64_t rdv_window;
+    uint32_t rdv_count;
+    uint32_t nedges;
+    wire_edge_t *edges;
 } msm_peer_t;
 
 typedef struct msm_bw {
@@ -115,9 +125,15 @@ struct msm {
     int allow_on;             /* msm_set_allowed_keys: only these public keys may register */
     ident_keys_t allow;
     uint64_t rebuild_floor;   /* msm_set_rebuild_floor */
+    ccoip_socket_address_t relays[MSM_RELAYS_MAX]; /* msm_set_relays */
+    uint32_t nrelays;
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
+/* RENDEZVOUS from a registered peer p (msm_rendezvous.c): answers both sides, or p alone with a refusal. */
+void msm_on_rendezvous(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+/* EDGES from a registered peer p: replaces what it reported before. */
+void msm_on_edges(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 /* p's name for log lines (see msm_conn_name); returns buf. */
 const char *msm_peer_name(const msm_peer_t *p, char buf[MSM_NAME_MAX]);
 /* Checks the identity of a HELLO or RESUME on *pp (msm_identity.c): its signature over the connection's

@@ -21,8 +21,8 @@ import sys
 FOLDER_HEADER = {'ring': 'ring.h', 'comm': 'comm.h', 'p2p': 'p2p.h', 'admin': 'admin.h'}
 SHARED_WITH_MASTER = {'base', 'sec'}
 # The pccl command: the public headers (logging, addresses, keys, identities and the bandwidth probe come from
-# pccl_tools.h) and the master's one header (pccl master, solve-topology).
-CLI_ALLOWED = {'server/server.h'}
+# pccl_tools.h), the master's one header (pccl master, solve-topology) and the relay's (pccl relay).
+CLI_ALLOWED = {'server/server.h', 'relay/relay.h'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -112,7 +112,9 @@ static int tensor_eq(const wire_tensor_t *a, const wire_tensor_t *b) {
            a->count == b->count && a->hash == b->hash;
 }
 static int peer_eq(const wire_peer_t *a, const wire_peer_t *b) {
-    return memcmp(a->uuid, b->uuid, 16) == 0 && addr_ip_equal(&a->ip, &b->ip) && a->port == b->port;
+    return memcmp(a->uuid, b->uuid, 16) == 0 && addr_ip_equal(&a->ip, &b->ip) && a->port == b->port &&
+           a->has_obs == b->has_obs && (!a->has_obs || addr_ip_equal(&a->obs_ip, &b->obs_ip)) &&
+           a->obs_port == b->obs_port && a->reach == b->reach;
 }
 static int world_eq(const wire_world_t *a, const wire_world_t *b) {
     return a->global_world_size == b->global_world_size && a->group_world_size == b->group_world_size &&
@@ -444,17 +446,23 @@ static void test_master_msgs(void) {
     enum { N = 3 };
     wire_peer_t peers[N];
     for (int i = 0; i < N; i++) {
+        peers[i] = (wire_peer_t){0};
         fill(peers[i].uuid, 16, (uint8_t)(0x30 + i));
         /* peer 1 is an IPv6 peer, the others IPv4 */
         peers[i].ip = (ccoip_inet_address_t){.protocol = inetIPv4, .ipv4.data = {10, (uint8_t)i, 255, (uint8_t)(200 + i)}};
         if (i == 1) peers[i].ip = (ccoip_inet_address_t){.protocol = inetIPv6, .ipv6.data = {0xfd, 1, [14] = 2, 3}};
         peers[i].port = (uint16_t)(40000 + 1111 * i);
     }
+    /* peer 2 behind a NAT: the master saw it elsewhere and could not dial it */
+    peers[2].has_obs = 1;
+    peers[2].obs_ip = (ccoip_inet_address_t){.protocol = inetIPv4, .ipv4.data = {198, 51, 100, 7}};
+    peers[2].obs_port = 61000;
+    peers[2].reach = WIRE_REACH_NO;
     wire_msg_t e = {.type = M2C_ESTABLISH_P2P};
     e.u.establish.world = WORLD;
     e.u.establish.n = N;
     e.u.establish.peers = peers;
-    roundtrip(&e, 2 + 16 + 4 + (16 + WIRE_IP_LEN + 2) * N, &o);
+    roundtrip(&e, 2 + 16 + 4 + (16 + WIRE_IP_LEN + 2 + WIRE_IP_LEN + 2 + 1) * N, &o);
     CHECK(world_eq(&o.u.establish.world, &WORLD) && o.u.establish.n == N && o.u.establish.peers);
     for (int i = 0; i < N && o.u.establish.peers; i++) CHECK(peer_eq(&o.u.establish.peers[i], &peers[i]));
     wire_msg_free(&o);
@@ -481,7 +489,7 @@ static void test_master_msgs(void) {
     p.u.ss_plan.holders = holders;
     p.u.ss_plan.nranges = 3;
     p.u.ss_plan.ranges = rg;
-    roundtrip(&p, 2 + 1 + 8 + 1 + 2 * (16 + WIRE_IP_LEN + 2) + 4 + tensors_bytes(t, 2) + 2 * 4 + 4 + 3 * 21, &o);
+    roundtrip(&p, 2 + 1 + 8 + 1 + 2 * (16 + WIRE_IP_LEN + 2 + WIRE_IP_LEN + 2 + 1) + 4 + tensors_bytes(t, 2) + 2 * 4 + 4 + 3 * 21, &o);
     CHECK(o.u.ss_plan.status == SS_CONFLICT && o.u.ss_plan.revision == p.u.ss_plan.revision);
     CHECK(o.u.ss_plan.nsrc == 2 && peer_eq(&o.u.ss_plan.sources[0], &peers[1]) &&
           peer_eq(&o.u.ss_plan.sources[1], &peers[0]) && o.u.ss_plan.n == 2 && o.u.ss_plan.fetch);
@@ -735,7 +743,7 @@ static void test_lying_counts(void) {
     free(b);
 
     /* ESTABLISH_P2P: peer count lies */
-    enum { PEER = 16 + WIRE_IP_LEN + 2 };
+    enum { PEER = 16 + WIRE_IP_LEN + 2 + WIRE_IP_LEN + 2 + 1 };
     uint8_t e[2 + 16 + 4 + PEER];
     memset(e, 0, sizeof e);
     e[2 + 16 + 4 + 16] = 4;

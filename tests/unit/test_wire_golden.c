@@ -1,4 +1,4 @@
-/* test_wire_golden.c - the wire bytes of protocol version 8, pinned: one populated instance of every
+/* test_wire_golden.c - the wire bytes of protocol version 9, pinned: one populated instance of every
  * message type is encoded and compared with the frame recorded here (hex, length prefix included), and
  * each recorded frame decodes and encodes back to itself. A change of these bytes is a new protocol
  * version: move WIRE_VERSION deliberately and record the new frames (`test_wire_golden --print` prints
@@ -26,6 +26,7 @@ static uint32_t holders[2] = {3, 2};
 static wire_ss_range_t ranges[3] = {{0, 0, 0, 4096}, {0, 1, 4096, 100}, {1, 1, 0, 7}};
 static wire_bw_t bw[2];
 static wire_coll_member_t members[3] = {{2, 7, 0}, {0, 0xFFFFFFFFFFull, 1}, {1, 0, 1}};
+static wire_edge_t edges[2];
 static wire_op_outcome_t ops[2] = {{0x1111222233334444ull, 0x55, 1}, {0xFFFFFFFFFFFFFFFFull, 0x0102030405060708ull, 0}};
 
 static void make_arrays(void) {
@@ -41,7 +42,15 @@ static void make_arrays(void) {
         fill(peers[i].uuid, 16, (uint8_t)(0x30 + i));
         peers[i].ip = i == 1 ? IP6 : (ccoip_inet_address_t){.protocol = inetIPv4, .ipv4.data = {10, (uint8_t)i, 255, 9}};
         peers[i].port = (uint16_t)(40000 + 1111 * i);
+        peers[i].has_obs = i != 0;
+        peers[i].obs_ip = i == 2 ? IP6 : IP4;
+        peers[i].obs_port = peers[i].has_obs ? (uint16_t)(61000 + i) : 0;
+        peers[i].reach = (uint8_t)i; /* unknown, yes, no */
         fill(ring[i], 16, (uint8_t)(i * 17 + 1));
+    }
+    for (int i = 0; i < 2; i++) {
+        fill(edges[i].uuid, 16, (uint8_t)(0x50 + i));
+        edges[i].kind = (uint8_t)(i + 1);
     }
     for (int i = 0; i < 2; i++) {
         fill(bw[i].uuid, 16, (uint8_t)(0x70 + i));
@@ -183,6 +192,27 @@ static wire_msg_t make(uint16_t t) {
     case M2C_CHALLENGE:
         fill(u->challenge.nonce, 32, 0xC3);
         break;
+    case C2M_RENDEZVOUS:
+        u->rdv_req.req = 0x01020304u;
+        fill(u->rdv_req.target, 16, 0x41);
+        u->rdv_req.punch_failed = 1;
+        break;
+    case C2M_EDGES:
+        u->edges.n = 2;
+        u->edges.e = edges;
+        break;
+    case M2C_RENDEZVOUS:
+        u->rdv.req = 0x0A0B0C0Du;
+        fill(u->rdv.peer, 16, 0x42);
+        u->rdv.mode = WIRE_RDV_PUNCH;
+        u->rdv.role = WIRE_RDV_TARGET;
+        u->rdv.has_ip = 1;
+        u->rdv.ip = IP4;
+        u->rdv.port = 61001;
+        u->rdv.delay_ms = 200;
+        fill(u->rdv.token, 32, 0x43);
+        snprintf(u->rdv.reason, sizeof u->rdv.reason, "no relay");
+        break;
     default: /* the payload-less types */
         break;
     }
@@ -195,7 +225,7 @@ static const struct golden {
     const char *hex;
 } GOLDEN[] = {
 {1, /* HELLO */
- "0000008c00015043434c0008deadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
+ "0000008c00015043434c0009deadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d374d7297bce1062b50759abfe4092e5378"
  "9dc2e70c31567ba0c5ea0f34597ea3c8ed12375c81a6cbf0153a5f84a9cef3183d6287acd1f61b40658aafd4f91e4368"},
 {2, /* UPDATE_TOPOLOGY */
@@ -224,7 +254,7 @@ static const struct golden {
 {12, /* PEER_UNREACHABLE */
  "00000012000c0c31567ba0c5ea0f34597ea3c8ed1237"},
 {13, /* RESUME */
- "00000145000d5043434c000800000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
+ "00000145000d5043434c000900000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d3799bee3082d52779cc1e60b30557a9fc4"
  "010a0b0c0d0e0f10110000000301264b7095badf04294e7398bde2072c12375c81a6cbf0153a5f84a9cef3183d23486d"
  "92b7dc01264b7095badf04294e000000020e6c617965722e302e77656967687401000000000123456789f00dfacecafe"
@@ -233,22 +263,28 @@ static const struct golden {
  "a0c5ea0f34597ea3c8ed12375c81a6cbf0153a5f84a9cef3183d6287acd1f61b40658aafd4f91e4368"},
 {14, /* LEAVE */
  "00000002000e"},
+{15, /* RENDEZVOUS_REQUEST */
+ "00000017000f0102030441668bb0d5fa1f44698eb3d8fd22476c01"},
+{16, /* EDGES */
+ "0000002800100000000250759abfe4092e53789dc2e70c31567b0151769bc0e50a2f54799ec3e80d32577c02"},
 {101, /* WELCOME */
  "000000120065658aafd4f91e43688db2d7fc21466b90"},
 {102, /* ESTABLISH_P2P */
- "0000007f006601020304a0b0c0d000000007ffffffff0000000330557a9fc4e90e33587da2c7ec11365b040a00ff0900"
- "00000000000000000000009c4031567ba0c5ea0f34597ea3c8ed12375c0620010db800000000000000000000ab09a097"
- "32577ca1c6eb10355a7fa4c9ee13385d040a02ff09000000000000000000000000a4ee"},
+ "000000bb006601020304a0b0c0d000000007ffffffff0000000330557a9fc4e90e33587da2c7ec11365b040a00ff0900"
+ "00000000000000000000009c40000000000000000000000000000000000000000031567ba0c5ea0f34597ea3c8ed1237"
+ "5c0620010db800000000000000000000ab09a09704c6336407000000000000000000000000ee490132577ca1c6eb1035"
+ "5a7fa4c9ee13385d040a02ff09000000000000000000000000a4ee0620010db800000000000000000000ab09ee4a02"},
 {103, /* TOPOLOGY_DONE */
  "0000001300670101020304a0b0c0d000000007ffffffff"},
 {104, /* PEERS_PENDING */
  "000000030068a8"},
 {105, /* SS_PLAN */
- "000000e300690401020304050607080231567ba0c5ea0f34597ea3c8ed12375c0620010db800000000000000000000ab"
- "09a09730557a9fc4e90e33587da2c7ec11365b040a00ff090000000000000000000000009c40000000020e6c61796572"
- "2e302e77656967687401000000000123456789f00dfacecafebeef0e6c617965722e312e776569676874040100000002"
- "468acf12f00dfbcecafebeef000000030000000200000003000000000000000000000000000000000000001000000000"
- "000100000000000010000000000000000064000000010100000000000000000000000000000007"},
+ "0000010b00690401020304050607080231567ba0c5ea0f34597ea3c8ed12375c0620010db800000000000000000000ab"
+ "09a09704c6336407000000000000000000000000ee490130557a9fc4e90e33587da2c7ec11365b040a00ff0900000000"
+ "00000000000000009c400000000000000000000000000000000000000000000000020e6c617965722e302e7765696768"
+ "7401000000000123456789f00dfacecafebeef0e6c617965722e312e776569676874040100000002468acf12f00dfbce"
+ "cafebeef0000000300000002000000030000000000000000000000000000000000000010000000000001000000000000"
+ "10000000000000000064000000010100000000000000000000000000000007"},
 {106, /* SS_DONE */
  "00000003006aaa"},
 {107, /* COLL_COMMENCE */
@@ -268,8 +304,9 @@ static const struct golden {
 {113, /* HEARTBEAT_ACK */
  "000000020071"},
 {114, /* BENCH_REQUEST */
- "000000500072000005dc0000000231567ba0c5ea0f34597ea3c8ed12375c0620010db800000000000000000000ab09a0"
- "9732577ca1c6eb10355a7fa4c9ee13385d040a02ff09000000000000000000000000a4ee"},
+ "000000780072000005dc0000000231567ba0c5ea0f34597ea3c8ed12375c0620010db800000000000000000000ab09a0"
+ "9704c6336407000000000000000000000000ee490132577ca1c6eb10355a7fa4c9ee13385d040a02ff09000000000000"
+ "000000000000a4ee0620010db800000000000000000000ab09ee4a02"},
 {115, /* RESUMED */
  "0000001b00730101020304a0b0c0d000000007ffffffff000000000000004d"},
 {116, /* CHALLENGE */
@@ -278,6 +315,9 @@ static const struct golden {
  "0000001e00751b53485554444f574e3a2070726f746f636f6c206d69736d61746368"},
 {118, /* COLL_REVOKE */
  "0000001a0076abcdef01234567ff00000076000000ec8000000000000003"},
+{119, /* RENDEZVOUS */
+ "0000005800770a0b0c0d42678cb1d6fb20456a8fb4d9fe23486d010104c6336407000000000000000000000000ee4900"
+ "0000c843688db2d7fc21466b90b5daff24496e93b8dd02274c7196bbe0052a4f7499be086e6f2072656c6179"},
 };
 #define NGOLDEN (sizeof GOLDEN / sizeof GOLDEN[0])
 

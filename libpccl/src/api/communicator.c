@@ -167,6 +167,7 @@ static int read_master(pcclComm_t *c) {
             continue;
         }
         if (allreduce_route(c, &msg)) continue; /* collective messages go to their operation */
+        if (p2p_route_rendezvous(c, &msg)) continue; /* a punch's answer or its target half (docs/nat.md) */
         inbox_item_t *it = malloc(sizeof *it);
         if (!it) {
             wire_msg_free(&msg);
@@ -229,6 +230,7 @@ static int establish_within(pcclComm_t *c, const wire_msg_t *e, int watch_verdic
         pthread_mutex_unlock(&c->mu);
     }
     int rc = establish(c, e, &w);
+    if (rc == 0) p2p_report_edges(c); /* before the report that ends the round: the master shows them with it */
     if (watch_verdict) {
         pthread_mutex_lock(&c->mu);
         c->wiring = NULL;

@@ -62,13 +62,14 @@ void net_set_timeouts(int fd, int ms) {
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-static int listen_on(const ccoip_socket_address_t *a, int v6only, uint16_t *port_out) {
+static int listen_on(const ccoip_socket_address_t *a, int v6only, int shared, uint16_t *port_out) {
     struct sockaddr_storage ss;
     socklen_t len = addr_to_sockaddr(a, &ss);
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -PERR_IO;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (shared) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     if (ss.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
     if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 512) != 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
@@ -83,20 +84,22 @@ static int listen_on(const ccoip_socket_address_t *a, int v6only, uint16_t *port
     return fd;
 }
 
-int net_listen(const ccoip_socket_address_t *a, uint16_t *port_out) {
+static int listen_dual(const ccoip_socket_address_t *a, int shared, uint16_t *port_out) {
     ccoip_socket_address_t v6, v4;
     if (addr_listen_dual(a, &v6, &v4)) {
-        int fd = listen_on(&v6, 0, port_out);
+        int fd = listen_on(&v6, 0, shared, port_out);
         /* A host without IPv6 (a kernel built without it, ipv6.disable=1) listens on IPv4 alone. */
         if (fd >= 0 || (errno != EAFNOSUPPORT && errno != EADDRNOTAVAIL)) return fd;
-        return listen_on(&v4, 1, port_out);
+        return listen_on(&v4, 1, shared, port_out);
     }
-    return listen_on(a, 1, port_out);
+    return listen_on(a, 1, shared, port_out);
 }
+
+int net_listen(const ccoip_socket_address_t *a, uint16_t *port_out) { return listen_dual(a, 0, port_out); }
 
 int net_listen_any(uint16_t port, uint16_t *port_out) {
     ccoip_socket_address_t any = {.inet.protocol = inetIPv4, .port = port};
-    return net_listen(&any, port_out);
+    return listen_dual(&any, 1, port_out);
 }
 
 int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_t *cancel) {
@@ -120,13 +123,30 @@ int net_wait_until(int fd, short events, uint64_t deadline_ms, const net_cancel_
     }
 }
 
+/* Binds fd (of family) to local_port on every address, sharing the port with the p2p listener. */
+static int bind_shared(int fd, int family, uint16_t local_port) {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    ccoip_socket_address_t any = {.inet.protocol = family == AF_INET6 ? inetIPv6 : inetIPv4, .port = local_port};
+    struct sockaddr_storage ss;
+    socklen_t len = addr_to_sockaddr(&any, &ss);
+    return bind(fd, (struct sockaddr *)&ss, len) == 0 ? 0 : -PERR_IO;
+}
+
 int net_connect_cancellable(const ccoip_socket_address_t *to, int timeout_ms, const net_cancel_t *cancel) {
+    return net_connect_from(to, 0, timeout_ms, cancel);
+}
+
+int net_connect_from(const ccoip_socket_address_t *to, uint16_t local_port, int timeout_ms, const net_cancel_t *cancel) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     struct sockaddr_storage sa;
     socklen_t salen = addr_to_sockaddr(to, &sa);
     int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return -PERR_IO;
-    int rc = connect(fd, (struct sockaddr *)&sa, salen);
+    int rc = local_port ? bind_shared(fd, sa.ss_family, local_port) : 0;
+    if (rc != 0) goto fail;
+    rc = connect(fd, (struct sockaddr *)&sa, salen);
     if (rc != 0 && errno != EINPROGRESS) {
         rc = -PERR_IO;
         goto fail;
@@ -156,6 +176,11 @@ int net_connect(const ccoip_socket_address_t *to, int timeout_ms) { return net_c
 
 int net_connect_first(const ccoip_socket_address_t *to, int n, int timeout_ms, const net_cancel_t *cancel,
                       int *which) {
+    return net_connect_first_from(to, n, 0, timeout_ms, cancel, which);
+}
+
+int net_connect_first_from(const ccoip_socket_address_t *to, int n, uint16_t local_port, int timeout_ms,
+                           const net_cancel_t *cancel, int *which) {
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     int rc = -PERR_IO;
     for (int i = 0; i < n; i++) {
@@ -163,7 +188,10 @@ int net_connect_first(const ccoip_socket_address_t *to, int n, int timeout_ms, c
         /* What is left is shared among the addresses not tried yet: one that never answers leaves the rest
          * their turn; a refused one costs nothing. */
         int share = now < deadline ? (int)((deadline - now) / (uint64_t)(n - i)) : 0;
-        rc = net_connect_cancellable(&to[i], share > 0 ? share : 1, cancel);
+        rc = net_connect_from(&to[i], local_port, share > 0 ? share : 1, cancel);
+        /* The port is taken towards this address (a closed connection's TIME_WAIT): an ephemeral one. */
+        if (rc == -PERR_IO && local_port && (errno == EADDRINUSE || errno == EADDRNOTAVAIL))
+            rc = net_connect_from(&to[i], 0, share > 0 ? share : 1, cancel);
         if (rc >= 0) {
             if (which) *which = i;
             return rc;

@@ -20,7 +20,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 8
+#define WIRE_VERSION 9
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -72,7 +72,25 @@ typedef struct wire_peer {
     uint8_t uuid[16];
     ccoip_inet_address_t ip; /* where the peer's neighbours dial it */
     uint16_t port;
+    /* where the master saw its control connection come from (has_obs 0: unknown); the address a punch dials */
+    uint8_t has_obs;
+    ccoip_inet_address_t obs_ip;
+    uint16_t obs_port;
+    uint8_t reach; /* WIRE_REACH_*: whether the master could dial ip:port */
 } wire_peer_t;
+
+/* wire_peer_t.reach */
+enum { WIRE_REACH_UNKNOWN = 0, WIRE_REACH_YES = 1, WIRE_REACH_NO = 2 };
+/* RENDEZVOUS modes and roles (docs/nat.md) */
+enum { WIRE_RDV_REFUSED = 0, WIRE_RDV_PUNCH = 1, WIRE_RDV_RELAY = 2 };
+enum { WIRE_RDV_DIALER = 0, WIRE_RDV_TARGET = 1 };
+/* How a p2p connection was made (EDGES) */
+enum { WIRE_EDGE_DIRECT = 0, WIRE_EDGE_PUNCHED = 1, WIRE_EDGE_RELAYED = 2 };
+
+typedef struct wire_edge {
+    uint8_t uuid[16];
+    uint8_t kind; /* WIRE_EDGE_* */
+} wire_edge_t;
 
 /* The address to dial a peer at. */
 static inline ccoip_socket_address_t wire_peer_addr(const wire_peer_t *p) {
@@ -207,6 +225,20 @@ typedef struct wire_msg {
         } resume;
         struct { uint8_t ok; wire_world_t world; uint64_t revision; } resumed; /* ok 0: join as a new peer */
         struct { uint8_t nonce[32]; } challenge;
+        struct { uint32_t req; uint8_t target[16]; uint8_t punch_failed; } rdv_req;
+        struct { uint32_t n; wire_edge_t *e; } edges;
+        struct {
+            uint32_t req;      /* the dialer's request it answers (the target's: 0) */
+            uint8_t peer[16];  /* the other side */
+            uint8_t mode;      /* WIRE_RDV_* */
+            uint8_t role;      /* WIRE_RDV_DIALER or _TARGET */
+            uint8_t has_ip;
+            ccoip_inet_address_t ip; /* punch: the other side's observed address; relay: the relay's */
+            uint16_t port;
+            uint32_t delay_ms; /* punch: dial this long after receipt */
+            uint8_t token[32]; /* relay: the pair's token */
+            char reason[256];  /* refused: why */
+        } rdv;
     } u;
 } wire_msg_t;
 

@@ -333,7 +333,9 @@ static int connect_retrying(pcclComm_t *c, int timeout_ms) {
         pwait_t w;
         if (comm_wait_open(c, &w, 1) != 0) return -PERR_IO;
         net_cancel_t cancel = {.wait = &w};
-        int fd = net_connect_first(to, n, now < deadline ? (int)(deadline - now) : 1, &cancel, NULL);
+        /* From the p2p port: the master observes the address this peer's punches come from (docs/nat.md). */
+        int fd = net_connect_first_from(to, n, c->p2p.port, now < deadline ? (int)(deadline - now) : 1, &cancel,
+                                        NULL);
         int e = errno;
         comm_wait_close(c, &w);
         errno = e;

@@ -52,6 +52,7 @@ typedef struct p2p_conn {
     int same_host;   /* TX: the successor runs on this host */
     int notsent_cap; /* TX: TCP_NOTSENT_LOWAT now set on fd in bytes; 0: the kernel's default */
     int rcv_bound;   /* RX: 1 SO_RCVBUF bounded for good (p2p_bound_rx), -1 the peer is remote */
+    int how;         /* WIRE_EDGE_*: dialed directly, punched or relayed (docs/nat.md) */
     struct p2p_conn *next;
 } p2p_conn_t;
 
@@ -73,6 +74,13 @@ typedef struct p2p_state {
     uint32_t npeers;
     uint32_t local_peers; /* peers of the group on this host, this one included */
     atomic_int handlers; /* live shared-state and probe server threads (at most P2P_SERVERS_MAX) */
+    /* NAT traversal (p2p_punch.c): this peer's rendezvous in flight as dialer, connections made by a target's
+     * half waiting for the acceptor (a 'h' on wake_pipe), and the target halves' threads */
+    struct p2p_rdv *rdvs;
+    int handed[8];
+    int nhanded;
+    uint32_t rdv_next;
+    atomic_int punchers;
 } p2p_state_t;
 
 struct pccl_op;

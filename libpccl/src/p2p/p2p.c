@@ -75,7 +75,7 @@ static p2p_conn_t *find_locked(pcclComm_t *c, const uint8_t uuid[16], int dir, u
     return NULL;
 }
 
-void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot) {
+void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot, int how) {
     p2p_conn_t *k = calloc(1, sizeof *k);
     if (!k) {
         close(fd);
@@ -87,6 +87,7 @@ void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16],
     k->refs = 1; /* the table's reference */
     k->dir = dir;
     k->slot = slot;
+    k->how = how;
     k->same_host = dir == P2P_TX && net_fd_same_host(fd);
     memcpy(k->uuid, uuid, 16);
     pthread_mutex_lock(&c->p2p.mu);
@@ -134,10 +135,12 @@ void p2p_stop(pcclComm_t *c) {
     }
     if (c->p2p.listen_fd >= 0) close(c->p2p.listen_fd);
     c->p2p.listen_fd = -1;
-    /* Handlers hold bounded socket timeouts; wait for them to leave. */
+    /* Handlers hold bounded socket timeouts, punches their window; wait for them to leave. */
     uint64_t deadline = net_now_ms() + (uint64_t)c->timeout_ms + HANDSHAKE_TIMEOUT_MS;
-    while (atomic_load(&c->p2p.handlers) > 0 && net_now_ms() < deadline) usleep(1000);
+    while ((atomic_load(&c->p2p.handlers) > 0 || atomic_load(&c->p2p.punchers) > 0) && net_now_ms() < deadline)
+        usleep(1000);
     pthread_mutex_lock(&c->p2p.mu);
+    while (c->p2p.nhanded) close(c->p2p.handed[--c->p2p.nhanded]);
     while (c->p2p.conns) unlink_locked(c, c->p2p.conns);
     free(c->p2p.peers);
     c->p2p.peers = NULL;
@@ -218,9 +221,10 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     p2p_intro_t me = {.kind = P2P_KIND_RING, .slot = slot};
     memcpy(me.uuid, c->uuid, 16);
     sec_link_t *link = NULL;
-    char err[160];
+    char err[320];
     ccoip_socket_address_t to = wire_peer_addr(&peer);
-    int fd = p2p_dial(&to, &c->sec, &me, uuid, timeout_ms, cancel, &link, err, sizeof err);
+    int how;
+    int fd = p2p_dial_peer(c, &peer, &me, timeout_ms, cancel, &link, &how, err, sizeof err);
     if (fd < 0) {
         char where[ADDR_STRLEN];
         addr_str(&to, where);
@@ -244,7 +248,7 @@ p2p_conn_t *p2p_get_tx(pcclComm_t *c, const uint8_t uuid[16], uint32_t slot, int
     }
     net_set_timeouts(fd, 0);
     net_set_nonblock(fd, 1);
-    p2p_insert(c, fd, link, uuid, P2P_TX, slot);
+    p2p_insert(c, fd, link, uuid, P2P_TX, slot, how);
     pthread_mutex_lock(&c->p2p.mu);
     k = find_locked(c, uuid, P2P_TX, slot);
     if (k) k->refs++;
@@ -326,4 +330,27 @@ void p2p_release(pcclComm_t *c, p2p_conn_t *k, int kill) {
     k->refs -= drop;
     if (k->refs == 0) conn_free(k);
     pthread_mutex_unlock(&c->p2p.mu);
+}
+
+void p2p_report_edges(pcclComm_t *c) {
+    wire_edge_t e[64];
+    uint32_t n = 0;
+    pthread_mutex_lock(&c->p2p.mu);
+    for (p2p_conn_t *k = c->p2p.conns; k; k = k->next) {
+        uint32_t i = 0;
+        while (i < n && memcmp(e[i].uuid, k->uuid, 16) != 0) i++;
+        if (i == n && n == sizeof e / sizeof e[0]) continue;
+        if (i == n) {
+            memcpy(e[n].uuid, k->uuid, 16);
+            e[n++].kind = (uint8_t)k->how;
+        } else if (k->how > e[i].kind) {
+            e[i].kind = (uint8_t)k->how; /* a peer's edge is as indirect as its least direct connection */
+        }
+    }
+    pthread_mutex_unlock(&c->p2p.mu);
+    wire_msg_t m = {.type = C2M_EDGES};
+    m.u.edges.n = n;
+    m.u.edges.e = e;
+    unsigned epoch;
+    if (comm_begin(c, &epoch) == 0) (void)comm_send(c, epoch, &m);
 }

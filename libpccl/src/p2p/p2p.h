@@ -1,6 +1,7 @@
 /*
  * p2p/ - peer-to-peer connections of a communicator: the connection table and its acceptor thread (p2p.h),
- * the greeting every p2p stream opens with (p2p_hello.h), and the bandwidth probe (bandwidth.h). The acceptor
+ * the greeting every p2p stream opens with (p2p_hello.h), the bandwidth probe (bandwidth.h), and connections
+ * through a relay of last resort (relay_client.h). The acceptor
  * thread owns the listening socket; the table is guarded by c->p2p.mu. Shared-state requests are handed to
  * c->p2p.serve_ss, which the layer above sets. Depends on comm/, sec/ and base/.
  *
@@ -22,6 +23,7 @@
 #include "comm/comm.h"
 #include "p2p/bandwidth.h"
 #include "p2p/p2p_hello.h"
+#include "p2p/relay_client.h"
 
 /* Listens for p2p connections and starts the acceptor: 0, -PERR_IO (cannot listen; errno says why) or
  * -PERR_FAILED (no wake pipe or thread). */
@@ -69,6 +71,19 @@ void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes);
  * condition for the bounded receive buffer of same-host ring streams (p2p_bound_rx) and, by default,
  * for spliced sends to a peer on this host (p2p_splice_min). */
 int p2p_local_peers_fit(pcclComm_t *c);
+/* NAT traversal (p2p_punch.c, docs/nat.md). Dials peer directly (unless the master found it unreachable) and,
+ * when that connect fails, through a rendezvous of the master (a punch); then introduces this side as
+ * p2p_dial does. @return p2p_dial's codes; *how the edge's kind (WIRE_EDGE_*). */
+int p2p_dial_peer(pcclComm_t *c, const wire_peer_t *peer, const p2p_intro_t *me, int timeout_ms,
+                  const net_cancel_t *cancel, sec_link_t **link, int *how, char *err, size_t errlen);
+/* The reader thread's routing of M2C_RENDEZVOUS: 1 (taken and freed: a target's half started, or a waiting
+ * dialer answered), 0 (another message). */
+int p2p_route_rendezvous(pcclComm_t *c, wire_msg_t *msg);
+/* The acceptor's check of a new connection from `from`: 1 when it is a punch this peer waits for as dialer
+ * (fd now belongs to that dial). */
+int p2p_punch_claim(pcclComm_t *c, const ccoip_socket_address_t *from, int fd);
+/* Sends EDGES (how each p2p connection was made) to the master; best effort. */
+void p2p_report_edges(pcclComm_t *c);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 
@@ -82,7 +97,7 @@ void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 int p2p_acceptor_start(pcclComm_t *c);
 /* Registers a connected and greeted stream (the table takes fd and link); a stream of the same
  * neighbour, direction and slot is replaced: the other side reconnected, its old stream is dead. */
-void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot);
+void p2p_insert(pcclComm_t *c, int fd, sec_link_t *link, const uint8_t uuid[16], int dir, uint32_t slot, int how);
 
 
 #endif

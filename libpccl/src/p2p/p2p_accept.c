@@ -40,6 +40,7 @@ typedef struct pending {
     int queued;  /* a member's request waiting for a free server thread */
     p2p_intro_t who;
     sec_link_t *link;
+    int how; /* WIRE_EDGE_PUNCHED: handed over by a punch's target half */
 } pending_t;
 
 typedef struct acceptor {
@@ -78,12 +79,14 @@ static long find_pending(const acceptor_t *a, uint64_t id) {
     return -1;
 }
 
-static void take_new(acceptor_t *a, int fd) {
+/* A connection from the listener (how WIRE_EDGE_DIRECT) or made by a punch's target half (PUNCHED). */
+static void take_new(acceptor_t *a, int fd, int how) {
     struct sockaddr_storage sa;
     socklen_t len = sizeof sa;
     ccoip_socket_address_t from = {0};
     if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0 || addr_from_sockaddr((struct sockaddr *)&sa, &from) != 0)
         memset(&from, 0, sizeof from);
+    if (how == WIRE_EDGE_DIRECT && from.port && p2p_punch_claim(a->c, &from, fd)) return;
     uint32_t addr = gate_key_of(&from.inet);
     uint64_t evict, id = ++a->next_id;
     pending_t *p = calloc(1, sizeof *p);
@@ -105,6 +108,7 @@ static void take_new(acceptor_t *a, int fd) {
     p->id = id;
     p->fd = fd;
     p->ip = from.inet;
+    p->how = how;
     p->deadline = net_now_ms() + SEC_HS_TIMEOUT_MS;
     net_set_nonblock(fd, 1);
     net_set_nodelay(fd);
@@ -121,7 +125,7 @@ static int is_member(pcclComm_t *c, const pending_t *p) {
         if (memcmp(m->uuid, p->who.uuid, 16) != 0) continue;
         /* A keyed connection proved the key with the uuid inside the handshake. An open one can only
          * be tied to the member's address (any two loopback addresses are one host). */
-        ok = c->sec.keyed || addr_ip_equal(&m->ip, &p->ip) ||
+        ok = c->sec.keyed || addr_ip_equal(&m->ip, &p->ip) || (m->has_obs && addr_ip_equal(&m->obs_ip, &p->ip)) ||
              (addr_ip_is_loopback(&m->ip) && addr_ip_is_loopback(&p->ip));
     }
     pthread_mutex_unlock(&c->p2p.mu);
@@ -170,7 +174,7 @@ static int dispatch(acceptor_t *a, size_t i) {
         }
         net_set_timeouts(p->fd, 0);
         net_set_nonblock(p->fd, 1);
-        p2p_insert(c, p->fd, p->link, p->who.uuid, P2P_RX, p->who.slot);
+        p2p_insert(c, p->fd, p->link, p->who.uuid, P2P_RX, p->who.slot, p->how);
     } else {
         serve_arg_t *s = malloc(sizeof *s);
         pthread_t t;
@@ -258,6 +262,20 @@ static int sweep(acceptor_t *a) {
     return timeout;
 }
 
+/* Reads the wake pipe: 1 when it says stop ('x'); else takes the connections punches handed over ('h'). */
+static int take_handed(acceptor_t *a) {
+    pcclComm_t *c = a->c;
+    char b[16];
+    ssize_t n = read(c->p2p.wake_pipe[0], b, sizeof b);
+    if (n <= 0 || memchr(b, 'x', (size_t)n)) return 1;
+    int fds[8], k = 0;
+    pthread_mutex_lock(&c->p2p.mu);
+    while (c->p2p.nhanded) fds[k++] = c->p2p.handed[--c->p2p.nhanded];
+    pthread_mutex_unlock(&c->p2p.mu);
+    while (k) take_new(a, fds[--k], WIRE_EDGE_PUNCHED);
+    return 0;
+}
+
 static void *acceptor_main(void *arg) {
     pcclComm_t *c = arg;
     acceptor_t *a = calloc(1, sizeof *a);
@@ -284,7 +302,7 @@ static void *acceptor_main(void *arg) {
             pf[2 + i] = (struct pollfd){.fd = a->p[i]->fd, .events = a->p[i]->greeted ? 0 : POLLIN};
         int r = poll(pf, 2 + n, timeout);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0 || (pf[1].revents & POLLIN) || atomic_load(&c->shutting_down)) break;
+        if (r < 0 || ((pf[1].revents & POLLIN) && take_handed(a)) || atomic_load(&c->shutting_down)) break;
         /* Pending ones first (their indices are those of the poll set), then new ones. */
         for (size_t i = n; i-- > 0;)
             if (i < a->n && pf[2 + i].revents && !a->p[i]->greeted && a->p[i]->fd == pf[2 + i].fd) step(a, i);
@@ -304,7 +322,7 @@ static void *acceptor_main(void *arg) {
                 pause_until = net_now_ms() + 100;
             }
             if (fd < 0) break;
-            take_new(a, fd);
+            take_new(a, fd, WIRE_EDGE_DIRECT);
         }
     }
     while (a->n) refuse_late(a, a->n - 1);

@@ -28,13 +28,19 @@ int p2p_dial(const ccoip_socket_address_t *to, const sec_cfg_t *sec, const p2p_i
              const uint8_t peer_uuid[16], int timeout_ms, const net_cancel_t *cancel, sec_link_t **link, char *err,
              size_t errlen) {
     *link = NULL;
-    snprintf(err, errlen, "handshake: cannot start");
     uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
     int fd = net_connect_cancellable(to, timeout_ms, cancel);
     if (fd < 0) {
         snprintf(err, errlen, "connect: %s", strerror(errno));
         return fd;
     }
+    return p2p_introduce(fd, sec, me, peer_uuid, deadline, cancel, link, err, errlen);
+}
+
+int p2p_introduce(int fd, const sec_cfg_t *sec, const p2p_intro_t *me, const uint8_t peer_uuid[16],
+                  uint64_t deadline, const net_cancel_t *cancel, sec_link_t **link, char *err, size_t errlen) {
+    *link = NULL;
+    snprintf(err, errlen, "handshake: cannot start");
     uint8_t ctx[SEC_HS_CTX] = {0};
     wire_p2p_hello_encode(ctx, me->kind, me->uuid, me->slot);
     if (!sec || !sec->keyed) {

@@ -32,6 +32,10 @@ typedef struct p2p_intro {
 int p2p_dial(const ccoip_socket_address_t *to, const sec_cfg_t *sec, const p2p_intro_t *me,
              const uint8_t peer_uuid[16], int timeout_ms, const net_cancel_t *cancel, sec_link_t **link, char *err,
              size_t errlen);
+/* p2p_dial's introduction on a connected blocking fd (a punched or relayed one: docs/nat.md), by deadline_ms
+ * (net_now_ms clock). @return fd, or p2p_dial's codes (fd closed). */
+int p2p_introduce(int fd, const sec_cfg_t *sec, const p2p_intro_t *me, const uint8_t peer_uuid[16],
+                  uint64_t deadline_ms, const net_cancel_t *cancel, sec_link_t **link, char *err, size_t errlen);
 /*
  * The introduction of an accepted connection, read without blocking: the p2p acceptor's poll
  * loop runs many at once, with no thread each. Holds at most one handshake message (136 bytes).

@@ -176,7 +176,7 @@ static void *worker_main(void *arg) {
     worker_t *w = arg;
     fetch_ctx_t *f = w->f;
     const wire_peer_t *peer = &f->plan->u.ss_plan.sources[w->src];
-    char ip[ADDR_STRLEN], err[160];
+    char ip[ADDR_STRLEN], err[320];
     const ccoip_socket_address_t src = wire_peer_addr(peer);
     addr_str(&src, ip);
     w->failed = 1;
@@ -189,8 +189,8 @@ static void *worker_main(void *arg) {
             memcpy(me.uuid, f->c->uuid, 16);
             net_cancel_t cancel = {.wait = &f->w};
             sec_link_t *link = NULL;
-            int fd = p2p_dial(&src, &f->c->sec, &me, peer->uuid, f->c->connect_timeout_ms, &cancel, &link, err,
-                              sizeof err);
+            int how;
+            int fd = p2p_dial_peer(f->c, peer, &me, f->c->connect_timeout_ms, &cancel, &link, &how, err, sizeof err);
             if (fd < 0) {
                 PLOG_WARN(f->c->log_name, "cannot reach shared-state source %s: %s", ip, err);
                 break;
