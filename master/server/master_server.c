@@ -123,7 +123,19 @@ static void send_msg(mconn_t *c, const wire_msg_t *msg) {
 
 static void sm_send(void *ctx, uint64_t conn, const wire_msg_t *msg) {
     mconn_t *c = find_conn(ctx, conn);
-    if (c) send_msg(c, msg);
+    if (!c) return;
+    if (msg->type == M2C_RENDEZVOUS && msg->u.rdv.mode == WIRE_RDV_RELAY) {
+        /* The token is minted here, at the edge, from the nonce the state machine put in its place (docs/nat.md):
+         * under the run key, so that a relay started with the run's key file admits only this run's pairs. */
+        pcclMasterInstance_t *m = ctx;
+        wire_msg_t t = *msg;
+        uint8_t nonce[RELAY_NONCE_BYTES];
+        memcpy(nonce, msg->u.rdv.token, sizeof nonce);
+        if (relay_token_make(m->sec.keyed ? m->sec.psk : NULL, nonce, t.u.rdv.token) != 0) return;
+        send_msg(c, &t);
+        return;
+    }
+    send_msg(c, msg);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
@@ -330,6 +342,11 @@ static void process_frames(mconn_t *c) {
         }
         msm_set_time(m->sm, uv_now(&m->loop));
         uint16_t type = msg.type;
+        if (type == C2M_RENDEZVOUS) {
+            uint8_t nonce[16];
+            randombytes_buf(nonce, sizeof nonce); /* a relay pair's token is unpredictable */
+            msm_set_rendezvous_nonce(m->sm, nonce);
+        }
         msm_on_packet(m->sm, c->id, &msg);
         wire_msg_free(&msg);
         if (type == C2M_HELLO || type == C2M_RESUME) master_probe_start(m, c->id);

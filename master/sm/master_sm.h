@@ -126,8 +126,11 @@ int msm_probe_addr(const msm_t *m, uint64_t conn, ccoip_socket_address_t *out);
 #define MSM_RDV_WINDOW_MS 10000
 /* How long after receiving a punch answer both sides dial (ms): long enough for both answers to arrive. */
 #define MSM_RDV_DELAY_MS 200
-/* A RENDEZVOUS whose punch failed is answered with a relay when the run has one: a relay announced with
- * pccl master --relay and the pair's nonce, from which the server mints the token both sides present. */
+/* A RENDEZVOUS_REQUEST whose punch failed (or of a pair without observed addresses) is answered with a relay
+ * when the run has one (msm_set_relays): the answers carry the nonce last set here in the first 16 bytes of
+ * their token, and the server mints the token both sides present from it (relay_token_make) before sending.
+ * The server sets a fresh random nonce before each RENDEZVOUS_REQUEST it feeds. */
+void msm_set_rendezvous_nonce(msm_t *m, const uint8_t nonce[16]);
 /* Admits only peers whose public key is one of keys[0..n) (pccl master --allow-keys); keys NULL: everyone.
  * A registered peer whose key is not in a new list is kicked. @return 0, or -PERR_NOMEM (unchanged). */
 int msm_set_allowed_keys(msm_t *m, const uint8_t (*keys)[32], int n);

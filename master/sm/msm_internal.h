@@ -125,6 +125,7 @@ struct msm {
     int allow_on;             /* msm_set_allowed_keys: only these public keys may register */
     ident_keys_t allow;
     uint64_t rebuild_floor;   /* msm_set_rebuild_floor */
+    uint8_t rdv_nonce[16];    /* msm_set_rendezvous_nonce: the next relay pair's */
     ccoip_socket_address_t relays[MSM_RELAYS_MAX]; /* msm_set_relays */
     uint32_t nrelays;
 };

@@ -81,13 +81,46 @@ static wire_msg_t answer(uint32_t req, const msm_peer_t *to, const msm_peer_t *o
     return a;
 }
 
+void msm_set_rendezvous_nonce(msm_t *m, const uint8_t nonce[16]) { memcpy(m->rdv_nonce, nonce, 16); }
+
+/* Both sides meet at a relay: the same relay for the pair, the nonce the server mints their token from. */
+static void relay_pair(msm_t *m, msm_peer_t *p, msm_peer_t *t, uint32_t req) {
+    uint32_t n;
+    const ccoip_socket_address_t *relays = msm_relays(m, &n);
+    const ccoip_socket_address_t *r = &relays[(p->conn + t->conn) % n];
+    wire_msg_t a[2];
+    for (int side = 0; side < 2; side++) {
+        a[side] = (wire_msg_t){.type = M2C_RENDEZVOUS};
+        a[side].u.rdv.req = side == 0 ? req : 0;
+        memcpy(a[side].u.rdv.peer, (side == 0 ? t : p)->uuid, 16);
+        a[side].u.rdv.mode = WIRE_RDV_RELAY;
+        a[side].u.rdv.role = side == 0 ? WIRE_RDV_DIALER : WIRE_RDV_TARGET;
+        a[side].u.rdv.has_ip = 1;
+        a[side].u.rdv.ip = r->inet;
+        a[side].u.rdv.port = r->port;
+        memcpy(a[side].u.rdv.token, m->rdv_nonce, 16);
+    }
+    msm_send(m, t->conn, &a[1]);
+    msm_send(m, p->conn, &a[0]);
+    char x[MSM_NAME_MAX], y[MSM_NAME_MAX];
+    PLOG_INFO("master", "rendezvous: %s meets %s at a relay", msm_peer_name(p, x), msm_peer_name(t, y));
+}
+
 void msm_on_rendezvous(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     msm_peer_t *t = find_uuid(m, msg->u.rdv_req.target);
     const char *why = check(m, p, t);
-    if (!why && (!p->obs_port || !t->obs_port)) why = "no observed address to punch to";
-    if (!why && msg->u.rdv_req.punch_failed) why = "the punch failed and the run has no relay";
+    uint32_t nrelays = 0;
+    msm_relays(m, &nrelays);
+    int relay = !why && (msg->u.rdv_req.punch_failed || !p->obs_port || !t->obs_port);
+    if (relay && !nrelays)
+        why = msg->u.rdv_req.punch_failed ? "the punch failed and the run has no relay"
+                                          : "no observed address to punch to and the run has no relay";
     if (why) {
         refuse(m, p, msg, why);
+        return;
+    }
+    if (relay) {
+        relay_pair(m, p, t, msg->u.rdv_req.req);
         return;
     }
     wire_msg_t to_dialer = answer(msg->u.rdv_req.req, p, t, WIRE_RDV_PUNCH, WIRE_RDV_DIALER);

@@ -1,7 +1,8 @@
 /* test_msm_rendezvous.c - the master as rendezvous (master/sm/msm_rendezvous.c, docs/nat.md): a RENDEZVOUS
  * is answered to both sides with the other's observed address; a request for an unknown, departed or
  * other-group target, or for itself, is refused to the requester alone; a stranger cannot trigger one; each
- * peer's requests are bounded per window; a failed punch without a relay is refused; the reachability verdict,
+ * peer's requests are bounded per window; a failed punch without a relay is refused, with one both sides meet at
+ * the relay with one nonce; the reachability verdict,
  * the observed address and the EDGES report reach the views and the peer lists. */
 #include "msm_harness.h"
 
@@ -109,6 +110,29 @@ static void test_failed_punch_without_relay_refused(void) {
     CHECK(refused("no relay"));
 }
 
+static void test_failed_punch_meets_at_relay(void) {
+    two_peers();
+    const ccoip_socket_address_t relays[2] = {{.inet = {.protocol = inetIPv4, .ipv4.data = {192, 0, 2, 1}}, .port = 48153},
+                                              {.inet = {.protocol = inetIPv4, .ipv4.data = {192, 0, 2, 2}}, .port = 48153}};
+    CHECK(msm_set_relays(M, relays, 2) == 0);
+    rendezvous(1, 2, 0, 5); /* a punch first, even with relays */
+    CHECK_EQ_U64(last_to(1, M2C_RENDEZVOUS)->u.rdv.mode, WIRE_RDV_PUNCH);
+    const uint8_t nonce[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1};
+    msm_set_rendezvous_nonce(M, nonce);
+    rendezvous(1, 2, 1, 6);
+    const wire_msg_t *d = last_to(1, M2C_RENDEZVOUS), *t = last_to(2, M2C_RENDEZVOUS);
+    CHECK(d && t && d->u.rdv.mode == WIRE_RDV_RELAY && t->u.rdv.mode == WIRE_RDV_RELAY);
+    CHECK(d && t && d->u.rdv.role == WIRE_RDV_DIALER && t->u.rdv.role == WIRE_RDV_TARGET && d->u.rdv.req == 6);
+    CHECK(d && t && addr_ip_equal(&d->u.rdv.ip, &t->u.rdv.ip) && d->u.rdv.port == 48153 && t->u.rdv.port == 48153);
+    CHECK(d && t && memcmp(d->u.rdv.token, nonce, 16) == 0 && memcmp(t->u.rdv.token, nonce, 16) == 0);
+    CHECK(d && t && is_uuid_of(d->u.rdv.peer, 2) && is_uuid_of(t->u.rdv.peer, 1));
+    /* a pair without an observed address goes to the relay at once */
+    connect_(3);
+    hello_g(3, 0, 1);
+    rendezvous(1, 3, 0, 7);
+    CHECK_EQ_U64(last_to(3, M2C_RENDEZVOUS)->u.rdv.mode, WIRE_RDV_RELAY);
+}
+
 static void test_views_and_peer_lists(void) {
     two_peers();
     CHECK(msm_probe_addr(M, 1, &(ccoip_socket_address_t){0}) == 0);
@@ -157,6 +181,7 @@ int main(void) {
     RUN_TEST(test_stranger_cannot_trigger);
     RUN_TEST(test_rate_bounded);
     RUN_TEST(test_failed_punch_without_relay_refused);
+    RUN_TEST(test_failed_punch_meets_at_relay);
     RUN_TEST(test_views_and_peer_lists);
     RUN_TEST(test_peer_lists_carry_them);
     TEST_MAIN_END();

@@ -77,7 +77,7 @@ typedef struct p2p_state {
     /* NAT traversal (p2p_punch.c): this peer's rendezvous in flight as dialer, connections made by a target's
      * half waiting for the acceptor (a 'h' on wake_pipe), and the target halves' threads */
     struct p2p_rdv *rdvs;
-    int handed[8];
+    struct { int fd, how; uint8_t uuid[16]; } handed[8]; /* how: WIRE_EDGE_*; uuid: the peer it must greet as */
     int nhanded;
     uint32_t rdv_next;
     atomic_int punchers;

@@ -140,7 +140,7 @@ void p2p_stop(pcclComm_t *c) {
     while ((atomic_load(&c->p2p.handlers) > 0 || atomic_load(&c->p2p.punchers) > 0) && net_now_ms() < deadline)
         usleep(1000);
     pthread_mutex_lock(&c->p2p.mu);
-    while (c->p2p.nhanded) close(c->p2p.handed[--c->p2p.nhanded]);
+    while (c->p2p.nhanded) close(c->p2p.handed[--c->p2p.nhanded].fd);
     while (c->p2p.conns) unlink_locked(c, c->p2p.conns);
     free(c->p2p.peers);
     c->p2p.peers = NULL;

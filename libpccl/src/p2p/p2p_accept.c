@@ -40,7 +40,8 @@ typedef struct pending {
     int queued;  /* a member's request waiting for a free server thread */
     p2p_intro_t who;
     sec_link_t *link;
-    int how; /* WIRE_EDGE_PUNCHED: handed over by a punch's target half */
+    int how; /* WIRE_EDGE_PUNCHED or _RELAYED: handed over by a rendezvous' target half ... */
+    uint8_t expect[16]; /* ... for this peer: its greeting must name it (a relayed one comes from the relay) */
 } pending_t;
 
 typedef struct acceptor {
@@ -79,8 +80,9 @@ static long find_pending(const acceptor_t *a, uint64_t id) {
     return -1;
 }
 
-/* A connection from the listener (how WIRE_EDGE_DIRECT) or made by a punch's target half (PUNCHED). */
-static void take_new(acceptor_t *a, int fd, int how) {
+/* A connection from the listener (how WIRE_EDGE_DIRECT, expect NULL) or made by a rendezvous' target half for
+ * peer `expect` (PUNCHED, RELAYED). */
+static void take_new(acceptor_t *a, int fd, int how, const uint8_t *expect) {
     struct sockaddr_storage sa;
     socklen_t len = sizeof sa;
     ccoip_socket_address_t from = {0};
@@ -109,6 +111,7 @@ static void take_new(acceptor_t *a, int fd, int how) {
     p->fd = fd;
     p->ip = from.inet;
     p->how = how;
+    if (expect) memcpy(p->expect, expect, 16);
     p->deadline = net_now_ms() + SEC_HS_TIMEOUT_MS;
     net_set_nonblock(fd, 1);
     net_set_nodelay(fd);
@@ -126,7 +129,8 @@ static int is_member(pcclComm_t *c, const pending_t *p) {
         /* A keyed connection proved the key with the uuid inside the handshake. An open one can only
          * be tied to the member's address (any two loopback addresses are one host). */
         ok = c->sec.keyed || addr_ip_equal(&m->ip, &p->ip) || (m->has_obs && addr_ip_equal(&m->obs_ip, &p->ip)) ||
-             (addr_ip_is_loopback(&m->ip) && addr_ip_is_loopback(&p->ip));
+             (addr_ip_is_loopback(&m->ip) && addr_ip_is_loopback(&p->ip)) ||
+             (p->how != WIRE_EDGE_DIRECT && memcmp(p->expect, p->who.uuid, 16) == 0);
     }
     pthread_mutex_unlock(&c->p2p.mu);
     return ok;
@@ -268,11 +272,12 @@ static int take_handed(acceptor_t *a) {
     char b[16];
     ssize_t n = read(c->p2p.wake_pipe[0], b, sizeof b);
     if (n <= 0 || memchr(b, 'x', (size_t)n)) return 1;
-    int fds[8], k = 0;
+    __typeof__(c->p2p.handed[0]) h[8];
+    int k = 0;
     pthread_mutex_lock(&c->p2p.mu);
-    while (c->p2p.nhanded) fds[k++] = c->p2p.handed[--c->p2p.nhanded];
+    while (c->p2p.nhanded) h[k++] = c->p2p.handed[--c->p2p.nhanded];
     pthread_mutex_unlock(&c->p2p.mu);
-    while (k) take_new(a, fds[--k], WIRE_EDGE_PUNCHED);
+    while (k--) take_new(a, h[k].fd, h[k].how, h[k].uuid);
     return 0;
 }
 
@@ -322,7 +327,7 @@ static void *acceptor_main(void *arg) {
                 pause_until = net_now_ms() + 100;
             }
             if (fd < 0) break;
-            take_new(a, fd, WIRE_EDGE_DIRECT);
+            take_new(a, fd, WIRE_EDGE_DIRECT, NULL);
         }
     }
     while (a->n) refuse_late(a, a->n - 1);

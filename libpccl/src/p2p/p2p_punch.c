@@ -5,7 +5,9 @@
  * P2P_PUNCH_WINDOW_MS. Where the other side's dial reached this side's listener instead (no simultaneous
  * open: one side's connect came first), the acceptor hands that connection to the dialer that waits for it
  * (p2p_punch_claim), and the target side hands its connection to the acceptor as if it had been accepted, so
- * the dialer's greeting (keyed proof, encryption) runs end to end either way.
+ * the dialer's greeting (keyed proof, encryption) runs end to end either way. A punch that fails is reported
+ * to the master, which answers with a relay where the run has one: both sides then connect to it with the
+ * token the master minted (relay_dial) and the target's side is handed to the acceptor in the same way.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 
 #include "base/base.h"
 #include "p2p/p2p.h"
+#include "p2p/relay_client.h"
 
 #define P2P_PUNCH_WINDOW_MS 3000
 #define P2P_PUNCH_TRY_MS 250      /* one connect attempt of the window */
@@ -28,6 +31,7 @@ typedef struct p2p_rdv {
     uint8_t target[16];
     int answered; /* 1: mode, addr, delay_ms, reason are the master's */
     uint8_t mode;
+    uint8_t token[32]; /* relay: the pair's */
     ccoip_socket_address_t addr;
     uint32_t delay_ms;
     char reason[256];
@@ -59,23 +63,39 @@ typedef struct target_arg {
     pcclComm_t *c;
     ccoip_socket_address_t to;
     uint32_t delay_ms;
+    uint8_t mode, token[32], peer[16];
 } target_arg_t;
 
-/* The target's half: dial the dialer at the agreed moment and hand the connection to the acceptor. */
+/* Gives the acceptor fd, made for peer by a rendezvous (how: WIRE_EDGE_PUNCHED or _RELAYED). */
+static void hand_over(pcclComm_t *c, int fd, int how, const uint8_t peer[16]) {
+    pthread_mutex_lock(&c->p2p.mu);
+    int room = c->p2p.nhanded < (int)(sizeof c->p2p.handed / sizeof c->p2p.handed[0]);
+    if (room) {
+        c->p2p.handed[c->p2p.nhanded].fd = fd;
+        c->p2p.handed[c->p2p.nhanded].how = how;
+        memcpy(c->p2p.handed[c->p2p.nhanded++].uuid, peer, 16);
+    }
+    pthread_mutex_unlock(&c->p2p.mu);
+    if (!room) close(fd);
+    else if (write(c->p2p.wake_pipe[1], "h", 1) != 1) PLOG_WARN(c->log_name, "cannot wake the acceptor");
+}
+
+/* The target's half: dial the dialer at the agreed moment (punch) or meet it at the relay, and hand the
+ * connection to the acceptor. */
 static void *target_main(void *arg) {
     target_arg_t t = *(target_arg_t *)arg;
     free(arg);
     pcclComm_t *c = t.c;
-    sleep_ms((int)(t.delay_ms > 2000 ? 2000 : t.delay_ms));
-    int fd = punch_dial(c, &t.to, net_now_ms() + P2P_PUNCH_WINDOW_MS, NULL, NULL, NULL);
-    if (fd >= 0) {
-        pthread_mutex_lock(&c->p2p.mu);
-        int room = c->p2p.nhanded < (int)(sizeof c->p2p.handed / sizeof c->p2p.handed[0]);
-        if (room) c->p2p.handed[c->p2p.nhanded++] = fd;
-        pthread_mutex_unlock(&c->p2p.mu);
-        if (!room) close(fd);
-        else if (write(c->p2p.wake_pipe[1], "h", 1) != 1) PLOG_WARN(c->log_name, "cannot wake the acceptor");
+    int fd, how = t.mode == WIRE_RDV_RELAY ? WIRE_EDGE_RELAYED : WIRE_EDGE_PUNCHED;
+    if (t.mode == WIRE_RDV_RELAY) {
+        char err[160];
+        fd = relay_dial(&t.to, t.token, RELAY_ROLE_TARGET, c->connect_timeout_ms, NULL, err, sizeof err);
+        if (fd < 0) PLOG_WARN(c->log_name, "relay: %s", err);
+    } else {
+        sleep_ms((int)(t.delay_ms > 2000 ? 2000 : t.delay_ms));
+        fd = punch_dial(c, &t.to, net_now_ms() + P2P_PUNCH_WINDOW_MS, NULL, NULL, NULL);
     }
+    if (fd >= 0) hand_over(c, fd, how, t.peer);
     atomic_fetch_sub(&c->p2p.punchers, 1);
     return NULL;
 }
@@ -86,7 +106,7 @@ static void start_target(pcclComm_t *c, const wire_msg_t *msg) {
     addr_str(&to, where);
     if (atomic_fetch_add(&c->p2p.punchers, 1) >= P2P_PUNCHERS_MAX) {
         atomic_fetch_sub(&c->p2p.punchers, 1);
-        PLOG_WARN(c->log_name, "punch to %s dropped: %d punches in progress", where, P2P_PUNCHERS_MAX);
+        PLOG_WARN(c->log_name, "rendezvous at %s dropped: %d in progress", where, P2P_PUNCHERS_MAX);
         return;
     }
     target_arg_t *t = malloc(sizeof *t);
@@ -94,13 +114,18 @@ static void start_target(pcclComm_t *c, const wire_msg_t *msg) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (t) *t = (target_arg_t){.c = c, .to = to, .delay_ms = msg->u.rdv.delay_ms};
+    if (t) {
+        *t = (target_arg_t){.c = c, .to = to, .delay_ms = msg->u.rdv.delay_ms, .mode = msg->u.rdv.mode};
+        memcpy(t->token, msg->u.rdv.token, 32);
+        memcpy(t->peer, msg->u.rdv.peer, 16);
+    }
     if (!t || pthread_create(&th, &attr, target_main, t) != 0) {
         free(t);
         atomic_fetch_sub(&c->p2p.punchers, 1);
-        PLOG_WARN(c->log_name, "punch to %s dropped: cannot start a thread", where);
+        PLOG_WARN(c->log_name, "rendezvous at %s dropped: cannot start a thread", where);
     } else {
-        PLOG_INFO(c->log_name, "punching to %s for a peer that cannot dial us", where);
+        PLOG_INFO(c->log_name, "%s %s for a peer that cannot dial us",
+                  msg->u.rdv.mode == WIRE_RDV_RELAY ? "meeting at the relay" : "punching to", where);
     }
     pthread_attr_destroy(&attr);
 }
@@ -108,7 +133,7 @@ static void start_target(pcclComm_t *c, const wire_msg_t *msg) {
 int p2p_route_rendezvous(pcclComm_t *c, wire_msg_t *msg) {
     if (msg->type != M2C_RENDEZVOUS) return 0;
     if (msg->u.rdv.role == WIRE_RDV_TARGET) {
-        if (msg->u.rdv.mode == WIRE_RDV_PUNCH && msg->u.rdv.has_ip) start_target(c, msg);
+        if (msg->u.rdv.mode != WIRE_RDV_REFUSED && msg->u.rdv.has_ip) start_target(c, msg);
         wire_msg_free(msg);
         return 1;
     }
@@ -119,6 +144,7 @@ int p2p_route_rendezvous(pcclComm_t *c, wire_msg_t *msg) {
         r->mode = msg->u.rdv.has_ip || msg->u.rdv.mode == WIRE_RDV_REFUSED ? msg->u.rdv.mode : WIRE_RDV_REFUSED;
         r->addr = (ccoip_socket_address_t){.inet = msg->u.rdv.ip, .port = msg->u.rdv.port};
         r->delay_ms = msg->u.rdv.delay_ms > 2000 ? 2000 : msg->u.rdv.delay_ms;
+        memcpy(r->token, msg->u.rdv.token, 32);
         snprintf(r->reason, sizeof r->reason, "%s", msg->u.rdv.reason);
     }
     pthread_cond_broadcast(&c->p2p.cv);
@@ -183,12 +209,18 @@ static int claimed_stop(pcclComm_t *c, void *arg) {
     return done;
 }
 
-/* Asks the master for a rendezvous with peer and waits for its answer. @return 0, or -PERR_<NAME> with err. */
-static int ask(pcclComm_t *c, p2p_rdv_t *r, uint64_t deadline, const net_cancel_t *cancel, char *err,
-               size_t errlen) {
+/* Asks the master for a rendezvous with r's target (punch_failed: the punch it proposed failed) and waits for
+ * its answer. @return 0 (punch or relay), or -PERR_<NAME> with err. */
+static int ask(pcclComm_t *c, p2p_rdv_t *r, int punch_failed, uint64_t deadline, const net_cancel_t *cancel,
+               char *err, size_t errlen) {
     unsigned epoch;
     wire_msg_t q = {.type = C2M_RENDEZVOUS};
+    pthread_mutex_lock(&c->p2p.mu);
+    r->req = ++c->p2p.rdv_next;
+    r->answered = 0;
+    pthread_mutex_unlock(&c->p2p.mu);
     q.u.rdv_req.req = r->req;
+    q.u.rdv_req.punch_failed = (uint8_t)punch_failed;
     memcpy(q.u.rdv_req.target, r->target, 16);
     int rc = comm_begin(c, &epoch);
     if (rc == 0) rc = comm_send(c, epoch, &q);
@@ -201,43 +233,60 @@ static int ask(pcclComm_t *c, p2p_rdv_t *r, uint64_t deadline, const net_cancel_
     rc = wait_locked(c, r, is_answered, until < deadline ? until : deadline, cancel);
     pthread_mutex_unlock(&c->p2p.mu);
     if (rc != 0) snprintf(err, errlen, "rendezvous: %s", rc == -PERR_CANCELLED ? "cancelled" : "no answer in time");
-    else if (r->mode != WIRE_RDV_PUNCH) {
+    else if (r->mode != WIRE_RDV_PUNCH && r->mode != WIRE_RDV_RELAY) {
         snprintf(err, errlen, "rendezvous refused by the master: %s", r->reason);
         rc = -PERR_REFUSED;
     }
     return rc;
 }
 
-/* The dialer's half: a connected fd to peer through a punch, or -PERR_<NAME> with err. */
-static int punch(pcclComm_t *c, const uint8_t peer[16], uint64_t deadline, const net_cancel_t *cancel, char *err,
-                 size_t errlen) {
+/* The dialer's side of a punch the master proposed in r: a connected fd, or -PERR_<NAME>. */
+static int punch_as_dialer(pcclComm_t *c, p2p_rdv_t *r, uint64_t deadline, const net_cancel_t *cancel) {
+    sleep_ms((int)r->delay_ms);
+    uint64_t until = net_now_ms() + P2P_PUNCH_WINDOW_MS;
+    int fd = punch_dial(c, &r->addr, until < deadline ? until : deadline, cancel, claimed_stop, r);
+    if (fd >= 0 || fd == -PERR_CANCELLED) return fd;
+    pthread_mutex_lock(&c->p2p.mu); /* the target's dial may have reached our listener */
+    int rc = wait_locked(c, r, is_claimed, fd == -PERR_BUSY ? net_now_ms() + 1000 : net_now_ms(), cancel);
+    if (rc == 0) {
+        fd = r->claimed_fd;
+        r->claimed_fd = -1;
+    }
+    pthread_mutex_unlock(&c->p2p.mu);
+    return fd;
+}
+
+/* The dialer's half of a rendezvous with peer: a punch, and when it fails a relay if the master has one.
+ * @return a connected blocking fd (*how PUNCHED or RELAYED), or -PERR_<NAME> with err. */
+static int rendezvous(pcclComm_t *c, const uint8_t peer[16], uint64_t deadline, const net_cancel_t *cancel,
+                      int *how, char *err, size_t errlen) {
     p2p_rdv_t *r = calloc(1, sizeof *r);
     if (!r) return -PERR_NOMEM;
     r->claimed_fd = -1;
     memcpy(r->target, peer, 16);
     pthread_mutex_lock(&c->p2p.mu);
-    r->req = ++c->p2p.rdv_next;
     r->next = c->p2p.rdvs;
     c->p2p.rdvs = r;
     pthread_mutex_unlock(&c->p2p.mu);
-    int fd = ask(c, r, deadline, cancel, err, errlen);
-    if (fd == 0) {
-        sleep_ms((int)r->delay_ms);
-        uint64_t until = net_now_ms() + P2P_PUNCH_WINDOW_MS;
-        fd = punch_dial(c, &r->addr, until < deadline ? until : deadline, cancel, claimed_stop, r);
+    int fd = ask(c, r, 0, deadline, cancel, err, errlen);
+    if (fd == 0 && r->mode == WIRE_RDV_PUNCH) {
+        fd = punch_as_dialer(c, r, deadline, cancel);
+        *how = WIRE_EDGE_PUNCHED;
         if (fd < 0 && fd != -PERR_CANCELLED) {
-            pthread_mutex_lock(&c->p2p.mu); /* the target's dial may have reached our listener */
-            int rc = wait_locked(c, r, is_claimed, fd == -PERR_BUSY ? net_now_ms() + 1000 : net_now_ms(), cancel);
-            if (rc == 0) {
-                fd = r->claimed_fd;
-                r->claimed_fd = -1;
-            }
-            pthread_mutex_unlock(&c->p2p.mu);
+            snprintf(err, errlen, "punch: no connection");
+            fd = ask(c, r, 1, deadline, cancel, err, errlen); /* a relay, where the run has one */
+            if (fd < 0) fd = fd == -PERR_REFUSED ? -PERR_IO : fd;
         }
-        if (fd < 0) snprintf(err, errlen, "punch: %s", fd == -PERR_CANCELLED ? "cancelled" : "no connection");
-        else net_set_nonblock(fd, 0);
+        if (fd == -PERR_CANCELLED) snprintf(err, errlen, "punch: cancelled");
+    }
+    if (fd == 0 && r->mode == WIRE_RDV_RELAY) {
+        uint64_t now = net_now_ms();
+        *how = WIRE_EDGE_RELAYED;
+        fd = relay_dial(&r->addr, r->token, RELAY_ROLE_DIALER, now < deadline ? (int)(deadline - now) : 1, cancel,
+                        err, errlen);
     }
     rdv_unlink(c, r);
+    if (fd >= 0) net_set_nonblock(fd, 0);
     return fd;
 }
 
@@ -255,13 +304,12 @@ int p2p_dial_peer(pcclComm_t *c, const wire_peer_t *peer, const p2p_intro_t *me,
     }
     char why[160];
     snprintf(why, sizeof why, "%s", peer->reach == WIRE_REACH_NO ? "the master could not reach it" : err);
-    fd = punch(c, peer->uuid, deadline, cancel, err, errlen);
+    fd = rendezvous(c, peer->uuid, deadline, cancel, how, err, errlen);
     if (fd < 0) {
         char tail[160];
         snprintf(tail, sizeof tail, "%s", err);
         snprintf(err, errlen, "direct: %s; %s", why, tail);
         return fd;
     }
-    *how = WIRE_EDGE_PUNCHED;
     return p2p_introduce(fd, &c->sec, me, peer->uuid, deadline, cancel, link, err, errlen);
 }
