@@ -41,17 +41,21 @@ typedef struct relay_limits {
 typedef struct relay relay_t;
 
 /*
- * Listens on addr (port 0: any; 0.0.0.0 and [::] serve IPv4 and IPv6 alike) with the limits lim. key_file: the
- * run key (the master's --key-file format): only tokens minted under it are paired; NULL: an open relay, which
- * pairs any token. SIGINT and SIGTERM stop relay_run from now on. @return 0 and *out; -PERR_INVALID (a key file
+ * Listens on addr (port 0: any; 0.0.0.0 and [::] serve IPv4 and IPv6 alike) with the limits lim. key_file: a
+ * relay key file (relay_key_line) or the run key file (the master's --key-file format): only tokens minted under
+ * the run key are paired; NULL: an open relay, which pairs any token. SIGINT and SIGTERM stop relay_run from now on. @return 0 and *out; -PERR_INVALID (a key file
  * refused, limits of 0); -PERR_IO (cannot listen); -PERR_NOMEM; -PERR_FAILED; with a one-line reason in err.
  */
 int relay_create(const ccoip_socket_address_t *addr, const relay_limits_t *lim, const char *key_file,
                  relay_t **out, char *err, size_t errlen);
 /* The port it listens on (its own after port 0). */
 uint16_t relay_port(const relay_t *r);
-/* Whether it checks tokens (a key file was given). */
+/* Whether it checks tokens: 0 no (open), 1 under a relay key file, 2 under the run key file (whose holder can
+ * join the run). */
 int relay_keyed(const relay_t *r);
+/* The relay key line of the run key file run_key_file ("pccl-relay-key-v1 BASE64", no newline) into out: the
+ * token key alone, for a keyed relay that must not hold the run key. @return 0, or -PERR_INVALID with err. */
+int relay_key_line(const char *run_key_file, char *out, size_t cap, char *err, size_t errlen);
 /* Runs the loop on this thread until SIGINT or SIGTERM, then closes every connection. @return 0. */
 int relay_run(relay_t *r);
 void relay_destroy(relay_t *r);

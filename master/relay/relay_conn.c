@@ -22,6 +22,8 @@ typedef struct rchunk {
 
 static void on_close(uv_handle_t *h) { relay_forget(h->data); }
 
+int relay_log_due(uint64_t count) { return count <= 10 || count % 1000 == 0; }
+
 static void close_one(rconn_t *c) {
     if (c->state == RC_CLOSING) return;
     c->state = RC_CLOSING;
@@ -183,9 +185,10 @@ static void greeted(rconn_t *c) {
     relay_t *r = c->r;
     char who[ADDR_STRLEN];
     addr_str(&c->from, who);
-    if (r->sec.keyed && relay_token_check(r->sec.psk, c->g.token) != 0) {
-        r->refused_token++;
-        PLOG_WARN("relay", "%s: a token not minted under the run key, refused", who);
+    if (r->keyed && relay_token_check_key(r->token_key, c->g.token) != 0) {
+        if (relay_log_due(++r->refused_token))
+            PLOG_WARN("relay", "%s: a token not minted under the run key, refused (%llu so far)", who,
+                      (unsigned long long)r->refused_token);
         rconn_refuse(c, RELAY_ST_BAD_TOKEN);
         return;
     }

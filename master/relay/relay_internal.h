@@ -9,6 +9,7 @@
 
 #include <uv.h>
 
+#include "base/base.h"
 #include "relay/relay.h"
 
 enum rconn_state { RC_GREETING, RC_WAITING, RC_PAIRED, RC_CLOSING };
@@ -52,7 +53,8 @@ struct relay {
     uv_timer_t tick;
     uv_signal_t sigint, sigterm;
     relay_limits_t lim;
-    sec_cfg_t sec; /* keyed: tokens are checked under sec.psk */
+    int keyed, run_key; /* tokens are checked under token_key; run_key: it came from the run key file */
+    uint8_t token_key[RELAY_KEY_BYTES];
     uint16_t port;
     rconn_t *conns;
     uint32_t nconns;
@@ -71,6 +73,14 @@ void rconn_refuse(rconn_t *c, int status);
 void rconn_close(rconn_t *c, const char *why);
 /* Closes both sides of p. */
 void rpair_close(rpair_t *p, const char *why);
+
+/* Whether the count-th refusal of a kind is logged: the first ten, then every thousandth, so a flood does not
+ * fill the log (the counts are logged when the relay stops). */
+int relay_log_due(uint64_t count);
+
+/* relay_key.c: the token key of path, a relay key file (relay_key_line) or the run key file (*run_key 1).
+ * @return 0, or -PERR_INVALID with a one-line reason in err. */
+int relay_load_key(const char *path, uint8_t k[RELAY_KEY_BYTES], int *run_key, char *err, size_t errlen);
 
 /* relay_server.c: a connection's close callback ran; forget it in the limits and free it (a pair's sides are
  * freed together, once both closed). */

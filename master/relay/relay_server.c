@@ -92,10 +92,11 @@ static void on_connection(uv_stream_t *server, int status) {
     }
     c->addr_key = gate_key_of(&c->from.inet);
     if (r->stopping || admit(r, c) != 0) {
-        r->refused_limit++;
         char who[ADDR_STRLEN];
         addr_str(&c->from, who);
-        PLOG_DEBUG("relay", "%s: over the connection limits, refused", who);
+        if (relay_log_due(++r->refused_limit))
+            PLOG_WARN("relay", "%s: over the connection limits, refused (%llu so far)", who,
+                      (unsigned long long)r->refused_limit);
         rconn_refuse(c, RELAY_ST_BUSY);
         return;
     }
@@ -174,10 +175,11 @@ int relay_create(const ccoip_socket_address_t *addr, const relay_limits_t *lim, 
     relay_t *r = calloc(1, sizeof *r);
     if (!r) return -PERR_NOMEM;
     r->lim = *lim;
-    if (key_file && (rc = sec_key_from_file(key_file, &r->sec, err, errlen)) != 0) {
+    if (key_file && (rc = relay_load_key(key_file, r->token_key, &r->run_key, err, errlen)) != 0) {
         free(r);
         return rc;
     }
+    r->keyed = key_file != NULL;
     if (uv_loop_init(&r->loop) != 0) {
         free(r);
         snprintf(err, errlen, "cannot start an event loop");
@@ -207,7 +209,7 @@ int relay_create(const ccoip_socket_address_t *addr, const relay_limits_t *lim, 
 }
 
 uint16_t relay_port(const relay_t *r) { return r->port; }
-int relay_keyed(const relay_t *r) { return r->sec.keyed; }
+int relay_keyed(const relay_t *r) { return r->keyed + r->run_key; }
 
 int relay_run(relay_t *r) {
     /* A write to a side that just vanished must fail with EPIPE, not end the process (libuv writes with
@@ -225,7 +227,7 @@ void relay_destroy(relay_t *r) {
     if (!r->stopping) stop(r, "destroyed");
     uv_run(&r->loop, UV_RUN_DEFAULT); /* the close callbacks */
     uv_loop_close(&r->loop);
-    sodium_memzero(&r->sec, sizeof r->sec);
+    sodium_memzero(r->token_key, sizeof r->token_key);
     free(r->addrs);
     free(r);
 }

@@ -6,7 +6,8 @@
 #    after the pairing deadline; a second dialer with a taken token is refused;
 #  - over the limits: a third connection from one address and a fourth in all are refused, and once the
 #    strangers leave a pair works again;
-#  - a keyed relay refuses unkeyed tokens and another run's, and pairs the run's;
+#  - a relay keyed with the relay key (--print-relay-key) refuses unkeyed tokens and another run's, and pairs the
+#    run's; one keyed with the run key file itself does too, and warns that its holder can join the run;
 #  - a pair is closed past its byte limit and past its lifetime;
 #  - pccl master --relay shows its relays in /v1/status and refuses a ninth one and the any address;
 #  - SIGTERM stops the relay (exit 0).
@@ -104,8 +105,22 @@ kill -TERM "$RELAY_PID"; wait_pid "$RELAY_PID" 5 || fail "the limits relay exite
 head -c 32 /dev/urandom | base64 > "$WORK/run.key"
 head -c 32 /dev/urandom | base64 > "$WORK/other.key"
 chmod 600 "$WORK/run.key" "$WORK/other.key"
-start_relay keyed --key-file "$WORK/run.key"
+(umask 077; "$PCCL" relay --print-relay-key --key-file "$WORK/run.key" > "$WORK/relay.key") || fail "no relay key"
+grep -q "^pccl-relay-key-v1 [A-Za-z0-9+/]*=*$" "$WORK/relay.key" || fail "relay key: $(cat "$WORK/relay.key")"
+rc=0; "$PCCL" relay --print-relay-key > /dev/null 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "--print-relay-key without a key: exit $rc"
+start_relay runkeyed --key-file "$WORK/run.key"
+grep -q "whoever reads it on this host can join the run" "$WORK/runkeyed.log" || fail "no warning about the run key"
+peer target6 target "$N4" 1 --key-file "$WORK/run.key"; T=$LAST_PID
+peer dialer6 dialer "$N4" 1 --key-file "$WORK/run.key"
+expect dialer6 "$LAST_PID" 0 "ok: sent and received"
+expect target6 "$T" 0 "ok: sent and received"
+peer unkeyed0 dialer "$N4" 0
+expect unkeyed0 "$LAST_PID" 3 "refused the token"
+kill -TERM "$RELAY_PID"; wait_pid "$RELAY_PID" 5 || fail "the run-keyed relay exited $? on SIGTERM"
+start_relay keyed --key-file "$WORK/relay.key"
 grep -q "keyed: tokens of the run's master only" "$WORK/keyed.log" || fail "the startup line does not say keyed"
+grep -q "warning" "$WORK/keyed.log" && fail "a relay with the relay key warns: $(cat "$WORK/keyed.log")"
 peer unkeyed dialer "$N4" 0
 expect unkeyed "$LAST_PID" 3 "refused the token"
 peer other dialer "$N4" 0 --key-file "$WORK/other.key"

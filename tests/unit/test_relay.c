@@ -31,6 +31,21 @@ static void test_token_checks_under_its_key_only(void) {
     CHECK(memcmp(tok + RELAY_NONCE_BYTES, NONCE, RELAY_NONCE_BYTES) != 0);
 }
 
+static void test_token_key_checks_what_the_run_key_minted(void) {
+    uint8_t a[SEC_PSK_BYTES], b[SEC_PSK_BYTES], ka[RELAY_KEY_BYTES], kb[RELAY_KEY_BYTES], tok[RELAY_TOKEN_BYTES];
+    psk_of("the run key of run A, 32 bytes or more", a);
+    psk_of("the run key of run B, 32 bytes or more", b);
+    CHECK(relay_token_key(a, ka) == 0 && relay_token_key(b, kb) == 0);
+    CHECK(memcmp(ka, a, sizeof ka) != 0 && memcmp(ka, kb, sizeof ka) != 0); /* not the PSK, one per run */
+    CHECK(relay_token_make(a, NONCE, tok) == 0);
+    CHECK(relay_token_check_key(ka, tok) == 0);
+    CHECK(relay_token_check_key(kb, tok) == -PERR_REFUSED);
+    CHECK(relay_token_check_key(NULL, tok) == -PERR_REFUSED);
+    /* the token key is not usable as a run key: tokens minted with it as the PSK do not check */
+    uint8_t forged[RELAY_TOKEN_BYTES];
+    CHECK(relay_token_make(ka, NONCE, forged) == 0 && relay_token_check_key(ka, forged) == -PERR_REFUSED);
+}
+
 static void test_unkeyed_token_is_refused_by_a_keyed_check(void) {
     uint8_t k[SEC_PSK_BYTES], tok[RELAY_TOKEN_BYTES];
     psk_of("the run key of run A, 32 bytes or more", k);
@@ -138,6 +153,7 @@ static void test_master_keeps_its_relays(void) {
 
 int main(void) {
     RUN_TEST(test_token_checks_under_its_key_only);
+    RUN_TEST(test_token_key_checks_what_the_run_key_minted);
     RUN_TEST(test_unkeyed_token_is_refused_by_a_keyed_check);
     RUN_TEST(test_any_tampered_byte_fails_the_check);
     RUN_TEST(test_greeting_round_trip_and_byte_by_byte);

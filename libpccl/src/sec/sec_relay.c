@@ -19,20 +19,30 @@ const char *relay_status_str(int status) {
     }
 }
 
-/* The MAC of nonce: keyed BLAKE2b under a key derived from psk, or unkeyed when psk is NULL. */
-static int token_mac(const uint8_t *psk, const uint8_t nonce[RELAY_NONCE_BYTES], uint8_t mac[RELAY_MAC_BYTES]) {
+int relay_token_key(const uint8_t psk[SEC_PSK_BYTES], uint8_t out[RELAY_KEY_BYTES]) {
     if (sodium_init() < 0) return -PERR_FAILED;
-    uint8_t key[crypto_generichash_KEYBYTES];
-    const uint8_t *k = NULL;
-    if (psk) {
-        /* A key of its own, so that a token never serves as anything else made from the PSK. */
-        _Static_assert(SEC_PSK_BYTES == crypto_kdf_KEYBYTES, "the PSK is a KDF master key");
-        crypto_kdf_derive_from_key(key, sizeof key, 1, "pcclrlay", psk);
-        k = key;
-    }
-    crypto_generichash(mac, RELAY_MAC_BYTES, nonce, RELAY_NONCE_BYTES, k, k ? sizeof key : 0);
-    sodium_memzero(key, sizeof key);
+    /* A key of its own: a token never serves as anything else made from the PSK, and the key gives the PSK away
+     * to nobody who holds it (a relay). */
+    _Static_assert(SEC_PSK_BYTES == crypto_kdf_KEYBYTES, "the PSK is a KDF master key");
+    _Static_assert(RELAY_KEY_BYTES <= crypto_generichash_KEYBYTES, "the token key keys BLAKE2b");
+    crypto_kdf_derive_from_key(out, RELAY_KEY_BYTES, 1, "pcclrlay", psk);
     return 0;
+}
+
+/* The MAC of nonce: keyed BLAKE2b under the token key k, or unkeyed when k is NULL. */
+static int mac_under(const uint8_t *k, const uint8_t nonce[RELAY_NONCE_BYTES], uint8_t mac[RELAY_MAC_BYTES]) {
+    if (sodium_init() < 0) return -PERR_FAILED;
+    crypto_generichash(mac, RELAY_MAC_BYTES, nonce, RELAY_NONCE_BYTES, k, k ? RELAY_KEY_BYTES : 0);
+    return 0;
+}
+
+/* The MAC of nonce under psk's token key, or unkeyed when psk is NULL. */
+static int token_mac(const uint8_t *psk, const uint8_t nonce[RELAY_NONCE_BYTES], uint8_t mac[RELAY_MAC_BYTES]) {
+    uint8_t key[RELAY_KEY_BYTES];
+    int rc = psk ? relay_token_key(psk, key) : 0;
+    if (rc == 0) rc = mac_under(psk ? key : NULL, nonce, mac);
+    sodium_memzero(key, sizeof key);
+    return rc;
 }
 
 int relay_token_make(const uint8_t *run_key_or_NULL, const uint8_t nonce[RELAY_NONCE_BYTES],
@@ -42,8 +52,16 @@ int relay_token_make(const uint8_t *run_key_or_NULL, const uint8_t nonce[RELAY_N
 }
 
 int relay_token_check(const uint8_t *run_key_or_NULL, const uint8_t token[RELAY_TOKEN_BYTES]) {
+    uint8_t key[RELAY_KEY_BYTES];
+    int rc = run_key_or_NULL ? relay_token_key(run_key_or_NULL, key) : 0;
+    if (rc == 0) rc = relay_token_check_key(run_key_or_NULL ? key : NULL, token);
+    sodium_memzero(key, sizeof key);
+    return rc ? -PERR_REFUSED : 0;
+}
+
+int relay_token_check_key(const uint8_t *token_key_or_NULL, const uint8_t token[RELAY_TOKEN_BYTES]) {
     uint8_t mac[RELAY_MAC_BYTES];
-    if (token_mac(run_key_or_NULL, token, mac) != 0) return -PERR_REFUSED;
+    if (mac_under(token_key_or_NULL, token, mac) != 0) return -PERR_REFUSED;
     return crypto_verify_16(mac, token + RELAY_NONCE_BYTES) == 0 ? 0 : -PERR_REFUSED;
 }
 

@@ -4,9 +4,9 @@
  * (p2p/relay_client.h), the relay server (master/relay/) and the master, which mints tokens.
  *
  * A token is 16 bytes of nonce followed by a 16-byte MAC of the nonce: keyed BLAKE2b (libsodium's
- * crypto_generichash) under a key derived from the run's PSK (sec_cfg_t.psk) with crypto_kdf, so a relay that
- * holds the run key accepts only tokens its master minted; in an open run the MAC is unkeyed and proves
- * nothing (an open relay checks no token).
+ * crypto_generichash) under the token key, derived from the run's PSK (sec_cfg_t.psk) with crypto_kdf, so a relay
+ * that holds the token key accepts only tokens its master minted, and cannot learn the PSK from it (it could not
+ * join the run); in an open run the MAC is unkeyed and proves nothing (an open relay checks no token).
  */
 #ifndef PCCL_SEC_RELAY_H
 #define PCCL_SEC_RELAY_H
@@ -15,9 +15,11 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "sec/sec_key.h"
 
 #define RELAY_TOKEN_BYTES 32
 #define RELAY_NONCE_BYTES 16
+#define RELAY_KEY_BYTES 32
 /* The relay's default port: the first after the master's admin port. */
 #define RELAY_DEFAULT_PORT 48153
 
@@ -48,6 +50,10 @@ int relay_token_make(const uint8_t *run_key_or_NULL, const uint8_t nonce[RELAY_N
                      uint8_t out[RELAY_TOKEN_BYTES]);
 /* Whether token was minted under psk (NULL: unkeyed), compared in constant time. @return 0, or -PERR_REFUSED. */
 int relay_token_check(const uint8_t *run_key_or_NULL, const uint8_t token[RELAY_TOKEN_BYTES]);
+/* The token key of psk: what a keyed relay holds instead of the run key. @return 0, or -PERR_FAILED. */
+int relay_token_key(const uint8_t psk[SEC_PSK_BYTES], uint8_t out[RELAY_KEY_BYTES]);
+/* relay_token_check under a token key (NULL: unkeyed). @return 0, or -PERR_REFUSED. */
+int relay_token_check_key(const uint8_t *token_key_or_NULL, const uint8_t token[RELAY_TOKEN_BYTES]);
 
 typedef struct relay_greeting {
     uint8_t token[RELAY_TOKEN_BYTES];
