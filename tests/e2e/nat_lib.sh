@@ -63,7 +63,8 @@ nat_public() {
     if [ ${#NAT_TUNS[@]} -gt 0 ]; then
         nat_wire "$NAT_PUB" wan0 "$NAT_MASTER_IP/24"
     else
-        ip -n "$NAT_PUB" link add br0 type bridge || fail "bridge"
+        # a fixed address: a bridge otherwise takes its ports' lowest one, which moves as ports come and go
+        ip -n "$NAT_PUB" link add br0 address 02:00:c6:12:00:01 type bridge || fail "bridge"
         ip -n "$NAT_PUB" addr add "$NAT_MASTER_IP/24" dev br0
         ip -n "$NAT_PUB" link set br0 up
     fi
@@ -197,24 +198,24 @@ def walk(o, owner):
 walk(doc, None)' | sort -u
 }
 
-# nat_edges_seen NAME...: waits up to 20 s for /v1/status to report an edge kind for each named peer; keeps the
-# edges in $WORK/edges.txt.
-nat_edges_seen() {
-    local n missing
+# nat_assert_edges RULE...: RULE is "every|some GLOB GLOB KINDS" (names, e.g. "p* n2", and kinds separated by
+# commas). every: at least one edge seen joins such names and all that do were made one of those ways; some: at
+# least one of them was (the two directions of a pair may differ: a NAT peer dials out directly). The edges are
+# read from /v1/status every 0.5 s, for up to 20 s, until the rules hold; those seen are kept in $WORK/edges.txt.
+nat_assert_edges() {
+    local why
+    : > "$WORK/edges.txt"
     for _ in $(seq 1 40); do
-        nat_status_json > "$WORK/status.json" && nat_edges < "$WORK/status.json" > "$WORK/edges.txt" 2> /dev/null
-        missing=
-        for n in "$@"; do grep -qw "$n" "$WORK/edges.txt" || missing="$missing $n"; done
-        [ -z "$missing" ] && return 0
+        nat_status_json > "$WORK/status.json" && nat_edges < "$WORK/status.json" >> "$WORK/edges.txt" 2> /dev/null
+        sort -u -o "$WORK/edges.txt" "$WORK/edges.txt"
+        why=$(nat_edge_rules "$@") && return 0
         sleep 0.5
     done
-    fail "the master's /v1/status reports no edge kind (direct/punched/relayed) for:$missing"
+    fail "$why (edges seen: $(tr '\n' ';' < "$WORK/edges.txt"))"
 }
 
-# nat_assert_edges RULE...: RULE is "every|some GLOB GLOB KINDS" (names, e.g. "p* n2", and kinds separated by
-# commas). every: at least one edge of $WORK/edges.txt joins such names and all that do were made one of those ways;
-# some: at least one of them was (the two directions of a pair may differ: a NAT peer dials out directly).
-nat_assert_edges() {
+# nat_edge_rules RULE...: nat_assert_edges's check of $WORK/edges.txt; prints why and returns 1 when a rule fails.
+nat_edge_rules() {
     local rule q a b kinds seen good x y k
     for rule in "$@"; do
         read -r q a b kinds <<< "$rule"
@@ -224,21 +225,25 @@ nat_assert_edges() {
             [[ $x == $a && $y == $b ]] || [[ $x == $b && $y == $a ]] || continue
             seen=1
             if [[ ",$kinds," == *",$k,"* ]]; then good=1
-            elif [ "$q" = every ]; then fail "edge $x-$y is $k, expected $kinds (edges: $(tr '\n' ';' < "$WORK/edges.txt"))"
+            elif [ "$q" = every ]; then echo "edge $x-$y is $k, expected $kinds"; return 1
             fi
         done < "$WORK/edges.txt"
-        [ "$seen" = 1 ] || fail "no edge between $a and $b in /v1/status (edges: $(tr '\n' ';' < "$WORK/edges.txt"))"
-        [ "$good" = 1 ] || fail "no edge between $a and $b is $kinds (edges: $(tr '\n' ';' < "$WORK/edges.txt"))"
+        [ "$seen" = 1 ] || { echo "no edge between $a and $b in /v1/status"; return 1; }
+        [ "$good" = 1 ] || { echo "no edge between $a and $b is $kinds"; return 1; }
     done
 }
 
-# nat_relay [FLAGS...]: `pccl relay` on a public host of its own (198.18.0.2:48160, NAT_RELAY), its log in
-# $WORK/relay.log; a counting iptables rule there measures what reaches it (nat_relay_packets).
+# nat_relay [FLAGS...]: `pccl relay` on a public host of its own (198.18.0.2:48160, NAT_RELAY; made on the first
+# call), its log in $WORK/relay.log; a counting iptables rule there, zeroed here, measures what reaches it
+# (nat_relay_packets).
 NAT_RELAY=198.18.0.2:48160
 nat_relay() {
     local ns; ns=$(nat_ns relay)
-    nat_host relay 198.18.0.2
-    ip netns exec "$ns" iptables -A INPUT -p tcp --dport 48160 || fail "iptables counter in $ns"
+    if ! ip netns exec "$ns" true 2> /dev/null; then
+        nat_host relay 198.18.0.2
+        ip netns exec "$ns" iptables -A INPUT -p tcp --dport 48160 || fail "iptables counter in $ns"
+    fi
+    ip netns exec "$ns" iptables -Z INPUT
     ip netns exec "$ns" "$PCCL" relay --listen "$NAT_RELAY" "$@" > "$WORK/relay.log" 2>&1 &
     NAT_RELAY_PID=$!
     PIDS+=("$NAT_RELAY_PID")

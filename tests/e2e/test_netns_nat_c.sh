@@ -22,21 +22,19 @@ scenario() {
     [ $# -gt 0 ] && key=(--key-file "$WORK/run.key") mflags=("$@")
     nat_relay "${key[@]}"
     nat_start_master --relay "$NAT_RELAY" "${key[@]}" "${mflags[@]}"
-    local args=(--workload synthetic --steps 30 --size 200000 --step-delay 100 --min-world 3 "${key[@]}")
+    local args=(--workload synthetic --steps 24 --size 200000 --step-delay 100 --min-world 3 "${key[@]}")
     nat_peer "p1$s" h1 "${args[@]}"; local p1=$LAST_PID
     nat_peer "n1$s" n1 "${args[@]}"
     local n1=$LAST_PID
     nat_peer "n2$s" n2 "${args[@]}"
     nat_kill_and_join "$LAST_PID" "p1$s" "n3$s" n2 "${args[@]}"
     NAT_WAIT=("$p1" "$n1" "$LAST_PID")
-    nat_edges_seen "p1$s" "n1$s" "n3$s"
-    nat_same_end "p1$s" "n1$s" "n3$s"
     nat_assert_edges "every n1$s n3$s relayed" "every n3$s p1$s direct,punched" "some n1$s p1$s relayed"
+    nat_same_end "p1$s" "n1$s" "n3$s"
     [ "$(nat_relay_packets)" -gt 0 ] || fail "no packet reached the relay"
     kill -INT "$MASTER_PID" "$NAT_RELAY_PID"
     wait_pid "$MASTER_PID" 10 || fail "master exited with $? on SIGINT"
     wait_pid "$NAT_RELAY_PID" 10 || fail "relay exited with $? on SIGINT"
-    ip netns del "$(nat_ns relay)"
     echo "ok: ${*:-open} run: the relay carried the edge from behind --random-fully; hash $NAT_HASH"
 }
 scenario o
