@@ -471,6 +471,8 @@ def main():
     include(p, "compress.md", "## 4d. Compressed and Streaming DiLoCo on Fashion-MNIST (`bench/compress.sh`)")
     include(p, "algo.md", "## 4e. Algorithm by regime: 4 KiB under WAN emulation (`bench/wan_algo.sh`)")
     include(p, "pipeline.md", "## 4f. Pipelined collectives: one master round trip per operation")
+    include(p, "nat.md", "## 4g. NAT traversal: one relayed ring edge against none under WAN emulation "
+            "(`bench/nat.sh`)")
 
     if retried or failed:
         p("Points that failed once and were re-run: " + (", ".join(f"{r.get('impl')} {r.get('mode')} "

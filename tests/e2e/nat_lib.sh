@@ -164,7 +164,9 @@ nat_same_end() {
     for p in "${NAT_WAIT[@]}"; do wait_pid "$p" 40 || fail "peer $p exited with $?"; done
     h=$(json_field "$WORK/$1.log" done hash)
     [ -n "$h" ] || fail "$1 printed no final hash"
-    for n in "$@"; do [ "$(json_field "$WORK/$n.log" done hash)" = "$h" ] || fail "$n's final hash differs from $1's"; done
+    for n in "$@"; do
+        [ "$(json_field "$WORK/$n.log" done hash)" = "$h" ] || fail "$n's final hash differs from $1's"
+    done
     same_state "$@"
     [ "$(sum_field "$WORK/${!#}.log" step ss_rx_bytes)" -gt 0 ] || fail "${!#} received no shared state"
     NAT_HASH=$h
