@@ -205,6 +205,26 @@ static void print_kinds(const char *prefix, const cJSON *by_kind) {
     if (!first) printf("\n");
 }
 
+/* NAT traversal (docs/nat.md): peers the master could not dial and edges that were not dialled directly, with
+ * the observed address punches use; nothing when every peer is reachable and every edge direct. */
+static void print_nat(const cJSON *peers) {
+    const cJSON *p;
+    int header = 0;
+    cJSON_ArrayForEach(p, peers) {
+        const cJSON *reach = cJSON_GetObjectItemCaseSensitive(p, "reachable"), *e;
+        int line = cJSON_IsFalse(reach);
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(p, "edges")) line |= strcmp(str(e, "kind"), "direct") != 0;
+        if (!line) continue;
+        if (!header) printf("\nNAT traversal (peer: reachable, observed address, edges not dialled directly):\n");
+        header = 1;
+        printf("  %.8s: %s, observed %s", str(p, "uuid"), cJSON_IsFalse(reach) ? "unreachable" : "reachable",
+               *str(p, "observed") ? str(p, "observed") : "-");
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(p, "edges"))
+            if (strcmp(str(e, "kind"), "direct") != 0) printf(", %s with %.8s", str(e, "kind"), str(e, "peer"));
+        printf("\n");
+    }
+}
+
 static void print_table(const cJSON *st, const char *where, const health_t *h) {
     const cJSON *peers = cJSON_GetObjectItemCaseSensitive(st, "peers");
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(st, "counters");
@@ -223,6 +243,7 @@ static void print_table(const cJSON *st, const char *where, const health_t *h) {
                num(p, "group"),
                str(p, "phase"), str(p, "state"), num(p, "revision"), num(p, "last_heartbeat_ms_ago") / 1000);
     }
+    print_nat(peers);
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(st, "groups")) {
         printf("\ngroup %.0f ring:", num(g, "id"));

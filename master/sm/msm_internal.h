@@ -133,6 +133,12 @@ struct msm {
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);
 /* RENDEZVOUS from a registered peer p (msm_rendezvous.c): answers both sides, or p alone with a refusal. */
 void msm_on_rendezvous(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
+/* What the ring solver takes a relayed edge's measured bandwidth for (docs/nat.md "Edge kinds"): a little less,
+ * so that of rings equal otherwise it picks the one with fewer relayed edges. */
+#define MSM_RELAYED_BW_FACTOR 0.9
+/* Scales the entries of bw (n x n, Mbit/s, indexed by g's ring positions) of pairs either side reported
+ * relayed (EDGES) by MSM_RELAYED_BW_FACTOR. */
+void msm_penalize_relayed(msm_t *m, const msm_group_t *g, double *bw, int n);
 /* EDGES from a registered peer p: replaces what it reported before. */
 void msm_on_edges(msm_t *m, msm_peer_t *p, const wire_msg_t *msg);
 /* p's name for log lines (see msm_conn_name); returns buf. */

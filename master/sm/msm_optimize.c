@@ -159,6 +159,7 @@ static void solve_groups(msm_t *m) {
             int i = ring_pos(g, m->bw[k].from), j = i < 0 ? -1 : ring_pos(g, m->bw[k].to);
             if (j >= 0 && i != j) bw[i * n + j] = m->bw[k].mbps;
         }
+        msm_penalize_relayed(m, g, bw, n);
         topo_solution_t sol = {0};
         if (topo_solve(bw, n, TOPO_QUICK_TIME_MS, NULL, &sol) == 0) {
             if (moonshot_order(g, moon) == 0 &&

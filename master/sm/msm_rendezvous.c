@@ -144,3 +144,21 @@ void msm_on_edges(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     p->edges = e;
     p->nedges = n;
 }
+
+void msm_penalize_relayed(msm_t *m, const msm_group_t *g, double *bw, int n) {
+    if (n > g->ring_len) n = g->ring_len;
+    uint8_t *relayed = n > 0 ? calloc((size_t)n * (size_t)n, 1) : NULL;
+    if (!relayed) return;
+    for (int i = 0; i < n; i++) {
+        const msm_peer_t *p = msm_find(m, g->ring[i]);
+        for (uint32_t e = 0; p && e < p->nedges; e++) {
+            for (int j = 0; j < n && p->edges[e].kind == WIRE_EDGE_RELAYED; j++) {
+                const msm_peer_t *q = j == i ? NULL : msm_find(m, g->ring[j]);
+                if (q && memcmp(q->uuid, p->edges[e].uuid, 16) == 0) relayed[i * n + j] = relayed[j * n + i] = 1;
+            }
+        }
+    }
+    for (int k = 0; k < n * n; k++)
+        if (relayed[k]) bw[k] *= MSM_RELAYED_BW_FACTOR; /* once per pair and direction, whoever reported it */
+    free(relayed);
+}

@@ -4,7 +4,7 @@
 # ring predecessor asks the master for a rendezvous and both sides dial each other's observed address (c's
 # control connection leaves from its p2p port, so that is its real listening port). The run forms, every
 # all-reduce of the synthetic workload completes with one hash, /v1/status shows c unreachable with its observed
-# address, the others reachable, and an edge to c that was punched. Then again in a keyed and encrypted run:
+# address, the others reachable, and an edge to c that was punched (so does pccl status). Then again in a keyed and encrypted run:
 # the greeting proves the key and the ring is encrypted end to end over the punched connection.
 . "$(dirname "$0")/lib.sh"
 
@@ -28,6 +28,10 @@ for p in peers:
 kinds = [e["kind"] for p in peers for e in p["edges"] if e["peer"] == c["uuid"]]
 assert "punched" in kinds, [p["edges"] for p in peers]
 PY
+    [ $? -eq 0 ] || return 1
+    # the table says it too (its NAT traversal section)
+    "$PCCL" status --admin "127.0.0.1:$APORT" > "$WORK/status.txt" 2>&1
+    grep -q "unreachable, observed 127.0.0.1:" "$WORK/status.txt" && grep -q "punched with" "$WORK/status.txt"
 }
 
 # run_punch NAME [MASTER AND PEER FLAGS...]: peers NAMEa, NAMEb and NAMEc (unreachable) run 20 steps

@@ -5,6 +5,7 @@
  * the relay with one nonce; the reachability verdict,
  * the observed address and the EDGES report reach the views and the peer lists. */
 #include "msm_harness.h"
+#include "sm/msm_internal.h"
 
 TT_FIXTURE(setup, teardown);
 
@@ -173,6 +174,37 @@ static void test_peer_lists_carry_them(void) {
     CHECK(seen);
 }
 
+/* The solver's matrix: a pair reported relayed (by either side, or both) costs MSM_RELAYED_BW_FACTOR of its
+ * measured bandwidth, once, in both directions; the other pairs keep theirs. */
+static void test_relayed_edges_penalized(void) {
+    make_group(3);
+    wire_edge_t e = {.kind = WIRE_EDGE_RELAYED};
+    uuid_of(3, e.uuid);
+    wire_msg_t m = {.type = C2M_EDGES};
+    m.u.edges.n = 1;
+    m.u.edges.e = &e;
+    msm_on_packet(M, 1, &m); /* 1 says its edge with 3 is relayed ... */
+    uuid_of(1, e.uuid);
+    msm_on_packet(M, 3, &m); /* ... and so does 3 */
+    msm_group_t *g = msm_group(M, 0, 0);
+    CHECK(g && g->ring_len == 3);
+    if (!g || g->ring_len != 3) return;
+    double bw[9];
+    for (int k = 0; k < 9; k++) bw[k] = 1000;
+    msm_penalize_relayed(M, g, bw, 3);
+    int one = -1, three = -1;
+    for (int i = 0; i < 3; i++) {
+        if (g->ring[i] == 1) one = i;
+        if (g->ring[i] == 3) three = i;
+    }
+    CHECK(one >= 0 && three >= 0);
+    for (int i = 0; one >= 0 && three >= 0 && i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            int pair = (i == one && j == three) || (i == three && j == one);
+            CHECK(bw[i * 3 + j] == (pair ? 1000 * MSM_RELAYED_BW_FACTOR : 1000));
+        }
+}
+
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_punch_answers_both);
@@ -184,5 +216,6 @@ int main(void) {
     RUN_TEST(test_failed_punch_meets_at_relay);
     RUN_TEST(test_views_and_peer_lists);
     RUN_TEST(test_peer_lists_carry_them);
+    RUN_TEST(test_relayed_edges_penalized);
     TEST_MAIN_END();
 }

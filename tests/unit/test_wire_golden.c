@@ -219,7 +219,7 @@ static wire_msg_t make(uint16_t t) {
     return m;
 }
 
-/* Every message type of version 8 and its frame: u32 body length, u16 type, payload. */
+/* Every message type of version 9 and its frame: u32 body length, u16 type, payload. */
 static const struct golden {
     uint16_t type;
     const char *hex;

@@ -230,7 +230,6 @@ static int establish_within(pcclComm_t *c, const wire_msg_t *e, int watch_verdic
         pthread_mutex_unlock(&c->mu);
     }
     int rc = establish(c, e, &w);
-    if (rc == 0) p2p_report_edges(c); /* before the report that ends the round: the master shows them with it */
     if (watch_verdict) {
         pthread_mutex_lock(&c->mu);
         c->wiring = NULL;
@@ -272,6 +271,7 @@ static int establish(pcclComm_t *c, const wire_msg_t *e, pwait_t *w) {
 /* One accept round from the peer's side: wire the ring, report, await the verdict. 0 or -PERR_<NAME> (comm_wait). */
 static int run_round(pcclComm_t *c, unsigned ep, const wire_msg_t *establish, int *ok_out) {
     int ok = comm_establish(c, establish) == 0;
+    if (ok) p2p_report_edges(c, ep); /* before the report that ends the round */
     wire_msg_t r = {.type = C2M_P2P_ESTABLISHED};
     r.u.flag.value = (uint8_t)ok;
     int rc = comm_send(c, ep, &r);
@@ -425,11 +425,9 @@ static int run_bench(pcclComm_t *c, unsigned ep, const wire_msg_t *req) {
         const wire_peer_t *t = &req->u.bench_req.peers[i];
         bw_result_t r = {0};
         memcpy(res[i].uuid, t->uuid, 16);
-        ccoip_socket_address_t to = wire_peer_addr(t);
         pwait_t w; /* one of the communicator's waits: a destroy or a lost master ends the probe at once */
         if (comm_wait_open(c, &w, 1) == 0) {
-            if (bw_measure(&to, c->uuid, &c->sec, t->uuid, BW_CLIENT_SENDS, (int)req->u.bench_req.duration_ms, 1,
-                           c->timeout_ms, &w, &r) != 0)
+            if (p2p_measure(c, t, (int)req->u.bench_req.duration_ms, &w, &r) != 0)
                 r.mbps = 0;
             comm_wait_close(c, &w);
         }
@@ -468,7 +466,10 @@ pcclResult_t pcclOptimizeTopology(const pcclComm_t *cc) {
         } else {
             wire_msg_t e = {.type = C2M_P2P_ESTABLISHED};
             e.u.flag.value = comm_establish(c, &m) == 0;
-            if (e.u.flag.value) comm_set_world(c, &m.u.establish.world);
+            if (e.u.flag.value) {
+                comm_set_world(c, &m.u.establish.world);
+                p2p_report_edges(c, ep);
+            }
             rc = comm_send(c, ep, &e);
         }
         wire_msg_free(&m);

@@ -98,6 +98,8 @@ typedef struct stream_arg {
     const ccoip_socket_address_t *to;
     const uint8_t *uuid, *peer_uuid;
     const sec_cfg_t *sec;
+    bw_dial_fn dial; /* NULL: p2p_dial to `to` */
+    void *dial_ctx;
     int direction, duration_ms, timeout_ms;
     uint64_t bytes, ns;
 } stream_arg_t;
@@ -127,9 +129,10 @@ static void *one_stream(void *p) {
     sec_link_t *l = NULL;
     char err[160];
     net_cancel_t cancel = {.wait = a->w};
-    int fd = p2p_dial(a->to, a->sec, &me, a->peer_uuid, a->timeout_ms, &cancel, &l, err, sizeof err);
+    int fd = a->dial ? a->dial(a->dial_ctx, &me, a->timeout_ms, &cancel, &l, err, sizeof err)
+                     : p2p_dial(a->to, a->sec, &me, a->peer_uuid, a->timeout_ms, &cancel, &l, err, sizeof err);
     if (fd < 0) {
-        if (!pwait_result(a->w)) pccl_log(PCCL_LOG_WARN, "bandwidth", "probe to port %u: %s", a->to->port, err);
+        if (!pwait_result(a->w)) pccl_log(PCCL_LOG_WARN, "bandwidth", "probe: %s", err);
         pwait_cancel(a->w, fd);
         return NULL;
     }
@@ -158,11 +161,9 @@ static int run_streams(stream_arg_t *args, int streams) {
     return pwait_result(args[0].w);
 }
 
-int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
-               const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
-               pwait_t *w, bw_result_t *out) {
+static int measure(const stream_arg_t *proto, int streams, pwait_t *w, bw_result_t *out) {
     memset(out, 0, sizeof *out);
-    if (streams < 1 || streams > BW_MAX_STREAMS || duration_ms <= 0 || duration_ms > BW_MAX_DURATION_MS)
+    if (streams < 1 || streams > BW_MAX_STREAMS || proto->duration_ms <= 0 || proto->duration_ms > BW_MAX_DURATION_MS)
         return -PERR_INVALID;
     pthread_mutex_t mu;
     pwait_t own;
@@ -174,9 +175,10 @@ int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const s
         }
     }
     stream_arg_t args[BW_MAX_STREAMS];
-    for (int i = 0; i < streams; i++)
-        args[i] = (stream_arg_t){.w = w ? w : &own, .to = to, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec,
-                                 .direction = direction, .duration_ms = duration_ms, .timeout_ms = timeout_ms};
+    for (int i = 0; i < streams; i++) {
+        args[i] = *proto;
+        args[i].w = w ? w : &own;
+    }
     int rc = run_streams(args, streams);
     if (!w) {
         pwait_destroy(&own);
@@ -191,4 +193,19 @@ int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const s
      * streams did not fully overlap. */
     out->mbps = (double)out->bytes * 8.0 / ((double)out->ns / 1e9) / 1e6;
     return 0;
+}
+
+int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
+               const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
+               pwait_t *w, bw_result_t *out) {
+    stream_arg_t a = {.to = to, .uuid = uuid, .peer_uuid = peer_uuid, .sec = sec, .direction = direction,
+                      .duration_ms = duration_ms, .timeout_ms = timeout_ms};
+    return measure(&a, streams, w, out);
+}
+
+int bw_measure_via(bw_dial_fn dial, void *ctx, const uint8_t uuid[16], int direction, int duration_ms, int streams,
+                   int timeout_ms, pwait_t *w, bw_result_t *out) {
+    stream_arg_t a = {.dial = dial, .dial_ctx = ctx, .uuid = uuid, .direction = direction,
+                      .duration_ms = duration_ms, .timeout_ms = timeout_ms};
+    return measure(&a, streams, w, out);
 }

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "p2p/p2p_hello.h"
 #include "sec/sec.h"
 
 enum { BW_CLIENT_SENDS = 1, BW_SERVER_SENDS = 2 };
@@ -40,6 +41,14 @@ typedef struct bw_result {
 int bw_measure(const ccoip_socket_address_t *to, const uint8_t uuid[16], const sec_cfg_t *sec,
                const uint8_t peer_uuid[16], int direction, int duration_ms, int streams, int timeout_ms,
                pwait_t *w, bw_result_t *out);
+
+/* How a measurement's streams connect: as p2p_dial does, to the peer the caller knows (ctx; a communicator's
+ * p2p_dial_peer, with its NAT traversal: docs/nat.md). */
+typedef int (*bw_dial_fn)(void *ctx, const p2p_intro_t *me, int timeout_ms, const net_cancel_t *cancel,
+                          sec_link_t **link, char *err, size_t errlen);
+/* bw_measure whose streams connect through dial(ctx, ...) instead of p2p_dial to `to`. */
+int bw_measure_via(bw_dial_fn dial, void *ctx, const uint8_t uuid[16], int direction, int duration_ms, int streams,
+                   int timeout_ms, pwait_t *w, bw_result_t *out);
 
 /* Serves one BENCH connection whose introduction was already read (bounded by timeout_ms of silence; fd is
  * made non-blocking); link: the AEAD stream when the run encrypts, else NULL. w (may be NULL; with an eventfd):

@@ -125,6 +125,10 @@ int p2p_start(pcclComm_t *c) {
 }
 
 void p2p_stop(pcclComm_t *c) {
+    /* A rendezvous' target half hands its connection over through the wake pipe: it ends (its window, the
+     * relay's timeout) before the pipe closes. */
+    uint64_t until = net_now_ms() + (uint64_t)c->connect_timeout_ms + HANDSHAKE_TIMEOUT_MS;
+    while (atomic_load(&c->p2p.punchers) > 0 && net_now_ms() < until) usleep(1000);
     if (c->p2p.acceptor_started) {
         ssize_t w = write(c->p2p.wake_pipe[1], "x", 1);
         (void)w;
@@ -135,10 +139,9 @@ void p2p_stop(pcclComm_t *c) {
     }
     if (c->p2p.listen_fd >= 0) close(c->p2p.listen_fd);
     c->p2p.listen_fd = -1;
-    /* Handlers hold bounded socket timeouts, punches their window; wait for them to leave. */
+    /* Handlers hold bounded socket timeouts; wait for them to leave. */
     uint64_t deadline = net_now_ms() + (uint64_t)c->timeout_ms + HANDSHAKE_TIMEOUT_MS;
-    while ((atomic_load(&c->p2p.handlers) > 0 || atomic_load(&c->p2p.punchers) > 0) && net_now_ms() < deadline)
-        usleep(1000);
+    while (atomic_load(&c->p2p.handlers) > 0 && net_now_ms() < deadline) usleep(1000);
     pthread_mutex_lock(&c->p2p.mu);
     while (c->p2p.nhanded) close(c->p2p.handed[--c->p2p.nhanded].fd);
     while (c->p2p.conns) unlink_locked(c, c->p2p.conns);
@@ -332,7 +335,7 @@ void p2p_release(pcclComm_t *c, p2p_conn_t *k, int kill) {
     pthread_mutex_unlock(&c->p2p.mu);
 }
 
-void p2p_report_edges(pcclComm_t *c) {
+void p2p_report_edges(pcclComm_t *c, unsigned epoch) {
     wire_edge_t e[64];
     uint32_t n = 0;
     pthread_mutex_lock(&c->p2p.mu);
@@ -351,6 +354,5 @@ void p2p_report_edges(pcclComm_t *c) {
     wire_msg_t m = {.type = C2M_EDGES};
     m.u.edges.n = n;
     m.u.edges.e = e;
-    unsigned epoch;
-    if (comm_begin(c, &epoch) == 0) (void)comm_send(c, epoch, &m);
+    (void)comm_send(c, epoch, &m);
 }

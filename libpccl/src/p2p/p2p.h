@@ -82,8 +82,11 @@ int p2p_route_rendezvous(pcclComm_t *c, wire_msg_t *msg);
 /* The acceptor's check of a new connection from `from`: 1 when it is a punch this peer waits for as dialer
  * (fd now belongs to that dial). */
 int p2p_punch_claim(pcclComm_t *c, const ccoip_socket_address_t *from, int fd);
-/* Sends EDGES (how each p2p connection was made) to the master; best effort. */
-void p2p_report_edges(pcclComm_t *c);
+/* The bandwidth probe of optimize topology towards peer (bw_measure, this peer sending for duration_ms), its
+ * streams dialled by p2p_dial_peer: punched and relayed edges are measured as they are. */
+int p2p_measure(pcclComm_t *c, const wire_peer_t *peer, int duration_ms, pwait_t *w, bw_result_t *out);
+/* Sends EDGES (how each p2p connection was made) to the master in epoch (after a ring wiring); best effort. */
+void p2p_report_edges(pcclComm_t *c, unsigned epoch);
 /* Drops a reference; kill also removes it from the table and closes the socket. */
 void p2p_release(pcclComm_t *c, p2p_conn_t *conn, int kill);
 

@@ -21,8 +21,9 @@
 #include "p2p/p2p.h"
 #include "p2p/relay_client.h"
 
-#define P2P_PUNCH_WINDOW_MS 3000
-#define P2P_PUNCH_TRY_MS 250      /* one connect attempt of the window */
+#define P2P_PUNCH_WINDOW_MS 4000
+#define P2P_PUNCH_TRY_MS 1000     /* one connect attempt of the window: its SYN stays out for a WAN round trip */
+#define P2P_DIRECT_MS 3000        /* the direct dial's share when a rendezvous could follow (a NAT drops SYNs) */
 #define P2P_PUNCHERS_MAX 8        /* target halves at once; more are dropped (the dialer's window ends) */
 #define P2P_RDV_ANSWER_MS 5000    /* the master's answer to a RENDEZVOUS */
 
@@ -86,14 +87,19 @@ static void *target_main(void *arg) {
     target_arg_t t = *(target_arg_t *)arg;
     free(arg);
     pcclComm_t *c = t.c;
-    int fd, how = t.mode == WIRE_RDV_RELAY ? WIRE_EDGE_RELAYED : WIRE_EDGE_PUNCHED;
-    if (t.mode == WIRE_RDV_RELAY) {
-        char err[160];
-        fd = relay_dial(&t.to, t.token, RELAY_ROLE_TARGET, c->connect_timeout_ms, NULL, err, sizeof err);
-        if (fd < 0) PLOG_WARN(c->log_name, "relay: %s", err);
-    } else {
-        sleep_ms((int)(t.delay_ms > 2000 ? 2000 : t.delay_ms));
-        fd = punch_dial(c, &t.to, net_now_ms() + P2P_PUNCH_WINDOW_MS, NULL, NULL, NULL);
+    int fd = -PERR_FAILED, how = t.mode == WIRE_RDV_RELAY ? WIRE_EDGE_RELAYED : WIRE_EDGE_PUNCHED;
+    pwait_t w; /* one of the communicator's waits: a leave or destroy ends the half at once */
+    if (comm_wait_open(c, &w, 1) == 0) {
+        net_cancel_t cancel = {.wait = &w};
+        if (t.mode == WIRE_RDV_RELAY) {
+            char err[160];
+            fd = relay_dial(&t.to, t.token, RELAY_ROLE_TARGET, c->connect_timeout_ms, &cancel, err, sizeof err);
+            if (fd < 0) PLOG_WARN(c->log_name, "relay: %s", err);
+        } else {
+            sleep_ms((int)(t.delay_ms > 2000 ? 2000 : t.delay_ms));
+            fd = punch_dial(c, &t.to, net_now_ms() + P2P_PUNCH_WINDOW_MS, &cancel, NULL, NULL);
+        }
+        comm_wait_close(c, &w);
     }
     if (fd >= 0) hand_over(c, fd, how, t.peer);
     atomic_fetch_sub(&c->p2p.punchers, 1);
@@ -222,7 +228,8 @@ static int ask(pcclComm_t *c, p2p_rdv_t *r, int punch_failed, uint64_t deadline,
     q.u.rdv_req.req = r->req;
     q.u.rdv_req.punch_failed = (uint8_t)punch_failed;
     memcpy(q.u.rdv_req.target, r->target, 16);
-    int rc = comm_begin(c, &epoch);
+    /* While the master is re-established (a rebuilt ring's wiring) nobody reads its answers: no rendezvous. */
+    int rc = comm_state(c) == PEER_MASTER_DOWN ? -PERR_UNAVAILABLE : comm_begin(c, &epoch);
     if (rc == 0) rc = comm_send(c, epoch, &q);
     if (rc != 0) {
         snprintf(err, errlen, "rendezvous: the master cannot be asked");
@@ -286,7 +293,10 @@ static int rendezvous(pcclComm_t *c, const uint8_t peer[16], uint64_t deadline, 
                         err, errlen);
     }
     rdv_unlink(c, r);
-    if (fd >= 0) net_set_nonblock(fd, 0);
+    if (fd >= 0) { /* a claimed one comes from the acceptor as it was accepted */
+        net_set_nonblock(fd, 0);
+        net_set_nodelay(fd);
+    }
     return fd;
 }
 
@@ -297,7 +307,8 @@ int p2p_dial_peer(pcclComm_t *c, const wire_peer_t *peer, const p2p_intro_t *me,
     *how = WIRE_EDGE_DIRECT;
     int fd = -PERR_IO;
     if (peer->reach != WIRE_REACH_NO || !peer->has_obs) {
-        fd = p2p_dial(&to, &c->sec, me, peer->uuid, timeout_ms, cancel, link, err, errlen);
+        int direct_ms = peer->has_obs && timeout_ms > 2 * P2P_DIRECT_MS ? P2P_DIRECT_MS : timeout_ms;
+        fd = p2p_dial(&to, &c->sec, me, peer->uuid, direct_ms, cancel, link, err, errlen);
         /* Only a failed connect goes on: a refused handshake or a cancel is the answer. */
         if (fd >= 0 || fd == -PERR_CANCELLED || fd == -PERR_REFUSED || !peer->has_obs)
             return fd;
@@ -312,4 +323,21 @@ int p2p_dial_peer(pcclComm_t *c, const wire_peer_t *peer, const p2p_intro_t *me,
         return fd;
     }
     return p2p_introduce(fd, &c->sec, me, peer->uuid, deadline, cancel, link, err, errlen);
+}
+
+typedef struct bench_to {
+    pcclComm_t *c;
+    const wire_peer_t *peer;
+} bench_to_t;
+
+static int bench_dial(void *ctx, const p2p_intro_t *me, int timeout_ms, const net_cancel_t *cancel, sec_link_t **link,
+                      char *err, size_t errlen) {
+    bench_to_t *t = ctx;
+    int how;
+    return p2p_dial_peer(t->c, t->peer, me, timeout_ms, cancel, link, &how, err, errlen);
+}
+
+int p2p_measure(pcclComm_t *c, const wire_peer_t *peer, int duration_ms, pwait_t *w, bw_result_t *out) {
+    bench_to_t t = {.c = c, .peer = peer};
+    return bw_measure_via(bench_dial, &t, c->uuid, BW_CLIENT_SENDS, duration_ms, 1, c->timeout_ms, w, out);
 }

@@ -260,13 +260,21 @@ function drawOperations(status) {
   fillTable('operations', rows, 'none');
 }
 
+// How a peer is reached (docs/nat.md): unreachable by a direct dial, and its edges that were punched or relayed.
+function natText(p) {
+  const parts = [];
+  if (p.reachable === false) parts.push('unreachable');
+  for (const e of p.edges || []) if (e.kind !== 'direct') parts.push(`${e.kind} with ${prefix(e.peer)}`);
+  return parts.length ? parts.join(', ') : (p.reachable === true ? 'direct' : '-');
+}
+
 function drawPeers(status) {
   const peers = [...status.peers].sort((a, b) => a.group - b.group || a.uuid.localeCompare(b.uuid));
   const rows = peers.map((p) => {
     const id = el('code', '', prefix(p.uuid));
     id.title = p.uuid;
     return row([id, p.name || '-', `${p.address}:${p.p2p_port}`, p.group, p.phase, p.state, p.revision,
-      fmtAge(p.last_heartbeat_ms_ago)], 'peer ' + stateClass(p.state) +
+      fmtAge(p.last_heartbeat_ms_ago), natText(p)], 'peer ' + stateClass(p.state) +
       (p.last_heartbeat_ms_ago > LATE_HEARTBEAT_MS ? ' late' : ''));
   });
   fillTable('peers', rows, 'no peers');
