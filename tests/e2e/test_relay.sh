@@ -90,10 +90,15 @@ RELAY_LISTEN=0.0.0.0:0 start_relay limits --max-per-address 2 --max-connections 
 exec 5<>"/dev/tcp/127.0.0.1/$RPORT" 6<>"/dev/tcp/127.0.0.1/$RPORT"
 peer over_addr dialer "$N3" 0
 expect over_addr "$LAST_PID" 3 "busy"
-exec 7<>"/dev/tcp/::1/$RPORT"
-PEER_HOST="[::1]" peer over_total dialer "$N3" 0
-expect over_total "$LAST_PID" 3 "busy"
-exec 5>&- 6>&- 7>&-
+if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
+    exec 7<>"/dev/tcp/::1/$RPORT"
+    PEER_HOST="[::1]" peer over_total dialer "$N3" 0
+    expect over_total "$LAST_PID" 3 "busy"
+    exec 7>&-
+else
+    echo "note: no IPv6 loopback (::1) here, the total limit is not checked"
+fi
+exec 5>&- 6>&-
 sleep 0.3
 peer target2 target "$N3" 1; T=$LAST_PID
 peer dialer2 dialer "$N3" 1
