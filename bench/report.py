@@ -472,6 +472,8 @@ def main():
     include(p, "algo.md", "## 4e. Algorithm by regime under WAN emulation (`bench/wan_algo.sh`)")
     include(p, "pipeline.md", "## 4f. Pipelined collectives: one master round trip per operation")
     include(p, "overhead.md", "## 4g. Per-operation overhead: 2 x 400 KB on loopback against OpenMPI (`bench/overhead.sh`)")
+    include(p, "nat.md", "## 4h. NAT traversal: one relayed ring edge against none under WAN emulation "
+            "(`bench/nat.sh`)")
 
     if retried or failed:
         p("Points that failed once and were re-run: " + (", ".join(f"{r.get('impl')} {r.get('mode')} "

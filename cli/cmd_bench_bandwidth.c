@@ -32,6 +32,8 @@
 #define BENCH_PORT 48150
 #define BENCH_SECONDS 3
 #define BENCH_STREAMS 1
+/* Most addresses of a --connect name that are tried. */
+#define BENCH_MAX_ADDRS 16
 
 static const cli_flag_t flags[] = {
 #include "opts/bench_bandwidth.def"
@@ -118,20 +120,37 @@ static cJSON *matrix_json(const double *m, int n) {
     return rows;
 }
 
-static int measure(const ccoip_socket_address_t *addr, int seconds, int streams, int json) {
+/* The upload measurement to each address of the server in turn until one succeeds (as a name's dialler tries every
+ * address it resolves to); *addr becomes that address. */
+static pcclResult_t measure_first(const ccoip_socket_address_t *addrs, int n, int seconds, int streams,
+                                  ccoip_socket_address_t *addr, pcclToolProbeResult_t *res) {
+    char where[PCCL_TOOL_ADDR_STRLEN];
+    for (int i = 0; i < n; i++) {
+        pcclToolAddressString(&addrs[i], 1, where);
+        /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
+        pcclToolLogPlain(PCCL_LOG_INFO, "measuring upload to %s for %d s over %d stream(s)...\n", where, seconds,
+                         streams);
+        if (pcclToolProbe(&addrs[i], g_key, pcclToolProbeUpload, seconds * 1000, streams, 10000, res) == pcclSuccess) {
+            *addr = addrs[i];
+            return pcclSuccess;
+        }
+        cli_err("pccl bench-bandwidth: upload measurement to %s failed\n", where);
+    }
+    return pcclRankConnectionFailed;
+}
+
+static int measure(const ccoip_socket_address_t *addrs, int naddrs, int seconds, int streams, int json) {
     const char *names[2] = {"upload", "download"};
-    const pcclToolProbeDirection_t dirs[2] = {pcclToolProbeUpload, pcclToolProbeDownload};
     pcclToolProbeResult_t res[2];
+    ccoip_socket_address_t a, *addr = &a;
+    if (measure_first(addrs, naddrs, seconds, streams, addr, &res[0]) != pcclSuccess) return CLI_EXIT_FAIL;
     char where[PCCL_TOOL_ADDR_STRLEN];
     pcclToolAddressString(addr, 1, where);
-    for (int d = 0; d < 2; d++) {
-        /* Progress goes to stderr so that stdout stays a clean table or JSON document. */
-        pcclToolLogPlain(PCCL_LOG_INFO, "measuring %s to %s for %d s over %d stream(s)...\n", names[d], where, seconds,
-                streams);
-        if (pcclToolProbe(addr, g_key, dirs[d], seconds * 1000, streams, 10000, &res[d]) != pcclSuccess) {
-            cli_err("pccl bench-bandwidth: %s measurement to %s failed\n", names[d], where);
-            return CLI_EXIT_FAIL;
-        }
+    pcclToolLogPlain(PCCL_LOG_INFO, "measuring download to %s for %d s over %d stream(s)...\n", where, seconds,
+                     streams);
+    if (pcclToolProbe(addr, g_key, pcclToolProbeDownload, seconds * 1000, streams, 10000, &res[1]) != pcclSuccess) {
+        cli_err("pccl bench-bandwidth: download measurement to %s failed\n", where);
+        return CLI_EXIT_FAIL;
     }
     if (json) {
         cJSON *o = cJSON_CreateObject();
@@ -262,11 +281,21 @@ static int show_matrix(const ccoip_socket_address_t *admin, int json) {
 
 /* Flag values of `pccl bench-bandwidth`, filled by on_flag. */
 typedef struct {
-    ccoip_socket_address_t listen_addr, target, admin;
-    int server, have_target, have_admin, json, encrypt;
+    ccoip_socket_address_t listen_addr, admin, targets[BENCH_MAX_ADDRS];
+    int server, have_target, ntargets, have_admin, json, encrypt;
     const char *key_file;
     uint64_t seconds, streams;
 } bench_args_t;
+
+/* --connect HOST:PORT: every address the name resolves to, tried in turn (exit codes as cli_parse_addr's). */
+static int parse_targets(const cli_command_t *cmd, const char *value, ccoip_socket_address_t *out, int *n) {
+    char err[512];
+    pcclResult_t rc = pcclToolResolveAll(value, BENCH_PORT, out, BENCH_MAX_ADDRS, n, err, sizeof err);
+    if (rc == pcclSuccess) return 0;
+    if (rc == pcclInvalidArgument) return cli_usage_error(cmd, "--connect: %s", err);
+    cli_err("pccl %s: --connect: %s\n", cmd->name, err);
+    return CLI_EXIT_FAIL;
+}
 
 static int on_flag(void *ctx, const char *n, const char *value) {
     const cli_command_t *cmd = &cli_cmd_bench_bandwidth;
@@ -279,7 +308,7 @@ static int on_flag(void *ctx, const char *n, const char *value) {
         return cli_parse_addr(cmd, n, value, BENCH_PORT, &a->listen_addr, CLI_EXIT_FAIL);
     } else if (!strcmp(n, "connect")) {
         a->have_target = 1;
-        return cli_parse_addr(cmd, n, value, BENCH_PORT, &a->target, CLI_EXIT_FAIL);
+        return parse_targets(cmd, value, a->targets, &a->ntargets);
     } else if (!strcmp(n, "admin")) {
         a->have_admin = 1;
         return cli_parse_addr(cmd, n, value, CLI_ADMIN_DEFAULT_PORT, &a->admin, CLI_EXIT_UNREACHABLE);
@@ -309,7 +338,7 @@ static int run(int argc, char **argv) {
         pcclToolKeyFree(g_key);
         return cli_usage_error(cmd, "--encrypt needs a run key (--key-file FILE)");
     }
-    rc = a.server ? serve(&a.listen_addr) : measure(&a.target, (int)a.seconds, (int)a.streams, a.json);
+    rc = a.server ? serve(&a.listen_addr) : measure(a.targets, a.ntargets, (int)a.seconds, (int)a.streams, a.json);
     if (!a.server || atomic_load(&g_serving) == 0) pcclToolKeyFree(g_key); /* a server thread cut off keeps it */
     return rc;
 }

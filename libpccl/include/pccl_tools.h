@@ -53,6 +53,11 @@ enum {
  * error); pcclRankConnectionFailed for a well-formed name that does not resolve (DNS may come back: retry). */
 PCCL_EXPORT pcclResult_t pcclToolParseAddress(const char *s, uint16_t default_port, int flags,
                                               ccoip_socket_address_t *out, char *err, size_t errlen);
+/* Every address "HOST[:PORT]" resolves to, in getaddrinfo's order, duplicates dropped (an IP literal is one):
+ * what a dialler tries in turn until one connects. *n: how many were written to out[0, max) (at least 1 on
+ * success). @return as pcclToolParseAddress. */
+PCCL_EXPORT pcclResult_t pcclToolResolveAll(const char *s, uint16_t default_port, ccoip_socket_address_t *out,
+                                            int max, int *n, char *err, size_t errlen);
 /* "HOST:PORT" ("[IPV6]:PORT"), or without the port when with_port is 0. */
 PCCL_EXPORT void pcclToolAddressString(const ccoip_socket_address_t *a, int with_port,
                                        char out[PCCL_TOOL_ADDR_STRLEN]);

@@ -18,9 +18,22 @@ def _resolve(host):
     return None
 
 
+def is_host_name(text):
+    """Whether "HOST:PORT" names its host (rather than giving an IPv4 or a bracketed IPv6 address)."""
+    host = text.rpartition(":")[0]
+    if host.startswith("["):
+        return False
+    try:
+        ip_address(host)
+        return False
+    except ValueError:
+        return True
+
+
 def socket_address(text, what):
     """A new ccoip_socket_address_t* for "HOST:PORT": an IPv4 address, "[IPv6]:PORT", or a host name
-    (resolved with getaddrinfo, its first IPv4 address when it has one).
+    (resolved with getaddrinfo, its first IPv4 address when it has one: an address to bind; Communicator hands a
+    name to the library, which dials each of its addresses).
 
     Raises TypeError if `text` is not a str, ValueError if it has no port in [0, 65535] or the host does
     not resolve.

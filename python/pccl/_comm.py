@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Optional, Tuple, Union
 
-from pccl._address import socket_address
+from pccl._address import is_host_name, socket_address
 from pccl._coll_comm import CollectivesMixin
 from pccl._descriptors import (ReduceInfo, ReduceOpDescriptor, SharedStateSyncInfo, check_multiple, key_bytes, of_type,
                                uint)
@@ -72,7 +72,8 @@ class AsyncReduceHandle:
 
 
 class Communicator(CollectivesMixin):
-    """A peer of a run coordinated by the master at `address` ('IP:PORT', '[IPv6]:PORT' or 'HOST:PORT').
+    """A peer of a run coordinated by the master at `address` ('IP:PORT', '[IPv6]:PORT' or 'HOST:PORT'; a host
+    name is resolved again at every connect, and each of its addresses tried in getaddrinfo's order).
 
     Collectives: all_reduce here; broadcast, all_gather, all_gather_v, reduce_scatter and barrier (each
     with an _async form) in CollectivesMixin (pccl/_coll_comm.py).
@@ -90,6 +91,9 @@ class Communicator(CollectivesMixin):
         out = ffi.new("pcclComm_t **")
         PCCLError.check(lib.pcclCreateCommunicator(params, out), "pcclCreateCommunicator")
         self._comm = out[0]
+        if is_host_name(address):
+            # the library resolves the name at every connect and tries each address it gives, in order
+            PCCLError.check(lib.pcclExtCommSetMasterHost(self._comm, address.encode()), "pcclExtCommSetMasterHost")
         self._pending = {}  # tag -> ReduceOpDescriptor or Collective of unawaited async ops (keeps buffers alive)
         self.address = address
         self.peer_group = params.peer_group

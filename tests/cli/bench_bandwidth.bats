@@ -180,3 +180,22 @@ PY
     [ "$status" -eq 1 ]
     [[ "$output" == *"-: no matrix rows found"* ]]
 }
+
+@test "--connect NAME tries every address the name resolves to until one answers" {
+    python3 -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null || skip "no ::1 here"
+    unshare -m true 2>/dev/null || skip "no private mount namespace (unshare -m) here"
+    "$PCCL" bench-bandwidth --server --listen '[::1]:0' > "$TMP/server.out" 2>&1 &
+    SPID=$!
+    for _ in $(seq 1 100); do
+        PORT=$(grep -o 'listening on \[::1\]:[0-9]*' "$TMP/server.out" 2>/dev/null | sed 's/.*://')
+        [ -n "$PORT" ] && break
+        sleep 0.05
+    done
+    [ -n "$PORT" ]
+    # a private /etc/hosts gives the name an IPv4 address nobody serves and the server's ::1
+    printf '127.0.0.1 pccl-two-addresses\n::1 pccl-two-addresses\n' > "$TMP/hosts"
+    run timeout 30 unshare -m sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' sh "$TMP/hosts" \
+        "$PCCL" bench-bandwidth --connect "pccl-two-addresses:$PORT" --seconds 1 --json
+    [ "$status" -eq 0 ]
+    [[ "$output" =~ \"target\":[[:space:]]*\"::1\" ]]
+}

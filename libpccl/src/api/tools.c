@@ -63,6 +63,15 @@ pcclResult_t pcclToolParseAddress(const char *s, uint16_t default_port, int flag
     return tool_result(rc);
 }
 
+pcclResult_t pcclToolResolveAll(const char *s, uint16_t default_port, ccoip_socket_address_t *out, int max, int *n,
+                                char *err, size_t errlen) {
+    char why[320] = "";
+    int rc = !s || !out || !n || max < 1 ? -PERR_SYNTAX : addr_resolve_all(s, default_port, out, max, why, sizeof why);
+    if (rc > 0) *n = rc;
+    if (rc < 0 && err) snprintf(err, errlen, "%s", why[0] ? why : "no address");
+    return tool_result(rc < 0 ? rc : 0);
+}
+
 void pcclToolAddressString(const ccoip_socket_address_t *a, int with_port, char out[PCCL_TOOL_ADDR_STRLEN]) {
     if (with_port) addr_str(a, out);
     else addr_ip_str(&a->inet, out);
