@@ -138,10 +138,9 @@ def coll_section(rows, meta):
     p("")
     ip = any(r.get("mode") == "coll" and r.get("impl") == "pccl-ip" for r in rows)
     if ip:
-        p("")
         p("pccl in place (`pccl_coll ip`, `--impls` with `pccl-ip`) runs in the same rounds: `MPI_Bcast` is in place "
           "by definition and Gloo's reduce-scatter has no other form; the target is judged out of place.")
-    p("")
+        p("")
     p("| collective | peers | size | pccl ms (GB/s) | Gloo ms (GB/s) | OpenMPI ms (GB/s) | pccl vs best | rounds won |"
       + (" pccl in place ms (GB/s) | in place vs best | in place rounds won |" if ip else ""))
     p("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if ip else ""))
