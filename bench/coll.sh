@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # bench/coll.sh - pccl's broadcast, all-gather and reduce-scatter against Gloo and OpenMPI, in K
-# interleaved rounds per point and kind: each round runs pccl (out of place), Gloo and OpenMPI back to
-# back, so a slow phase of a shared machine hits all of them. Writes the RESULT lines (mode=coll
+# interleaved rounds per point and kind: each round runs pccl (out of place, then in place), Gloo and OpenMPI
+# back to back, so a slow phase of a shared machine hits all of them. Writes the RESULT lines (mode=coll
 # round=k) to --results and the markdown section (report.py --coll) to --md; prints the table.
 #
 # usage: bench/coll.sh --bin DIR [--rounds K] [--reps N] [--points "PEERS:BYTES ..."] [--kinds "..."]
-#                      [--impls "pccl gloo mpi"] [--wan] [--results FILE] [--md FILE]
+#                      [--impls "pccl pccl-ip gloo mpi"] [--wan] [--results FILE] [--md FILE]
 #
 #   --bin     directory with pccl_coll (and gloo_coll, mpi_coll where built), e.g. build/bin
 #   --rounds  rounds per point and kind (default 3)
 #   --reps    timed repetitions per run (default 3; x6 with 3 warm-ups up to 16 MiB: bench/lib.sh)
 #   --points  default "2:16777216 4:16777216 8:16777216 2:268435456 4:268435456 8:268435456"
 #   --kinds   default "broadcast all_gather reduce_scatter"
-#   --impls   in round order (default "pccl gloo mpi"; pccl-ip adds pccl in place; a missing comparator
+#   --impls   in round order (default "pccl pccl-ip gloo mpi"; pccl-ip is pccl in place; a missing comparator
 #             binary is skipped)
 #   --wan     also the WAN series (root): bench/wan.sh with WAN_COLL=broadcast, 8 members (the root and
 #             7 peers) x 256 MiB with a pool of 1 and of 8, next to 256 MiB sent once over one emulated
@@ -28,7 +28,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN="" ROUNDS=3 REPS=3 WAN=0
 POINTS="2:16777216 4:16777216 8:16777216 2:268435456 4:268435456 8:268435456"
 KINDS="broadcast all_gather reduce_scatter"
-IMPLS="pccl gloo mpi"
+IMPLS="pccl pccl-ip gloo mpi"
 RES=/tmp/pcclb-coll-results.txt MD=$ROOT/bench/coll.md
 while [ $# -gt 0 ]; do
     case $1 in

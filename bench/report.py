@@ -136,19 +136,28 @@ def coll_section(rows, meta):
       "\"pccl vs best\" is the best comparator's time over pccl's, and \"rounds won\" counts the rounds where "
       "pccl beat the best comparator of that round (p: the two-sided sign test).")
     p("")
-    p("| collective | peers | size | pccl ms (GB/s) | Gloo ms (GB/s) | OpenMPI ms (GB/s) | pccl vs best | rounds won |")
-    p("|---|---|---|---|---|---|---|---|")
+    ip = any(r.get("mode") == "coll" and r.get("impl") == "pccl-ip" for r in rows)
+    if ip:
+        p("pccl in place (`pccl_coll ip`, `--impls` with `pccl-ip`) runs in the same rounds: `MPI_Bcast` is in place "
+          "by definition and Gloo's reduce-scatter has no other form; the target is judged out of place.")
+        p("")
+    p("| collective | peers | size | pccl ms (GB/s) | Gloo ms (GB/s) | OpenMPI ms (GB/s) | pccl vs best | rounds won |"
+      + (" pccl in place ms (GB/s) | in place vs best | in place rounds won |" if ip else ""))
+    p("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if ip else ""))
     for kind, name, _ in COLL_KINDS:
         rs = Rounds(rows, "coll", kind)
         for (n, sz) in sorted({(k[1], k[2]) for k in rs.rmed}, key=lambda x: (x[1], x[0])):
             def cell(impl):
                 v = rs.rmed.get((impl, n, sz))
                 return f"{v * 1e3:.1f} ({sz / v / 1e9:.2f})" if v else "n/a"
-            ratio = rs.ratio(n, sz)
-            won, total = rs.won(n, sz)
-            wins = f"{won} of {total}, p = {sign_test_p(won, total):.2f}" if total else "n/a"
-            p(f"| {name} | {n} | {human(sz)} | {cell('pccl')} | {cell('gloo')} | {cell('mpi')} | "
-              f"{ratio and f'{ratio:.2f}x' or 'n/a'} | {wins} |")
+
+            def versus(impl):
+                ratio = rs.ratio(n, sz, impl)
+                won, total = rs.won(n, sz, impl)
+                wins = f"{won} of {total}, p = {sign_test_p(won, total):.2f}" if total else "n/a"
+                return f"{ratio and f'{ratio:.2f}x' or 'n/a'} | {wins} |"
+            p(f"| {name} | {n} | {human(sz)} | {cell('pccl')} | {cell('gloo')} | {cell('mpi')} | {versus('pccl')}"
+              + (f" {cell('pccl-ip')} | {versus('pccl-ip')}" if ip else ""))
     failed = [r for r in rows if r.get("mode") == "coll" and r.get("status")]
     if failed:
         p("")

@@ -83,6 +83,11 @@ static void test_allgather_v(void) {
                 for (uint32_t r = 0; r < W; r++) counts[r] = 0; /* the headers only */
                 allgather_case(W, K, counts, 2, in_place, 0);
             }
+    /* Out of place the own block reaches its place behind its send in steps (RING_COPY_STEP): blocks of
+     * several steps, one stripe and two, an odd length. */
+    uint64_t big[MAXW] = {(3u << 18) + 7, (1u << 18) + 3, (5u << 17) + 1};
+    allgather_case(2, 1, big, 4, 0, 0);
+    allgather_case(3, 2, big, 4, 0, 1);
 }
 
 /* Input element i of ring position p: rounding-sensitive for the floats (a different order changes bits). */
@@ -302,7 +307,7 @@ static void test_broadcast(void) {
     uint8_t all[MAXW] = {1, 1, 1, 1, 1}, root[MAXW] = {0, 0, 1, 0, 0};
     broadcast_case(5, 3, 1 << 20, root, 1);
     broadcast_case(4, 2, 12345, all, 1); /* every edge carries the header only */
-    /* A holder out of place copies ahead of its sends in steps: slices of several steps, one stripe and two. */
+    /* A holder out of place copies behind its sends in steps: slices of several steps, one stripe and two. */
     uint8_t pair[MAXW] = {1, 0, 1, 0, 0};
     broadcast_case(3, 1, (5u << 20) + 77, root, 1);
     broadcast_case(4, 2, (3u << 20) + 5, pair, 1);

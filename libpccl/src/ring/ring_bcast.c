@@ -29,6 +29,7 @@ typedef struct bcast {
 typedef struct bcast_stripe {
     const bcast_t *g;
     size_t off, len; /* this stripe's slice */
+    size_t copied;   /* an out-of-place holder: bytes of the slice copied from src to buf */
 } bcast_stripe_t;
 
 static const uint8_t *send_elem(ring_flow_t *f, uint32_t k, size_t *len) {
@@ -39,8 +40,10 @@ static const uint8_t *send_elem(ring_flow_t *f, uint32_t k, size_t *len) {
 }
 
 static size_t send_ready(ring_flow_t *f, uint32_t k, size_t len) {
-    const bcast_stripe_t *x = f->ctx;
-    size_t got = x->g->holds ? len : ring_flow_got(f, k);
+    bcast_stripe_t *x = f->ctx;
+    const bcast_t *g = x->g;
+    if (g->holds && g->src != g->buf) ring_flow_copy_own(f, g->buf + x->off, g->src + x->off, x->len, &x->copied, 0);
+    size_t got = g->holds ? len : ring_flow_got(f, k);
     return got < len ? got : len;
 }
 
@@ -69,7 +72,8 @@ static int bcast_stripe(ring_io_t *io, void *arg) {
                      .ctx = &x, .send_elem = send_elem, .send_ready = send_ready, .recv_len = recv_len,
                      .recv = recv_into};
     int rc = ring_flow_run(&f);
-    if (rc == 0 && g->holds && g->src != g->buf) memcpy(g->buf + x.off, g->src + x.off, x.len);
+    if (rc == 0 && g->holds && g->src != g->buf)
+        ring_flow_copy_own(&f, g->buf + x.off, g->src + x.off, x.len, &x.copied, 1);
     return rc;
 }
 

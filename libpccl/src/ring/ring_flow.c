@@ -66,6 +66,13 @@ size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len) {
     return got < len ? got : len;
 }
 
+void ring_flow_copy_own(const ring_flow_t *f, uint8_t *dst, const uint8_t *src, size_t len, size_t *done, int all) {
+    size_t sent = all ? len : f->tx.hdr_done < RING_HDR ? 0 : f->tx.k > 0 ? len : f->tx.off;
+    if (sent <= *done || (sent - *done < RING_COPY_STEP && sent < len)) return;
+    memcpy(dst + *done, src + *done, sent - *done);
+    *done = sent;
+}
+
 /* The header, or bytes of the current receive element. @return > 0 bytes, 0 none ready, or -PERR_<NAME>. */
 static ssize_t flow_recv(ring_flow_t *f) {
     ring_io_t *io = f->io;

@@ -83,6 +83,12 @@ static inline size_t ring_flow_got(const ring_flow_t *f, uint32_t j) {
 /* send_ready of a ring that forwards: element 0 is the member's own input (all ready), element k > 0 goes out
  * as far as receive element k - 1 has been processed. */
 size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len);
+/* An out-of-place member's own input (send element 0: len bytes at src) reaches its place dst in the output
+ * right behind its send, in steps of RING_COPY_STEP bytes (all: the rest, once the flow ended): the bytes the
+ * send just read are in the cache, and the copy overlaps the successor's receive instead of following the
+ * whole transfer. *done: the bytes copied so far. */
+#define RING_COPY_STEP ((size_t)256 << 10)
+void ring_flow_copy_own(const ring_flow_t *f, uint8_t *dst, const uint8_t *src, size_t len, size_t *done, int all);
 /* 0 if every rank_of entry names a rank below world (NULL: the identity); else -PERR_INVALID with io->err. */
 int ring_check_ranks(ring_io_t *io, const uint32_t *rank_of, uint32_t world);
 static inline uint32_t ring_rank_at(const uint32_t *rank_of, uint32_t p) { return rank_of ? rank_of[p] : p; }

@@ -32,6 +32,9 @@ typedef struct gather {
 typedef struct gather_stripe {
     const gather_t *g;
     uint32_t s, ns;
+    uint8_t *own;        /* this slice of the own block's place in buf when it is sent from elsewhere, else NULL */
+    const uint8_t *from; /* that slice in src */
+    size_t own_len, copied;
 } gather_stripe_t;
 
 /* Byte offset in buf and length of this stripe's slice of ring position q's block. */
@@ -49,6 +52,12 @@ static const uint8_t *send_elem(ring_flow_t *f, uint32_t k, size_t *len) {
     size_t off = slice_of(x, ring_back(g->pos, k, g->world), len);
     if (k > 0) return g->buf + off;
     return g->src + off - g->at[ring_rank_at(g->rank_of, g->pos)] * g->esz;
+}
+
+static size_t send_ready(ring_flow_t *f, uint32_t k, size_t len) {
+    gather_stripe_t *x = f->ctx;
+    if (x->own) ring_flow_copy_own(f, x->own, x->from, x->own_len, &x->copied, 0);
+    return ring_flow_forward(f, k, len);
 }
 
 static size_t recv_len(ring_flow_t *f, uint32_t k) {
@@ -72,14 +81,16 @@ static ssize_t recv_into(ring_flow_t *f, uint32_t k, size_t len, size_t room) {
 static int gather_stripe(ring_io_t *io, void *arg) {
     const gather_t *g = arg;
     gather_stripe_t x = {.g = g, .s = io->stripe, .ns = io->nstripes ? io->nstripes : 1};
+    size_t off = slice_of(&x, g->pos, &x.own_len);
+    x.own = g->buf + off;
+    x.from = g->src + off - g->at[ring_rank_at(g->rank_of, g->pos)] * g->esz;
+    if (x.own == x.from) x.own = NULL; /* in place: nothing to copy */
     ring_flow_t f = {.io = io, .magic = RING_AG_MAGIC, .world = g->world, .op_seq = g->op_seq, .nsend = g->world - 1,
                      .nrecv = g->world - 1, .splice_below = UINT32_MAX, .ctx = &x, .send_elem = send_elem,
-                     .send_ready = ring_flow_forward, .recv_len = recv_len, .recv = recv_into};
+                     .send_ready = send_ready, .recv_len = recv_len, .recv = recv_into};
     int rc = ring_flow_run(&f);
-    size_t len, off = slice_of(&x, g->pos, &len);
-    uint8_t *own = g->buf + off;
-    const uint8_t *from = g->src + off - g->at[ring_rank_at(g->rank_of, g->pos)] * g->esz;
-    if (rc == 0 && own != from) memcpy(own, from, len); /* sent from src; its place in buf gets it now */
+    /* Sent from src; its place in buf got it behind the send, and gets the rest now. */
+    if (rc == 0 && x.own) ring_flow_copy_own(&f, x.own, x.from, x.own_len, &x.copied, 1);
     return rc;
 }
 
