@@ -207,13 +207,8 @@ static int wait_locked(pcclComm_t *c, p2p_rdv_t *r, int (*what)(const p2p_rdv_t 
             return -PERR_CANCELLED;
         uint64_t now = net_now_ms();
         if (now >= deadline) return -PERR_TIMEOUT;
-        uint64_t step = deadline - now < 20 ? deadline - now : 20; /* a cancel is seen within a slice */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)step * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+        /* a cancel is seen within a slice; p2p.cv runs on net_now_ms's clock (pwait_cond_init) */
+        pwait_cond_sleep(&c->p2p.cv, &c->p2p.mu, deadline - now < 20 ? deadline : now + 20);
     }
     return 0;
 }
@@ -292,6 +287,10 @@ static int rendezvous(pcclComm_t *c, const uint8_t peer[16], uint64_t deadline, 
         fd = punch_as_dialer(c, r, deadline, cancel);
         *how = WIRE_EDGE_PUNCHED;
         if (fd < 0 && fd != -PERR_CANCELLED) {
+            char where[ADDR_STRLEN];
+            addr_str(&r->addr, where);
+            PLOG_WARN(c->log_name, "punch to %s (punch index %u) made no connection; asking for a relay", where,
+                      r->index);
             snprintf(err, errlen, "punch: no connection");
             fd = ask(c, r, 1, deadline, cancel, err, errlen); /* a relay, where the run has one */
             if (fd < 0) fd = fd == -PERR_REFUSED ? -PERR_IO : fd;
