@@ -16,6 +16,9 @@ Reported, as PATH:LINE: KIND: TEXT
                   by perr_result or a mapping function named *_result (comm_call_result, sync_result), so an
                   internal function returns 0 or -PERR_<NAME> instead. Folders in EDGE_PENDING are not checked
                   yet.
+  - raw-timedwait: pthread_cond_timedwait outside libpccl/src/base/wait.c: a deadline goes through
+                  pwait_cond_sleep (base/wait.h), whose clock is the condition variable's (pwait_cond_init:
+                  net_now_ms's monotonic clock); an abstime on another clock never ends the wait on time.
 
 Usage: check_conventions.py [--strict] [ROOT [PATH...]]. ROOT defaults to the repository this script is in;
 PATHs (relative to ROOT) default to libpccl/src and master. Exit status 1 when anything is reported.
@@ -25,6 +28,7 @@ import re
 import sys
 
 DEFAULT_PATHS = ('libpccl/src', 'master')
+RAW_TIMEDWAIT = re.compile(r'\bpthread_cond_timedwait\s*\(')
 # Enums that look like results but are not a function's: what they are, and where that is written.
 NOT_RESULTS = {
     'SS_OK': "the shared-state status byte of the wire protocol (docs/protocol.md), not a function's result",
@@ -166,6 +170,9 @@ def main(argv):
             report(m.start(), 'magic-compare')
         for pos, name in call_compared_minus_one(code, defined):
             report(pos, 'minus-one-compare', '%s() compared with -1' % name)
+        if not rel.replace(os.sep, '/').endswith('libpccl/src/base/wait.c'):
+            for m in RAW_TIMEDWAIT.finditer(code):
+                report(m.start(), 'raw-timedwait', 'pthread_cond_timedwait: use pwait_cond_sleep (base/wait.h)')
         for pos, name in internal_results(code, rel, exported):
             report(pos, 'internal-result', '%s returns pcclResult_t: return 0 or -PERR_<NAME> and map it at '
                    'the entry point' % name)

@@ -126,6 +126,10 @@ int msm_probe_addr(const msm_t *m, uint64_t conn, ccoip_socket_address_t *out);
 #define MSM_RDV_WINDOW_MS 10000
 /* How long after receiving a punch answer both sides dial (ms): long enough for both answers to arrive. */
 #define MSM_RDV_DELAY_MS 200
+/* Punch indexes per pair (docs/nat.md "Several connections per pair"): a pair's punches take 0, 1, ...,
+ * MSM_PUNCH_INDEXES - 1, then 0 again; MSM_PUNCH_PAIRS pairs are remembered, the least recently used forgotten. */
+#define MSM_PUNCH_INDEXES 16
+#define MSM_PUNCH_PAIRS 256
 /* A RENDEZVOUS_REQUEST whose punch failed (or of a pair without observed addresses) is answered with a relay
  * when the run has one (msm_set_relays): the answers carry the nonce last set here in the first 16 bytes of
  * their token, and the server mints the token both sides present from it (relay_token_make) before sending.

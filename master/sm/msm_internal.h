@@ -129,6 +129,12 @@ struct msm {
     uint8_t rdv_nonce[16];    /* msm_set_rendezvous_nonce: the next relay pair's */
     ccoip_socket_address_t relays[MSM_RELAYS_MAX]; /* msm_set_relays */
     uint32_t nrelays;
+    struct {
+        uint64_t lo, hi; /* the pair's control connections, lo < hi (0: a free slot) */
+        uint64_t used;   /* punch_uses when last given an index: the least recent is replaced */
+        uint8_t next;    /* the index its next punch gets */
+    } punch_pairs[MSM_PUNCH_PAIRS];
+    uint64_t punch_uses;
 };
 
 msm_peer_t *msm_find(msm_t *m, uint64_t conn);

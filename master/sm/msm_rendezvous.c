@@ -106,6 +106,29 @@ static void relay_pair(msm_t *m, msm_peer_t *p, msm_peer_t *t, uint32_t req) {
     PLOG_INFO("master", "rendezvous: %s meets %s at a relay", msm_peer_name(p, x), msm_peer_name(t, y));
 }
 
+/* The punch index of the pair's next punch: a rolling counter per pair, so that a pair's concurrent punched
+ * connections (ring stripes, shared state) use distinct port pairs (docs/nat.md). */
+static uint8_t punch_index(msm_t *m, const msm_peer_t *p, const msm_peer_t *t) {
+    uint64_t lo = p->conn < t->conn ? p->conn : t->conn, hi = p->conn < t->conn ? t->conn : p->conn;
+    int slot = 0;
+    for (int i = 0; i < MSM_PUNCH_PAIRS; i++) {
+        if (m->punch_pairs[i].lo == lo && m->punch_pairs[i].hi == hi) {
+            slot = i;
+            break;
+        }
+        if (m->punch_pairs[i].used < m->punch_pairs[slot].used) slot = i; /* else: the least recently used */
+    }
+    if (m->punch_pairs[slot].lo != lo || m->punch_pairs[slot].hi != hi) {
+        m->punch_pairs[slot].lo = lo;
+        m->punch_pairs[slot].hi = hi;
+        m->punch_pairs[slot].next = 0;
+    }
+    m->punch_pairs[slot].used = ++m->punch_uses;
+    uint8_t index = m->punch_pairs[slot].next;
+    m->punch_pairs[slot].next = (uint8_t)((index + 1) % MSM_PUNCH_INDEXES);
+    return index;
+}
+
 void msm_on_rendezvous(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     msm_peer_t *t = find_uuid(m, msg->u.rdv_req.target);
     const char *why = check(m, p, t);
@@ -125,10 +148,12 @@ void msm_on_rendezvous(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     }
     wire_msg_t to_dialer = answer(msg->u.rdv_req.req, p, t, WIRE_RDV_PUNCH, WIRE_RDV_DIALER);
     wire_msg_t to_target = answer(0, t, p, WIRE_RDV_PUNCH, WIRE_RDV_TARGET);
+    to_dialer.u.rdv.index = to_target.u.rdv.index = punch_index(m, p, t);
     msm_send(m, t->conn, &to_target);
     msm_send(m, p->conn, &to_dialer);
     char a[MSM_NAME_MAX], b[MSM_NAME_MAX];
-    PLOG_INFO("master", "rendezvous: %s punches to %s", msm_peer_name(p, a), msm_peer_name(t, b));
+    PLOG_INFO("master", "rendezvous: %s punches to %s (index %u)", msm_peer_name(p, a), msm_peer_name(t, b),
+              to_dialer.u.rdv.index);
 }
 
 void msm_on_edges(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # NAT traversal (b): two peers behind two different port-preserving masquerading NAT routers and one public peer
 # (tests/e2e/nat_lib.sh). A relay is announced, but the NAT peers reach each other by hole punching (simultaneous
-# open through both routers): not one packet reaches the relay. One NAT peer is SIGKILLed and a new one joins from
+# open through both routers), two connections per ring edge (--pool 2: the pair's second punch has its own
+# punch index, docs/nat.md): not one packet reaches the relay. One NAT peer is SIGKILLed and a new one joins from
 # behind the same router; every peer ends with one hash. Skips (exit 0) only when namespaces or iptables NAT
 # cannot be used here.
 # usage: tests/e2e/test_netns_nat_b.sh BIN_DIR
@@ -14,7 +15,7 @@ nat_router n1 1
 nat_router n2 2
 nat_relay
 nat_start_master --relay "$NAT_RELAY"
-args=(--workload synthetic --steps 40 --size 200000 --step-delay 100 --min-world 3)
+args=(--workload synthetic --steps 40 --size 200000 --step-delay 100 --min-world 3 --pool 2)
 nat_peer p1 h1 "${args[@]}"; P1=$LAST_PID
 nat_peer n1 n1 "${args[@]}"; N1=$LAST_PID
 nat_peer n2 n2 "${args[@]}"; N2=$LAST_PID

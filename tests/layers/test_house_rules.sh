@@ -3,7 +3,7 @@
 #  - scripts/check_function_length.py: no function in libpccl/, master/ or cli/ longer than 120 lines;
 #  - scripts/check_conventions.py: internal functions return 0 or -PERR_<NAME> (libpccl/src/base/err.h), no
 #    private result enum, no bare negative result, and only API entry points and *_result mappings return
-#    pcclResult_t.
+#    pcclResult_t; a deadline wait goes through pwait_cond_sleep (no pthread_cond_timedwait elsewhere).
 # A copy with a 130-line function, one with a private result enum and a `return -2;`, and one with an internal
 # function returning pcclResult_t, is each reported.
 set -euo pipefail
@@ -28,6 +28,13 @@ rc=0; out=$(python3 "$root/scripts/check_conventions.py" "$tmp") || rc=$?
 [ "$rc" = 1 ] && grep -q 'result-enum' <<<"$out" && grep -q 'magic-return' <<<"$out" ||
     { echo "FAIL: a private result enum and return -2 passed: $out"; exit 1; }
 echo "ok: a private result enum and a bare negative return are reported"
+printf '%s\n' '#include <pthread.h>' \
+    'int wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, const struct timespec *t) {' \
+    '    return pthread_cond_timedwait(cv, mu, t) ? -PERR_TIMEOUT : 0;' '}' > "$tmp/master/timed.c"
+rc=0; out=$(python3 "$root/scripts/check_conventions.py" "$tmp" master) || rc=$?
+[ "$rc" = 1 ] && grep -q 'timed.c:3: raw-timedwait' <<<"$out" ||
+    { echo "FAIL: a pthread_cond_timedwait outside base/wait.c passed: $out"; exit 1; }
+echo "ok: a pthread_cond_timedwait outside base/wait.c is reported"
 mkdir -p "$tmp/edge/libpccl/include" "$tmp/edge/libpccl/src/api" "$tmp/edge/libpccl/src/op"
 printf '#define PCCL_EXPORT\ntypedef int pcclResult_t;\nPCCL_EXPORT pcclResult_t pcclFoo(int x);\n' \
     > "$tmp/edge/libpccl/include/pccl.h"

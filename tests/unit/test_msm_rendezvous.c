@@ -1,5 +1,5 @@
 /* test_msm_rendezvous.c - the master as rendezvous (master/sm/msm_rendezvous.c, docs/nat.md): a RENDEZVOUS
- * is answered to both sides with the other's observed address; a request for an unknown, departed or
+ * is answered to both sides with the other's observed address and the pair's punch index; a request for an unknown, departed or
  * other-group target, or for itself, is refused to the requester alone; a stranger cannot trigger one; each
  * peer's requests are bounded per window; a failed punch without a relay is refused, with one both sides meet at
  * the relay with one nonce; the reachability verdict,
@@ -54,6 +54,29 @@ static void test_punch_answers_both(void) {
     CHECK_EQ_U64(t->u.rdv.port, 40001);
     CHECK_EQ_U64(t->u.rdv.delay_ms, d->u.rdv.delay_ms); /* both dial at the same moment */
     CHECK(!kicked(1) && !kicked(2));
+}
+
+/* A pair's punches get distinct indexes whichever side asks (both sides told the same one), 0 first, rolling
+ * over after MSM_PUNCH_INDEXES; another pair counts on its own. */
+static void test_punch_index_per_pair(void) {
+    two_peers();
+    connect_(3);
+    observe(3);
+    hello_g(3, 0, 1);
+    for (uint32_t k = 0; k < MSM_PUNCH_INDEXES + 2; k++) {
+        clear_log();
+        if (k % 2) rendezvous(2, 1, 0, k);
+        else rendezvous(1, 2, 0, k);
+        const wire_msg_t *a = last_to(1, M2C_RENDEZVOUS), *b = last_to(2, M2C_RENDEZVOUS);
+        CHECK(a && b && a->u.rdv.mode == WIRE_RDV_PUNCH && b->u.rdv.mode == WIRE_RDV_PUNCH);
+        CHECK(a && b && a->u.rdv.index == k % MSM_PUNCH_INDEXES && b->u.rdv.index == a->u.rdv.index);
+        if (k == 2) {
+            clear_log();
+            rendezvous(3, 1, 0, 99);
+            const wire_msg_t *c = last_to(3, M2C_RENDEZVOUS);
+            CHECK(c && c->u.rdv.mode == WIRE_RDV_PUNCH && c->u.rdv.index == 0);
+        }
+    }
 }
 
 static void test_unknown_and_departed_targets_refused(void) {
@@ -208,6 +231,7 @@ static void test_relayed_edges_penalized(void) {
 int main(void) {
     pccl_log_set_level(PCCL_LOG_ERROR); /* kicks log warnings by design */
     RUN_TEST(test_punch_answers_both);
+    RUN_TEST(test_punch_index_per_pair);
     RUN_TEST(test_unknown_and_departed_targets_refused);
     RUN_TEST(test_other_group_refused);
     RUN_TEST(test_stranger_cannot_trigger);

@@ -213,6 +213,7 @@ static wire_msg_t make(uint16_t t) {
         u->rdv.delay_ms = 200;
         fill(u->rdv.token, 32, 0x43);
         snprintf(u->rdv.reason, sizeof u->rdv.reason, "no relay");
+        u->rdv.index = 3;
         break;
     default: /* the payload-less types */
         break;
@@ -317,8 +318,8 @@ static const struct golden {
 {118, /* COLL_REVOKE */
  "0000001a0076abcdef01234567ff00000076000000ec8000000000000003"},
 {119, /* RENDEZVOUS */
- "0000005800770a0b0c0d42678cb1d6fb20456a8fb4d9fe23486d010104c6336407000000000000000000000000ee4900"
- "0000c843688db2d7fc21466b90b5daff24496e93b8dd02274c7196bbe0052a4f7499be086e6f2072656c6179"},
+ "0000005900770a0b0c0d42678cb1d6fb20456a8fb4d9fe23486d010104c6336407000000000000000000000000ee4900"
+ "0000c843688db2d7fc21466b90b5daff24496e93b8dd02274c7196bbe0052a4f7499be086e6f2072656c617903"},
 };
 #define NGOLDEN (sizeof GOLDEN / sizeof GOLDEN[0])
 

@@ -239,6 +239,7 @@ typedef struct wire_msg {
             uint32_t delay_ms; /* punch: dial this long after receipt */
             uint8_t token[32]; /* relay: the pair's token */
             char reason[256];  /* refused: why */
+            uint8_t index;     /* punch: the pair's punch index (docs/nat.md): both sides add it to both ports */
         } rdv;
     } u;
 } wire_msg_t;

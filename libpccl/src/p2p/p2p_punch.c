@@ -35,6 +35,7 @@ typedef struct p2p_rdv {
     uint8_t token[32]; /* relay: the pair's */
     ccoip_socket_address_t addr;
     uint32_t delay_ms;
+    uint8_t index; /* punch: the pair's punch index (addr already has it added) */
     char reason[256];
     int claimed_fd; /* the target's dial that reached our listener (-1: none) */
     struct p2p_rdv *next;
@@ -45,14 +46,16 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-/* Dials `to` from this peer's p2p port until it connects, the window ends, the connection turns out to
- * exist already (EADDRNOTAVAIL: the other side's dial reached our listener) or stop says so. */
-static int punch_dial(pcclComm_t *c, const ccoip_socket_address_t *to, uint64_t until, const net_cancel_t *cancel,
-                      int (*stop)(pcclComm_t *, void *), void *arg) {
+/* Dials `to` from this peer's p2p port + index until it connects, the window ends, the connection turns out
+ * to exist already (EADDRNOTAVAIL: the other side's dial reached our listener) or stop says so. */
+static int punch_dial(pcclComm_t *c, const ccoip_socket_address_t *to, uint8_t index, uint64_t until,
+                      const net_cancel_t *cancel, int (*stop)(pcclComm_t *, void *), void *arg) {
     int fd = -PERR_TIMEOUT;
+    uint32_t from = (uint32_t)c->p2p.port + index;
+    if (from > 65535 || to->port == 0) return -PERR_IO; /* no such port: the relay's turn */
     while (net_now_ms() < until && !atomic_load(&c->shutting_down) && !(stop && stop(c, arg))) {
         uint64_t left = until - net_now_ms();
-        fd = net_connect_from(to, c->p2p.port, (int)(left < P2P_PUNCH_TRY_MS ? left : P2P_PUNCH_TRY_MS) + 1, cancel);
+        fd = net_connect_from(to, (uint16_t)from, (int)(left < P2P_PUNCH_TRY_MS ? left : P2P_PUNCH_TRY_MS) + 1, cancel);
         if (fd >= 0 || fd == -PERR_CANCELLED) return fd;
         if (errno == EADDRNOTAVAIL || errno == EADDRINUSE) return -PERR_BUSY;
         if (fd == -PERR_IO) sleep_ms(20); /* refused or unreachable: the other side's mapping may not exist yet */
@@ -64,7 +67,7 @@ typedef struct target_arg {
     pcclComm_t *c;
     ccoip_socket_address_t to;
     uint32_t delay_ms;
-    uint8_t mode, token[32], peer[16];
+    uint8_t mode, index, token[32], peer[16];
 } target_arg_t;
 
 /* Gives the acceptor fd, made for peer by a rendezvous (how: WIRE_EDGE_PUNCHED or _RELAYED). */
@@ -97,7 +100,7 @@ static void *target_main(void *arg) {
             if (fd < 0) PLOG_WARN(c->log_name, "relay: %s", err);
         } else {
             sleep_ms((int)(t.delay_ms > 2000 ? 2000 : t.delay_ms));
-            fd = punch_dial(c, &t.to, net_now_ms() + P2P_PUNCH_WINDOW_MS, &cancel, NULL, NULL);
+            fd = punch_dial(c, &t.to, t.index, net_now_ms() + P2P_PUNCH_WINDOW_MS, &cancel, NULL, NULL);
         }
         comm_wait_close(c, &w);
     }
@@ -106,9 +109,16 @@ static void *target_main(void *arg) {
     return NULL;
 }
 
+/* The address a rendezvous answer names: for a punch, the other side's observed port plus the pair's punch
+ * index (docs/nat.md "Several connections per pair"); 0 where that is no port. */
+static ccoip_socket_address_t rdv_addr(const wire_msg_t *msg) {
+    uint32_t port = msg->u.rdv.port + (msg->u.rdv.mode == WIRE_RDV_PUNCH ? msg->u.rdv.index : 0);
+    return (ccoip_socket_address_t){.inet = msg->u.rdv.ip, .port = (uint16_t)(port > 65535 ? 0 : port)};
+}
+
 static void start_target(pcclComm_t *c, const wire_msg_t *msg) {
     char where[ADDR_STRLEN];
-    ccoip_socket_address_t to = {.inet = msg->u.rdv.ip, .port = msg->u.rdv.port};
+    ccoip_socket_address_t to = rdv_addr(msg);
     addr_str(&to, where);
     if (atomic_fetch_add(&c->p2p.punchers, 1) >= P2P_PUNCHERS_MAX) {
         atomic_fetch_sub(&c->p2p.punchers, 1);
@@ -121,7 +131,8 @@ static void start_target(pcclComm_t *c, const wire_msg_t *msg) {
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (t) {
-        *t = (target_arg_t){.c = c, .to = to, .delay_ms = msg->u.rdv.delay_ms, .mode = msg->u.rdv.mode};
+        *t = (target_arg_t){
+            .c = c, .to = to, .delay_ms = msg->u.rdv.delay_ms, .mode = msg->u.rdv.mode, .index = msg->u.rdv.index};
         memcpy(t->token, msg->u.rdv.token, 32);
         memcpy(t->peer, msg->u.rdv.peer, 16);
     }
@@ -130,8 +141,8 @@ static void start_target(pcclComm_t *c, const wire_msg_t *msg) {
         atomic_fetch_sub(&c->p2p.punchers, 1);
         PLOG_WARN(c->log_name, "rendezvous at %s dropped: cannot start a thread", where);
     } else {
-        PLOG_INFO(c->log_name, "%s %s for a peer that cannot dial us",
-                  msg->u.rdv.mode == WIRE_RDV_RELAY ? "meeting at the relay" : "punching to", where);
+        PLOG_INFO(c->log_name, "%s %s (punch index %u) for a peer that cannot dial us",
+                  msg->u.rdv.mode == WIRE_RDV_RELAY ? "meeting at the relay" : "punching to", where, msg->u.rdv.index);
     }
     pthread_attr_destroy(&attr);
 }
@@ -148,7 +159,8 @@ int p2p_route_rendezvous(pcclComm_t *c, wire_msg_t *msg) {
         if (r->req != msg->u.rdv.req || r->answered) continue;
         r->answered = 1;
         r->mode = msg->u.rdv.has_ip || msg->u.rdv.mode == WIRE_RDV_REFUSED ? msg->u.rdv.mode : WIRE_RDV_REFUSED;
-        r->addr = (ccoip_socket_address_t){.inet = msg->u.rdv.ip, .port = msg->u.rdv.port};
+        r->addr = rdv_addr(msg);
+        r->index = msg->u.rdv.index;
         r->delay_ms = msg->u.rdv.delay_ms > 2000 ? 2000 : msg->u.rdv.delay_ms;
         memcpy(r->token, msg->u.rdv.token, 32);
         snprintf(r->reason, sizeof r->reason, "%s", msg->u.rdv.reason);
@@ -195,13 +207,8 @@ static int wait_locked(pcclComm_t *c, p2p_rdv_t *r, int (*what)(const p2p_rdv_t 
             return -PERR_CANCELLED;
         uint64_t now = net_now_ms();
         if (now >= deadline) return -PERR_TIMEOUT;
-        uint64_t step = deadline - now < 20 ? deadline - now : 20; /* a cancel is seen within a slice */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)step * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&c->p2p.cv, &c->p2p.mu, &ts);
+        /* a cancel is seen within a slice; p2p.cv runs on net_now_ms's clock (pwait_cond_init) */
+        pwait_cond_sleep(&c->p2p.cv, &c->p2p.mu, deadline - now < 20 ? deadline : now + 20);
     }
     return 0;
 }
@@ -251,7 +258,7 @@ static int ask(pcclComm_t *c, p2p_rdv_t *r, int punch_failed, uint64_t deadline,
 static int punch_as_dialer(pcclComm_t *c, p2p_rdv_t *r, uint64_t deadline, const net_cancel_t *cancel) {
     sleep_ms((int)r->delay_ms);
     uint64_t until = net_now_ms() + P2P_PUNCH_WINDOW_MS;
-    int fd = punch_dial(c, &r->addr, until < deadline ? until : deadline, cancel, claimed_stop, r);
+    int fd = punch_dial(c, &r->addr, r->index, until < deadline ? until : deadline, cancel, claimed_stop, r);
     if (fd >= 0 || fd == -PERR_CANCELLED) return fd;
     pthread_mutex_lock(&c->p2p.mu); /* the target's dial may have reached our listener */
     int rc = wait_locked(c, r, is_claimed, fd == -PERR_BUSY ? net_now_ms() + 1000 : net_now_ms(), cancel);
@@ -280,6 +287,10 @@ static int rendezvous(pcclComm_t *c, const uint8_t peer[16], uint64_t deadline, 
         fd = punch_as_dialer(c, r, deadline, cancel);
         *how = WIRE_EDGE_PUNCHED;
         if (fd < 0 && fd != -PERR_CANCELLED) {
+            char where[ADDR_STRLEN];
+            addr_str(&r->addr, where);
+            PLOG_WARN(c->log_name, "punch to %s (punch index %u) made no connection; asking for a relay", where,
+                      r->index);
             snprintf(err, errlen, "punch: no connection");
             fd = ask(c, r, 1, deadline, cancel, err, errlen); /* a relay, where the run has one */
             if (fd < 0) fd = fd == -PERR_REFUSED ? -PERR_IO : fd;
