@@ -17,13 +17,14 @@ cd "$(dirname "$0")/.."
 configs=("$@"); [ ${#configs[@]} -eq 0 ] && configs=(asan tsan)
 stress_minutes=${PCCL_SAN_STRESS_MINUTES:-1}
 status=0
-# Instrumented code is slow, so smaller buffers still keep the mid-operation kills inside an operation;
+# Instrumented code is slow, so smaller buffers still keep the mid-operation kills inside an operation, and fewer
+# inner steps keep test_join_stop's computing peer busy for seconds, not minutes;
 # the multi-source join with a source killed works the same at 256 MiB as at 1 GiB (four instrumented
 # peers holding 1 GiB each would need most of the machine's memory and minutes). Set per configuration.
 for cfg in "${configs[@]}"; do
     case $cfg in
         asan) flags=address,undefined; skip='heavy|training'
-              export PCCL_TEST_MIDOP_BYTES=48000000 PCCL_SS_KILLED_MIB=256
+              export PCCL_TEST_MIDOP_BYTES=48000000 PCCL_SS_KILLED_MIB=256 PCCL_TEST_LONG_INNER_STEPS=100
               # abort_on_error also for UBSan: its default is exit 1, which the stress test accepts
               # from a peer that was stopped or cut off
               export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
@@ -35,8 +36,8 @@ for cfg in "${configs[@]}"; do
               stress_args=(--master-env "ASAN_OPTIONS=$ASAN_OPTIONS:quarantine_size_mb=4:thread_local_quarantine_size_kb=64") ;;
         tsan) flags=thread; skip='heavy|compute|training|master_loop|asan_only'
               # TSan runs a peer's ring several times slower than ASan: a third of ASan's mid-operation
-              # buffer, half its killed-source join, 80 leave steps instead of 150
-              export PCCL_TEST_MIDOP_BYTES=16000000 PCCL_SS_KILLED_MIB=128 PCCL_TEST_LEAVE_STEPS=80
+              # buffer, half its killed-source join, 80 leave steps instead of 150, a peer computing 40 inner steps, not 300
+              export PCCL_TEST_MIDOP_BYTES=16000000 PCCL_SS_KILLED_MIB=128 PCCL_TEST_LEAVE_STEPS=80 PCCL_TEST_LONG_INNER_STEPS=40
               export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1
               # TSan makes every step about 7x slower (median 0.3 s instead of 0.04 s; a step that
               # also accepts newcomers up to 2.5 s). The progress limit (timeout + one step, one step
@@ -54,6 +55,6 @@ for cfg in "${configs[@]}"; do
         echo "== $cfg: stress run ($stress_minutes min)"
         ./scripts/stress.sh --bin "build-$cfg/bin" --minutes "$stress_minutes" --seed 1 "${stress_args[@]}" || status=1
     fi
-    unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS OMP_NUM_THREADS PCCL_TEST_LEAVE_STEPS PCCL_TEST_MIDOP_BYTES PCCL_SS_KILLED_MIB
+    unset ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS OMP_NUM_THREADS PCCL_TEST_LEAVE_STEPS PCCL_TEST_MIDOP_BYTES PCCL_SS_KILLED_MIB PCCL_TEST_LONG_INNER_STEPS
 done
 exit $status

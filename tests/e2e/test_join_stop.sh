@@ -5,9 +5,11 @@
 # peer computes (a clean leave: the master aborts no collective), and computing DiLoCo's inner steps;
 # receiving the shared state in a sync made long by a rate-limited relay in front of one source (its
 # transfer ends at once; the others go on).
-# PCCL_TEST_STOP_MS (default 2000) is the bound, for slow sanitizer builds.
+# PCCL_TEST_STOP_MS (default 2000) is the bound, for slow sanitizer builds; PCCL_TEST_LONG_INNER_STEPS (default
+# 300) the inner steps of the peer stopped while it computes: sanitizer builds compute several times slower.
 . "$(dirname "$0")/lib.sh"
 STOP_MS=${PCCL_TEST_STOP_MS:-2000}
+LONG_INNER=${PCCL_TEST_LONG_INNER_STEPS:-300}
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -74,7 +76,7 @@ stop b "$B"
 # while it computes).
 start_master
 start_peer c --workload fashion-mnist --steps 1000 --inner-steps 1; C=$LAST_PID
-start_peer d --workload fashion-mnist --steps 1000 --inner-steps 300; D=$LAST_PID
+start_peer d --workload fashion-mnist --steps 1000 --inner-steps "$LONG_INNER"; D=$LAST_PID
 wait_events "$WORK/c.log" step 1 300
 wait_status "sum(p['state'] == 'collective' for p in s['peers']) == 1" 300
 aborted=$(status_py "s['counters']['collectives_aborted']")
