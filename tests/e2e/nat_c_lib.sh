@@ -13,7 +13,7 @@ nat_public
 nat_host h1 198.18.0.11
 nat_router n1 1 random
 nat_router n2 2
-head -c 32 /dev/urandom > "$WORK/run.key"
+head -c 32 /dev/urandom | base64 > "$WORK/run.key"
 chmod 600 "$WORK/run.key"
 
 # scenario SUFFIX [KEY FLAGS...]: one run; SUFFIX tells the runs' logs apart
