@@ -194,7 +194,8 @@ void msm_ops_on_departure(msm_t *m, uint64_t conn) {
         next = op->next;
         if (!msm_op_member(op, conn)) continue;
         msm_op_remove(op, conn);
-        if (op->phase == MSM_PHASE_RUNNING && msm_kinds[op->kind].departure_fails) op->failed = 1;
+        /* a granted op's voters run their rings already: one of them leaving is a departure mid-operation */
+        if ((op->phase == MSM_PHASE_RUNNING || op->granted) && msm_kinds[op->kind].departure_fails) op->failed = 1;
         /* A vote nobody holds any more has nobody to answer; a granted one tells its other holders first
          * (msm_grants_check, once the ring changed). */
         if (op->phase == MSM_PHASE_VOTING && op->nmembers == 0 && !op->granted) op_free(m, op);

@@ -146,14 +146,15 @@ static void test_failure_before_every_vote(void) {
     for (uint64_t c = 1; c <= 3; c++) CHECK(end_of(c, M2C_COLL_COMPLETE, 4) != NULL);
 }
 
-/* A departure while members run under the grant aborts the operation for them, as in a commenced one (they restore
- * and retry); a member that had not voted yet loses its grant. The retry runs without the departed peer. */
+/* A voter's departure while members run under the grant aborts the operation for them, as in a commenced one (they
+ * restore and retry); a member that had not voted yet loses its grant. */
 static void test_departure_aborts(void) {
     make_group(4);
     uint64_t seq = plain_op(4, 9);
     clear_log();
     init_under(1, 9, 1000, seq);
     init_under(2, 9, 1000, seq);
+    init_under(4, 9, 1000, seq);
     disconnect(4);
     for (uint64_t c = 1; c <= 2; c++) {
         const wire_msg_t *a = end_of(c, M2C_COLL_ABORT, 9);
@@ -187,6 +188,32 @@ static void test_departure_aborts(void) {
     p2p_ok(5, 1);
     CHECK(is_accepted(5));
     for (uint64_t c = 1; c <= 2; c++) CHECK(end_of(c, M2C_COLL_REVOKE, 9) != NULL);
+}
+
+/* A holder that leaves before it voted under the grant leaves between operations: nothing is aborted; the members
+ * that ran under it get COLL_REVOKE (they stop, restore and vote again) and the plain vote runs without it. */
+static void test_departure_before_vote_revokes(void) {
+    make_group(4);
+    uint64_t seq = plain_op(4, 9);
+    clear_log();
+    init_under(1, 9, 1000, seq);
+    init_under(2, 9, 1000, seq);
+    disconnect(4);
+    for (uint64_t c = 1; c <= 3; c++) {
+        const wire_msg_t *r = end_of(c, M2C_COLL_REVOKE, 9);
+        CHECK(r && r->u.coll.op_seq == seq);
+        CHECK_EQ_U64(count_to(c, M2C_COLL_ABORT), 0);
+    }
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.collectives_aborted, 0);
+    clear_log();
+    for (uint64_t c = 1; c <= 3; c++) coll_init(c, 9);
+    const wire_msg_t *cm = commence_of(1, 9);
+    CHECK(cm && cm->u.commence.n == 3);
+    uint64_t s2 = cm ? cm->u.commence.op_seq : 0;
+    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 9, s2, 1);
+    for (uint64_t c = 1; c <= 3; c++) CHECK(end_of(c, M2C_COLL_COMPLETE, 9) != NULL);
 }
 
 /* An operation of another tag that needs the slot of an unused grant gets it; the grant is revoked. */
@@ -228,6 +255,7 @@ int main(void) {
     RUN_TEST(test_abort_after_every_vote);
     RUN_TEST(test_failure_before_every_vote);
     RUN_TEST(test_departure_aborts);
+    RUN_TEST(test_departure_before_vote_revokes);
     RUN_TEST(test_slot_shortage_revokes);
     RUN_TEST(test_not_granted);
     TEST_MAIN_END();
