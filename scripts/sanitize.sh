@@ -4,7 +4,7 @@
 # end-to-end tests (all but those labelled heavy or training; under TSan also the
 # number-crunching ones labelled compute and those of the master's single-threaded
 # loop, labelled master_loop, and the variants labelled asan_only) and then a chaos stress run (scripts/stress.sh,
-# PCCL_SAN_STRESS_MINUTES, default 1; 0 skips it).
+# PCCL_SAN_STRESS_MINUTES, default 0.5; 0 skips it).
 # Any sanitizer report fails the run: a process that reports aborts (ASan,
 # UBSan) or exits 66 (TSan), and the stress orchestrator also fails on a report
 # in any process's log, printing it and keeping the logs.
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 configs=("$@"); [ ${#configs[@]} -eq 0 ] && configs=(asan tsan)
-stress_minutes=${PCCL_SAN_STRESS_MINUTES:-1}
+stress_minutes=${PCCL_SAN_STRESS_MINUTES:-0.5}
 status=0
 # Instrumented code is slow, so smaller buffers still keep the mid-operation kills inside an operation, and fewer
 # inner steps keep test_join_stop's computing peer busy for seconds, not minutes;
