@@ -38,8 +38,8 @@ static void test_k(void) {
     CHECK_EQ_U64(pccl_topk_kept(&c), 123 + 3);
 }
 
-/* The offsets cost at most about log2(1 / fraction) + 2 bits each, so that a pack at 3% and 2 bits stays smaller
- * than SparseLoCo's (the ratio checked below); every fraction's stream fits the largest body. */
+/* The rule asserted: Rice-coded offsets cost at most about log2(1 / fraction) + 2 bits each, and every
+ * fraction's stream fits the largest body. */
 static void test_pack_size(void) {
     uint64_t n = 64 * 4096;
     float *in = malloc(n * sizeof *in), *acc = malloc(n * sizeof *acc);
