@@ -14,7 +14,7 @@
 double msm_algo_ring_s(const msm_algo_cost_t *c) {
     double n = c->world;
     if (c->bcast) return (n - 1.0) * c->alpha + c->bytes * c->beta_ring;
-    return 2.0 * (n - 1.0) * (c->alpha + c->bytes * c->beta_ring / n);
+    return (c->half ? 1.0 : 2.0) * (n - 1.0) * (c->alpha + c->bytes * c->beta_ring / n);
 }
 
 double msm_algo_rhd_s(const msm_algo_cost_t *c) {
@@ -23,6 +23,8 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c) {
     double byte = c->bytes * c->beta_rhd * MSM_ALGO_RHD_BYTE_FACTOR;
     double alpha = c->alpha_rhd > 0 ? c->alpha_rhd : c->alpha;
     if (c->bcast) return (steps + (c->world > p)) * (alpha + byte);
+    if (c->half) /* the fold and the unfold: the whole vector one way, one member's block the other */
+        return steps * alpha + (p - 1.0) / p * byte + (c->world > p) * (2.0 * alpha + (1.0 + 1.0 / c->world) * byte);
     double t = 2.0 * steps * alpha + 2.0 * (p - 1.0) / p * byte;
     if (c->world > p) t += 2.0 * (alpha + byte);
     return t;
@@ -33,8 +35,7 @@ int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t hol
     if (quantized) return 0;
     if (kind == pcclExtCollBroadcast) return holders == 1;
     if (kind != pcclExtCollReduceScatter && kind != pcclExtCollAllGather && kind != pcclExtCollAllGatherV) return 0;
-    if (kind != pcclExtCollReduceScatter) return by_position && world >= 2; /* all-gathers fold */
-    return by_position && world >= 2 && (world & (world - 1)) == 0;
+    return by_position && world >= 2; /* a world that is not a power of two folds */
 }
 
 uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c) {
@@ -102,6 +103,7 @@ uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced,
     msm_algo_links_t l;
     if (msm_algo_links(m, conns, world, &l) != 0) l = (msm_algo_links_t){0}; /* the defaults */
     msm_algo_cost_t c = msm_algo_cost_of(&l, bytes, world, kind == pcclExtCollBroadcast);
+    c.half = kind == pcclExtCollReduceScatter || kind == pcclExtCollAllGather || kind == pcclExtCollAllGatherV;
     return msm_algo_choose(has_rhd, forced, &c);
 }
 

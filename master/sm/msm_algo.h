@@ -25,25 +25,27 @@ typedef struct msm_algo_cost {
     double bytes, alpha, beta_ring, beta_rhd, alpha_rhd;
     uint32_t world;
     int bcast; /* a broadcast: the chain against the binomial tree */
+    int half;  /* a reduce-scatter or an all-gather: one half of the all-reduce */
 } msm_algo_cost_t;
 
 /* Modelled seconds of an all-reduce: the ring 2 (N - 1) (alpha + n beta / N); recursive halving and doubling
  * over p = 2^floor(log2 N) 2 log2 p alpha + 2 (p - 1) / p n kappa beta, plus 2 (alpha + n kappa beta) when
- * r = N - p > 0 (the fold and the result's return). Of a broadcast: the pipelined chain (N - 1) alpha + n beta,
- * the binomial tree ceil(log2 N) (alpha + n kappa beta). */
+ * r = N - p > 0 (the fold and the result's return). Of a reduce-scatter or an all-gather (half): the ring
+ * (N - 1) (alpha + n beta / N); rhd log2 p alpha + (p - 1) / p n kappa beta, plus 2 alpha + (1 + 1 / N) n kappa
+ * beta when r > 0 (the whole vector one way at the fold or the unfold, one member's block the other way). Of a
+ * broadcast: the pipelined chain (N - 1) alpha + n beta, the binomial tree ceil(log2 N) (alpha + n kappa beta). */
 double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
 
 /* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
- * an all-reduce (quantized or not), a plain reduce-scatter of a power-of-two world, or an all-gather or all-gather
- * of variable counts of any world, whose ranks are its ring positions (by_position); for a broadcast with one holder (holders:
- * the root, no other member holding its data) WIRE_ALGO_RHD means the binomial tree. */
+ * an all-reduce (quantized or not), or a plain reduce-scatter, an all-gather or an all-gather of variable counts
+ * of any world whose ranks are its ring positions (by_position); for a broadcast with one holder (holders: the
+ * root, no other member holding its data) WIRE_ALGO_RHD means the binomial tree. */
 int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world);
 
 /* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation whose members forced `forced` (WIRE_ALGO_*;
  * equal on every member, msm_coll_check): the ring where rhd does not exist (has_rhd 0), else a forced choice,
- * else the model's cheaper one. The all-reduce's formulas serve the reduce-scatter and all-gather too: in a
- * power-of-two world each algorithm's reduce-scatter, and its all-gather, costs exactly half its all-reduce. */
+ * else the model's cheaper one. */
 uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
 
 /* What the master measured between an operation's members (msm_algo_links). */
@@ -63,7 +65,8 @@ int msm_algo_links(const msm_t *m, const uint64_t *conns, uint32_t world, msm_al
 msm_algo_cost_t msm_algo_cost_of(const msm_algo_links_t *l, uint64_t bytes, uint32_t world, int bcast);
 
 /* The algorithm of an operation of kind over the members conns[0..world) in ring order (msm_algo_choose with the
- * model of msm_algo_cost_of over msm_algo_links). */
+ * model of msm_algo_cost_of over msm_algo_links, priced as one half of an all-reduce for a reduce-scatter or an
+ * all-gather and as a broadcast for a broadcast). */
 uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes,
                      const uint64_t *conns, uint32_t world);
 

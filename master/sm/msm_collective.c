@@ -177,9 +177,7 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     /* Slots an unused grant holds go to an operation that needs them (the grant is revoked). */
     uint64_t avail = free_slots(m, g) | c->slots, slots = 0; /* an unpipelined op's own slots */
     uint32_t could = (uint32_t)__builtin_popcountll(avail | msm_grant_slots(m, g->id));
-    /* recursive halving and doubling stripes its all-reduce; its other kinds run on one connection per partner */
-    int one = w.u.commence.algo == WIRE_ALGO_RHD && w.u.commence.kind != pcclExtCollAllReduce;
-    uint32_t want = could && !one ? stripes_for(m, g, c, could) : 1, k = 0;
+    uint32_t want = could ? stripes_for(m, g, c, could) : 1, k = 0; /* the ring and rhd stripe alike */
     while ((uint32_t)__builtin_popcountll(avail) < want && msm_grant_revoke_oldest(m, g->id))
         avail = free_slots(m, g) | c->slots;
     if (!avail) { /* all connections busy: wait for one */

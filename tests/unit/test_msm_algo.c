@@ -4,6 +4,8 @@
  * force different ones are rejected on every member with the reason. The round trips the bandwidth probes
  * measured set the latency: the crossover moves to larger payloads as it grows, the ring's edges set the ring's,
  * the slowest pair the partners'. */
+#include <math.h>
+
 #include "msm_harness.h"
 #include "pccl_coll.h"
 #include "sm/msm_algo.h"
@@ -40,10 +42,11 @@ static void test_model(void) {
     CHECK(msm_algo_choose(1, WIRE_ALGO_RHD, &large) == WIRE_ALGO_RHD);
     CHECK(msm_algo_choose(1, WIRE_ALGO_RING, &small) == WIRE_ALGO_RING);
     CHECK(msm_algo_choose(0, WIRE_ALGO_RHD, &small) == WIRE_ALGO_RING);
-    /* where rhd exists: all-reduces, quantized or not; plain reduce-scatters of power-of-two worlds ranked by
-     * position */
+    /* where rhd exists: all-reduces, quantized or not; plain reduce-scatters of any world ranked by position (3, 5,
+     * 6 and 7 fold) */
     CHECK(msm_algo_has_rhd(pcclExtCollAllReduce, 0, 0, 1, 5) && msm_algo_has_rhd(pcclExtCollAllReduce, 1, 1, 1, 4));
-    CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 6));
+    for (uint32_t w = 2; w <= 9; w++) CHECK(msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, w));
+    CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 1, 1, 1) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 1, 6));
     CHECK(!msm_algo_has_rhd(pcclExtCollReduceScatter, 0, 0, 1, 8) && !msm_algo_has_rhd(pcclExtCollReduceScatter, 1, 1, 1, 8));
     CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 8) && msm_algo_has_rhd(pcclExtCollAllGatherV, 0, 1, 1, 4));
     CHECK(msm_algo_has_rhd(pcclExtCollAllGather, 0, 1, 1, 6) && !msm_algo_has_rhd(pcclExtCollAllGather, 0, 0, 1, 6));
@@ -56,6 +59,28 @@ static void test_model(void) {
     CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &b_large) == WIRE_ALGO_RING);
     CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &b_three) == WIRE_ALGO_RING);
     CHECK(strcmp(msm_algo_name(WIRE_ALGO_RHD), "rhd") == 0 && strcmp(msm_algo_name(9), "unknown") == 0);
+}
+
+/* A reduce-scatter or an all-gather costs each algorithm half its all-reduce in a power-of-two world; where the
+ * world folds, rhd pays two more latencies and the whole vector once more: 4 KiB in a world of 3 or 5 (the ring's
+ * 2 and 4 hops against rhd's 3 and 4) stays on the ring, 6, 7 and 12 run rhd; 16 MiB stays on the ring. */
+static void test_model_half(void) {
+    for (uint32_t n = 4; n <= 64; n *= 2) {
+        msm_algo_cost_t full = cost(4096, n), half = full;
+        half.half = 1;
+        CHECK(fabs(msm_algo_ring_s(&half) * 2 - msm_algo_ring_s(&full)) < 1e-12);
+        CHECK(fabs(msm_algo_rhd_s(&half) * 2 - msm_algo_rhd_s(&full)) < 1e-12);
+    }
+    const uint32_t worlds[] = {3, 5, 6, 7, 12};
+    const uint8_t small[] = {WIRE_ALGO_RING, WIRE_ALGO_RING, WIRE_ALGO_RHD, WIRE_ALGO_RHD, WIRE_ALGO_RHD};
+    for (int i = 0; i < 5; i++) {
+        msm_algo_cost_t s = cost(4096, worlds[i]), l = cost(16 << 20, worlds[i]), fold = cost(16 << 20, worlds[i]);
+        s.half = l.half = 1;
+        CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &s) == small[i]);
+        CHECK(msm_algo_choose(1, WIRE_ALGO_AUTO, &l) == WIRE_ALGO_RING);
+        /* the fold's whole vector: more than half the all-reduce's rhd time */
+        CHECK(msm_algo_rhd_s(&l) * 2 > msm_algo_rhd_s(&fold));
+    }
 }
 
 static void vote_kind(uint64_t conn, uint64_t tag, uint8_t kind, uint64_t count, uint8_t algo, uint8_t quant) {
@@ -98,8 +123,8 @@ static void run(int n, uint64_t tag, uint64_t count, uint8_t algo, uint8_t quant
     run_kind(n, tag, pcclExtCollAllReduce, count, algo, quant, expect);
 }
 
-/* A reduce-scatter and an all-gather have recursive halving or doubling in a power-of-two world ranked by ring
- * position only. */
+/* A reduce-scatter and an all-gather have recursive halving or doubling in a world of any size ranked by ring
+ * position; the model chooses by size and world. */
 static void test_reduce_scatter(void) {
     make_group(4);
     run_kind(4, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
@@ -109,8 +134,13 @@ static void test_reduce_scatter(void) {
     run_kind(4, 5, pcclExtCollAllGather, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
     restart();
     make_group(3);
-    run_kind(3, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RING);
-    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD); /* folds */
+    run_kind(3, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD); /* folds */
+    run_kind(3, 2, pcclExtCollAllGather, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);     /* folds */
+    run_kind(3, 3, pcclExtCollReduceScatter, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING); /* no hop saved */
+    restart();
+    make_group(6);
+    run_kind(6, 1, pcclExtCollReduceScatter, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
+    run_kind(6, 2, pcclExtCollReduceScatter, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
 }
 
 static void test_auto_by_size(void) {
@@ -129,8 +159,8 @@ static void test_auto_small_world(void) {
     run(3, 2, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);
 }
 
-/* An rhd all-reduce, quantized or not, stripes over the pool as the ring does; an rhd reduce-scatter gets one
- * slot. */
+/* An rhd all-reduce, quantized or not, stripes over the pool as the ring does, and so do an rhd reduce-scatter, an
+ * all-gather and a tree broadcast. */
 static void test_rhd_stripes(void) {
     make_group_ex(1, 4, 0, 4);
     msm_set_stripe(M, 1u << 20, 1);
@@ -142,10 +172,15 @@ static void test_rhd_stripes(void) {
         uint64_t seq = commenced_seq(1, 10 + quant);
         for (uint64_t c = 1; c <= 4; c++) coll_done(c, 10 + quant, seq, 1);
     }
-    clear_log();
-    for (uint64_t c = 1; c <= 4; c++) vote_kind(c, 20, pcclExtCollReduceScatter, 4u << 20, WIRE_ALGO_RHD, 0);
-    const wire_msg_t *r = commence_of(1, 20);
-    CHECK(r && r->u.commence.algo == WIRE_ALGO_RHD && __builtin_popcountll(r->u.commence.slots) == 1);
+    const uint8_t kinds[] = {pcclExtCollReduceScatter, pcclExtCollAllGather};
+    for (int i = 0; i < 2; i++) {
+        clear_log();
+        for (uint64_t c = 1; c <= 4; c++) vote_kind(c, 20 + i, kinds[i], 4u << 20, WIRE_ALGO_RHD, 0);
+        const wire_msg_t *r = commence_of(1, 20 + i);
+        CHECK(r && r->u.commence.algo == WIRE_ALGO_RHD && __builtin_popcountll(r->u.commence.slots) == 4);
+        uint64_t seq = commenced_seq(1, 20 + i);
+        for (uint64_t c = 1; c <= 4; c++) coll_done(c, 20 + i, seq, 1);
+    }
 }
 
 static void test_forced_mismatch_rejected(void) {
@@ -288,6 +323,7 @@ static void test_distant_pair(void) {
 
 int main(void) {
     RUN_TEST(test_model);
+    RUN_TEST(test_model_half);
     RUN_TEST(test_model_latency);
     RUN_TEST(test_measured_latency);
     RUN_TEST(test_distant_pair);

@@ -3,9 +3,9 @@
  * remaining member ends owning one block and every block has one owner), and the algorithm itself on W threads
  * over a full mesh of socket pairs, plain and sealed: results equal to the reduction, bit-identical on every
  * member, in place and out of place, quantized (every quantized dtype, within the bound) and striped (the bits
- * of one stripe), and failures (a member that goes away, an abort) end every member; the
- * reduce-scatter by recursive halving of power-of-two worlds and the all-gather by recursive doubling of every
- * world (folding where it is not a power of two). */
+ * of one stripe), and failures (a member that goes away, an abort) end every member; the reduce-scatter by
+ * recursive halving, the all-gather by recursive doubling of every world (folding where it is not a power of
+ * two) and the tree broadcast, striped (the bits of one stripe). */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -30,7 +30,7 @@ static size_t ring_block_off_test(size_t count, uint32_t n, uint32_t b) {
 
 static void nonblock_fd(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-enum { RW = 9, RS = 3 };
+enum { RW = 9, RS = 4 };
 
 static void test_schedule_pairs(void) {
     for (uint32_t W = 2; W <= RW; W++) {
@@ -171,15 +171,16 @@ static int mesh_link(void *ctx, ring_io_t *io, uint32_t peer) {
 
 static void *rmember_main(void *arg) {
     rmember_t *r = arg;
+    ring_rhd_net_t net = {.link = mesh_link, .shut = mesh_shut, .ctx = r, .pos = r->pos, .world = r->mesh->W,
+                          .op_seq = r->seq};
+    uint32_t S = r->mesh->S;
     if (r->bc)
-        r->rc = ring_broadcast_tree(r->ios, mesh_link, r, r->src, r->buf, r->count, r->root, r->pos, r->mesh->W,
-                                    r->seq);
+        r->rc = ring_broadcast_tree(r->ios, S, &net, r->src, r->buf, r->count, r->root);
     else if (r->ag)
-        r->rc = ring_allgather_rhd(r->ios, mesh_link, r, r->src, r->buf, r->counts, sizeof(uint32_t), r->pos,
-                                   r->mesh->W, r->seq);
+        r->rc = ring_allgather_rhd(r->ios, S, &net, r->src, r->buf, r->counts, sizeof(uint32_t));
     else if (r->rs)
-        r->rc = ring_reduce_scatter_rhd(r->ios, mesh_link, r, r->src, r->out, r->count, r->dt, r->op, r->work,
-                                        r->work_bytes, r->pos, r->mesh->W, r->seq);
+        r->rc = ring_reduce_scatter_rhd(r->ios, S, &net, r->src, r->out, r->count, r->dt, r->op, r->work,
+                                        r->work_bytes);
     else {
         ring_rhd_ar_t a = {.link = mesh_link, .shut = mesh_shut, .link_ctx = r,
                            .ar = {.src = r->src, .buf = r->buf, .count = r->count, .dt = r->dt, .qdt = r->qdt,
@@ -452,21 +453,41 @@ static void test_abort(void) {
     mesh_close(&m);
 }
 
-/* The reduce-scatter of worlds 2, 4 and 8: each member's block of the count split, equal to the reduction (int32
- * exactly, float within rounding), out in its block of src (src otherwise unchanged) or elsewhere. */
-static void rs_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op, int in_src) {
+/* Element i of the reduce-scatter as the schedule reduces it: the fold (odd (op) even), then at each halving step
+ * the keeper's partial (op) its partner's, over the virtual ids; into dst (one element of dt). */
+static void rs_tree(uint8_t *dst, uint8_t *const *in, uint32_t W, size_t i, pcclDataType_t dt, pcclRedOp_t op,
+                    uint32_t vid, uint32_t k) {
+    ring_rhd_sched_t s;
+    ring_rhd_schedule(0, W, &s);
+    size_t esz = pccl_dtype_size(dt);
+    if (k == 0) {
+        uint32_t pos = ring_rhd_pos_of(&s, vid);
+        memcpy(dst, in[pos] + i * esz, esz);
+        if (vid < s.r) pccl_reduce_into(dst, in[pos - 1] + i * esz, 1, dt, op);
+        return;
+    }
+    uint8_t other[8];
+    rs_tree(dst, in, W, i, dt, op, vid, k - 1);
+    rs_tree(other, in, W, i, dt, op, vid ^ (s.p >> k), k - 1);
+    pccl_reduce_into(dst, other, 1, dt, op);
+}
+
+/* The reduce-scatter of world W over S stripes: each member's block of the count split, bit-identical to the
+ * schedule's tree (rs_tree) and equal to the reduction (int32 exactly, float within rounding), out in its block of
+ * src (src otherwise unchanged) or elsewhere. Returns every member's block in one vector (malloc'd). */
+static uint8_t *rs_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op, int in_src, uint32_t S) {
     mesh_t m;
-    mesh_open(&m, W, 0);
+    mesh_open_striped(&m, W, S == 2, S);
     rmember_t r[RW];
     rmembers_init(r, &m, 4096 + 2);
     size_t esz = pccl_dtype_size(dt);
-    uint8_t *in[RW] = {0}, *orig[RW] = {0}, *out[RW] = {0}, *expect = calloc(count, esz);
+    uint8_t *in[RW] = {0}, *orig[RW] = {0}, *out[RW] = {0}, *expect = calloc(count, esz), *all = calloc(count + 1, esz);
     for (uint32_t p = 0; p < W; p++) {
         in[p] = malloc(count * esz);
         orig[p] = malloc(count * esz);
         out[p] = malloc(count * esz);
         for (size_t i = 0; i < count; i++) {
-            if (dt == pcclFloat) ((float *)in[p])[i] = (float)((i * 5 + p * 3) % 11) * 0.25f;
+            if (dt == pcclFloat) ((float *)in[p])[i] = (float)((i * 5 + p * 3) % 11) * 0.37f + 1e-3f * (float)p + 0.5f;
             else ((int32_t *)in[p])[i] = (int32_t)((i * 13 + p * 7) % 999) - 400;
         }
         memcpy(orig[p], in[p], count * esz);
@@ -484,53 +505,79 @@ static void rs_case(uint32_t W, size_t count, pcclDataType_t dt, pcclRedOp_t op,
     for (uint32_t p = 1; p < W; p++) pccl_reduce_into(expect, in[p], count, dt, op);
     if (op == pcclAvg) pccl_reduce_finalize_avg(expect, count, dt, W);
     rmembers_run(r, W);
+    ring_rhd_sched_t s;
+    ring_rhd_schedule(0, W, &s);
     int ok = 1;
     for (uint32_t p = 0; p < W; p++) {
         size_t off = ring_block_off_test(count, W, p), len = ring_block_off_test(count, W, p + 1) - off;
+        uint32_t vid = p < 2 * s.r ? p / 2 : p - s.r; /* the owner of the virtual block p's block is in */
         const uint8_t *got = r[p].out;
         ok &= r[p].rc == 0;
-        for (size_t i = 0; i < len && dt == pcclFloat; i++)
-            ok &= fabsf(((const float *)got)[i] - ((float *)expect)[off + i]) < 1e-3f;
+        for (size_t i = 0; i < len; i++) {
+            uint8_t tree[8];
+            rs_tree(tree, orig, W, off + i, dt, op, vid, s.steps);
+            if (op == pcclAvg) pccl_reduce_finalize_avg(tree, 1, dt, W);
+            ok &= memcmp(got + i * esz, tree, esz) == 0;
+            if (dt == pcclFloat) ok &= fabsf(((const float *)got)[i] - ((float *)expect)[off + i]) <= 1e-4f * fabsf(((float *)expect)[off + i]) + 1e-4f;
+        }
         if (dt != pcclFloat) ok &= memcmp(got, expect + off * esz, len * esz) == 0;
+        memcpy(all + off * esz, got, len * esz);
         /* src unchanged outside the member's block */
         ok &= memcmp(in[p], orig[p], off * esz) == 0;
         ok &= memcmp(in[p] + (off + len) * esz, orig[p] + (off + len) * esz, (count - off - len) * esz) == 0;
         if (!in_src) ok &= memcmp(in[p], orig[p], count * esz) == 0;
-        free(in[p]), free(orig[p]), free(out[p]), free(r[p].work);
     }
-    if (!ok) fprintf(stderr, "rs world %u count %zu dt %d op %d in_src %d failed (rc %d: %s)\n", W, count, (int)dt,
-                     (int)op, in_src, r[0].rc, r[0].ios[0].err);
+    for (uint32_t p = 0; p < W; p++) free(in[p]), free(orig[p]), free(out[p]), free(r[p].work);
+    if (!ok) fprintf(stderr, "rs world %u count %zu dt %d op %d in_src %d stripes %u failed (rc %d: %s)\n", W, count,
+                     (int)dt, (int)op, in_src, S, r[0].rc, r[0].ios[0].err);
     CHECK(ok);
     free(expect);
     mesh_close(&m);
+    return all;
 }
 
+/* Worlds 2..8 (3, 5, 6 and 7 fold), every reduce op, counts that leave blocks empty; one to four stripes (two
+ * sealed) give the same bits. */
 static void test_reduce_scatter(void) {
-    for (uint32_t W = 2; W <= 8; W *= 2) {
-        rs_case(W, 5, pcclInt32, pcclSum, 0);
-        rs_case(W, 10007, pcclFloat, pcclSum, 1);
-        rs_case(W, 10007, pcclFloat, pcclAvg, 0);
-        rs_case(W, 4099, pcclInt32, pcclMax, 1);
+    const pcclRedOp_t fops[] = {pcclSum, pcclAvg, pcclProd}; /* int32 takes sum, max and min */
+    for (uint32_t W = 2; W <= 8; W++) {
+        free(rs_case(W, 5, pcclInt32, pcclSum, 0, 1));
+        free(rs_case(W, 4099, pcclInt32, pcclMax, 1, 1 + W % 4));
+        free(rs_case(W, 4099, pcclInt32, pcclMin, 0, 1 + (W + 1) % 4));
+        for (uint32_t o = 0; o < 3; o++) {
+            uint8_t *one = rs_case(W, 10007, pcclFloat, fops[o], (int)(o + W) % 2, 1);
+            for (uint32_t S = 2; S <= 4; S++) {
+                if (W != 3 && W != 6 && S != 4) continue;
+                uint8_t *more = rs_case(W, 10007, pcclFloat, fops[o], (int)(o + W + S) % 2, S);
+                CHECK(memcmp(one, more, 10007 * sizeof(float)) == 0);
+                free(more);
+            }
+            free(one);
+        }
     }
-    /* a world that is not a power of two is refused */
+    /* too small a work buffer is refused */
     mesh_t m;
     mesh_open(&m, 3, 0);
     rmember_t r[RW];
     rmembers_init(r, &m, 64);
     float a[6] = {0}, o[2];
-    CHECK(ring_reduce_scatter_rhd(r[0].ios, mesh_link, &r[0], a, o, 6, pcclFloat, pcclSum, NULL, 0, 0, 3, 1) ==
-          -PERR_INVALID);
+    ring_rhd_net_t net = {.link = mesh_link, .shut = mesh_shut, .ctx = &r[1], .pos = 1, .world = 3, .op_seq = 1};
+    CHECK(ring_reduce_scatter_rhd(r[1].ios, 1, &net, a, o, 6, pcclFloat, pcclSum, NULL, 0) == -PERR_INVALID);
+    CHECK(ring_reduce_scatter_rhd_work_bytes(6, pcclFloat, 1, 3) == 6 * sizeof(float));
+    CHECK(ring_reduce_scatter_rhd_work_bytes(6, pcclFloat, 0, 3) == 0);
     for (uint32_t p = 0; p < 3; p++) free(r[p].ios[0].staging);
     mesh_close(&m);
 }
 
-/* The all-gather of worlds 2..8 (3, 5, 6 and 7 fold) with variable counts (one of them 0): every member ends with every block
- * in rank order, its own from its place in buf, from buf's start (src NULL) or from elsewhere. */
+/* The all-gather of worlds 2..8 (3, 5, 6 and 7 fold) with variable counts (one of them 0) over one to four stripes:
+ * every member ends with every block in rank order, its own from its place in buf, from buf's start (src NULL) or
+ * from elsewhere. */
 static void test_all_gather(void) {
     for (uint32_t W = 2; W <= 8; W++)
         for (int mode = 0; mode < 3; mode++) {
             mesh_t m;
-            mesh_open(&m, W, mode == 1);
+            uint32_t S = 1 + (W + mode) % 4;
+            mesh_open_striped(&m, W, mode == 1, S);
             rmember_t r[RW];
             rmembers_init(r, &m, 64);
             uint64_t counts[RW], total = 0, off[RW];
@@ -554,7 +601,8 @@ static void test_all_gather(void) {
                 ok &= r[p].rc == 0;
                 for (uint32_t q = 0; q < W; q++) ok &= memcmp(buf[p] + off[q], mine[q], counts[q] * 4) == 0;
             }
-            if (!ok) fprintf(stderr, "all-gather world %u mode %d failed (rc %d: %s)\n", W, mode, r[0].rc, r[0].ios[0].err);
+            if (!ok) fprintf(stderr, "all-gather world %u mode %d stripes %u failed (rc %d: %s)\n", W, mode, S, r[0].rc,
+                             r[0].ios[0].err);
             CHECK(ok);
             for (uint32_t p = 0; p < W; p++) free(buf[p]), free(mine[p]);
             mesh_close(&m);
@@ -562,7 +610,8 @@ static void test_all_gather(void) {
 }
 
 /* The binomial tree: every member but the root has one parent, edges are mutual (a parent lists the child), the
- * depth is ceil(log2 W); and the broadcast itself for every world 2..9 and root, plain and sealed. */
+ * depth is ceil(log2 W); and the broadcast itself for every world 2..9 and root, plain and sealed, over one to four
+ * stripes. */
 static void test_broadcast_tree(void) {
     for (uint32_t W = 2; W <= RW; W++)
         for (uint32_t root = 0; root < W; root++) {
@@ -580,7 +629,8 @@ static void test_broadcast_tree(void) {
             }
             CHECK(depth <= need);
             mesh_t mm;
-            mesh_open(&mm, W, root % 2);
+            uint32_t S = 1 + (W + root) % 4;
+            mesh_open_striped(&mm, W, root % 2, S);
             rmember_t r[RW];
             rmembers_init(r, &mm, 64);
             uint8_t *buf[RW], data[3001];
@@ -596,7 +646,8 @@ static void test_broadcast_tree(void) {
             rmembers_run(r, W);
             int ok = 1;
             for (uint32_t p = 0; p < W; p++) ok &= r[p].rc == 0 && memcmp(buf[p], data, sizeof data) == 0, free(buf[p]);
-            if (!ok) fprintf(stderr, "broadcast world %u root %u failed (rc %d: %s)\n", W, root, r[0].rc, r[0].ios[0].err);
+            if (!ok) fprintf(stderr, "broadcast world %u root %u stripes %u failed (rc %d: %s)\n", W, root, S, r[0].rc,
+                             r[0].ios[0].err);
             CHECK(ok);
             mesh_close(&mm);
         }

@@ -61,7 +61,7 @@ static int bc_plan(pccl_op_t *o) {
 
 static int bc_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const void *src = o->d.flags & PCCL_EXT_COLL_ROOT ? o->d.sendbuf : o->d.recvbuf;
-    if (op_algo_rhd(o)) return op_rhd_broadcast(o, ios, src); /* the binomial tree (op_rhd.c) */
+    if (op_algo_rhd(o)) return op_rhd_broadcast(o, ios, k, src); /* the binomial tree (op_rhd.c) */
     return ring_broadcast(ios, k, src, o->d.recvbuf, o->move_bytes, o->holds, o->pos, o->world, o->op_seq);
 }
 
@@ -110,7 +110,7 @@ static int agv_plan(pccl_op_t *o) {
 
 static int ag_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const void *src = !op_in_place(o) ? o->d.sendbuf : o->backup ? (const void *)o->backup : o->d.recvbuf;
-    if (op_algo_rhd(o)) return op_rhd_all_gather(o, ios, src); /* recursive doubling (op_rhd.c) */
+    if (op_algo_rhd(o)) return op_rhd_all_gather(o, ios, k, src); /* recursive doubling (op_rhd.c) */
     return ring_allgather(ios, k, src, o->d.recvbuf, o->counts, esz_of(o), o->rank_of, o->pos, o->world,
                           o->op_seq);
 }
@@ -143,7 +143,7 @@ static int rs_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
     uint8_t *out = (uint8_t *)d->recvbuf + (op_in_place(o) ? o->bk_off : 0), *wire = NULL;
     size_t cap = 0;
-    if (op_algo_rhd(o)) return op_rhd_reduce_scatter(o, ios, out); /* recursive halving (op_rhd.c) */
+    if (op_algo_rhd(o)) return op_rhd_reduce_scatter(o, ios, k, out); /* recursive halving (op_rhd.c) */
     if (qo->algorithm != pcclQuantNone) {
         size_t need = ring_quant_wire_bytes(d->count, qo->quantized_datatype, o->world);
         if (!(wire = bufpool_get(&o->comm->buffers, need, &cap))) {

@@ -105,15 +105,15 @@ pcclResult_t op_result(const pcclComm_t *c, int rc);
 /* op_rhd.c: the all-reduce, reduce-scatter and all-gathers by recursive halving and doubling, the broadcast
  * along a binomial tree (docs/algorithms.md).
  * op_algo_rhd: whether the op's COMMENCE chose it and the op has it (then op_run opens no ring streams: the
- * kind's run connects to its partners: on the op's k slots, one stripe each, through op_rhd_allreduce (ios[0..k-1],
- * quantized or not); on its first slot through op_rhd_reduce_scatter (out: the member's block), op_rhd_all_gather
- * (src: the member's block) or op_rhd_broadcast; op_rhd_release drops them after the verdict, killed after any
- * failure, as the ring's streams are). */
+ * kind's run connects to its partners on the op's k slots, one stripe each (ios[0..k-1]), through op_rhd_allreduce
+ * (quantized or not), op_rhd_reduce_scatter (out: the member's block), op_rhd_all_gather (src: the member's block)
+ * or op_rhd_broadcast; op_rhd_release drops them after the verdict, killed after any failure, as the ring's
+ * streams are). */
 int op_algo_rhd(const pccl_op_t *o);
 int op_rhd_allreduce(pccl_op_t *o, ring_io_t *ios, uint32_t k);
-int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *io, void *out);
-int op_rhd_all_gather(pccl_op_t *o, ring_io_t *io, const void *src);
-int op_rhd_broadcast(pccl_op_t *o, ring_io_t *io, const void *src);
+int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *ios, uint32_t k, void *out);
+int op_rhd_all_gather(pccl_op_t *o, ring_io_t *ios, uint32_t k, const void *src);
+int op_rhd_broadcast(pccl_op_t *o, ring_io_t *ios, uint32_t k, const void *src);
 void op_rhd_release(pccl_op_t *o, int kill);
 
 /* op_vote.c: sends the vote and waits for COMMENCE. 0 once commenced, else the op's code (a rejection is

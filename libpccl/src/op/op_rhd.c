@@ -1,8 +1,8 @@
 /* op_rhd.c - the collectives by recursive halving and doubling (ring_rhd.c, ring_rhd_ar.c) for an op whose
  * COMMENCE chose it: the connections to its partners (not ring neighbours: made on demand, then kept in the
  * connection table like the ring's), opened concurrently through the op's wait (connect within the connect
- * timeout, the partner's stream within the peer timeout) on the op's slots (the all-reduce stripes over all of
- * them, the others use the first), held until the verdict (op_record.h). */
+ * timeout, the partner's stream within the peer timeout) on the op's slots (one stripe each), held until the
+ * verdict (op_record.h). */
 #include "op/op_record.h"
 
 #include <pthread.h>
@@ -27,9 +27,9 @@ struct op_rhd_links {
     p2p_conn_t **tx, **rx;
 };
 
-/* Where it exists (as the master's msm_algo_has_rhd): an all-reduce, quantized or not; a plain reduce-scatter of a
- * power-of-two world, an all-gather or an all-gather of variable counts of any world, ranked by ring position; a
- * broadcast with one holder (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
+/* Where it exists (as the master's msm_algo_has_rhd): an all-reduce, quantized or not; a plain reduce-scatter, an
+ * all-gather or an all-gather of variable counts of any world, ranked by ring position; a broadcast with one holder
+ * (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
 int op_algo_rhd(const pccl_op_t *o) {
     int k = o->d.kind;
     if (o->commence.u.commence.algo != WIRE_ALGO_RHD) return 0;
@@ -41,7 +41,7 @@ int op_algo_rhd(const pccl_op_t *o) {
         return holders == 1;
     }
     if (k != pcclExtCollReduceScatter && k != pcclExtCollAllGather && k != pcclExtCollAllGatherV) return 0;
-    if (o->world < 2 || (k == pcclExtCollReduceScatter && (o->world & (o->world - 1))) || !o->rank_of) return 0;
+    if (o->world < 2 || !o->rank_of) return 0;
     for (uint32_t p = 0; p < o->world; p++)
         if (o->rank_of[p] != p) return 0;
     return 1;
@@ -192,32 +192,37 @@ int op_rhd_allreduce(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     return rc;
 }
 
-int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *io, void *out) {
+/* The partners of the op as the rhd collectives take them. */
+static ring_rhd_net_t net_of(pccl_op_t *o) {
+    return (ring_rhd_net_t){.link = link_peer, .shut = shut_links, .ctx = o, .pos = o->pos, .world = o->world,
+                            .op_seq = o->op_seq};
+}
+
+int op_rhd_reduce_scatter(pccl_op_t *o, ring_io_t *ios, uint32_t k, void *out) {
     const pcclExtCollDescriptor_t *d = &o->d;
     size_t need = ring_reduce_scatter_rhd_work_bytes(d->count, d->datatype, o->pos, o->world), cap = 0;
     /* the partial sums come from the pool: fresh memory would fault in on every operation */
     uint8_t *work = need ? bufpool_get(&o->comm->buffers, need, &cap) : NULL;
-    int rc = need && !work ? -PERR_NOMEM : links(o, io, 1);
-    if (rc == -PERR_NOMEM) snprintf(io->err, sizeof io->err, "out of memory for %zu bytes of partial sums", need);
-    if (rc == 0)
-        rc = ring_reduce_scatter_rhd(io, link_peer, o, d->sendbuf, out, d->count, d->datatype, d->op, work, cap,
-                                     o->pos, o->world, o->op_seq);
+    int rc = need && !work ? -PERR_NOMEM : links(o, ios, k);
+    if (rc == -PERR_NOMEM) snprintf(ios->err, sizeof ios->err, "out of memory for %zu bytes of partial sums", need);
+    ring_rhd_net_t net = net_of(o);
+    if (rc == 0) rc = ring_reduce_scatter_rhd(ios, k, &net, d->sendbuf, out, d->count, d->datatype, d->op, work, cap);
     bufpool_put(&o->comm->buffers, work, cap);
     return rc;
 }
 
-int op_rhd_all_gather(pccl_op_t *o, ring_io_t *io, const void *src) {
-    int rc = links(o, io, 1);
+int op_rhd_all_gather(pccl_op_t *o, ring_io_t *ios, uint32_t k, const void *src) {
+    int rc = links(o, ios, k);
+    ring_rhd_net_t net = net_of(o);
     if (rc != 0) return rc;
-    return ring_allgather_rhd(io, link_peer, o, src, o->d.recvbuf, o->counts, pccl_dtype_size(o->d.datatype),
-                              o->pos, o->world, o->op_seq);
+    return ring_allgather_rhd(ios, k, &net, src, o->d.recvbuf, o->counts, pccl_dtype_size(o->d.datatype));
 }
 
-int op_rhd_broadcast(pccl_op_t *o, ring_io_t *io, const void *src) {
-    int rc = links(o, io, 1);
+int op_rhd_broadcast(pccl_op_t *o, ring_io_t *ios, uint32_t k, const void *src) {
+    int rc = links(o, ios, k);
+    ring_rhd_net_t net = net_of(o);
     if (rc != 0) return rc;
-    return ring_broadcast_tree(io, link_peer, o, src, o->d.recvbuf, o->move_bytes, o->commence.u.commence.root,
-                               o->pos, o->world, o->op_seq);
+    return ring_broadcast_tree(ios, k, &net, src, o->d.recvbuf, o->move_bytes, o->commence.u.commence.root);
 }
 
 void op_rhd_release(pccl_op_t *o, int kill) {

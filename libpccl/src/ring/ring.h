@@ -193,34 +193,49 @@ typedef struct ring_rhd_ar {
 int ring_allreduce_rhd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_ar_t *a);
 size_t ring_rhd_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world);
 
-/* The reduce-scatter of pccl_coll.h by recursive halving, for a world that is a power of two whose ranks are the
- * ring positions: the all-reduce's halving steps, so position pos ends with block pos of the count split (out,
- * which may be that block's place in src; src is never written otherwise). Each element is reduced at one member
- * along the schedule's fixed tree. work holds the partial sums between the first and the last step
- * (ring_reduce_scatter_rhd_work_bytes, 0 for a world of 2). pcclAvg divides by world at the end. On failure out
- * is undefined. -PERR_INVALID for a world that is not a power of two. */
-int ring_reduce_scatter_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *out,
-                            size_t count, pcclDataType_t dt, pcclRedOp_t op, uint8_t *work, size_t work_bytes,
-                            uint32_t pos, uint32_t world, uint64_t op_seq);
+/* The partners of one rhd reduce-scatter, all-gather or tree broadcast: link and shut as the all-reduce's (shut is
+ * needed when striped), this member's ring position pos of world, the operation's op_seq. Each runs over
+ * nstripes connection pairs (ios[s] for stripe s; its stripe fields set here; stripe 0 on the calling thread) and
+ * stripe s moves slice s of every block (ring_slice), so the result has the bits of one stripe; 0 or -PERR_<NAME>
+ * (the first failure's reason in ios[0].err; tx_bytes/rx_bytes of ios[0] are the sums). On failure the output is
+ * undefined. */
+typedef struct ring_rhd_net {
+    ring_rhd_link_fn link;
+    void (*shut)(void *ctx);
+    void *ctx;
+    uint32_t pos, world;
+    uint64_t op_seq;
+} ring_rhd_net_t;
+
+/* The reduce-scatter of pccl_coll.h by recursive halving, for a world whose ranks are the ring positions: the
+ * all-reduce's halving steps over its virtual blocks (a folded pair's two adjacent blocks are one), so position
+ * pos ends with block pos of the count split (out, which may be that block's place in src; src is never written
+ * otherwise). A world that is not a power of two folds as the all-reduce does: each even position of the first
+ * 2r hands its whole input to the odd one after it, which reduces it into its own, halves for both and hands the
+ * even member's block back at the end. Each element is reduced at one member along the schedule's fixed tree;
+ * pcclAvg divides by world there. work holds the partial sums (ring_reduce_scatter_rhd_work_bytes: the whole
+ * vector for a folding odd member, half of it for a member of a world of 4 or more, else 0). */
+int ring_reduce_scatter_rhd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_net_t *net, const void *src, void *out,
+                            size_t count, pcclDataType_t dt, pcclRedOp_t op, uint8_t *work, size_t work_bytes);
 size_t ring_reduce_scatter_rhd_work_bytes(size_t count, pcclDataType_t dt, uint32_t pos, uint32_t world);
 
 /* The all-gather (of variable counts) of pccl_coll.h by recursive doubling, for a world whose ranks are the ring
  * positions: as ring_allgather (counts[r] elements of esz bytes from rank r, packed in rank order in buf; src this
  * member's block, its place in buf, elsewhere in buf, or NULL for buf's start), the all-reduce's doubling steps
- * over the virtual blocks (a folded pair's two adjacent blocks are one). A world that is not a power of two folds
- * as the all-reduce does: each even position of the first 2r hands its block to the odd one after it, which
- * doubles for both and hands every block back at the end. */
-int ring_allgather_rhd(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
-                       const uint64_t *counts, size_t esz, uint32_t pos, uint32_t world, uint64_t op_seq);
+ * over the virtual blocks. A world that is not a power of two folds as the all-reduce does: each even position of
+ * the first 2r hands its block to the odd one after it, which doubles for both and hands every block back at the
+ * end. */
+int ring_allgather_rhd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_net_t *net, const void *src, void *buf,
+                       const uint64_t *counts, size_t esz);
 
 /* The broadcast of bytes bytes from ring position root (the only member that holds the data) along a binomial
  * tree (the root sends to distances 1, 2, 4, ...; a member at distance d from the root receives from its parent
  * d - 2^floor(log2 d), then sends to d + 2^j for every 2^j above that bit): ceil(log2 world) hops instead of the
- * chain's world - 1, each a whole copy (no pipelining: for small payloads). The root reads src (NULL: buf; copied
- * to buf when src != buf), the others write buf. ring_bcast_tree_partners: the ring positions position pos
- * exchanges with, parent first, then its children in order (at most 33); their count. */
-int ring_broadcast_tree(ring_io_t *io, ring_rhd_link_fn link, void *link_ctx, const void *src, void *buf,
-                        size_t bytes, uint32_t root, uint32_t pos, uint32_t world, uint64_t op_seq);
+ * chain's world - 1, each a whole copy of the stripe's slice (no pipelining: for small payloads). The root reads
+ * src (NULL: buf; copied to buf when src != buf), the others write buf. ring_bcast_tree_partners: the ring
+ * positions position pos exchanges with, parent first, then its children in order (at most 33); their count. */
+int ring_broadcast_tree(ring_io_t *ios, uint32_t nstripes, const ring_rhd_net_t *net, const void *src, void *buf,
+                        size_t bytes, uint32_t root);
 uint32_t ring_bcast_tree_partners(uint32_t root, uint32_t pos, uint32_t world, uint32_t *out);
 
 /* Its schedule for ring position pos of world (p = 2^floor(log2 world) members halve and double, r = world - p
