@@ -12,7 +12,7 @@ python3 - "$PORT" > "$WORK/other_master.log" 2>&1 <<'PY' &
 import socket, struct, sys, time
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", int(sys.argv[1]))); srv.listen(8); srv.settimeout(20)
-reason = b"protocol mismatch: master speaks version 9, peer sent version 2 (magic 0x5043434c)"
+reason = b"protocol mismatch: master speaks version 10, peer sent version 2 (magic 0x5043434c)"
 body = struct.pack(">HB", 111, len(reason)) + reason
 served, end = 0, time.time() + 20
 while served < 2 and time.time() < end:
