@@ -308,19 +308,25 @@ static void mode_all(void) {
     check_allgather(pcclFloat, 200000, 1, 1);
 }
 
-/* The all-gathers alone, ranked by ring position (learned first: whose ID is at each rank), every dtype, in place
- * and out of place, of one count and of variable counts. */
+/* The all-gathers and reduce-scatters ranked by ring position (learned first: whose ID is at each rank), every
+ * dtype, in place and out of place, of one count and of variable counts; the reduce-scatters with every reduce op
+ * (the product in float). */
 static void mode_gather(void) {
     uint32_t ids[8];
     if (!check_ring_ranks(ids)) return;
     for (int k = 0; k < g_world; k++) g_id_at[k] = (int)ids[k];
     g_by_position = 1;
+    /* a product of 6 members' contributions leaves the narrow types' range (or exact bfloat16) */
+    const pcclRedOp_t no_prod[] = {pcclSum, pcclAvg, pcclMax, pcclMin};
     for (size_t t = 0; t < NDTS; t++)
         for (int pass = 0; pass < 2; pass++) {
             int inplace = (int)((t + (size_t)g_rank + (size_t)pass) % 2);
             check_allgather(k_dts[t], pass ? 1003 : 7, inplace, 0);
             check_allgather(k_dts[t], pass ? 1003 : 7, inplace, 1);
+            check_reduce_scatter(k_dts[t], no_prod[(t + (size_t)pass) % 4], pass ? 1003 : 7, inplace, 1);
         }
+    for (int op = pcclSum; op <= pcclMin; op++) check_reduce_scatter(pcclFloat, (pcclRedOp_t)op, 30011, g_rank % 2, 1);
+    check_reduce_scatter(pcclInt32, pcclSum, 2, 0, 1); /* fewer elements than members: empty blocks */
     check_allgather(pcclFloat, 200000, 1, 1);
 }
 

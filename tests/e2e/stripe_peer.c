@@ -6,7 +6,8 @@
  * below and above stripes x world (empty slices), checked exactly against contributions that
  * every peer computes. Then values whose sum rounds (random floats, and a quantized op) are
  * reduced and their FNV-1a hashes printed ("hash NAME VALUE"): the script checks that every peer
- * and every pool size got the same bits, i.e. that striping keeps pool 1's reduction order.
+ * and every pool size got the same bits, i.e. that striping keeps pool 1's reduction order. Then a striped
+ * reduce-scatter, all-gather of variable counts and broadcast (other_kinds).
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "e2e_dtype.h"
 #include "e2e_peer.h"
 #include "pccl.h"
+#include "pccl_coll.h"
 #include "pccl_kernels.h"
 
 static int failures, g_rank, g_world;
@@ -53,6 +55,49 @@ static void fill_random(float *f, size_t n, int rank) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         f[i] = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5) * (float)(1 + i % 1000);
     }
+}
+
+/* The other collectives, ranked by ring position (as rhd needs) and striped alike: a reduce-scatter of rounding
+ * floats (tag 9002), its blocks gathered by an all-gather of variable counts (9003: every member then holds the
+ * whole sum, within rounding of the exact one, and hashes it), and a broadcast from ID 1 (9004). */
+static void other_kinds(pcclComm_t *comm, int inplace) {
+    enum { M = 100003 };
+    float *f = malloc(M * sizeof *f), *block = malloc(M * sizeof *block), *all = malloc(M * sizeof *all);
+    double *exact = calloc(M, sizeof *exact);
+    for (int r = 0; r < g_world; r++) {
+        fill_random(f, M, r);
+        for (size_t i = 0; i < M; i++) exact[i] += f[i];
+    }
+    fill_random(f, M, g_rank);
+    pcclExtCollDescriptor_t d = {.kind = pcclExtCollReduceScatter, .tag = 9002, .sendbuf = inplace ? NULL : f,
+                                 .recvbuf = inplace ? f : block, .count = M, .recv_capacity = M,
+                                 .datatype = pcclFloat, .op = pcclSum};
+    pcclExtCollInfo_t in = {0};
+    EXPECT(pcclExtCollective(&d, comm, &in) == pcclSuccess, "striped reduce-scatter");
+    const float *mine = inplace ? f + in.offset : block;
+    uint64_t counts[8] = {0};
+    d = (pcclExtCollDescriptor_t){.kind = pcclExtCollAllGatherV, .tag = 9003, .sendbuf = mine, .recvbuf = all,
+                                  .count = in.count, .recv_capacity = M, .datatype = pcclFloat, .counts = counts,
+                                  .counts_capacity = 8};
+    EXPECT(pcclExtCollective(&d, comm, &in) == pcclSuccess, "striped all-gather of the blocks");
+    for (size_t i = 0; i < M; i++)
+        if (fabs(all[i] - exact[i]) > 1e-5 * (1 + i % 1000) * g_world) {
+            EXPECT(0, "reduce-scatter element %zu: got %g want %g", i, all[i], exact[i]);
+            break;
+        }
+    printf("hash rs_sum %016llx\n", (unsigned long long)fnv(all, M * sizeof *all));
+    fill_random(f, M, 1);
+    if (g_rank != 1) memset(f, 0, M * sizeof *f);
+    d = (pcclExtCollDescriptor_t){.kind = pcclExtCollBroadcast, .tag = 9004, .recvbuf = f, .count = M,
+                                  .recv_capacity = M, .datatype = pcclFloat,
+                                  .flags = g_rank == 1 ? PCCL_EXT_COLL_ROOT : 0};
+    EXPECT(pcclExtCollective(&d, comm, NULL) == pcclSuccess, "striped broadcast");
+    fill_random(all, M, 1);
+    EXPECT(memcmp(f, all, M * sizeof *f) == 0, "broadcast: not the root's data");
+    free(f);
+    free(block);
+    free(all);
+    free(exact);
 }
 
 int main(int argc, char **argv) {
@@ -118,6 +163,7 @@ int main(int argc, char **argv) {
     printf("hash quant_avg %016llx\n", (unsigned long long)fnv(inplace ? f : g, M * sizeof *f));
     free(f);
     free(g);
+    other_kinds(comm, inplace);
 
     bool pending;
     EXPECT(pcclArePeersPending(comm, &pending) == pcclSuccess, "final barrier");

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Striped all-reduces by recursive halving and doubling (PCCL_ALGO=rhd; docs/algorithms.md, "Striping"):
+# Striped collectives by recursive halving and doubling (PCCL_ALGO=rhd; docs/algorithms.md, "Striping"):
 # stripe_peer.c on 3 peers (a world that folds) with pools 1, 2 and 4 and on 4 peers with pools 1 and 3, the
-# master striping every op over the whole pool: every dtype x (sum, avg, max), in place and out of place, exact;
-# a float sum and a quantized avg whose bits equal pool 1's on every peer. Then the same on 3 peers of a keyed,
-# encrypted run with pool 3: the sealed links carry every stripe and the bits equal the open run's.
+# master striping every op over the whole pool: all-reduces of every dtype x (sum, avg, max), in place and out of
+# place, exact; a float sum, a quantized avg, a reduce-scatter gathered by an all-gather of variable counts and a
+# tree broadcast whose bits equal pool 1's on every peer. Then the same on 3 peers of a keyed, encrypted run with
+# pool 3: the sealed links carry every stripe and the bits equal the open run's.
 . "$(dirname "$0")/lib.sh"
 export PCCL_ALGO=rhd
 # stripe_round WORLD POOL NAME: the stripe_peers of one run, joined in order (the same ring positions each time)
@@ -20,10 +21,10 @@ stripe_round() {
         grep -q '^hash' "$WORK/$name-$r.log" || fail "no hashes from peer $r ($name)"
     done
     mask=$(printf '%#x' $(( (1 << pool) - 1 )))
-    grep -q "tag 9000 commenced: [a-z_]*, op [0-9]*, slots $mask, $W peers, rhd$" "$WORK/master.log" ||
-        fail "$name: the op did not run rhd striped over $mask"
-    grep -q "tag 9001 commenced: [a-z_]*, op [0-9]*, slots $mask, $W peers, rhd$" "$WORK/master.log" ||
-        fail "$name: the quantized op did not run rhd striped over $mask"
+    for tag in 9000:all_reduce 9001:all_reduce 9002:reduce_scatter 9003:all_gather_v 9004:broadcast; do
+        grep -q "tag ${tag%%:*} commenced: ${tag#*:}, op [0-9]*, slots $mask, $W peers, rhd$" "$WORK/master.log" ||
+            fail "$name: the ${tag#*:} of tag ${tag%%:*} did not run rhd striped over $mask"
+    done
 }
 # same_bits NAME REF WORLD: every peer of run NAME printed the hashes of run REF's peer 0
 same_bits() {
@@ -44,4 +45,4 @@ chmod 600 "$WORK/run.key"
 PCCL_STRIPE_LOCAL=1 PCCL_STRIPE_MIN_BYTES=1 PCCL_LOG_LEVEL=debug start_master --key-file "$WORK/run.key" --encrypt
 PCCL_KEY_FILE="$WORK/run.key" stripe_round 3 3 keyed
 same_bits keyed w3p1 3
-echo "ok: striped rhd all-reduces exact on 3 and 4 peers, pools 1-4, keyed and encrypted; bits equal pool 1's"
+echo "ok: striped rhd all-reduces, reduce-scatters, all-gathers and tree broadcasts on 3 and 4 peers, pools 1-4, keyed and encrypted; bits equal pool 1's"
