@@ -569,6 +569,33 @@ static void test_reduce_scatter(void) {
     mesh_close(&m);
 }
 
+/* A striped reduce-scatter of a world that folds where a member goes away before its second partner: it and that
+ * partner fail, and every member returns (the others finish or are aborted, as the master aborts them). */
+static void test_reduce_scatter_member_goes_away(void) {
+    mesh_t m;
+    mesh_open_striped(&m, 5, 0, 2);
+    rmember_t r[RW];
+    rmembers_init(r, &m, 4096);
+    float *buf[RW], out[RW][4000];
+    for (uint32_t p = 0; p < 5; p++) {
+        buf[p] = calloc(20000, sizeof(float));
+        r[p].rs = 1;
+        r[p].src = buf[p];
+        r[p].out = out[p];
+        r[p].count = 20000;
+        r[p].dt = pcclFloat;
+        r[p].op = pcclSum;
+        r[p].work_bytes = ring_reduce_scatter_rhd_work_bytes(20000, pcclFloat, p, 5);
+        r[p].work = malloc(r[p].work_bytes + 1);
+        for (uint32_t s = 0; s < 2; s++) r[p].ios[s].timeout_ms = 3000;
+    }
+    r[4].quit_after_links = 2; /* position 4 (virtual id 3): its second step is with position 3 */
+    rmembers_run(r, 5);
+    CHECK(r[4].rc != 0 && r[3].rc != 0);
+    for (uint32_t p = 0; p < 5; p++) free(buf[p]), free(r[p].work);
+    mesh_close(&m);
+}
+
 /* The all-gather of worlds 2..8 (3, 5, 6 and 7 fold) with variable counts (one of them 0) over one to four stripes:
  * every member ends with every block in rank order, its own from its place in buf, from buf's start (src NULL) or
  * from elsewhere. */
@@ -663,6 +690,7 @@ int main(void) {
     RUN_TEST(test_striped_member_goes_away);
     RUN_TEST(test_abort);
     RUN_TEST(test_reduce_scatter);
+    RUN_TEST(test_reduce_scatter_member_goes_away);
     RUN_TEST(test_all_gather);
     RUN_TEST(test_broadcast_tree);
     TEST_MAIN_END();
