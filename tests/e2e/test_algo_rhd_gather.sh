@@ -12,7 +12,8 @@ for W in 3 5 6; do
     PCCL_ALGO=rhd coll_run "$W" gather 60
     grep -qE "commenced: all_gather,.*, $W peers, rhd$" "$WORK/master.log" || fail "no all-gather of $W peers ran rhd"
     grep -qE "commenced: all_gather_v,.*, $W peers, rhd$" "$WORK/master.log" || fail "no all-gather-v of $W peers ran rhd"
-    grep -qE "commenced: reduce_scatter,.*, $W peers, rhd$" "$WORK/master.log" || fail "no reduce-scatter of $W peers ran rhd"
+    grep -qE "commenced: reduce_scatter,.*, $W peers, rhd$" "$WORK/master.log" ||
+        fail "no reduce-scatter of $W peers ran rhd"
 done
 ! grep -qE "commenced: (all_gather(_v)?|reduce_scatter),.*, ring$" "$WORK/master.log" ||
     fail "an all-gather or reduce-scatter ranked by position ran the ring"
