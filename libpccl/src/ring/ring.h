@@ -36,6 +36,10 @@ typedef struct ring_io {
     int abort_fd;     /* readable = abort now (wakes a sleeping poll) */
     atomic_int *abort_flag; /* nonzero = abort now (checked without a syscall); may be NULL */
     int timeout_ms;   /* fail when no byte moves for this long */
+    /* Before sleeping in poll, look at the sockets without sleeping (yielding the core between looks) for up to
+     * this many microseconds; 0: sleep at once. Bytes from a peer on another core come sooner than a sleep and
+     * its wake-up take. Only where the local peers have a core each (p2p_local_peers_fit). */
+    int spin_us;
     uint8_t *staging; /* receive buffer for reduce-scatter */
     size_t staging_size;
     /* Optional, as large as buf: the ring copies each byte range of buf here just before it first
@@ -268,7 +272,9 @@ ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
 /* What ring_recv's return n means once its own failures are handled: n (> 0) bytes, 0 when none were ready, or
  * -PERR_IO (the predecessor closed the connection, or the receive failed; io->err says which). */
 ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
-/* Sleeps in poll until a socket or the abort fd is ready. @return 0 with *ready 1 (go on with p[].revents) or
+/* ring_io_t.spin_us where the local peers have a core each: about one step's transfer on one host. */
+#define RING_SPIN_US 100
+/* Sleeps in poll until a socket or the abort fd is ready (first polling without sleeping for io->spin_us). @return 0 with *ready 1 (go on with p[].revents) or
  * 0 (nothing happened: loop again), or -PERR_<NAME> (io->err says why). */
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *ready);
 /* 0 if the predecessor's stream header matches; else -PERR_PROTOCOL with io->err set. */
