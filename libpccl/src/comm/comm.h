@@ -266,8 +266,9 @@ int comm_register_first(pcclComm_t *c);
 /* Whether the group's peers on this host (this one included) are no more than its CPUs (p2p_local_peers_fit). */
 int comm_local_peers_fit(pcclComm_t *c);
 /* How long a wait for the master's answer spins (pwait_cond_sleep_spin) before it sleeps, where the local peers
- * fit the host's CPUs: about a master round trip on one host, so a prompt answer costs no wake-up. */
-#define COMM_SPIN_US 100
+ * fit the host's CPUs: a master round trip on one host and the lag of the other members, so a prompt answer
+ * costs no wake-up. */
+#define COMM_SPIN_US 200
 /* The end of such a spin begun now (pwait_now_us clock), or 0 (no spin) where the local peers outnumber the
  * CPUs: there a spinning waiter would hold back the peers and the master it waits for. */
 uint64_t comm_spin_until(pcclComm_t *c);
