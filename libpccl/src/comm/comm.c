@@ -169,14 +169,19 @@ void comm_pause(pcclComm_t *c, int ms) {
     comm_wait_close(c, &w);
 }
 
-int comm_local_peers_fit(pcclComm_t *c) {
+static uint64_t local_peers(pcclComm_t *c) {
     pthread_mutex_lock(&c->p2p.mu);
     uint64_t local = c->p2p.local_peers;
     pthread_mutex_unlock(&c->p2p.mu);
-    return local <= (uint64_t)c->ncpus;
+    return local;
 }
 
-uint64_t comm_spin_until(pcclComm_t *c) { return comm_local_peers_fit(c) ? pwait_now_us() + COMM_SPIN_US : 0; }
+int comm_local_peers_fit(pcclComm_t *c) { return local_peers(c) <= (uint64_t)c->ncpus; }
+
+uint64_t comm_spin_until(pcclComm_t *c) {
+    uint64_t local = local_peers(c); /* 0 until the master's first peer list: nothing is known to fit yet */
+    return local && local <= (uint64_t)c->ncpus ? pwait_now_us() + COMM_SPIN_US : 0;
+}
 
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
     /* The reader bounds an outage by the reconnect window; this bound only guards against a stuck reader.

@@ -270,7 +270,7 @@ int comm_local_peers_fit(pcclComm_t *c);
  * costs no wake-up. */
 #define COMM_SPIN_US 200
 /* The end of such a spin begun now (pwait_now_us clock), or 0 (no spin) where the local peers outnumber the
- * CPUs: there a spinning waiter would hold back the peers and the master it waits for. */
+ * CPUs (there a spinning waiter would hold back the peers and the master it waits for) or are not known yet. */
 uint64_t comm_spin_until(pcclComm_t *c);
 
 /*
