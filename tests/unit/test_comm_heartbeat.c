@@ -1,7 +1,7 @@
-/* test_comm_heartbeat.c - a peer's heartbeat on a real master over loopback: the heartbeat thread shares the
- * communicator's condition variable with its control waits, and every message the reader delivers wakes it;
- * such a wake-up before PCCL_HEARTBEAT_MS has passed sends nothing, so a run of quick control calls costs the
- * master one packet each, not a heartbeat more. */
+/* test_comm_heartbeat.c - a peer's heartbeat on a real master over loopback: the heartbeat thread sleeps on its
+ * own condition variable (the messages the reader delivers for control waits do not wake it) and sends nothing
+ * before PCCL_HEARTBEAT_MS has passed, so a run of quick control calls costs the master one packet each, not a
+ * heartbeat more. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,7 +4,8 @@
  * the stream the input is back (in place) or untouched (out of place). Each
  * runs with send() and with spliced sends (io.tx_pipe); pcclAvg, whose final
  * division rewrites what the all-gather sent, is checked spliced, and so is a
- * successor that is gone (splice raises SIGPIPE). */
+ * successor that is gone (splice raises SIGPIPE). Out of place and the restores run also with a ring that
+ * spins before it sleeps (io.spin_us): same results, same failures. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +18,8 @@
 #include "ring/ring.h"
 #include "tinytest.h"
 #include "base/wire.h"
+
+static int g_spin_us; /* io.spin_us of the out-of-place and restore rings */
 
 #define RING_MAGIC 0x52494E47u
 
@@ -121,7 +124,7 @@ static void out_of_place(int splice) {
                             .op = pcclSum};
         memset(a[r].buf, 0xFF, count * sizeof(float)); /* NaN: a result that read it would show */
         a[r].io = (ring_io_t){.tx_fd = links[r][0], .rx_fd = links[(r + N - 1) % N][1], .abort_fd = efd,
-                              .timeout_ms = 10000, .staging = malloc(3000), .staging_size = 3000,
+                              .timeout_ms = 10000, .spin_us = g_spin_us, .staging = malloc(3000), .staging_size = 3000,
                               .backup = backup[r], .tx_pipe = tx_pipe(splice, r)};
         pthread_create(&t[r], NULL, run_rank, &a[r]);
     }
@@ -202,7 +205,7 @@ static void test_restore_at(size_t payload, int in_place, size_t count, int spli
     float *buf = malloc(count * sizeof(float)), *orig = malloc(count * sizeof(float));
     float *in_buf = in_place ? buf : malloc(count * sizeof(float));
     for (size_t i = 0; i < count; i++) orig[i] = in_buf[i] = (float)(i % 11) + 0.5f;
-    ring_io_t io = {.tx_fd = out[0], .rx_fd = in[1], .abort_fd = efd, .timeout_ms = 10000,
+    ring_io_t io = {.tx_fd = out[0], .rx_fd = in[1], .abort_fd = efd, .timeout_ms = 10000, .spin_us = g_spin_us,
                     .staging = malloc(1000), .staging_size = 1000, .backup = malloc(count * sizeof(float)),
                     .tx_pipe = tx_pipe(splice, 0)};
     fake_pred_t f = {.fd = in[0], .payload = payload};
@@ -316,6 +319,12 @@ static void test_out_of_place(void) { out_of_place(0); }
 static void test_out_of_place_spliced(void) { out_of_place(1); }
 static void test_restore_everywhere(void) { restore_everywhere(0); }
 static void test_restore_everywhere_spliced(void) { restore_everywhere(1); }
+static void test_spinning(void) {
+    g_spin_us = RING_SPIN_US;
+    out_of_place(0);
+    restore_everywhere(0);
+    g_spin_us = 0;
+}
 
 int main(void) {
     RUN_TEST(test_sum_and_full_backup);
@@ -326,5 +335,6 @@ int main(void) {
     RUN_TEST(test_restore_everywhere_spliced);
     RUN_TEST(test_avg_spliced);
     RUN_TEST(test_successor_gone_spliced);
+    RUN_TEST(test_spinning);
     TEST_MAIN_END();
 }

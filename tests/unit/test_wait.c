@@ -1,6 +1,8 @@
 /* test_wait.c - the cancellable wait (base/wait.h): one cancel ends a lock-based sleep and makes the eventfd
- * readable, the first reason wins, deadlines end sleeps, a reset opens it again, and a set cancels every
- * member at once (sticky: later members start cancelled). */
+ * readable, the first reason wins, deadlines end sleeps, a reset opens it again, a set cancels every
+ * member at once (sticky: later members start cancelled), and a spinning sleep returns without sleeping until
+ * its spin ends (holding the mutex again), then sleeps to its deadline, and ends at once when cancelled. */
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -101,9 +103,37 @@ static void test_set(void) {
     pwait_destroy(&late);
 }
 
+static void test_spin(void) {
+    pwait_t w;
+    CHECK(pwait_init(&w, &mu, NULL, 0) == 0);
+    pthread_mutex_lock(&mu);
+    /* Nobody signals: a plain sleep would last to the deadline, a spinning one returns (mu held again) until the
+     * spin ends, many times within it. */
+    uint64_t spin_until = pwait_now_us() + 20000, deadline = net_now_ms() + 5000;
+    int returns = 0, r = 0;
+    while (pwait_now_us() < spin_until && (r = pwait_sleep_spin(&w, deadline, spin_until)) == 0) {
+        CHECK(pthread_mutex_trylock(&mu) == EBUSY);
+        returns++;
+    }
+    CHECK(r == 0 && returns > 1);
+    CHECK(net_now_ms() < deadline); /* it never slept to the deadline */
+    /* After the spin it sleeps: up to the deadline when nothing comes. */
+    uint64_t t0 = net_now_ms();
+    while ((r = pwait_sleep_spin(&w, net_now_ms() + 40, spin_until)) == 0) {
+    }
+    CHECK(r == -PERR_TIMEOUT && net_now_ms() - t0 >= 40);
+    /* A deadline already passed ends a spin too, and a cancelled wait ends it with its reason. */
+    CHECK(pwait_cond_sleep_spin(w.cv, &mu, net_now_ms() - 1, pwait_now_us() + 1000000) == -PERR_TIMEOUT);
+    pwait_cancel_locked(&w, -PERR_ABORTED);
+    CHECK(pwait_sleep_spin(&w, 0, pwait_now_us() + 1000000) == -PERR_ABORTED);
+    pthread_mutex_unlock(&mu);
+    pwait_destroy(&w);
+}
+
 int main(void) {
     RUN_TEST(test_cancel_wakes_both_ways);
     RUN_TEST(test_deadline);
     RUN_TEST(test_set);
+    RUN_TEST(test_spin);
     TEST_MAIN_END();
 }

@@ -72,6 +72,7 @@ pcclResult_t pcclCreateCommunicator(const pcclCommCreateParams_t *params, pcclCo
     pthread_mutex_init(&c->send_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pwait_cond_init(&c->cv); /* waits on these have deadlines on net_now_ms's clock */
+    pwait_cond_init(&c->hb_cv);
     pthread_cond_init(&c->work_cv, NULL);
     pthread_mutex_init(&c->p2p.mu, NULL);
     pwait_cond_init(&c->p2p.cv);
@@ -112,7 +113,7 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     pthread_mutex_unlock(&c->send_mu);
     allreduce_join_all(c);
     pthread_mutex_lock(&c->mu);
-    pthread_cond_broadcast(&c->cv); /* wakes the heartbeat thread */
+    pthread_cond_broadcast(&c->hb_cv); /* wakes the heartbeat thread */
     pthread_mutex_unlock(&c->mu);
     if (c->heartbeat_started) pthread_join(c->heartbeat, NULL);
     if (c->reader_started) pthread_join(c->reader, NULL);
@@ -125,6 +126,7 @@ pcclResult_t pcclDestroyCommunicator(pcclComm_t *c) {
     pthread_mutex_destroy(&c->send_mu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
+    pthread_cond_destroy(&c->hb_cv);
     pthread_cond_destroy(&c->work_cv);
     pthread_mutex_destroy(&c->p2p.mu);
     pthread_cond_destroy(&c->p2p.cv);
@@ -195,16 +197,16 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. c->cv also wakes the communicator's
- * waits (every message the reader delivers): a wake-up before the deadline sends nothing, or each collective
- * would cost a heartbeat, its answer and two thread wake-ups. */
+/* Sends HEARTBEAT every heartbeat_ms until shutdown or the master is lost. It sleeps on its own hb_cv, which
+ * only the end of the run and shutdown broadcast: on c->cv every message the reader delivers would wake it
+ * (a thread wake-up per control answer, next to the caller's). */
 static void *heartbeat_main(void *arg) {
     pcclComm_t *c = arg;
     pthread_mutex_lock(&c->mu);
     uint64_t next = net_now_ms() + (uint64_t)c->heartbeat_ms;
     while (!atomic_load(&c->shutting_down) && !comm_ended(c)) {
         if (net_now_ms() < next) {
-            pwait_cond_sleep(&c->cv, &c->mu, next);
+            pwait_cond_sleep(&c->hb_cv, &c->mu, next);
             continue;
         }
         next = net_now_ms() + (uint64_t)c->heartbeat_ms;

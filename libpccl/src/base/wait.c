@@ -4,6 +4,7 @@
 #include "base/wait.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -16,6 +17,12 @@ static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t pwait_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 int pwait_cond_init(pthread_cond_t *cv) {
@@ -36,6 +43,15 @@ int pwait_cond_sleep(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_
     if (now_ms() >= deadline_ms) return -PERR_TIMEOUT;
     struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000), .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
     return pthread_cond_timedwait(cv, mu, &ts) == ETIMEDOUT && now_ms() >= deadline_ms ? -PERR_TIMEOUT : 0;
+}
+
+int pwait_cond_sleep_spin(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ms, uint64_t spin_until_us) {
+    if (!spin_until_us || pwait_now_us() >= spin_until_us) return pwait_cond_sleep(cv, mu, deadline_ms);
+    if (deadline_ms && now_ms() >= deadline_ms) return -PERR_TIMEOUT;
+    pthread_mutex_unlock(mu);
+    sched_yield();
+    pthread_mutex_lock(mu);
+    return 0;
 }
 
 int pwait_init(pwait_t *w, pthread_mutex_t *mu, pthread_cond_t *cv, int with_fd) {
@@ -89,13 +105,15 @@ int pwait_cancel(pwait_t *w, int reason) {
 
 int pwait_result(const pwait_t *w) { return atomic_load(&w->result); }
 
-int pwait_sleep(pwait_t *w, uint64_t deadline_ms) {
+int pwait_sleep_spin(pwait_t *w, uint64_t deadline_ms, uint64_t spin_until_us) {
     int r = pwait_result(w);
     if (r) return r;
-    int slept = pwait_cond_sleep(w->cv, w->mu, deadline_ms);
+    int slept = pwait_cond_sleep_spin(w->cv, w->mu, deadline_ms, spin_until_us);
     r = pwait_result(w);
     return r ? r : slept;
 }
+
+int pwait_sleep(pwait_t *w, uint64_t deadline_ms) { return pwait_sleep_spin(w, deadline_ms, 0); }
 
 int pwait_pause(pwait_t *w, int ms) {
     uint64_t until = now_ms() + (uint64_t)(ms > 0 ? ms : 0);

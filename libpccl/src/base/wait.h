@@ -44,6 +44,15 @@ int pwait_cond_init(pthread_cond_t *cv);
  * @return 0, or -PERR_TIMEOUT once deadline_ms passed. */
 int pwait_cond_sleep(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ms);
 
+/* The monotonic clock of net_now_ms in microseconds (spins are shorter than a millisecond). */
+uint64_t pwait_now_us(void);
+/* As pwait_cond_sleep, but until spin_until_us (pwait_now_us clock; 0: no spin) it does not sleep: it releases
+ * mu, gives the core to any thread that is ready to run (sched_yield) and takes mu again. The caller looks again
+ * either way, so an answer that comes within the spin is seen without a wake-up of this thread (a sleeping
+ * thread is woken by a futex and, where its core idles, an interrupt). Only for hosts where the threads a
+ * waiter waits for have cores of their own; elsewhere the yield still hands the core over. @return 0, or
+ * -PERR_TIMEOUT once deadline_ms passed. */
+int pwait_cond_sleep_spin(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ms, uint64_t spin_until_us);
 /* A wait under mu. with_fd: make the eventfd (poll()-based I/O needs it); cv: a condition variable used with
  * mu to share (inbox waiters share the communicator's), or NULL for its own; either made by pwait_cond_init.
  * @return 0, or -PERR_FAILED (no eventfd; errno set). */
@@ -61,6 +70,8 @@ int pwait_result(const pwait_t *w);
 /* Sleeps on w->cv (caller holds w->mu) until woken, cancelled, or deadline_ms (net_now_ms clock; 0: none).
  * @return 0 (woken: the caller looks again), the cancel reason, or -PERR_TIMEOUT once deadline_ms passed. */
 int pwait_sleep(pwait_t *w, uint64_t deadline_ms);
+/* As pwait_sleep, spinning first until spin_until_us as pwait_cond_sleep_spin does. */
+int pwait_sleep_spin(pwait_t *w, uint64_t deadline_ms, uint64_t spin_until_us);
 /* Sleeps up to ms (or until cancelled), holding nothing on entry; @return as pwait_sleep, 0 once ms passed. */
 int pwait_pause(pwait_t *w, int ms);
 

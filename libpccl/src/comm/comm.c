@@ -135,6 +135,7 @@ int comm_transition_locked(pcclComm_t *c, unsigned from, peer_state_t to) {
     if (to == PEER_ENDED) pwait_set_cancel_locked(&c->waits, -PERR_LOST, 0);
     atomic_store(&c->state, to);
     pthread_cond_broadcast(&c->cv);
+    if (to == PEER_ENDED) pthread_cond_broadcast(&c->hb_cv);
     return (int)was;
 }
 
@@ -166,6 +167,20 @@ void comm_pause(pcclComm_t *c, int ms) {
     if (comm_wait_open(c, &w, 0) != 0) return;
     pwait_pause(&w, ms);
     comm_wait_close(c, &w);
+}
+
+static uint64_t local_peers(pcclComm_t *c) {
+    pthread_mutex_lock(&c->p2p.mu);
+    uint64_t local = c->p2p.local_peers;
+    pthread_mutex_unlock(&c->p2p.mu);
+    return local;
+}
+
+int comm_local_peers_fit(pcclComm_t *c) { return local_peers(c) <= (uint64_t)c->ncpus; }
+
+uint64_t comm_spin_until(pcclComm_t *c) {
+    uint64_t local = local_peers(c); /* 0 until the master's first peer list: nothing is known to fit yet */
+    return local && local <= (uint64_t)c->ncpus ? pwait_now_us() + COMM_SPIN_US : 0;
 }
 
 int comm_begin(pcclComm_t *c, unsigned *epoch) {
@@ -262,7 +277,7 @@ void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
 }
 
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
-    uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0;
+    uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0, spin_until = comm_spin_until(c);
     pwait_t w;
     if (comm_wait_open(c, &w, 0) != 0) return -PERR_LOST;
     int rc = 0;
@@ -300,7 +315,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
         else if (r == -PERR_RESTARTED) rc = -PERR_RESTARTED;
         else if (r) rc = -PERR_LOST;
         if (r) break;
-        pwait_sleep(&w, timeout_ms >= 0 ? deadline : 0);
+        pwait_sleep_spin(&w, timeout_ms >= 0 ? deadline : 0, spin_until);
     }
     pthread_mutex_unlock(&c->mu);
     comm_wait_close(c, &w);

@@ -18,9 +18,9 @@
  * Waits: every blocking path waits through a pwait_t (base/wait.h); the control
  * waits are in waits, which one call cancels with the operations (comm_cancel_all in
  * api/: destroy, an outage, the end); a leave ends them alone (comm_stop).
- * Wake-ups: cv is for the control waits and the heartbeat only; each collective
- * has its own wait (signalled by the reader for that op's messages) and the
- * worker pool has work_cv, so a collective message wakes one thread.
+ * Wake-ups: cv is for the control waits only; the heartbeat sleeps on hb_cv (woken
+ * only to end), each collective has its own wait (signalled by the reader for that
+ * op's messages) and the worker pool has work_cv, so a message wakes one thread.
  */
 #ifndef PCCL_COMM_H
 #define PCCL_COMM_H
@@ -193,6 +193,7 @@ struct pcclComm_t {
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_cond_t hb_cv; /* the heartbeat's: broadcast when the run ends or the communicator shuts down */
     inbox_item_t *inbox_head, *inbox_tail;
     struct pccl_op *ops;
     /* collective worker pool (op/op_pool.c), guarded by mu */
@@ -261,6 +262,16 @@ int comm_register_first(pcclComm_t *c);
 /* comm_send, comm_wait and comm_begin return 0 or -PERR_<NAME>: -PERR_LOST (the master is gone for good, or the
  * peer is leaving or being destroyed), -PERR_RESTARTED (the master connection of the epoch was lost: a restarted
  * master knows nothing of the request), -PERR_TIMEOUT (comm_wait's deadline). */
+
+/* Whether the group's peers on this host (this one included) are no more than its CPUs (p2p_local_peers_fit). */
+int comm_local_peers_fit(pcclComm_t *c);
+/* How long a wait for the master's answer spins (pwait_cond_sleep_spin) before it sleeps, where the local peers
+ * fit the host's CPUs: a master round trip on one host and the lag of the other members, so a prompt answer
+ * costs no wake-up. */
+#define COMM_SPIN_US 200
+/* The end of such a spin begun now (pwait_now_us clock), or 0 (no spin) where the local peers outnumber the
+ * CPUs (there a spinning waiter would hold back the peers and the master it waits for) or are not known yet. */
+uint64_t comm_spin_until(pcclComm_t *c);
 
 /*
  * Waits until the master connection is up (while it is re-established, at most the reconnect

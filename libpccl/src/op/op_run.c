@@ -33,11 +33,11 @@ static int mark_ring_done(pccl_op_t *o) {
  * reconnect window. 0 with the verdict in end_ok, -PERR_RESTARTED without one. */
 static int await_verdict(pccl_op_t *o, int through_restart) {
     pcclComm_t *c = o->comm;
-    uint64_t deadline = 0;
+    uint64_t deadline = 0, spin_until = comm_spin_until(c);
     pthread_mutex_lock(&c->mu);
     while (!o->got_end && !comm_ended(c) && !atomic_load(&c->shutting_down)) {
         if (atomic_load(&c->master_epoch) == o->epoch) {
-            pwait_cond_sleep(o->w.cv, &c->mu, 0);
+            pwait_cond_sleep_spin(o->w.cv, &c->mu, 0, spin_until);
             continue;
         }
         if (!through_restart || c->reconnect_ms <= 0 || atomic_load(&c->stopping)) break;
@@ -175,11 +175,12 @@ static int move_data(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t *
         if (o->commence.u.commence.slots >> i & 1) slot_of[(*k)++] = i;
     int own_links = op_algo_rhd(o); /* the kind connects to its partners itself */
     int opened = own_links ? 0 : open_streams(o, slot_of, *k, tx, rx);
+    int spin_us = o->move_bytes <= RING_SPIN_MAX_BYTES && p2p_local_peers_fit(c) ? RING_SPIN_US : 0;
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)*k * STAGING_BYTES, &staging_cap);
     for (uint32_t s = 0; s < *k; s++)
         ios[s] = (ring_io_t){.abort_fd = o->w.fd, .abort_flag = &o->w.result, .timeout_ms = c->timeout_ms,
-                             .staging = staging ? staging + (size_t)s * STAGING_BYTES : NULL,
+                             .spin_us = spin_us, .staging = staging ? staging + (size_t)s * STAGING_BYTES : NULL,
                              .staging_size = STAGING_BYTES, .backup = o->ring_backs_up ? o->backup : NULL};
     int rc = -PERR_IO;
     if (opened == 0 && staging) {

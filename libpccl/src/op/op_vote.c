@@ -7,15 +7,16 @@
 #include "base/base.h"
 #include "pccl_kernels.h"
 
-/* Waits until the op commenced or was rejected, or the master of the op's epoch is gone. Holds no lock on
- * return. (The reader moves the epoch and then aborts every op, which broadcasts o->w.cv.) 0 or
- * -PERR_RESTARTED. */
+/* Waits until the op commenced or was rejected, or the master of the op's epoch is gone, spinning first as the
+ * waits for the master's answers do (comm_spin_until). Holds no lock on return. (The reader moves the epoch and
+ * then aborts every op, which broadcasts o->w.cv.) 0 or -PERR_RESTARTED. */
 static int wait_started(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
+    uint64_t spin_until = comm_spin_until(c);
     pthread_mutex_lock(&c->mu);
     while (!o->got_commence && !o->got_reject && !comm_ended(c) && !atomic_load(&c->shutting_down) &&
            atomic_load(&c->master_epoch) == o->epoch)
-        pwait_cond_sleep(o->w.cv, &c->mu, 0);
+        pwait_cond_sleep_spin(o->w.cv, &c->mu, 0, spin_until);
     int ok = o->got_commence || o->got_reject;
     pthread_mutex_unlock(&c->mu);
     return ok ? 0 : -PERR_RESTARTED;

@@ -284,9 +284,7 @@ static uint64_t local_peer_count(pcclComm_t *c) {
     return local;
 }
 
-int p2p_local_peers_fit(pcclComm_t *c) {
-    return local_peer_count(c) <= (uint64_t)c->ncpus;
-}
+int p2p_local_peers_fit(pcclComm_t *c) { return comm_local_peers_fit(c); }
 
 long p2p_splice_min(pcclComm_t *c, int same_host) {
     if (c->zerocopy_min_bytes < 0) return -1;

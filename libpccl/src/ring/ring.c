@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -43,6 +44,18 @@ static size_t chunk_len(const chunking_t *c, uint32_t i) {
     return (n / c->nstripes + (c->stripe < n % c->nstripes ? 1 : 0)) * c->esz;
 }
 
+/* Polls without sleeping for up to io->spin_us, handing the core to any thread ready to run between looks (the
+ * peer this ring waits for may share it), and stopping at once on the abort flag. @return poll's result: 0 when
+ * nothing became ready, and the caller sleeps. */
+static int spin_poll(ring_io_t *io, struct pollfd *p) {
+    if (io->spin_us <= 0) return 0;
+    uint64_t until = pwait_now_us() + (uint64_t)io->spin_us;
+    int n;
+    while ((n = poll(p, 3, 0)) == 0 && pwait_now_us() < until && !(io->abort_flag && atomic_load(io->abort_flag)))
+        sched_yield();
+    return n;
+}
+
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *ready) {
     *ready = 0;
     uint64_t now = net_now_ms();
@@ -50,7 +63,8 @@ int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *read
         snprintf(io->err, sizeof io->err, "no progress for %d ms", io->timeout_ms);
         return -PERR_TIMEOUT;
     }
-    int n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
+    int n = spin_poll(io, p);
+    if (n == 0) n = poll(p, 3, (int)(io->timeout_ms - (now - last_progress)));
     if (n < 0) {
         if (errno == EINTR) return 0;
         snprintf(io->err, sizeof io->err, "poll: %s", strerror(errno));

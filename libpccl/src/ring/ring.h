@@ -36,6 +36,11 @@ typedef struct ring_io {
     int abort_fd;     /* readable = abort now (wakes a sleeping poll) */
     atomic_int *abort_flag; /* nonzero = abort now (checked without a syscall); may be NULL */
     int timeout_ms;   /* fail when no byte moves for this long */
+    /* Before sleeping in poll, look at the sockets without sleeping (yielding the core between looks) for up to
+     * this many microseconds; 0: sleep at once. Bytes from a peer on another core come sooner than a sleep and
+     * its wake-up take. Only where the local peers have a core each (p2p_local_peers_fit) and the operation is
+     * small (RING_SPIN_MAX_BYTES). */
+    int spin_us;
     uint8_t *staging; /* receive buffer for reduce-scatter */
     size_t staging_size;
     /* Optional, as large as buf: the ring copies each byte range of buf here just before it first
@@ -283,8 +288,14 @@ ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
 /* What ring_recv's return n means once its own failures are handled: n (> 0) bytes, 0 when none were ready, or
  * -PERR_IO (the predecessor closed the connection, or the receive failed; io->err says which). */
 ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
-/* Sleeps in poll until a socket or the abort fd is ready. @return 0 with *ready 1 (go on with p[].revents) or
- * 0 (nothing happened: loop again), or -PERR_<NAME> (io->err says why). */
+/* ring_io_t.spin_us where the local peers have a core each and the operation moves at most RING_SPIN_MAX_BYTES:
+ * about one step's transfer on one host. Larger operations stream long enough that a wake-up's delay is a small
+ * part of a step, and do not spin. */
+#define RING_SPIN_US 100
+#define RING_SPIN_MAX_BYTES ((size_t)1 << 20)
+/* Sleeps in poll until a socket or the abort fd is ready (first polling without sleeping for io->spin_us).
+ * @return 0 with *ready 1 (go on with p[].revents) or 0 (nothing happened: loop again), or -PERR_<NAME>
+ * (io->err says why). */
 int ring_wait(ring_io_t *io, struct pollfd *p, uint64_t last_progress, int *ready);
 /* 0 if the predecessor's stream header matches; else -PERR_PROTOCOL with io->err set. */
 int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_t world_size, uint64_t op_seq);
