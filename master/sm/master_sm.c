@@ -315,10 +315,11 @@ static void depart(msm_t *m, msm_peer_t *p) {
     remove_peer_record(m, conn);
 }
 
-/* Whether conn is a member of an operation in its running phase (its ring, transfer or wiring). */
+/* Whether conn is a member of an operation in its running phase (its ring, transfer or wiring). A vote under a
+ * grant counts: its voter runs its ring already, so its leave waits for the verdict like a commenced one's. */
 static int in_running_op(msm_t *m, uint64_t conn) {
     for (msm_op_t *op = m->ops; op; op = op->next)
-        if (op->phase == MSM_PHASE_RUNNING && msm_op_member(op, conn)) return 1;
+        if ((op->phase == MSM_PHASE_RUNNING || op->granted) && msm_op_member(op, conn)) return 1;
     return 0;
 }
 

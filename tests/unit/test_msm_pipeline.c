@@ -216,6 +216,30 @@ static void test_departure_before_vote_revokes(void) {
     for (uint64_t c = 1; c <= 3; c++) CHECK(end_of(c, M2C_COLL_COMPLETE, 9) != NULL);
 }
 
+/* A LEAVE from a member that voted under the grant (its ring runs) waits for the verdict, as a commenced member's
+ * does: the operation completes for everyone, then the peer departs and the idle grant goes. */
+static void test_leave_after_vote_waits(void) {
+    make_group(3);
+    uint64_t seq = plain_op(3, 9);
+    clear_log();
+    init_under(1, 9, 1000, seq);
+    init_under(2, 9, 1000, seq);
+    pkt(2, C2M_LEAVE);
+    CHECK(!ever_closed(2));
+    init_under(3, 9, 1000, seq);
+    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 9, seq, 1);
+    for (uint64_t c = 1; c <= 3; c++) {
+        const wire_msg_t *m = end_of(c, M2C_COLL_COMPLETE, 9);
+        CHECK(m && m->u.coll.ok == 1 && m->u.coll.op_seq == seq);
+        CHECK_EQ_U64(count_to(c, M2C_COLL_ABORT), 0);
+    }
+    CHECK(ever_closed(2));
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.collectives_aborted, 0);
+    CHECK_EQ_U64(st.peers_left, 1);
+}
+
 /* An operation of another tag that needs the slot of an unused grant gets it; the grant is revoked. */
 static void test_slot_shortage_revokes(void) {
     make_group(2); /* pool of 1 */
@@ -256,6 +280,7 @@ int main(void) {
     RUN_TEST(test_failure_before_every_vote);
     RUN_TEST(test_departure_aborts);
     RUN_TEST(test_departure_before_vote_revokes);
+    RUN_TEST(test_leave_after_vote_waits);
     RUN_TEST(test_slot_shortage_revokes);
     RUN_TEST(test_not_granted);
     TEST_MAIN_END();
