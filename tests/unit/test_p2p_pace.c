@@ -145,30 +145,34 @@ static void test_rcvbuf_bound_by_op(void) {
 
     p2p_set_peers(c, four, 4);
     c->ncpus = 2; /* more local peers than CPUs: never bounded */
-    p2p_bound_rx(c, &rx, big);
+    p2p_bound_rx(c, &rx, big, P2P_SPLICE_ALL_REDUCE);
     CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
 
     c->ncpus = 4;
-    p2p_bound_rx(c, &rx, small); /* copied sends: autotuned */
+    p2p_bound_rx(c, &rx, small, P2P_SPLICE_ALL_REDUCE); /* copied sends: autotuned */
     CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
     c->zerocopy_min_bytes = -1; /* splicing off */
-    p2p_bound_rx(c, &rx, big);
+    p2p_bound_rx(c, &rx, big, P2P_SPLICE_ALL_REDUCE);
     CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
 
     c->zerocopy_min_bytes = 48 << 20;
-    p2p_bound_rx(c, &rx, big); /* the first spliced op bounds it */
+    const size_t mid = P2P_SPLICE_ONE_WAY_MIN_BYTES;
+    p2p_bound_rx(c, &rx, mid, P2P_SPLICE_ALL_REDUCE); /* an all-reduce this size copies */
+    p2p_bound_rx(c, &rx, mid, P2P_SPLICE_NEVER);      /* so does a reduce-scatter */
+    CHECK(rx.rcv_bound == 0 && rcvbuf(afd) == autotuned);
+    p2p_bound_rx(c, &rx, mid, P2P_SPLICE_ONE_WAY); /* the first spliced op (a broadcast) bounds it */
     CHECK(rx.rcv_bound == 1);
     const int bounded = rcvbuf(afd);
     CHECK(bounded > 0 && bounded <= 2 * NET_LOCAL_RCVBUF && bounded != autotuned);
     int v = 4 << 20; /* what a second bounding would overwrite: it must not happen */
     CHECK(setsockopt(afd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v) == 0);
     const int marked = rcvbuf(afd);
-    p2p_bound_rx(c, &rx, big);
-    p2p_bound_rx(c, &rx, small);
+    p2p_bound_rx(c, &rx, big, P2P_SPLICE_ALL_REDUCE);
+    p2p_bound_rx(c, &rx, small, P2P_SPLICE_ALL_REDUCE);
     CHECK(rcvbuf(afd) == marked);
 
     p2p_conn_t unconnected = {.fd = socket(AF_INET, SOCK_STREAM, 0), .dir = P2P_RX};
-    p2p_bound_rx(c, &unconnected, big); /* not a same-host stream: remembered, not retried */
+    p2p_bound_rx(c, &unconnected, big, P2P_SPLICE_ALL_REDUCE); /* not a same-host stream: remembered, not retried */
     CHECK(unconnected.rcv_bound == -1);
     close(unconnected.fd);
 
@@ -186,17 +190,27 @@ static void test_splice_follows_cpus(void) {
     p2p_conn_t k = {.fd = -1, .dir = P2P_TX, .same_host = 1};
     size_t big = (size_t)64 << 20;
     c->ncpus = 4;
-    CHECK(p2p_splices(c, &k, big) == 1);
-    CHECK(p2p_splices(c, &k, (size_t)32 << 20) == 0); /* below the threshold */
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_ALL_REDUCE) == 1);
+    CHECK(p2p_splices(c, &k, (size_t)32 << 20, P2P_SPLICE_ALL_REDUCE) == 0); /* below the threshold */
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_NEVER) == 0);                    /* a kind that copies */
+    /* A one-way kind (broadcast, all-gather) splices same-host sends from 16 MiB with a CPU per peer. */
+    const size_t one_way = P2P_SPLICE_ONE_WAY_MIN_BYTES;
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ONE_WAY) == (long)one_way);
+    CHECK(p2p_splices(c, &k, one_way, P2P_SPLICE_ONE_WAY) == 1);
+    CHECK(p2p_splices(c, &k, one_way - 1, P2P_SPLICE_ONE_WAY) == 0);
+    CHECK(p2p_splice_min(c, 0, P2P_SPLICE_ONE_WAY) == 48 << 20); /* a remote successor: unchanged */
+    c->ncpus = 8; /* two CPUs per peer: the lower threshold of every kind */
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ONE_WAY) == P2P_SPLICE_SPARE_MIN_BYTES);
     c->ncpus = 2; /* four local peers on two CPUs: same-host sends copy */
-    CHECK(p2p_splices(c, &k, big) == 0);
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_ALL_REDUCE) == 0);
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_ONE_WAY) == 0);
     k.same_host = 0; /* a remote successor still gets the pages */
-    CHECK(p2p_splices(c, &k, big) == 1);
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_ALL_REDUCE) == 1);
     k.same_host = 1;
     c->zerocopy_every_edge = 1; /* PCCL_ZEROCOPY_MIN_BYTES set: as given, on every edge */
-    CHECK(p2p_splices(c, &k, big) == 1);
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_ALL_REDUCE) == 1);
     c->zerocopy_min_bytes = -1;
-    CHECK(p2p_splices(c, &k, big) == 0);
+    CHECK(p2p_splices(c, &k, big, P2P_SPLICE_ALL_REDUCE) == 0);
     comm_stub_free(c);
 }
 
@@ -210,34 +224,34 @@ static void test_splice_min_with_spare_cpus(void) {
     p2p_conn_t k = {.fd = -1, .dir = P2P_TX, .same_host = 1};
     p2p_set_peers(c, four, 4);
     c->ncpus = 8;
-    CHECK(p2p_splice_min(c, 1) == (long)spare);
-    CHECK(p2p_splices(c, &k, spare) == 1);
-    CHECK(p2p_splices(c, &k, spare - 1) == 0);
-    CHECK(p2p_splice_min(c, 0) == 48 << 20); /* a remote successor: unmeasured, unchanged */
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ALL_REDUCE) == (long)spare);
+    CHECK(p2p_splices(c, &k, spare, P2P_SPLICE_ALL_REDUCE) == 1);
+    CHECK(p2p_splices(c, &k, spare - 1, P2P_SPLICE_ALL_REDUCE) == 0);
+    CHECK(p2p_splice_min(c, 0, P2P_SPLICE_ALL_REDUCE) == 48 << 20); /* a remote successor: unmeasured, unchanged */
     k.same_host = 0;
-    CHECK(p2p_splices(c, &k, spare) == 0);
+    CHECK(p2p_splices(c, &k, spare, P2P_SPLICE_ALL_REDUCE) == 0);
     k.same_host = 1;
     c->ncpus = 7; /* fewer than two CPUs per local peer */
-    CHECK(p2p_splice_min(c, 1) == 48 << 20);
-    CHECK(p2p_splices(c, &k, spare) == 0);
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ALL_REDUCE) == 48 << 20);
+    CHECK(p2p_splices(c, &k, spare, P2P_SPLICE_ALL_REDUCE) == 0);
     c->ncpus = 3; /* the peers outnumber the CPUs */
-    CHECK(p2p_splice_min(c, 1) == -1);
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ALL_REDUCE) == -1);
     c->ncpus = 8;
     c->zerocopy_every_edge = 1; /* PCCL_ZEROCOPY_MIN_BYTES set: as given */
-    CHECK(p2p_splice_min(c, 1) == 48 << 20);
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ALL_REDUCE) == 48 << 20);
     c->zerocopy_every_edge = 0;
     c->zerocopy_min_bytes = -1;
-    CHECK(p2p_splice_min(c, 1) == -1);
-    CHECK(p2p_splices(c, &k, (size_t)64 << 20) == 0);
+    CHECK(p2p_splice_min(c, 1, P2P_SPLICE_ALL_REDUCE) == -1);
+    CHECK(p2p_splices(c, &k, (size_t)64 << 20, P2P_SPLICE_ALL_REDUCE) == 0);
     c->zerocopy_min_bytes = 48 << 20;
 
     int ls, cfd, afd; /* the receiving end bounds its buffer at the same size */
     CHECK(loopback_pair(&ls, &cfd, &afd) == 0);
     if (ls >= 0 && afd >= 0) {
         p2p_conn_t rx = {.fd = afd, .dir = P2P_RX};
-        p2p_bound_rx(c, &rx, spare - 1);
+        p2p_bound_rx(c, &rx, spare - 1, P2P_SPLICE_ALL_REDUCE);
         CHECK(rx.rcv_bound == 0);
-        p2p_bound_rx(c, &rx, spare);
+        p2p_bound_rx(c, &rx, spare, P2P_SPLICE_ALL_REDUCE);
         CHECK(rx.rcv_bound == 1);
         close(afd);
         close(cfd);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "p2p/p2p.h"
 #include "pccl_kernels.h"
 
 static int ar_validate(const pcclExtCollDescriptor_t *d) {
@@ -22,7 +23,7 @@ static int ar_plan(pccl_op_t *o) {
     size_t bytes = o->d.count * pccl_dtype_size(o->d.datatype);
     o->info.count = o->d.count;
     o->move_bytes = bytes;
-    o->splices = !op_algo_rhd(o);
+    o->splices = op_algo_rhd(o) ? P2P_SPLICE_NEVER : P2P_SPLICE_ALL_REDUCE;
     if (op_in_place(o)) {
         o->bk_len = bytes;
         o->ring_backs_up = o->d.quantization_options.algorithm == pcclQuantNone && !op_algo_rhd(o);

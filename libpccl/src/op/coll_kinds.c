@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "p2p/p2p.h"
 #include "pccl_kernels.h"
 
 #define FLAGS_ALL (PCCL_EXT_COLL_ROOT | PCCL_EXT_COLL_RANKED | PCCL_EXT_COLL_SHARED_SOURCES)
@@ -55,6 +56,7 @@ static int bc_plan(pccl_op_t *o) {
     o->info.root = o->rank_of[root];
     o->info.count = o->d.count;
     o->move_bytes = bytes;
+    o->splices = op_algo_rhd(o) ? P2P_SPLICE_NEVER : P2P_SPLICE_ONE_WAY;
     if (op_in_place(o) && !o->holds[o->pos]) o->bk_len = bytes;
     return 0;
 }
@@ -93,6 +95,7 @@ static int gather_plan(pccl_op_t *o) {
     if (rc != 0) return rc;
     o->info.count = total;
     o->move_bytes = total * esz_of(o);
+    o->splices = op_algo_rhd(o) ? P2P_SPLICE_NEVER : P2P_SPLICE_ONE_WAY;
     if (op_in_place(o)) o->bk_len = o->move_bytes;
     return 0;
 }

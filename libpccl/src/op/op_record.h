@@ -73,7 +73,7 @@ struct pccl_op {
     size_t bk_off, bk_len;  /* bytes of recvbuf the backup keeps (in place) */
     uint8_t *backup;        /* that backup while the op runs */
     int ring_backs_up;      /* the ring copies the backup itself as it goes (plain in-place all-reduce) */
-    int splices;            /* the kind lets the ring splice the caller's pages (the all-reduce) */
+    int splices;            /* how the kind lets the ring splice the caller's pages (P2P_SPLICE_*, p2p.h) */
     size_t move_bytes;      /* payload size the streams are paced for */
     uint64_t hash;          /* shared-sources broadcast: simplehash of this member's data */
     struct op_rhd_links *rhd; /* recursive halving and doubling: its partners' connections until the verdict */

@@ -160,8 +160,8 @@ static void pace_streams(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn
         ios[s].tx_link = tx[s]->link;
         ios[s].rx_link = rx[s]->link;
         p2p_pace_tx(c, tx[s]);
-        p2p_bound_rx(c, rx[s], o->move_bytes);
-        if (o->splices && p2p_splices(c, tx[s], o->move_bytes)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
+        p2p_bound_rx(c, rx[s], o->move_bytes, o->splices);
+        if (p2p_splices(c, tx[s], o->move_bytes, o->splices)) ios[s].tx_pipe = p2p_tx_pipe(tx[s]);
     }
 }
 

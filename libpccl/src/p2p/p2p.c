@@ -286,19 +286,20 @@ static uint64_t local_peer_count(pcclComm_t *c) {
 
 int p2p_local_peers_fit(pcclComm_t *c) { return comm_local_peers_fit(c); }
 
-long p2p_splice_min(pcclComm_t *c, int same_host) {
+long p2p_splice_min(pcclComm_t *c, int same_host, int how) {
     if (c->zerocopy_min_bytes < 0) return -1;
     if (c->zerocopy_every_edge || !same_host) return c->zerocopy_min_bytes;
     uint64_t local = local_peer_count(c);
     if (local > (uint64_t)c->ncpus) return -1;
-    if ((uint64_t)c->ncpus >= 2 * local && c->zerocopy_min_bytes > P2P_SPLICE_SPARE_MIN_BYTES)
-        return P2P_SPLICE_SPARE_MIN_BYTES;
-    return c->zerocopy_min_bytes;
+    long min = c->zerocopy_min_bytes;
+    if ((uint64_t)c->ncpus >= 2 * local && min > P2P_SPLICE_SPARE_MIN_BYTES) min = P2P_SPLICE_SPARE_MIN_BYTES;
+    if (how == P2P_SPLICE_ONE_WAY && min > P2P_SPLICE_ONE_WAY_MIN_BYTES) min = P2P_SPLICE_ONE_WAY_MIN_BYTES;
+    return min;
 }
 
-int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
-    if (tx->link) return 0;
-    long min = p2p_splice_min(c, tx->same_host);
+int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes, int how) {
+    if (tx->link || how == P2P_SPLICE_NEVER) return 0;
+    long min = p2p_splice_min(c, tx->same_host, how);
     return min >= 0 && bytes >= (size_t)min;
 }
 
@@ -308,9 +309,9 @@ int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes) {
  * outnumber the CPUs a receiver waits for a core while its sender goes on, so a small window would
  * stall the sender (bench/analysis.md, "Same-host connections"). Only same-host streams are bounded
  * (net_bound_local_rcvbuf), so the same-host threshold applies. */
-void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes) {
+void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes, int how) {
     if (rx->rcv_bound || rx->link || !p2p_local_peers_fit(c)) return;
-    long min = p2p_splice_min(c, 1);
+    long min = p2p_splice_min(c, 1, how);
     if (min < 0 || bytes < (size_t)min) return;
     rx->rcv_bound = net_bound_local_rcvbuf(rx->fd) ? 1 : -1;
 }

@@ -55,21 +55,32 @@ void p2p_pace_tx(pcclComm_t *c, p2p_conn_t *tx);
  * (bytes) when PCCL_ZEROCOPY_MIN_BYTES is unset: the smallest size at which spliced sends won
  * consistently with cores to spare (bench/analysis.md, "A machine with cores to spare"). */
 #define P2P_SPLICE_SPARE_MIN_BYTES (4L << 20)
-/* The smallest plain all-reduce, in bytes, whose sends on an edge splice; -1: none. Set,
- * PCCL_ZEROCOPY_MIN_BYTES applies as given to every edge. Unset: a remote edge 48 MiB; a same-host
- * edge 4 MiB (P2P_SPLICE_SPARE_MIN_BYTES) while the host has at least twice as many CPUs as local
- * peers, 48 MiB while it has at least as many, never while the peers outnumber the CPUs (copying is
- * faster there: bench/analysis.md, "Large all-reduces"). */
-long p2p_splice_min(pcclComm_t *c, int same_host);
-/* Whether a plain all-reduce of `bytes` bytes splices its sends on tx (p2p_tx_pipe): never on an
- * encrypted link, else from p2p_splice_min of its edge. */
-int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes);
+/* A same-host edge of a one-way kind (P2P_SPLICE_ONE_WAY) splices from this size (bytes) while the
+ * host has a CPU per local peer, when PCCL_ZEROCOPY_MIN_BYTES is unset (bench/analysis.md,
+ * "Broadcast, all-gather and reduce-scatter"). */
+#define P2P_SPLICE_ONE_WAY_MIN_BYTES (16L << 20)
+/* How an op's kind may splice its sends (pccl_op_t.splices). A one-way kind (broadcast, all-gather)
+ * sends bytes it never reads again and its sender may do more work per byte than its receiver (an
+ * out-of-place root copies its input besides sending it), so handing the send's copy to the
+ * receiver pays from a smaller size than in the all-reduce, whose members are alike. */
+enum { P2P_SPLICE_NEVER = 0, P2P_SPLICE_ALL_REDUCE = 1, P2P_SPLICE_ONE_WAY = 2 };
+/* The smallest op, in bytes, whose sends on an edge splice for a kind that splices `how`; -1: none.
+ * Set, PCCL_ZEROCOPY_MIN_BYTES applies as given to every edge. Unset: a remote edge 48 MiB; a
+ * same-host edge 4 MiB (P2P_SPLICE_SPARE_MIN_BYTES) while the host has at least twice as many CPUs
+ * as local peers, 48 MiB (16 MiB one way) while it has at least as many, never while the peers
+ * outnumber the CPUs (copying is faster there: bench/analysis.md, "Large all-reduces"). how
+ * P2P_SPLICE_NEVER: the all-reduce's threshold (a kind that copies still bounds its receive
+ * buffers there, p2p_bound_rx). */
+long p2p_splice_min(pcclComm_t *c, int same_host, int how);
+/* Whether an op of `bytes` bytes whose kind splices `how` splices its sends on tx (p2p_tx_pipe):
+ * never for P2P_SPLICE_NEVER or on an encrypted link, else from p2p_splice_min of its edge. */
+int p2p_splices(pcclComm_t *c, const p2p_conn_t *tx, size_t bytes, int how);
 /* Bounds the receive buffer of a ring stream from a peer on this host (net_bound_local_rcvbuf) before
- * an all-reduce of `bytes` bytes whose sends its predecessor splices: at or above the same-host
- * p2p_splice_min, no encrypted link, and the host's peers no more than its CPUs. Smaller ops
- * keep the kernel's autotuned window until then; SO_RCVBUF cannot hand the buffer back to
- * autotuning, so the stream keeps the bound from that op on. */
-void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes);
+ * an op of `bytes` bytes whose kind splices `how` (its predecessor splices its sends): at or above
+ * the same-host p2p_splice_min, no encrypted link, and the host's peers no more than its CPUs.
+ * Smaller ops keep the kernel's autotuned window until then; SO_RCVBUF cannot hand the buffer back
+ * to autotuning, so the stream keeps the bound from that op on. */
+void p2p_bound_rx(pcclComm_t *c, p2p_conn_t *rx, size_t bytes, int how);
 /* Whether the group's peers on this host (this one included) are no more than its CPUs: the
  * condition for the bounded receive buffer of same-host ring streams (p2p_bound_rx) and, by default,
  * for spliced sends to a peer on this host (p2p_splice_min). */
