@@ -16,6 +16,10 @@ const op_kind_t *op_kind_of(int k) {
 
 int op_in_place(const pccl_op_t *o) { return o->d.sendbuf == o->d.recvbuf; }
 
+int op_reports_unreachable(const pccl_op_t *o, int rc) {
+    return !o->pipelined && !(rc == -PERR_TIMEOUT && pwait_result(&o->w));
+}
+
 int op_check_buffers(const pcclExtCollDescriptor_t *d, uint64_t send_elems, uint64_t recv_elems) {
     size_t esz = pccl_dtype_size(d->datatype);
     if (esz == 0) {

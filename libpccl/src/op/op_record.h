@@ -156,5 +156,10 @@ int op_check_buffers(const pcclExtCollDescriptor_t *d, uint64_t send_elems, uint
 int op_check_reduce(const pcclExtCollDescriptor_t *d);
 /* The send buffer of an op in place: its first elements live in recvbuf, copied into the backup first. */
 int op_in_place(const pccl_op_t *o);
+/* Whether a member whose streams to a ring neighbour or links to an rhd partner failed to open with rc
+ * (-PERR_IO: no connection to it; -PERR_TIMEOUT: its connection never came) reports that peer unreachable to the
+ * master: not under a grant (the peer may just not have called yet: the master's word follows, docs/protocol.md
+ * "Pipelined collectives"), and not a connection that never came because the op was aborted meanwhile. */
+int op_reports_unreachable(const pccl_op_t *o, int rc);
 
 #endif

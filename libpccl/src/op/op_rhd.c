@@ -47,10 +47,10 @@ int op_algo_rhd(const pccl_op_t *o) {
     return 1;
 }
 
-/* Tells the master that the member at ring position peer could not be reached (as the ring reports a
- * neighbour); a connection that failed because the op was aborted meanwhile is no report. */
-static void report(pccl_op_t *o, uint32_t peer) {
-    if (pwait_result(&o->w)) return;
+/* Tells the master that the member at ring position peer could not be reached (rc: how), as the ring reports a
+ * neighbour (op_reports_unreachable). */
+static void report(pccl_op_t *o, uint32_t peer, int rc) {
+    if (!op_reports_unreachable(o, rc)) return;
     wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
     memcpy(rep.u.welcome.uuid, o->commence.u.commence.ring[peer], 16);
     comm_send(o->comm, o->epoch, &rep);
@@ -124,14 +124,14 @@ static int open_links(pccl_op_t *o, struct op_rhd_links *l, ring_io_t *io) {
     if (failed) {
         uint32_t at = l->pos[(failed - 1) % l->n];
         snprintf(io->err, sizeof io->err, "cannot connect to the partner at ring position %u", at);
-        report(o, at);
+        report(o, at, -PERR_IO);
         return -PERR_IO;
     }
     for (uint32_t x = 0; x < l->n * l->k; x++) {
         uint32_t at = l->pos[x % l->n];
         if (!(l->rx[x] = p2p_get_rx(c, o->commence.u.commence.ring[at], l->slot[x / l->n], c->timeout_ms, &o->w))) {
             snprintf(io->err, sizeof io->err, "the partner at ring position %u did not connect", at);
-            report(o, at);
+            report(o, at, -PERR_TIMEOUT);
             return -PERR_TIMEOUT;
         }
         p2p_pace_tx(c, l->tx[x]);

@@ -124,11 +124,11 @@ static int take_backup(pccl_op_t *o, size_t *cap) {
 }
 
 /* Tells the master which neighbour could not be reached (opened: what open_streams returned); two such
- * reports about one peer remove it. A predecessor's stream missing because the op was aborted is no report. */
+ * reports about one peer remove it (op_reports_unreachable says when none is made). */
 static void report_unreachable(pccl_op_t *o, int opened) {
     const __typeof__(o->commence.u.commence) *cm = &o->commence.u.commence;
     uint32_t n = cm->n, me = o->pos;
-    if (opened == -PERR_TIMEOUT && pwait_result(&o->w)) return;
+    if (!op_reports_unreachable(o, opened)) return;
     wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
     memcpy(rep.u.welcome.uuid, cm->ring[opened == -PERR_IO ? (me + 1) % n : (me + n - 1) % n], 16);
     comm_send(o->comm, o->epoch, &rep);
@@ -190,8 +190,7 @@ static int move_data(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t *
         snprintf(ios->err, sizeof ios->err, "%s", opened == -PERR_IO        ? "cannot connect to ring successor"
                                                 : opened == -PERR_TIMEOUT ? "ring predecessor did not connect"
                                                                           : "out of memory");
-        /* Under a grant a neighbour may just not have started yet: no report (a plain vote follows). */
-        if (opened != 0 && !o->pipelined) report_unreachable(o, opened);
+        if (opened != 0) report_unreachable(o, opened);
     }
     bufpool_put(&c->buffers, staging, staging_cap);
     return rc;
