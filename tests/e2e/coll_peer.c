@@ -14,11 +14,13 @@
  *         on some members or equal, an unknown kind: each a clear error on every member, buffers unchanged, and a
  *         correct operation afterwards.
  *  kill   KIND (broadcast, all_gather, all_gather_v, reduce_scatter): operations of that kind in a loop on one
- *         tag, ID 0 in place and the others out of place, while the harness kills ID 1 in the middle of one and
- *         starts ID 3 (which joins) afterwards; a failed operation must leave the caller's buffer restored (in
- *         place) or its input untouched (out of place), its retry must be correct for the world it ran in
- *         (contents that name their members), and the peers stop after ROUNDS operations of 3 members with the
- *         joiner in them.
+ *         tag among the WORLD first members, ID 0 in place and the others out of place (a broadcast's root is
+ *         ID 2), while the harness kills ID 1 in the middle of one and starts ID WORLD (which joins) afterwards;
+ *         a failed operation must leave the caller's buffer restored (in place) or its input untouched (out of
+ *         place), its retry must be correct for the world it ran in (contents that name their members), and the
+ *         peers stop after ROUNDS operations of WORLD members with the joiner in them. Ranked by the IDs as rank
+ *         keys, or with PCCL_TEST_RANK_BY_POSITION=1 by ring position (where recursive halving and doubling
+ *         applies).
  *  pipe   all-reduces in a loop on one tag, run under the master's grants (docs/protocol.md "Pipelined
  *         collectives"), in place on ID 0, out of place on the others; in the middle ID 1 passes another count: a
  *         mismatch rejected on every member with the reason, buffers and inputs unchanged; then the loop goes on.
@@ -442,7 +444,8 @@ static void mode_bad(void) {
 
 /* ---- mode kill ---- */
 
-/* Rank keys are the IDs here: ranks ascend with the IDs of whoever is a member. Contents name their members:
+/* Rank keys are the IDs here (unless ranked by ring position): ranks ascend with the IDs of whoever is a member.
+ * Contents name their members:
  * all-gather blocks start with their member's ID; reduce-scatter inputs carry 1 << ID in the high half. */
 static int64_t rs_value(int id, size_t i) { return (int64_t)((1ull << id) << 32 | ((i * 7 + (size_t)id) & 0xff)); }
 
@@ -474,6 +477,10 @@ static unsigned kill_verify(pcclExtCollKind_t kind, const void *recv, const pccl
     if (kind == pcclExtCollReduceScatter) {
         const int64_t *o = recv;
         unsigned mask = (unsigned)((uint64_t)o[0] >> 32);
+        uint64_t off, len;
+        block_of(kill_count(kind, 0), in->world_size, in->rank, &off, &len);
+        EXPECT(in->offset == off && in->count == len, "reduce_scatter after a kill: rank %u holds %llu+%llu", in->rank,
+               (unsigned long long)in->offset, (unsigned long long)in->count);
         for (uint64_t j = 0; j < in->count; j++) {
             int64_t want = (int64_t)mask << 32;
             for (int id = 0; id < 8; id++)
@@ -491,9 +498,14 @@ static unsigned kill_verify(pcclExtCollKind_t kind, const void *recv, const pccl
     int last = -1;
     size_t off = 0;
     for (uint32_t r = 0; r < in->world_size; r++) {
-        int id = (int)o[off];
+        float head = o[off];
+        int id = head >= 0 && head < 8 ? (int)head : -1;
+        /* by ring position ranks need not ascend with the IDs: each ID once */
+        if (id < 0 || (g_by_position ? (mask >> id & 1) != 0 : id <= last) || (r == in->rank && id != g_rank)) {
+            EXPECT(0, "rank %u holds ID %g", r, head);
+            break;
+        }
         size_t c = kill_count(kind, id);
-        EXPECT(id > last && id < 8 && (r != in->rank || id == g_rank), "rank %u holds ID %d", r, id);
         if (kind == pcclExtCollAllGatherV) EXPECT(counts[r] == c, "counts[%u] %llu", r, (unsigned long long)counts[r]);
         holds_contrib(o + off + 1, c - 1, pcclFloat, id, 1, "all-gather block after a kill");
         mask |= 1u << id;
@@ -508,24 +520,29 @@ static const char *kind_names[] = {"all_reduce", "broadcast", "all_gather", "all
                                    "barrier"};
 
 static void mode_kill(pcclExtCollKind_t kind, int rounds) {
-    size_t esz = kind == pcclExtCollReduceScatter ? 8 : 4, n = kill_count(kind, g_rank), cap = n * 4 + 4000;
+    int gather = kind == pcclExtCollAllGather || kind == pcclExtCollAllGatherV;
+    /* an all-gather's output holds the WORLD + 1 blocks of every member there ever is (IDs 0..WORLD) */
+    size_t esz = kind == pcclExtCollReduceScatter ? 8 : 4, n = kill_count(kind, g_rank);
+    size_t cap = gather ? (kill_count(kind, g_world) + 1) * (size_t)(g_world + 1) : n;
     int inplace = g_rank == 0, full = 0, failed = 0;
+    /* a broadcast's root is ID 2 (out of place): ID 0, in place, holds its own bytes, which a failure restores */
+    int root = kind == pcclExtCollBroadcast && g_rank == 2;
     uint8_t *send = malloc(n * esz), *recv = malloc(cap * esz), *snap = malloc(cap * esz);
     uint64_t counts[8];
     uint64_t until = now_ms() + 40000; /* bounded in time too: a joiner that never comes fails the test early */
     for (int iter = 0; iter < 2000 && full < rounds && now_ms() < until; iter++) {
         /* the joiner was accepted by the others' topology update: it starts where they go on, at the operation */
         bool pending = false;
-        if ((g_rank != 3 || iter > 0) && pcclArePeersPending(g_comm, &pending) == pcclSuccess && pending)
+        if ((g_rank != g_world || iter > 0) && pcclArePeersPending(g_comm, &pending) == pcclSuccess && pending)
             pcclUpdateTopology(g_comm);
         memset(recv, 0x5A, cap * esz);
-        kill_fill(kind, inplace ? recv : send, n);
+        if (kind != pcclExtCollBroadcast || !inplace) kill_fill(kind, inplace ? recv : send, n);
         memcpy(snap, inplace ? recv : send, (inplace ? cap : n) * esz);
         pcclExtCollDescriptor_t d = mk(kind, inplace ? NULL : send, recv, n, cap,
                                        kind == pcclExtCollReduceScatter ? pcclInt64 : pcclFloat);
         d.tag = 7;
         d.rank_key = (uint64_t)g_rank;
-        d.flags |= kind == pcclExtCollBroadcast && g_rank == 0 ? PCCL_EXT_COLL_ROOT : 0;
+        d.flags |= root ? PCCL_EXT_COLL_ROOT : 0;
         d.counts = counts;
         d.counts_capacity = 8;
         pcclExtCollInfo_t in = {0};
@@ -541,8 +558,9 @@ static void mode_kill(pcclExtCollKind_t kind, int rounds) {
         if (r != pcclSuccess) break;
         const uint8_t *out = recv + (kind == pcclExtCollReduceScatter && inplace ? in.offset * esz : 0);
         unsigned mask = kill_verify(kind, out, &in, counts);
-        int joined = g_rank == 3 || (failed && in.world_size == 3);
-        EXPECT(!joined || kind == pcclExtCollBroadcast || (mask >> 3 & 1), "the joiner is not a member: %#x", mask);
+        int joined = g_rank == g_world || (failed && in.world_size == (uint32_t)g_world);
+        EXPECT(!joined || kind == pcclExtCollBroadcast || (mask >> g_world & 1), "the joiner is not a member: %#x",
+               mask);
         full += joined;
         printf("op ok world %u members %#x\n", in.world_size, mask);
         fflush(stdout);
@@ -613,10 +631,12 @@ int main(int argc, char **argv) {
         int k = 1;
         while (k < 5 && strcmp(kind_names[k], argv[5]) != 0) k++;
         if (k == 5) return 2;
-        /* the three first members wait for each other; the joiner is accepted by the survivors' topology update */
-        for (int tries = 0; tries < 1200 && g_rank < 3; tries++) {
+        /* the WORLD first members wait for each other; the joiner is accepted by the survivors' topology update */
+        const char *bp = getenv("PCCL_TEST_RANK_BY_POSITION");
+        g_by_position = bp && atoi(bp) > 0;
+        for (int tries = 0; tries < 1200 && g_rank < g_world; tries++) {
             pcclGetAttribute(g_comm, PCCL_ATTRIBUTE_PEER_GROUP_WORLD_SIZE, &ws);
-            if (ws >= 3) break;
+            if (ws >= g_world) break;
             pcclUpdateTopology(g_comm);
             usleep(50000);
         }
