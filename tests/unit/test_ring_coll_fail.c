@@ -1,14 +1,18 @@
 /* test_ring_coll_fail.c - the ring all-gather, reduce-scatter and broadcast over sealed (encrypted) links back to
  * back, with spliced sends, and how each fails: an abort mid-stream returns -PERR_CANCELLED promptly, a member
  * that goes away gives -PERR_IO, a predecessor on another op_seq gives -PERR_PROTOCOL (also on an edge that
- * carries no payload), no progress gives -PERR_TIMEOUT, and arguments that cannot work give -PERR_INVALID. */
+ * carries no payload), no progress gives -PERR_TIMEOUT, and arguments that cannot work give -PERR_INVALID. In place
+ * with a backup the broadcast saves buf as it receives into it: a run that fails after some bytes arrived leaves
+ * buf bit for bit as it was, and one that succeeds leaves all of buf's input in the backup. */
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 #include "base/net.h"
 #include "pccl_quant.h"
+#include "ring/ring_flow.h"
 #include "ring_coll_harness.h"
 
 enum { COUNT = 3 * 40000 + 1 }; /* floats; blocks of several sealed frames */
@@ -243,6 +247,103 @@ static void test_invalid_arguments(void) {
     net_close(&n);
 }
 
+/* Bytes of every value 0..255 in an order that depends on seed (no two neighbours equal). */
+static void fill_pattern(uint8_t *b, size_t n, uint32_t seed) {
+    for (size_t i = 0; i < n; i++) b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+}
+
+/* In place with a backup, position 1 of 2 receives part of the broadcast from a hand-made root (the header and up
+ * to half of each stripe's slice, then nothing), is aborted, and must hold its input again bit for bit. */
+static void restore_after_partial(uint32_t K, int seed) {
+    enum { BC_MAGIC = 0x52424353u }; /* ring_bcast.c's header */
+    const kind_t kind = KIND_BC;
+    net_t n;
+    net_open(&n, 2, K, 0);
+    uint32_t rank_of[2] = {1, 0};
+    uint64_t counts[2] = {COUNT / 2 + 3, COUNT / 2}; /* by rank */
+    uint8_t holds[2] = {1, 0};
+    size_t bytes = (counts[0] + counts[1]) * sizeof(float);
+    uint8_t *buf = malloc(bytes), *orig = malloc(bytes), *backup = malloc(bytes), *junk = malloc(bytes);
+    fill_pattern(orig, bytes, K + 2 * (uint32_t)seed);
+    memcpy(buf, orig, bytes);
+    memset(junk, 0xA5, bytes);
+    member_t m;
+    member_init(&m, &n, kind, 1, 4096);
+    m.seq = 11;
+    m.rank_of = rank_of;
+    m.buf = buf;
+    m.src = NULL; /* in place */
+    m.counts = counts;
+    m.esz = sizeof(float);
+    m.bytes = bytes;
+    m.holds = holds;
+    for (uint32_t s = 0; s < K; s++) m.io[s].backup = backup;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, member_main, &m) == 0);
+    for (uint32_t s = 0; s < K; s++) {
+        ring_tx_t hdr;
+        ring_tx_init(&hdr, BC_MAGIC, 2, 11);
+        size_t off, len;
+        ring_slice(bytes, s, K, &off, &len);
+        size_t part = len / 2 < 60000 ? len / 2 : 60000;
+        CHECK(write(n.links[s][0][0], hdr.hdr, RING_HDR) == RING_HDR);
+        CHECK(write(n.links[s][0][0], junk, part) == (ssize_t)part);
+    }
+    /* Until position 1 has read all of it (bounded). */
+    uint64_t t0 = net_now_ms();
+    for (uint32_t s = 0; s < K; s++) {
+        int pending = 1;
+        while (pending > 0 && net_now_ms() - t0 < 5000) {
+            CHECK(ioctl(n.links[s][0][1], FIONREAD, &pending) == 0);
+            if (pending > 0) poll(NULL, 0, 2);
+        }
+        CHECK(pending == 0);
+    }
+    atomic_store(&n.abort_flag, 1);
+    uint64_t one = 1;
+    CHECK(write(n.efd, &one, sizeof one) == sizeof one);
+    pthread_join(t, NULL);
+    CHECK(m.rc == -PERR_CANCELLED);
+    CHECK(m.io[0].rx_bytes > 0);               /* bytes did arrive into buf */
+    CHECK(memcmp(buf, orig, bytes) == 0);      /* and buf is as it was */
+    member_free(&m);
+    free(buf), free(orig), free(backup), free(junk);
+    net_close(&n);
+}
+
+/* A broadcast in place with backups that succeeds leaves all of each receiving member's input in its backup (what
+ * the caller restores when the group aborts afterwards); a failed one leaves buf as it was. */
+static void test_in_place_backup(void) {
+    for (uint32_t K = 1; K <= 2; K++)
+        for (int seed = 0; seed <= 1; seed++) restore_after_partial(K, seed);
+    net_t n;
+    net_open(&n, 3, 2, 0);
+    kit_t k;
+    kit_setup(&k, &n, KIND_BC, 0, 9, 3, 4096);
+    uint8_t *orig[3], *backup[3];
+    size_t bytes = COUNT * sizeof(float);
+    for (uint32_t p = 0; p < 3; p++) {
+        if (k.holds[p]) {
+            memcpy(k.out[p], k.in[p], bytes);
+            k.m[p].src = NULL; /* in place */
+        } else {
+            fill_pattern((uint8_t *)k.out[p], bytes, p);
+        }
+        orig[p] = malloc(bytes);
+        backup[p] = malloc(bytes);
+        memcpy(orig[p], k.out[p], bytes);
+        for (uint32_t s = 0; s < 2; s++) k.m[p].io[s].backup = backup[p];
+    }
+    run_members(k.m, 3);
+    kit_check(&k, 3, KIND_BC, 0);
+    for (uint32_t p = 0; p < 3; p++) {
+        if (!k.holds[p]) CHECK(memcmp(backup[p], orig[p], bytes) == 0);
+        free(orig[p]), free(backup[p]);
+    }
+    kit_free(&k, 3);
+    net_close(&n);
+}
+
 int main(void) {
     RUN_TEST(test_sealed_back_to_back);
     RUN_TEST(test_spliced);
@@ -251,5 +352,6 @@ int main(void) {
     RUN_TEST(test_stale_op_seq);
     RUN_TEST(test_no_progress_times_out);
     RUN_TEST(test_invalid_arguments);
+    RUN_TEST(test_in_place_backup);
     TEST_MAIN_END();
 }

@@ -38,6 +38,7 @@ static int fits(pccl_op_t *o, uint64_t elems) {
 
 static size_t esz_of(const pccl_op_t *o) { return pccl_dtype_size(o->d.datatype); }
 
+
 /* ---- broadcast: the root's input (sendbuf, in place recvbuf) reaches every member's recvbuf; a member that
  * holds the data already (shared sources) sends from its recvbuf and writes nothing. */
 static int bc_validate(const pcclExtCollDescriptor_t *d) {
@@ -57,7 +58,12 @@ static int bc_plan(pccl_op_t *o) {
     o->info.count = o->d.count;
     o->move_bytes = bytes;
     o->splices = op_algo_rhd(o) ? P2P_SPLICE_NEVER : P2P_SPLICE_ONE_WAY;
-    if (op_in_place(o) && !o->holds[o->pos]) o->bk_len = bytes;
+    if (op_in_place(o) && !o->holds[o->pos]) {
+        /* The ring saves each range of recvbuf just before it receives into it (ring_io_t.backup), so the copy
+         * runs on the receiver's otherwise idle core while the bytes arrive; the tree takes it up front. */
+        o->bk_len = bytes;
+        o->ring_backs_up = !op_algo_rhd(o);
+    }
     return 0;
 }
 
@@ -68,7 +74,9 @@ static int bc_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
 }
 
 /* ---- all-gather and all-gather of variable counts: in place this member's block is the first count elements
- * of recvbuf, which the backup keeps, so the ring sends it from there while it fills recvbuf. */
+ * of recvbuf, which the backup keeps, so the ring sends it from there while it fills recvbuf. The backup is taken
+ * before the ring starts: every member sends and receives all along, so a copy during the transfer has no idle
+ * core to run on. */
 static int ag_validate(const pcclExtCollDescriptor_t *d) {
     if (d->count == 0) return invalid(d, "all_gather", "count 0");
     return check_data(d, "all_gather", d->count, d->count);

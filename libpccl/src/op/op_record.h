@@ -72,7 +72,8 @@ struct pccl_op {
     const uint8_t *holds;   /* broadcast: which ring positions hold the data (world entries) */
     size_t bk_off, bk_len;  /* bytes of recvbuf the backup keeps (in place) */
     uint8_t *backup;        /* that backup while the op runs */
-    int ring_backs_up;      /* the ring copies the backup itself as it goes (plain in-place all-reduce) */
+    int ring_backs_up;      /* the ring copies the backup itself as it goes (in place: the plain all-reduce and
+                             * the ring broadcast; ring_io_t.backup) */
     int splices;            /* how the kind lets the ring splice the caller's pages (P2P_SPLICE_*, p2p.h) */
     size_t move_bytes;      /* payload size the streams are paced for */
     uint64_t hash;          /* shared-sources broadcast: simplehash of this member's data */

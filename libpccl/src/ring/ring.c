@@ -15,12 +15,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "base/base.h"
 #include "pccl_kernels.h"
+#include "ring/ring_flow.h"
 
 #define RING_MAGIC 0x52494E47u /* "RING" */
 #define MAX_IO (4u << 20)
@@ -90,27 +87,6 @@ int ring_check_header(ring_io_t *io, const uint8_t *hdr, uint32_t magic, uint32_
     return -PERR_PROTOCOL;
 }
 
-/* Copies with stores that bypass the cache: the backup is written once and read only after a
- * failure, so it must not evict the data the ring works on (and needs no read-for-ownership). */
-static void copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
-#if defined(__SSE2__)
-    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
-    if (head > n) head = n;
-    memcpy(dst, src, head);
-    dst += head, src += head, n -= head;
-    for (; n >= 64; n -= 64, dst += 64, src += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16)),
-                c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
-        _mm_stream_si128((__m128i *)dst, a);
-        _mm_stream_si128((__m128i *)(dst + 16), b);
-        _mm_stream_si128((__m128i *)(dst + 32), c);
-        _mm_stream_si128((__m128i *)(dst + 48), d);
-    }
-    _mm_sfence();
-#endif
-    memcpy(dst, src, n);
-}
-
 /* dst = own (+) rx. Out of place in one pass (own is never written). In place, with a backup, dst
  * is first saved with cache-bypassing stores in cache-sized pieces, so the reduce reads dst from
  * the cache the copy just filled. */
@@ -128,7 +104,7 @@ static void reduce_chunk(uint8_t *backup, uint8_t *dst, const uint8_t *own, cons
     }
     for (size_t off = 0; off < len; off += PIECE) {
         size_t n = len - off < PIECE ? len - off : PIECE; /* a multiple of esz (a power of 2) */
-        copy_nt(backup + off, dst + off, n);
+        ring_copy_nt(backup + off, dst + off, n);
         pccl_reduce_into(dst + off, rx + off, n / esz, dt, op);
     }
 }
@@ -310,7 +286,7 @@ static ssize_t recv_gather(ring_run_t *r, uint32_t c, size_t clen) {
          * ahead of each receive, in cache-sized steps, so the receive writes lines the copy has just read. */
         if (want > OWN_STEP) want = OWN_STEP;
         if (r->rdone + want > r->own_bk) {
-            copy_nt(r->backup + chunk_off(&r->ck, c) + r->own_bk, dst + r->own_bk, r->rdone + want - r->own_bk);
+            ring_copy_nt(r->backup + chunk_off(&r->ck, c) + r->own_bk, dst + r->own_bk, r->rdone + want - r->own_bk);
             r->own_bk = r->rdone + want;
         }
     }

@@ -130,7 +130,7 @@ int ring_allreduce_striped(ring_io_t *ios, uint32_t nstripes, const void *src, v
  * returns 0 or -PERR_<NAME> (the first failure's reason in ios[0].err; tx_bytes/rx_bytes of ios[0] are the sums).
  * pos is this member's ring position, rank_of[p] the rank of ring position p (a permutation of 0..world_size-1;
  * NULL: the identity). op_seq is exchanged first on every stream, as the all-reduce does. On failure the output
- * is undefined: the caller restores it (io->backup is not used here).
+ * is undefined: the caller restores it, except where the broadcast takes io->backup (below).
  */
 
 /* All-gather of variable counts: counts[r] elements (of esz bytes) from rank r; buf receives every block packed
@@ -169,7 +169,8 @@ int ring_reduce_scatter_in(ring_io_t *ios, uint32_t nstripes, const void *src, v
  * the data already (the root, and with shared sources every member equal to it). Each holder streams to the
  * members after it up to the next holder; a member that does not hold forwards every byte as it arrives. A
  * holder reads src (NULL: buf; copied to buf when src != buf); the others write buf. At least one position must
- * hold (else -PERR_INVALID). */
+ * hold (else -PERR_INVALID). A member that does not hold, with ios[0].backup (bytes bytes), saves each range of buf
+ * there just before it receives into it: on failure buf is restored, on 0 the backup holds all of buf's input. */
 int ring_broadcast(ring_io_t *ios, uint32_t nstripes, const void *src, void *buf, size_t bytes,
                    const uint8_t *holds, uint32_t pos, uint32_t world_size, uint64_t op_seq);
 

@@ -89,6 +89,17 @@ size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len);
  * whole transfer. *done: the bytes copied so far. */
 #define RING_COPY_STEP ((size_t)256 << 10)
 void ring_flow_copy_own(const ring_flow_t *f, uint8_t *dst, const uint8_t *src, size_t len, size_t *done, int all);
+/* Copies with stores that bypass the cache: a backup is written once and read only after a failure, so it must
+ * not evict the data the ring works on (and needs no read-for-ownership). */
+void ring_copy_nt(uint8_t *dst, const uint8_t *src, size_t n);
+/* In place with a backup (ring_io_t.backup: buf's bytes at the same offsets), a receiving member saves the bytes
+ * of buf just before it first receives into them, so the copy overlaps the transfer instead of a pass over buf
+ * before it. For a receive of up to want bytes at rdone into a range of len bytes at off in buf: saves the next
+ * RING_COPY_STEP of the range when the saved bytes run out (read into the cache just before the receive writes
+ * them) and returns how many of want may be received now, so the copy and the receive alternate in cache-sized
+ * steps. *done: the bytes of the range saved so far. */
+size_t ring_flow_backup_recv(uint8_t *backup, const uint8_t *buf, size_t off, size_t len, size_t rdone, size_t want,
+                             size_t *done);
 /* 0 if every rank_of entry names a rank below world (NULL: the identity); else -PERR_INVALID with io->err. */
 int ring_check_ranks(ring_io_t *io, const uint32_t *rank_of, uint32_t world);
 static inline uint32_t ring_rank_at(const uint32_t *rank_of, uint32_t p) { return rank_of ? rank_of[p] : p; }
