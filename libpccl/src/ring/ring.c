@@ -17,7 +17,10 @@
 
 #include "base/base.h"
 #include "pccl_kernels.h"
-#include "ring/ring_flow.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define RING_MAGIC 0x52494E47u /* "RING" */
 #define MAX_IO (4u << 20)
@@ -27,6 +30,25 @@ typedef struct chunking {
     uint32_t n;
     uint32_t stripe, nstripes; /* this ring's slice of every chunk */
 } chunking_t;
+
+void ring_copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(dst, src, head);
+    dst += head, src += head, n -= head;
+    for (; n >= 64; n -= 64, dst += 64, src += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16)),
+                c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
+        _mm_stream_si128((__m128i *)dst, a);
+        _mm_stream_si128((__m128i *)(dst + 16), b);
+        _mm_stream_si128((__m128i *)(dst + 32), c);
+        _mm_stream_si128((__m128i *)(dst + 48), d);
+    }
+    _mm_sfence();
+#endif
+    memcpy(dst, src, n);
+}
 
 /* Chunk i's elements: where they start and how many. */
 static size_t whole_off(const chunking_t *c, uint32_t i) { return c->base * i + (i < c->rem ? i : c->rem); }

@@ -317,4 +317,8 @@ ssize_t ring_recv_header(ring_io_t *io, uint8_t *hdr, size_t *done, uint32_t mag
  * socket raises it; a library must not change the process's handler). */
 int ring_no_sigpipe(int (*fn)(void *), void *arg);
 
+/* Copies with stores that bypass the cache: a backup is written once and read only after a failure, so it must
+ * not evict the data the ring works on (and needs no read-for-ownership). */
+void ring_copy_nt(uint8_t *dst, const uint8_t *src, size_t n);
+
 #endif

@@ -17,9 +17,6 @@
 
 #include "base/base.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 int ring_round(ring_io_t *io, int want_send, int want_recv, int watch_tx, int *try_io, uint64_t last_progress,
                int *can_send, int *can_recv) {
@@ -75,25 +72,6 @@ void ring_flow_copy_own(const ring_flow_t *f, uint8_t *dst, const uint8_t *src, 
     if (sent <= *done || (sent - *done < RING_COPY_STEP && sent < len)) return;
     memcpy(dst + *done, src + *done, sent - *done);
     *done = sent;
-}
-
-void ring_copy_nt(uint8_t *dst, const uint8_t *src, size_t n) {
-#if defined(__SSE2__)
-    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
-    if (head > n) head = n;
-    memcpy(dst, src, head);
-    dst += head, src += head, n -= head;
-    for (; n >= 64; n -= 64, dst += 64, src += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)src), b = _mm_loadu_si128((const __m128i *)(src + 16)),
-                c = _mm_loadu_si128((const __m128i *)(src + 32)), d = _mm_loadu_si128((const __m128i *)(src + 48));
-        _mm_stream_si128((__m128i *)dst, a);
-        _mm_stream_si128((__m128i *)(dst + 16), b);
-        _mm_stream_si128((__m128i *)(dst + 32), c);
-        _mm_stream_si128((__m128i *)(dst + 48), d);
-    }
-    _mm_sfence();
-#endif
-    memcpy(dst, src, n);
 }
 
 size_t ring_flow_backup_recv(uint8_t *backup, const uint8_t *buf, size_t off, size_t len, size_t rdone, size_t want,

@@ -89,9 +89,6 @@ size_t ring_flow_forward(ring_flow_t *f, uint32_t k, size_t len);
  * whole transfer. *done: the bytes copied so far. */
 #define RING_COPY_STEP ((size_t)256 << 10)
 void ring_flow_copy_own(const ring_flow_t *f, uint8_t *dst, const uint8_t *src, size_t len, size_t *done, int all);
-/* Copies with stores that bypass the cache: a backup is written once and read only after a failure, so it must
- * not evict the data the ring works on (and needs no read-for-ownership). */
-void ring_copy_nt(uint8_t *dst, const uint8_t *src, size_t n);
 /* In place with a backup (ring_io_t.backup: buf's bytes at the same offsets), a receiving member saves the bytes
  * of buf just before it first receives into them, so the copy overlaps the transfer instead of a pass over buf
  * before it. For a receive of up to want bytes at rdone into a range of len bytes at off in buf: saves the next
