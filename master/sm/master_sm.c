@@ -315,11 +315,11 @@ static void depart(msm_t *m, msm_peer_t *p) {
     remove_peer_record(m, conn);
 }
 
-/* Whether conn is a member of an operation in its running phase (its ring, transfer or wiring). A vote under a
- * grant counts: its voter runs its ring already, so its leave waits for the verdict like a commenced one's. */
+/* Whether conn is a member of an operation in its running phase (its ring, transfer or wiring; a granted
+ * collective once every member voted under the grant). */
 static int in_running_op(msm_t *m, uint64_t conn) {
     for (msm_op_t *op = m->ops; op; op = op->next)
-        if ((op->phase == MSM_PHASE_RUNNING || op->granted) && msm_op_member(op, conn)) return 1;
+        if (op->phase == MSM_PHASE_RUNNING && msm_op_member(op, conn)) return 1;
     return 0;
 }
 
@@ -425,7 +425,7 @@ static void remove_peer_record(msm_t *m, uint64_t conn) {
     if (!p) return;
     uint32_t group = p->group;
     int was_accepted = p->accepted;
-    msm_ops_on_departure(m, conn); /* it leaves every operation at once; a running one may fail */
+    msm_ops_on_departure(m, conn, p->leaving); /* it leaves every operation at once; a running one may fail */
     msm_reports_forget_conn(m, conn);
     msm_resume_on_departure(m, p);
     msm_resume_forget(p);

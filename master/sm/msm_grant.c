@@ -8,7 +8,7 @@
  * it voted last time runs its ring at once and sends COLL_INIT with the grant's op_seq: no COMMENCE. The
  * master still receives every vote: the first one moves the grant into m->ops as a granted collective that
  * votes like any other (deadlines, the stuck-vote breaker); once every member voted under the grant it runs
- * and ends by the usual verdict; the departure of a member that voted under it aborts it. Anything else (a holder leaving before it voted included) voids the grant (COLL_REVOKE to every holder: a member
+ * and ends by the usual verdict; the loss of a member that voted under it aborts it. Anything else (a holder leaving before it voted, or a voter leaving by LEAVE before every member voted, included) voids the grant (COLL_REVOKE to every holder: a member
  * running under it stops, restores its buffer and votes again without it; the others drop their streams on
  * its slots, which a member running under it may have written): another vote for the tag, a changed ring
  * or world, a failed ring before every member voted, a shortage of slots for another operation.
@@ -192,17 +192,18 @@ void msm_grants_check(msm_t *m) {
     }
     for (msm_op_t *c = m->ops; c;) {
         if (c->kind == MSM_OP_COLLECTIVE && c->granted && c->phase == MSM_PHASE_VOTING && !snapshot_holds(m, c)) {
-            /* Its members run their rings already (a granted op's votes are all under the grant): a voter's
-             * departure is one in the middle of a collective and aborts it, as in a commenced one; the idle
-             * holders' grants go. A holder that leaves before it voted leaves between operations, as a plain vote
-             * goes on without a peer that left: the voters stop, restore and vote again without it. */
+            /* Its members run their rings already (a granted op's votes are all under the grant): a voter lost
+             * is a failure in the middle of a collective and aborts it, as in a commenced one; the idle holders'
+             * grants go. A holder that leaves before it voted, or a voter that leaves (LEAVE) before every member
+             * voted, leaves between operations, as a plain vote goes on without a peer that left: the voters
+             * stop, restore and vote again without it. */
             if (c->nmembers && c->failed) {
                 PLOG_INFO("master", "group %u tag %llu: a member left op %llu run under a grant, aborting", c->group,
                           (unsigned long long)c->tag, (unsigned long long)c->op_seq);
                 c->phase = MSM_PHASE_RUNNING;
                 msm_op_fail(m, c, MSM_FAIL_LOST);
             } else {
-                msm_grant_unpipeline(m, c, c->nmembers ? "a holder left before it voted" : "the ring changed");
+                msm_grant_unpipeline(m, c, c->nmembers ? "a holder left" : "the ring changed");
             }
             c = m->ops; /* the list lost c: rescan */
             continue;

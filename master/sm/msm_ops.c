@@ -189,13 +189,17 @@ void msm_ops_on_packet(msm_t *m, msm_peer_t *p, const wire_msg_t *msg) {
     else msm_kick(m, p, "unexpected message %s", wire_type_name(msg->type));
 }
 
-void msm_ops_on_departure(msm_t *m, uint64_t conn) {
+void msm_ops_on_departure(msm_t *m, uint64_t conn, int left) {
     for (msm_op_t *op = m->ops, *next; op; op = next) {
         next = op->next;
         if (!msm_op_member(op, conn)) continue;
         msm_op_remove(op, conn);
-        /* a granted op's voters run their rings already: one of them leaving is a departure mid-operation */
-        if ((op->phase == MSM_PHASE_RUNNING || op->granted) && msm_kinds[op->kind].departure_fails) op->failed = 1;
+        /* A granted op's voters run their rings already: one of them lost is a failure mid-operation. One that
+         * left (LEAVE) before every member voted leaves between operations, as a plain vote's voter does: the
+         * grant is revoked (msm_grants_check) and the others vote again without it; nothing completed anywhere,
+         * since no ring finishes before every member runs it. */
+        if ((op->phase == MSM_PHASE_RUNNING || (op->granted && !left)) && msm_kinds[op->kind].departure_fails)
+            op->failed = 1;
         /* A vote nobody holds any more has nobody to answer; a granted one tells its other holders first
          * (msm_grants_check, once the ring changed). */
         if (op->phase == MSM_PHASE_VOTING && op->nmembers == 0 && !op->granted) op_free(m, op);

@@ -133,8 +133,9 @@ msm_op_t *msm_op_of_peer(msm_t *m, uint64_t conn, unsigned mask);
 
 /* Votes and reports of every kind; kicks the peer on anything else. */
 void msm_ops_on_packet(msm_t *m, struct msm_peer *p, const wire_msg_t *msg);
-/* conn left: it leaves every operation at once (running ones of kinds that need it are marked failed). */
-void msm_ops_on_departure(msm_t *m, uint64_t conn);
+/* conn departed (left: by LEAVE, else lost): it leaves every operation at once (running ones of kinds that need it
+ * are marked failed; a granted one still voting only when conn was lost). */
+void msm_ops_on_departure(msm_t *m, uint64_t conn, int left);
 /* Re-evaluates every kind's operations (after departures). */
 void msm_ops_progress(msm_t *m);
 /* The peer's state for its view, from the operations it is in. */

@@ -216,28 +216,53 @@ static void test_departure_before_vote_revokes(void) {
     for (uint64_t c = 1; c <= 3; c++) CHECK(end_of(c, M2C_COLL_COMPLETE, 9) != NULL);
 }
 
-/* A LEAVE from a member that voted under the grant (its ring runs) waits for the verdict, as a commenced member's
- * does: the operation completes for everyone, then the peer departs and the idle grant goes. */
-static void test_leave_after_vote_waits(void) {
+/* A LEAVE from a member that voted under the grant before every member did leaves between operations, as a plain
+ * vote's voter does: it departs at once, nothing is aborted, the others get COLL_REVOKE and vote again without it.
+ * Once every member voted (the op runs everywhere) a LEAVE waits for the verdict, as a commenced member's does. */
+static void test_leave_under_grant(void) {
     make_group(3);
     uint64_t seq = plain_op(3, 9);
     clear_log();
     init_under(1, 9, 1000, seq);
     init_under(2, 9, 1000, seq);
     pkt(2, C2M_LEAVE);
-    CHECK(!ever_closed(2));
-    init_under(3, 9, 1000, seq);
-    for (uint64_t c = 1; c <= 3; c++) coll_done(c, 9, seq, 1);
-    for (uint64_t c = 1; c <= 3; c++) {
-        const wire_msg_t *m = end_of(c, M2C_COLL_COMPLETE, 9);
-        CHECK(m && m->u.coll.ok == 1 && m->u.coll.op_seq == seq);
+    CHECK(ever_closed(2));
+    for (uint64_t c = 1; c <= 3; c += 2) {
+        const wire_msg_t *r = end_of(c, M2C_COLL_REVOKE, 9);
+        CHECK(r && r->u.coll.op_seq == seq);
         CHECK_EQ_U64(count_to(c, M2C_COLL_ABORT), 0);
     }
-    CHECK(ever_closed(2));
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK_EQ_U64(st.collectives_aborted, 0);
     CHECK_EQ_U64(st.peers_left, 1);
+    clear_log();
+    coll_init(1, 9);
+    coll_init(3, 9);
+    const wire_msg_t *cm = commence_of(1, 9);
+    CHECK(cm && cm->u.commence.n == 2);
+    uint64_t s2 = cm ? cm->u.commence.op_seq : 0;
+    coll_done(1, 9, s2, 1);
+    coll_done(3, 9, s2, 1);
+    CHECK(end_of(1, M2C_COLL_COMPLETE, 9) != NULL);
+    uint64_t g = grant_of(1, 9, NULL);
+    CHECK(g != 0);
+    /* every member voted under the next grant: the leave waits for the verdict */
+    clear_log();
+    init_under(1, 9, 1000, g);
+    init_under(3, 9, 1000, g);
+    pkt(3, C2M_LEAVE);
+    CHECK(!ever_closed(3));
+    coll_done(1, 9, g, 1);
+    coll_done(3, 9, g, 1);
+    for (uint64_t c = 1; c <= 3; c += 2) {
+        const wire_msg_t *m = end_of(c, M2C_COLL_COMPLETE, 9);
+        CHECK(m && m->u.coll.ok == 1 && m->u.coll.op_seq == g);
+    }
+    CHECK(ever_closed(3));
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.collectives_aborted, 0);
+    CHECK_EQ_U64(st.peers_left, 2);
 }
 
 /* An operation of another tag that needs the slot of an unused grant gets it; the grant is revoked. */
@@ -280,7 +305,7 @@ int main(void) {
     RUN_TEST(test_failure_before_every_vote);
     RUN_TEST(test_departure_aborts);
     RUN_TEST(test_departure_before_vote_revokes);
-    RUN_TEST(test_leave_after_vote_waits);
+    RUN_TEST(test_leave_under_grant);
     RUN_TEST(test_slot_shortage_revokes);
     RUN_TEST(test_not_granted);
     TEST_MAIN_END();
