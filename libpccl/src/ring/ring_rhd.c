@@ -250,6 +250,9 @@ int ring_reduce_scatter_rhd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_ne
                  net->world);
         return -PERR_INVALID;
     }
+    /* Blocks of no elements need no partial sums, but the steps still address work by offsets: never from NULL. */
+    static uint8_t no_work[16];
+    if (!t.work) t.work = no_work;
     ring_rhd_schedule(net->pos, net->world, &t.s);
     return run_striped(ios, nstripes, &t);
 }
