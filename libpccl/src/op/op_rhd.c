@@ -48,9 +48,10 @@ int op_algo_rhd(const pccl_op_t *o) {
 }
 
 /* Tells the master that the member at ring position peer could not be reached (rc: how), as the ring reports a
- * neighbour (op_reports_unreachable). */
+ * neighbour (op_reports_unreachable); once the op is aborted, no report at all: a member has up to log2 of the
+ * world partners, whose connects the abort cancels, and two reports about one peer remove it. */
 static void report(pccl_op_t *o, uint32_t peer, int rc) {
-    if (!op_reports_unreachable(o, rc)) return;
+    if (pwait_result(&o->w) || !op_reports_unreachable(o, rc)) return;
     wire_msg_t rep = {.type = C2M_PEER_UNREACHABLE};
     memcpy(rep.u.welcome.uuid, o->commence.u.commence.ring[peer], 16);
     comm_send(o->comm, o->epoch, &rep);
