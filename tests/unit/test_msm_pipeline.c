@@ -17,6 +17,13 @@ static uint64_t grant_of(uint64_t conn, uint64_t tag, uint64_t *next_tag) {
     return c ? c->u.coll.next_seq : 0;
 }
 
+/* conn got COLL_REVOKE for the grant seq of tag and no COLL_ABORT: it votes again, nothing failed. */
+static void check_revoked(uint64_t conn, uint64_t tag, uint64_t seq) {
+    const wire_msg_t *r = end_of(conn, M2C_COLL_REVOKE, tag);
+    CHECK(r && r->u.coll.op_seq == seq);
+    CHECK_EQ_U64(count_to(conn, M2C_COLL_ABORT), 0);
+}
+
 /* A plain operation of tag on members 1..n: vote, COMMENCE, every DONE; returns the grant COMPLETE carried. */
 static uint64_t plain_op(int n, uint64_t tag) {
     for (uint64_t c = 1; c <= (uint64_t)n; c++) coll_init(c, tag);
@@ -199,11 +206,7 @@ static void test_departure_before_vote_revokes(void) {
     init_under(1, 9, 1000, seq);
     init_under(2, 9, 1000, seq);
     disconnect(4);
-    for (uint64_t c = 1; c <= 3; c++) {
-        const wire_msg_t *r = end_of(c, M2C_COLL_REVOKE, 9);
-        CHECK(r && r->u.coll.op_seq == seq);
-        CHECK_EQ_U64(count_to(c, M2C_COLL_ABORT), 0);
-    }
+    for (uint64_t c = 1; c <= 3; c++) check_revoked(c, 9, seq);
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK_EQ_U64(st.collectives_aborted, 0);
@@ -227,11 +230,7 @@ static void test_leave_under_grant(void) {
     init_under(2, 9, 1000, seq);
     pkt(2, C2M_LEAVE);
     CHECK(ever_closed(2));
-    for (uint64_t c = 1; c <= 3; c += 2) {
-        const wire_msg_t *r = end_of(c, M2C_COLL_REVOKE, 9);
-        CHECK(r && r->u.coll.op_seq == seq);
-        CHECK_EQ_U64(count_to(c, M2C_COLL_ABORT), 0);
-    }
+    for (uint64_t c = 1; c <= 3; c += 2) check_revoked(c, 9, seq);
     msm_stats_t st;
     msm_get_stats(M, &st);
     CHECK_EQ_U64(st.collectives_aborted, 0);
