@@ -1,7 +1,7 @@
 /*
  * msm_algo.c - the cost model and choice of msm_algo.h (pure). The alpha-beta model is Hockney's; the ring's
  * cost is Patarasuk & Yuan's (JPDC 2009), recursive halving and doubling's Rabenseifner's (ICCS 2004) with the
- * fold of Thakur, Rabenseifner & Gropp (IJHPCA 2005).
+ * fold of Thakur, Rabenseifner & Gropp (IJHPCA 2005), recursive doubling's theirs (section 4.4).
  */
 #include "sm/msm_algo.h"
 
@@ -30,6 +30,13 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c) {
     return t;
 }
 
+double msm_algo_rd_s(const msm_algo_cost_t *c) {
+    uint32_t p = 1, steps = 0;
+    while (p * 2 <= c->world) p *= 2, steps++;
+    double hop = (c->alpha_rhd > 0 ? c->alpha_rhd : c->alpha) + c->bytes * c->beta_rhd * MSM_ALGO_RHD_BYTE_FACTOR;
+    return (steps + 2.0 * (c->world > p)) * hop;
+}
+
 int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world) {
     if (kind == pcclExtCollAllReduce) return 1;
     if (quantized) return 0;
@@ -38,11 +45,21 @@ int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t hol
     return by_position && world >= 2; /* a world that is not a power of two folds */
 }
 
-uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c) {
-    if (!has_rhd || forced == WIRE_ALGO_RING) return WIRE_ALGO_RING;
+int msm_algo_has(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world) {
+    if (!msm_algo_has_rhd(kind, quantized, by_position, holders, world)) return 0;
+    return MSM_ALGO_HAS_RHD | (kind == pcclExtCollAllReduce ? MSM_ALGO_HAS_RD : 0);
+}
+
+uint8_t msm_algo_choose(int has, uint8_t forced, const msm_algo_cost_t *c) {
+    if (!(has & MSM_ALGO_HAS_RHD) || forced == WIRE_ALGO_RING) return WIRE_ALGO_RING;
+    if (forced == WIRE_ALGO_RD) return has & MSM_ALGO_HAS_RD ? WIRE_ALGO_RD : WIRE_ALGO_RHD;
     if (forced == WIRE_ALGO_RHD) return WIRE_ALGO_RHD;
     if (!c) return WIRE_ALGO_RING;
-    return c->world > 2 && msm_algo_rhd_s(c) < msm_algo_ring_s(c) ? WIRE_ALGO_RHD : WIRE_ALGO_RING;
+    uint8_t algo = WIRE_ALGO_RING;
+    double best = msm_algo_ring_s(c), t;
+    if (c->world > 2 && (t = msm_algo_rhd_s(c)) < best) best = t, algo = WIRE_ALGO_RHD;
+    if ((has & MSM_ALGO_HAS_RD) && msm_algo_rd_s(c) < best) algo = WIRE_ALGO_RD;
+    return algo;
 }
 
 typedef struct conn_pos {
@@ -97,17 +114,17 @@ msm_algo_cost_t msm_algo_cost_of(const msm_algo_links_t *l, uint64_t bytes, uint
                              .beta_rhd = beta, .world = world, .bcast = bcast};
 }
 
-uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes,
+uint8_t msm_algo_for(const msm_t *m, int has, unsigned kind, uint8_t forced, uint64_t bytes,
                      const uint64_t *conns, uint32_t world) {
-    if (!has_rhd || forced != WIRE_ALGO_AUTO) return msm_algo_choose(has_rhd, forced, NULL);
+    if (!has || forced != WIRE_ALGO_AUTO) return msm_algo_choose(has, forced, NULL);
     msm_algo_links_t l;
     if (msm_algo_links(m, conns, world, &l) != 0) l = (msm_algo_links_t){0}; /* the defaults */
     msm_algo_cost_t c = msm_algo_cost_of(&l, bytes, world, kind == pcclExtCollBroadcast);
     c.half = kind == pcclExtCollReduceScatter || kind == pcclExtCollAllGather || kind == pcclExtCollAllGatherV;
-    return msm_algo_choose(has_rhd, forced, &c);
+    return msm_algo_choose(has, forced, &c);
 }
 
 const char *msm_algo_name(uint8_t algo) {
     return algo == WIRE_ALGO_AUTO ? "auto" : algo == WIRE_ALGO_RING ? "ring" : algo == WIRE_ALGO_RHD ? "rhd"
-                                                                                                    : "unknown";
+           : algo == WIRE_ALGO_RD ? "rd" : "unknown";
 }

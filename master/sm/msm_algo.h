@@ -1,6 +1,6 @@
 /*
- * msm_algo.h - which algorithm a collective runs (docs/algorithms.md): the alpha-beta cost model of the ring and
- * of recursive halving and doubling, the master's choice per operation from its payload, the world size and the
+ * msm_algo.h - which algorithm a collective runs (docs/algorithms.md): the alpha-beta cost model of the ring, of
+ * recursive halving and doubling and of recursive doubling, the master's choice per operation from its payload, the world size and the
  * bandwidths and round trips it measured, and the members' forced choice (PCCL_ALGO, in COLL_INIT). Pure.
  */
 #ifndef PCCL_MSM_ALGO_H
@@ -36,6 +36,9 @@ typedef struct msm_algo_cost {
  * broadcast: the pipelined chain (N - 1) alpha + n beta, the binomial tree ceil(log2 N) (alpha + n kappa beta). */
 double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
+/* Modelled seconds of an all-reduce by recursive doubling: log2 p (alpha + n kappa beta), plus 2 (alpha + n kappa
+ * beta) when r > 0 (the fold and the result's return). */
+double msm_algo_rd_s(const msm_algo_cost_t *c);
 
 /* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:
  * an all-reduce (quantized or not), or a plain reduce-scatter, an all-gather or an all-gather of variable counts
@@ -43,10 +46,18 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c);
  * root, no other member holding its data) WIRE_ALGO_RHD means the binomial tree. */
 int msm_algo_has_rhd(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world);
 
-/* The algorithm (WIRE_ALGO_RING or WIRE_ALGO_RHD) of an operation whose members forced `forced` (WIRE_ALGO_*;
- * equal on every member, msm_coll_check): the ring where rhd does not exist (has_rhd 0), else a forced choice,
- * else the model's cheaper one. */
-uint8_t msm_algo_choose(int has_rhd, uint8_t forced, const msm_algo_cost_t *c);
+/* What exists for an operation besides the ring (msm_algo_choose's `has`): MSM_ALGO_HAS_RHD where
+ * msm_algo_has_rhd says so, and with it MSM_ALGO_HAS_RD for an all-reduce (recursive doubling: the same
+ * partners). */
+#define MSM_ALGO_HAS_RHD 1
+#define MSM_ALGO_HAS_RD 2
+int msm_algo_has(unsigned kind, int quantized, int by_position, uint32_t holders, uint32_t world);
+
+/* The algorithm (WIRE_ALGO_RING, _RHD or _RD) of an operation for which `has` (MSM_ALGO_HAS_* bits) exist and
+ * whose members forced `forced` (WIRE_ALGO_*; equal on every member, msm_coll_check): the ring where rhd does
+ * not exist, else a forced choice (a forced rd where only rhd exists: rhd), else the model's cheapest (rhd
+ * from 3 members: with 2 it is the ring's schedule). */
+uint8_t msm_algo_choose(int has, uint8_t forced, const msm_algo_cost_t *c);
 
 /* What the master measured between an operation's members (msm_algo_links). */
 typedef struct msm_algo_links {
@@ -67,10 +78,10 @@ msm_algo_cost_t msm_algo_cost_of(const msm_algo_links_t *l, uint64_t bytes, uint
 /* The algorithm of an operation of kind over the members conns[0..world) in ring order (msm_algo_choose with the
  * model of msm_algo_cost_of over msm_algo_links, priced as one half of an all-reduce for a reduce-scatter or an
  * all-gather and as a broadcast for a broadcast). */
-uint8_t msm_algo_for(const msm_t *m, int has_rhd, unsigned kind, uint8_t forced, uint64_t bytes,
+uint8_t msm_algo_for(const msm_t *m, int has, unsigned kind, uint8_t forced, uint64_t bytes,
                      const uint64_t *conns, uint32_t world);
 
-/* Its name in logs and reasons ("auto", "ring", "rhd"; "unknown"). */
+/* Its name in logs and reasons ("auto", "ring", "rhd", "rd"; "unknown"). */
 const char *msm_algo_name(uint8_t algo);
 
 #endif

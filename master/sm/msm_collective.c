@@ -160,8 +160,8 @@ static uint8_t choose_algo(msm_t *m, const ring_votes_t *rv, const wire_msg_t *w
         by_position &= w->u.commence.members[i].rank == (uint32_t)i;
         holders += w->u.commence.members[i].holds != 0;
     }
-    int has_rhd = msm_algo_has_rhd(rv->v[0].kind, rv->v[0].quant_algo != 0, by_position, holders, (uint32_t)rv->n);
-    return msm_algo_for(m, has_rhd, rv->v[0].kind, rv->v[0].algo, payload_bytes, rv->conns, (uint32_t)rv->n);
+    int has = msm_algo_has(rv->v[0].kind, rv->v[0].quant_algo != 0, by_position, holders, (uint32_t)rv->n);
+    return msm_algo_for(m, has, rv->v[0].kind, rv->v[0].algo, payload_bytes, rv->conns, (uint32_t)rv->n);
 }
 
 static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {

@@ -2,34 +2,21 @@
 # Recursive halving and doubling (docs/algorithms.md). PCCL_ALGO=rhd on 3, 4 and 5 peers, then on 4 peers of a
 # keyed, encrypted run: every dtype x reduce op, in place and out of place, async ops on a pool, each checked
 # exactly on every member (so the members end bit-identical), and the master commenced every all-reduce as rhd.
-# Then 4 peers without PCCL_ALGO: the master chooses rhd for the small all-reduces and the ring for the largest;
+# Then 4 peers without PCCL_ALGO: the master chooses recursive doubling (rd) for the small all-reduces and the ring
+# for the largest;
 # coll_peer's collectives with PCCL_ALGO=rhd: reduce-scatters and all-gathers ranked by ring position run rhd,
 # broadcasts from one holder the binomial tree.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/coll_lib.sh"
+. "$(dirname "$0")/algo_lib.sh"
 export PCCL_LOG_LEVEL=info
-# ops_round WORLD ALGO: the ops peers of one world (ALGO empty: PCCL_ALGO unset); sets RHD and RING, the
-# all-reduces the master commenced with each
-ops_round() {
-    local W=$1 algo=$2 pids=() r rhd0 ring0
-    rhd0=$(grep -c "commenced: all_reduce,.*, rhd$" "$WORK/master.log")
-    ring0=$(grep -c "commenced: all_reduce,.*, ring$" "$WORK/master.log")
-    for r in $(seq 0 $((W - 1))); do
-        if [ -n "$algo" ]; then PCCL_ALGO=$algo "$BIN/ops_peer" "$PORT" "$r" "$W" > "$WORK/ops$W$algo-$r.log" 2>&1 &
-        else env -u PCCL_ALGO "$BIN/ops_peer" "$PORT" "$r" "$W" > "$WORK/ops$W-$r.log" 2>&1 & fi
-        pids+=($!); PIDS+=($!)
-    done
-    for r in $(seq 0 $((W - 1))); do wait_pid "${pids[$r]}" 240 || fail "ops peer $r of $W (PCCL_ALGO=$algo) failed"; done
-    RHD=$(($(grep -c "commenced: all_reduce,.*, rhd$" "$WORK/master.log") - rhd0))
-    RING=$(($(grep -c "commenced: all_reduce,.*, ring$" "$WORK/master.log") - ring0))
-}
 PCCL_LOG_LEVEL=debug start_master
 for W in 3 4 5; do
     ops_round "$W" rhd
-    [ "$RHD" -ge 300 ] && [ "$RING" = 0 ] || fail "$W peers forced rhd: $RHD rhd and $RING ring all-reduces"
+    [ "$RHD" -ge 300 ] && [ "$RING" = 0 ] && [ "$RD" = 0 ] || fail "$W peers forced rhd: $RHD rhd and $RING ring all-reduces"
 done
 ops_round 4 ""
-[ "$RHD" -gt 0 ] && [ "$RING" -gt 0 ] || fail "auto on 4 peers: $RHD rhd and $RING ring all-reduces, want both"
+[ "$RD" -gt 0 ] && [ "$RING" -gt 0 ] || fail "auto on 4 peers: $RD rd, $RHD rhd and $RING ring all-reduces, want rd and ring"
 grep -q "commenced: all_reduce,.*4 peers, ring$" "$WORK/master.log" || fail "auto never chose the ring"
 # The collectives of coll_peer.c on 4 peers with PCCL_ALGO=rhd: the reduce-scatters and all-gathers ranked by ring
 # position run recursive halving or doubling (every dtype and reduce op, checked exactly), broadcasts from one
@@ -49,4 +36,4 @@ chmod 600 "$WORK/run.key"
 PCCL_LOG_LEVEL=debug start_master --key-file "$WORK/run.key" --encrypt
 PCCL_KEY_FILE="$WORK/run.key" ops_round 4 rhd
 [ "$RHD" -ge 300 ] && [ "$RING" = 0 ] || fail "keyed, forced rhd: $RHD rhd and $RING ring all-reduces"
-echo "ok: PCCL_ALGO=rhd exact on 3, 4, 5 peers and keyed on 4; auto chose rhd and the ring by size"
+echo "ok: PCCL_ALGO=rhd exact on 3, 4, 5 peers and keyed on 4; auto chose rd and the ring by size"

@@ -5,28 +5,9 @@
 # each result within the documented bound of the exact float64 reduction (checked by each peer) and bit-identical
 # on every member (the per-tag hashes compared here), and the master commenced the quantized all-reduces as rhd.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/algo_lib.sh"
 PCCL_LOG_LEVEL=debug start_master
 export PCCL_ALGO=rhd
-# quant_round WORLD [low]
-quant_round() {
-    local W=$1 mode=${2:-} pids=() r n
-    for r in $(seq 0 $((W - 1))); do
-        "$BIN/quant_peer" "$PORT" "$r" "$W" "$WORK/h$W-$r.txt" $mode > "$WORK/q$W-$r.log" 2>&1 &
-        pids+=($!); PIDS+=($!)
-    done
-    for r in $(seq 0 $((W - 1))); do
-        wait_pid "${pids[$r]}" 120 || { tail -5 "$WORK/q$W-$r.log" >&2; fail "quant peer $r of $W failed"; }
-    done
-    n=$(wc -l < "$WORK/h$W-0.txt")
-    [ "$n" -ge 200 ] || fail "$W peers: only $n results hashed"
-    for r in $(seq 1 $((W - 1))); do
-        cmp -s "$WORK/h$W-0.txt" "$WORK/h$W-$r.txt" || {
-            diff "$WORK/h$W-0.txt" "$WORK/h$W-$r.txt" | head -5 >&2
-            fail "$W peers: peer $r ended with different bits than peer 0"
-        }
-    done
-    echo "$W peers: $n results bit-identical"
-}
 quant_round 3 low
 quant_round 4
 quant_round 5 low

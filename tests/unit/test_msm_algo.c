@@ -1,6 +1,6 @@
 /* test_msm_algo.c - the master's choice of algorithm (msm_algo.c, docs/algorithms.md): the cost model picks
- * recursive halving and doubling for 4 KiB at 8 peers and the ring for 16 MiB; COMMENCE carries the choice to
- * every member; a forced choice (PCCL_ALGO in COLL_INIT) is obeyed where the kind has it, and members that
+ * recursive doubling for 4 KiB at 8 peers (recursive halving and doubling where rd does not exist) and the ring
+ * for 16 MiB; COMMENCE carries the choice to every member; a forced choice (PCCL_ALGO in COLL_INIT) is obeyed where the kind has it, and members that
  * force different ones are rejected on every member with the reason. The round trips the bandwidth probes
  * measured set the latency: the crossover moves to larger payloads as it grows, the ring's edges set the ring's,
  * the slowest pair the partners'. */
@@ -102,13 +102,13 @@ static void vote(uint64_t conn, uint64_t tag, uint64_t count, uint8_t algo, uint
     vote_kind(conn, tag, pcclExtCollAllReduce, count, algo, quant);
 }
 
-/* Every member's COMMENCE of tag carries algo (and rhd one slot). */
+/* Every member's COMMENCE of tag carries algo (and rhd or rd one slot). */
 static void check_commenced(int n, uint64_t tag, uint8_t algo) {
     CHECK_EQ_U64(count_type(M2C_COLL_COMMENCE), n);
     for (int c = 1; c <= n; c++) {
         const wire_msg_t *m = commence_of((uint64_t)c, tag);
         CHECK(m && m->u.commence.algo == algo);
-        if (m && algo == WIRE_ALGO_RHD) CHECK_EQ_U64(__builtin_popcountll(m->u.commence.slots), 1);
+        if (m && (algo == WIRE_ALGO_RHD || algo == WIRE_ALGO_RD)) CHECK_EQ_U64(__builtin_popcountll(m->u.commence.slots), 1);
     }
 }
 
@@ -146,17 +146,18 @@ static void test_reduce_scatter(void) {
 
 static void test_auto_by_size(void) {
     make_group(8);
-    run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);          /* 4 KiB */
+    run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RD);           /* 4 KiB */
     run(8, 2, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);     /* 16 MiB */
     run(8, 3, 4u << 20, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);       /* forced */
     run(8, 4, 1024, WIRE_ALGO_RING, 0, WIRE_ALGO_RING);         /* forced */
     run(8, 5, 1024, WIRE_ALGO_RHD, pcclQuantMinMax, WIRE_ALGO_RHD);  /* quantized: forced */
-    run(8, 6, 1024, WIRE_ALGO_AUTO, pcclQuantMinMax, WIRE_ALGO_RHD); /* quantized: by size */
+    run(8, 6, 1024, WIRE_ALGO_AUTO, pcclQuantMinMax, WIRE_ALGO_RD); /* quantized: by size */
+    run(8, 7, 1024, WIRE_ALGO_RD, pcclQuantMinMax, WIRE_ALGO_RD);   /* quantized: forced */
 }
 
 static void test_auto_small_world(void) {
     make_group(3);
-    run(3, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
+    run(3, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RD); /* fold, 1 step, unfold: 3 hops against the ring's 4 */
     run(3, 2, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD);
 }
 
@@ -296,7 +297,7 @@ static void test_measured_latency(void) {
     make_group(8);
     measure_all(8, rtt_lan);
     run(8, 1, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
-    run(8, 2, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
+    run(8, 2, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RD);
     restart();
     make_group(8);
     measure_all(8, NULL);
@@ -310,7 +311,7 @@ static void test_measured_latency(void) {
     nv = msm_bw_views(M, v, 64);
     CHECK_EQ_U64(nv, 56);
     for (int i = 0; i < nv && i < 64; i++) CHECK(v[i].rtt_us == 0 && v[i].mbps >= 500);
-    run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RHD);
+    run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RD);
 }
 
 /* One distant pair: 4 KiB at 8 peers keeps the ring (its edges are 1 ms apart, every rhd step could wait 80 ms),
@@ -320,6 +321,49 @@ static void test_distant_pair(void) {
     measure_all(8, rtt_far);
     run(8, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
     run(8, 2, 1024, WIRE_ALGO_RHD, 0, WIRE_ALGO_RHD); /* forced still wins */
+}
+
+/* Recursive doubling: the all-reduce's alone; log2 p latencies where rhd pays 2 log2 p, so it takes the smallest
+ * payloads at every world size, 2 included (1 latency against the ring's 2), and not 1 MiB or 16 MiB at 8 peers;
+ * forced where only rhd exists it means rhd. */
+static void test_rd(void) {
+    const int all = MSM_ALGO_HAS_RHD | MSM_ALGO_HAS_RD;
+    CHECK_EQ_U64(msm_algo_has(pcclExtCollAllReduce, 1, 0, 1, 5), all);
+    CHECK_EQ_U64(msm_algo_has(pcclExtCollReduceScatter, 0, 1, 1, 4), MSM_ALGO_HAS_RHD);
+    CHECK_EQ_U64(msm_algo_has(pcclExtCollBroadcast, 0, 0, 1, 4), MSM_ALGO_HAS_RHD);
+    CHECK_EQ_U64(msm_algo_has(pcclExtCollBarrier, 0, 1, 1, 4), 0);
+    for (uint32_t n = 2; n <= 256; n++) {
+        msm_algo_cost_t small = cost(4096, n);
+        CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &small) == WIRE_ALGO_RD);
+        CHECK(msm_algo_rd_s(&small) < msm_algo_rhd_s(&small) && msm_algo_rd_s(&small) < msm_algo_ring_s(&small));
+        CHECK(msm_algo_choose(MSM_ALGO_HAS_RHD, WIRE_ALGO_AUTO, &small) != WIRE_ALGO_RD);
+    }
+    /* 2 members: the same bytes as the ring in one exchange; a fold and its return cost 2 hops */
+    msm_algo_cost_t two = cost(4096, 2), three = cost(4096, 3), four = cost(4096, 4);
+    CHECK(fabs(msm_algo_rd_s(&two) * 3 - msm_algo_rd_s(&three)) < 1e-12);
+    CHECK(fabs(msm_algo_rd_s(&two) * 2 - msm_algo_rd_s(&four)) < 1e-12);
+    msm_algo_cost_t mib = cost(1 << 20, 8), large = cost(16 << 20, 8);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &mib) != WIRE_ALGO_RD);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &large) == WIRE_ALGO_RING);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_RD, &large) == WIRE_ALGO_RD);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_RD, NULL) == WIRE_ALGO_RD);
+    CHECK(msm_algo_choose(MSM_ALGO_HAS_RHD, WIRE_ALGO_RD, &large) == WIRE_ALGO_RHD);
+    CHECK(msm_algo_choose(0, WIRE_ALGO_RD, &large) == WIRE_ALGO_RING);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_RHD, &two) == WIRE_ALGO_RHD);
+    CHECK(strcmp(msm_algo_name(WIRE_ALGO_RD), "rd") == 0);
+    /* through the master: 2 peers, by size and forced; an all-gather forced to rd runs rhd */
+    make_group(2);
+    run(2, 1, 1024, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RD);
+    run(2, 2, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
+    run(2, 3, 4u << 20, WIRE_ALGO_RD, 0, WIRE_ALGO_RD);
+    run_kind(2, 4, pcclExtCollAllGather, 1024, WIRE_ALGO_RD, 0, WIRE_ALGO_RHD);
+    /* members forcing rd and rhd are rejected with the reason */
+    clear_log();
+    vote(1, 9, 1024, WIRE_ALGO_RD, 0);
+    vote(2, 9, 1024, WIRE_ALGO_RHD, 0);
+    CHECK_EQ_U64(count_type(M2C_COLL_COMMENCE), 0);
+    const wire_msg_t *r = last_to(2, M2C_COLL_REJECT);
+    CHECK(r && strstr(r->u.reject.detail, "PCCL_ALGO=rd") && strstr(r->u.reject.detail, "rhd"));
 }
 
 int main(void) {
@@ -333,5 +377,6 @@ int main(void) {
     RUN_TEST(test_forced_mismatch_rejected);
     RUN_TEST(test_reduce_scatter);
     RUN_TEST(test_rhd_stripes);
+    RUN_TEST(test_rd);
     TEST_MAIN_END();
 }

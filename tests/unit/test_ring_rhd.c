@@ -5,7 +5,9 @@
  * member, in place and out of place, quantized (every quantized dtype, within the bound) and striped (the bits
  * of one stripe), and failures (a member that goes away, an abort) end every member; the reduce-scatter by
  * recursive halving, the all-gather by recursive doubling of every world (folding where it is not a power of
- * two) and the tree broadcast, striped (the bits of one stripe). */
+ * two) and the tree broadcast, striped (the bits of one stripe). The all-reduce cases run again for the
+ * all-reduce by recursive doubling (the same schedule), which must also give every member the same bits where
+ * the operands' order matters (NaN payloads). */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,6 +20,7 @@
 
 #include "pccl_compress.h"
 #include "pccl_kernels.h"
+#include "pccl_quant.h"
 #include "ring/ring.h"
 #include "sec/sec_link.h"
 #include "sec_pair.h"
@@ -31,6 +34,11 @@ static size_t ring_block_off_test(size_t count, uint32_t n, uint32_t b) {
 static void nonblock_fd(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 enum { RW = 9, RS = 4 };
+
+static int g_rd; /* the all-reduce cases run ring_allreduce_rd (else ring_allreduce_rhd) */
+
+/* Staging for a quantized all-reduce: recursive doubling decodes a whole block into it. */
+static size_t quant_staging(void) { return g_rd ? PCCL_QBLOCK_ELEMS * sizeof(double) : 4096; }
 
 static void test_schedule_pairs(void) {
     for (uint32_t W = 2; W <= RW; W++) {
@@ -186,7 +194,7 @@ static void *rmember_main(void *arg) {
                            .ar = {.src = r->src, .buf = r->buf, .count = r->count, .dt = r->dt, .qdt = r->qdt,
                                   .op = r->op, .algo = r->algo, .wire = r->wire, .pos = r->pos,
                                   .world = r->mesh->W, .op_seq = r->seq}};
-        r->rc = ring_allreduce_rhd(r->ios, r->mesh->S, &a);
+        r->rc = g_rd ? ring_allreduce_rd(r->ios, r->mesh->S, &a) : ring_allreduce_rhd(r->ios, r->mesh->S, &a);
     }
     if (r->rc != 0 && !atomic_exchange(&r->mesh->abort_flag, 1)) { /* as the master aborts the op everywhere */
         uint64_t one = 1; /* checked after the join: the checks' counters belong to the test's thread */
@@ -285,7 +293,7 @@ static float *quant_case(uint32_t W, size_t count, pcclRedOp_t op, pcclQuantizat
     mesh_t m;
     mesh_open_striped(&m, W, sealed, S);
     rmember_t r[RW];
-    rmembers_init(r, &m, 4096);
+    rmembers_init(r, &m, quant_staging());
     float *in[RW], *out[RW];
     for (uint32_t p = 0; p < W; p++) {
         in[p] = malloc(count * sizeof(float));
@@ -299,7 +307,7 @@ static float *quant_case(uint32_t W, size_t count, pcclRedOp_t op, pcclQuantizat
         r[p].op = op;
         r[p].algo = algo;
         r[p].qdt = qdt;
-        r[p].wire = malloc(ring_rhd_quant_wire_bytes(count, qdt, W) + 1);
+        r[p].wire = malloc((g_rd ? ring_rd_quant_wire_bytes(count, qdt) : ring_rhd_quant_wire_bytes(count, qdt, W)) + 1);
     }
     rmembers_run(r, W);
     double codes = qdt == pcclExtUint4 ? 10.0 : qdt == pcclExtUint2 ? 1.0 : 252.0;
@@ -380,7 +388,7 @@ static void test_striped_member_goes_away(void) {
     mesh_t m;
     mesh_open_striped(&m, 5, 0, 3);
     rmember_t r[RW];
-    rmembers_init(r, &m, 4096);
+    rmembers_init(r, &m, quant_staging());
     float *buf[RW];
     for (uint32_t p = 0; p < 5; p++) {
         buf[p] = calloc(20000, sizeof(float));
@@ -390,7 +398,7 @@ static void test_striped_member_goes_away(void) {
         r[p].op = pcclSum;
         r[p].algo = pcclQuantMinMax;
         r[p].qdt = pcclUint8;
-        r[p].wire = malloc(ring_rhd_quant_wire_bytes(20000, pcclUint8, 5));
+        r[p].wire = malloc(g_rd ? ring_rd_quant_wire_bytes(20000, pcclUint8) : ring_rhd_quant_wire_bytes(20000, pcclUint8, 5));
         for (uint32_t s = 0; s < 3; s++) r[p].ios[s].timeout_ms = 3000;
     }
     r[4].quit_after_links = 2;
@@ -420,7 +428,7 @@ static void test_member_goes_away(void) {
             r[p].op = pcclSum;
             r[p].ios[0].timeout_ms = 3000;
         }
-        r[W - 1].quit_after_links = 1;
+        r[g_rd && W == 3 ? 1 : W - 1].quit_after_links = 1; /* a member with a second partner (rd: 1 step at 3) */
         rmembers_run(r, W);
         for (uint32_t p = 0; p < W; p++) {
             CHECK(r[p].rc != 0);
@@ -681,6 +689,61 @@ static void test_broadcast_tree(void) {
         }
 }
 
+/* Where an op's result depends on its operands' order (two NaNs of different payloads: max, min and sum keep one of
+ * them; -0 against +0 for sum), every member still ends with the same bits: worlds 2..9, one and two stripes. */
+static void test_operand_order(void) {
+    const pcclRedOp_t ops[] = {pcclMax, pcclMin, pcclSum};
+    for (uint32_t W = 2; W <= RW; W++)
+        for (size_t o = 0; o < 3; o++) {
+            uint32_t S = 1 + (W + (uint32_t)o) % 2;
+            mesh_t m;
+            mesh_open_striped(&m, W, 0, S);
+            rmember_t r[RW];
+            rmembers_init(r, &m, 4096 + 2);
+            uint32_t *buf[RW];
+            for (uint32_t p = 0; p < W; p++) {
+                buf[p] = malloc(997 * sizeof(uint32_t));
+                for (uint32_t i = 0; i < 997; i++) {
+                    int nan = i % W == p || (i + 1) % W == p; /* two members hold a NaN at i */
+                    buf[p][i] = nan ? 0x7fc00000u | (p + 1) << 4 | (i % 16) : i % 3 == 0 ? (p % 2) << 31 : 0x3f800000u + i;
+                }
+                r[p].src = r[p].buf = buf[p];
+                r[p].count = 997;
+                r[p].dt = pcclFloat;
+                r[p].op = ops[o];
+            }
+            rmembers_run(r, W);
+            int ok = 1;
+            for (uint32_t p = 0; p < W; p++) ok &= r[p].rc == 0 && memcmp(buf[p], buf[0], 997 * sizeof(uint32_t)) == 0;
+            if (!ok) fprintf(stderr, "operand order: world %u op %d stripes %u rd %d: members differ\n", W, (int)ops[o], S, g_rd);
+            CHECK(ok);
+            for (uint32_t p = 0; p < W; p++) free(buf[p]);
+            mesh_close(&m);
+        }
+}
+
+/* The all-reduce cases again, by recursive doubling. */
+static void test_rd_allreduce(void) {
+    g_rd = 1;
+    test_allreduce_every_world();
+    test_allreduce_sealed();
+    test_allreduce_striped();
+    test_operand_order();
+    g_rd = 0;
+}
+static void test_rd_quantized(void) {
+    g_rd = 1;
+    test_allreduce_quantized();
+    g_rd = 0;
+}
+static void test_rd_failures(void) {
+    g_rd = 1;
+    test_member_goes_away();
+    test_striped_member_goes_away();
+    test_abort();
+    g_rd = 0;
+}
+
 int main(void) {
     RUN_TEST(test_schedule_pairs);
     RUN_TEST(test_allreduce_every_world);
@@ -690,6 +753,10 @@ int main(void) {
     RUN_TEST(test_member_goes_away);
     RUN_TEST(test_striped_member_goes_away);
     RUN_TEST(test_abort);
+    RUN_TEST(test_operand_order);
+    RUN_TEST(test_rd_allreduce);
+    RUN_TEST(test_rd_quantized);
+    RUN_TEST(test_rd_failures);
     RUN_TEST(test_reduce_scatter);
     RUN_TEST(test_reduce_scatter_member_goes_away);
     RUN_TEST(test_all_gather);

@@ -20,7 +20,7 @@
 #include "ccoip_inet.h"
 
 #define WIRE_MAGIC 0x5043434Cu /* "PCCL" */
-#define WIRE_VERSION 10
+#define WIRE_VERSION 11
 #define WIRE_MAX_BODY (8u << 20)
 #define WIRE_MAX_KEY 255
 #define WIRE_MAX_TENSORS 65536
@@ -126,11 +126,13 @@ typedef struct wire_op_outcome {
 } wire_op_outcome_t;
 
 /* The algorithm of a collective (docs/algorithms.md): COLL_INIT carries a member's forced choice (AUTO: the
- * master's), COLL_COMMENCE the master's decision (RING or RHD, never AUTO). */
+ * master's), COLL_COMMENCE the master's decision (RING, RHD or RD, never AUTO). RD (recursive doubling) exists for the
+ * all-reduce alone; forced for another kind it means RHD. */
 #define WIRE_ALGO_AUTO 0
 #define WIRE_ALGO_RING 1
 #define WIRE_ALGO_RHD 2
-#define WIRE_ALGO_MAX WIRE_ALGO_RHD
+#define WIRE_ALGO_RD 3
+#define WIRE_ALGO_MAX WIRE_ALGO_RD
 
 /* A member of a commenced collective, per ring position. */
 typedef struct wire_coll_member {
@@ -175,7 +177,7 @@ typedef struct wire_msg {
             uint64_t capacity; /* elements the member's output holds (0 for an all-reduce) */
             uint32_t max_world; /* all-gather-v: entries its counts array holds; 0 = no limit */
             uint64_t hash;     /* shared-sources broadcast: simplehash of the member's buffer, else 0 */
-            uint8_t algo;      /* WIRE_ALGO_AUTO, _RING or _RHD: the member's PCCL_ALGO */
+            uint8_t algo;      /* WIRE_ALGO_AUTO, _RING, _RHD or _RD: the member's PCCL_ALGO */
             uint64_t grant_seq; /* the op_seq of the grant this vote runs under (pipelined), else 0 */
         } coll_init;
         /* COLL_DONE, ABORT, COMPLETE, REVOKE; COMPLETE's grant: next_seq (0: none) for tag next_tag on
@@ -204,7 +206,7 @@ typedef struct wire_msg {
             uint8_t kind;        /* pcclExtCollKind_t */
             uint32_t root;       /* broadcast: the root's ring position, else 0 */
             wire_coll_member_t *members; /* per ring position (n entries): its rank, count and holds */
-            uint8_t algo;        /* WIRE_ALGO_RING or WIRE_ALGO_RHD: what every member runs */
+            uint8_t algo;        /* WIRE_ALGO_RING, _RHD or _RD: what every member runs */
         } commence;
         struct { uint64_t tag; uint8_t reason; char detail[256]; } reject; /* detail: the master's reason text */
         struct { char reason[256]; } kick; /* KICK and SHUTDOWN */

@@ -66,8 +66,9 @@ int comm_algo_from_env(uint8_t *algo) {
     if (!s || !*s || strcmp(s, "auto") == 0) return 0;
     if (strcmp(s, "ring") == 0) *algo = WIRE_ALGO_RING;
     else if (strcmp(s, "rhd") == 0) *algo = WIRE_ALGO_RHD;
+    else if (strcmp(s, "rd") == 0) *algo = WIRE_ALGO_RD;
     else {
-        PLOG_ERROR("pccl", "PCCL_ALGO=%s: expected auto, ring or rhd", s);
+        PLOG_ERROR("pccl", "PCCL_ALGO=%s: expected auto, ring, rhd or rd", s);
         return -PERR_INVALID;
     }
     return 0;

@@ -151,7 +151,7 @@ struct pcclComm_t {
     int ncpus;               /* CPUs this process may run on */
     int zerocopy_min_bytes; /* plain all-reduces of at least this many bytes splice their sends; -1: never */
     int zerocopy_every_edge; /* 0: same-host edges follow the host's CPUs per local peer (p2p_splice_min) */
-    uint8_t algo; /* PCCL_ALGO as WIRE_ALGO_AUTO, _RING or _RHD: sent in every COLL_INIT (docs/algorithms.md) */
+    uint8_t algo; /* PCCL_ALGO as WIRE_ALGO_AUTO, _RING, _RHD or _RD: sent in every COLL_INIT (docs/algorithms.md) */
     /* The run key (PCCL_KEY_FILE); encrypt is what the master announced in the handshake. Set before
      * pcclConnect and read-only afterwards. */
     sec_cfg_t sec;

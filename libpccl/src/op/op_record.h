@@ -103,9 +103,9 @@ void op_note_failed(pccl_op_t *o);
  * -PERR_TOO_FEW_PEERS pcclTooFewPeers, -PERR_INVALID pcclInvalidArgument, ...). */
 pcclResult_t op_result(const pcclComm_t *c, int rc);
 
-/* op_rhd.c: the all-reduce, reduce-scatter and all-gathers by recursive halving and doubling, the broadcast
- * along a binomial tree (docs/algorithms.md).
- * op_algo_rhd: whether the op's COMMENCE chose it and the op has it (then op_run opens no ring streams: the
+/* op_rhd.c: the all-reduce, reduce-scatter and all-gathers by recursive halving and doubling, the all-reduce by
+ * recursive doubling (the same partners), the broadcast along a binomial tree (docs/algorithms.md).
+ * op_algo_rhd: whether the op's COMMENCE chose one of them and the op has it (then op_run opens no ring streams: the
  * kind's run connects to its partners on the op's k slots, one stripe each (ios[0..k-1]), through op_rhd_allreduce
  * (quantized or not), op_rhd_reduce_scatter (out: the member's block), op_rhd_all_gather (src: the member's block)
  * or op_rhd_broadcast; op_rhd_release drops them after the verdict, killed after any failure, as the ring's

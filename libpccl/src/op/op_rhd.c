@@ -1,5 +1,5 @@
-/* op_rhd.c - the collectives by recursive halving and doubling (ring_rhd.c, ring_rhd_ar.c) for an op whose
- * COMMENCE chose it: the connections to its partners (not ring neighbours: made on demand, then kept in the
+/* op_rhd.c - the collectives by recursive halving and doubling (ring_rhd.c, ring_rhd_ar.c), and the all-reduce by
+ * recursive doubling (ring_rd_ar.c, the same partners), for an op whose COMMENCE chose them: the connections to its partners (not ring neighbours: made on demand, then kept in the
  * connection table like the ring's), opened concurrently through the op's wait (connect within the connect
  * timeout, the partner's stream within the peer timeout) on the op's slots (one stripe each), held until the
  * verdict (op_record.h). */
@@ -27,12 +27,14 @@ struct op_rhd_links {
     p2p_conn_t **tx, **rx;
 };
 
-/* Where it exists (as the master's msm_algo_has_rhd): an all-reduce, quantized or not; a plain reduce-scatter, an
- * all-gather or an all-gather of variable counts of any world, ranked by ring position; a broadcast with one holder
- * (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
+/* Where it exists (as the master's msm_algo_has_rhd): an all-reduce, quantized or not (rhd or recursive doubling);
+ * a plain reduce-scatter, an all-gather or an all-gather of variable counts of any world, ranked by ring position;
+ * a broadcast with one holder (the binomial tree). A COMMENCE that names it for anything else runs the ring. */
 int op_algo_rhd(const pccl_op_t *o) {
     int k = o->d.kind;
-    if (o->commence.u.commence.algo != WIRE_ALGO_RHD) return 0;
+    uint8_t algo = o->commence.u.commence.algo;
+    if (algo == WIRE_ALGO_RD) return k == pcclExtCollAllReduce;
+    if (algo != WIRE_ALGO_RHD) return 0;
     if (k == pcclExtCollAllReduce) return 1;
     if (o->d.quantization_options.algorithm != pcclQuantNone) return 0;
     if (k == pcclExtCollBroadcast) { /* the tree: one holder, the root */
@@ -179,8 +181,10 @@ static int links(pccl_op_t *o, ring_io_t *io, uint32_t slots) {
 int op_rhd_allreduce(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     const pcclExtCollDescriptor_t *d = &o->d;
     const pcclQuantizationOptions_t *qo = &d->quantization_options;
-    size_t need = qo->algorithm == pcclQuantNone ? 0 : ring_rhd_quant_wire_bytes(d->count, qo->quantized_datatype,
-                                                                                 o->world), cap = 0;
+    int rd = o->commence.u.commence.algo == WIRE_ALGO_RD;
+    size_t need = qo->algorithm == pcclQuantNone ? 0
+                  : rd ? ring_rd_quant_wire_bytes(d->count, qo->quantized_datatype)
+                       : ring_rhd_quant_wire_bytes(d->count, qo->quantized_datatype, o->world), cap = 0;
     uint8_t *wire = need ? bufpool_get(&o->comm->buffers, need, &cap) : NULL;
     int rc = need && !wire ? -PERR_NOMEM : links(o, ios, k);
     if (rc == -PERR_NOMEM) snprintf(ios->err, sizeof ios->err, "out of memory for %zu bytes of quantized blocks", need);
@@ -188,7 +192,7 @@ int op_rhd_allreduce(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
                        .ar = {.src = d->sendbuf, .buf = d->recvbuf, .count = d->count, .dt = d->datatype,
                               .qdt = qo->quantized_datatype, .op = d->op, .algo = qo->algorithm, .wire = wire,
                               .pos = o->pos, .world = o->world, .op_seq = o->op_seq}};
-    if (rc == 0) rc = ring_allreduce_rhd(ios, k, &a);
+    if (rc == 0) rc = rd ? ring_allreduce_rd(ios, k, &a) : ring_allreduce_rhd(ios, k, &a);
     bufpool_put(&o->comm->buffers, wire, cap);
     return rc;
 }

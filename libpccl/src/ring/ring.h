@@ -199,6 +199,17 @@ typedef struct ring_rhd_ar {
 int ring_allreduce_rhd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_ar_t *a);
 size_t ring_rhd_quant_wire_bytes(size_t count, pcclDataType_t qdt, uint32_t world);
 
+/* The all-reduce by recursive doubling (ring_rd_ar.c; docs/algorithms.md): log2 p exchanges of the whole vector
+ * (two more when N is not a power of two: rhd's fold and unfold, unencoded on the way back) with rhd's partners, for
+ * the smallest payloads, where each of rhd's 2 log2 p latencies costs more than moving the vector log2 p times.
+ * Arguments, striping, in place, failures and pcclAvg as ring_allreduce_rhd; out of place the first exchange reads
+ * src (never written) and writes the partial result to buf, with no copy first. At each step both partners
+ * compute op(lower virtual id's values, upper's), so every member ends bit-identical. Quantized, each member
+ * encodes its values once per step and keeps the decoded ones; wire holds ring_rd_quant_wire_bytes. Each stripe's
+ * io->staging holds at least one element (quantized: PCCL_QBLOCK_ELEMS of them). */
+int ring_allreduce_rd(ring_io_t *ios, uint32_t nstripes, const ring_rhd_ar_t *a);
+size_t ring_rd_quant_wire_bytes(size_t count, pcclDataType_t qdt);
+
 /* The partners of one rhd reduce-scatter, all-gather or tree broadcast: link and shut as the all-reduce's (shut is
  * needed when striped), this member's ring position pos of world, the operation's op_seq. Each runs over
  * nstripes connection pairs (ios[s] for stripe s; its stripe fields set here; stripe 0 on the calling thread) and
