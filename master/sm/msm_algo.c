@@ -33,7 +33,7 @@ double msm_algo_rhd_s(const msm_algo_cost_t *c) {
 double msm_algo_rd_s(const msm_algo_cost_t *c) {
     uint32_t p = 1, steps = 0;
     while (p * 2 <= c->world) p *= 2, steps++;
-    double hop = (c->alpha_rhd > 0 ? c->alpha_rhd : c->alpha) + c->bytes * c->beta_rhd * MSM_ALGO_RHD_BYTE_FACTOR;
+    double hop = (c->alpha_rhd > 0 ? c->alpha_rhd : c->alpha) + c->bytes * c->beta_rhd * MSM_ALGO_RD_BYTE_FACTOR;
     return (steps + 2.0 * (c->world > p)) * hop;
 }
 

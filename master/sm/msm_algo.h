@@ -18,6 +18,10 @@
  * streams one operation through every member without a barrier and splices large sends; each halving or
  * doubling step waits for its whole block before the next step sends. */
 #define MSM_ALGO_RHD_BYTE_FACTOR 1.25
+/* Recursive doubling's: its steps wait as rhd's do, and each reduces the whole vector it receives, where the ring
+ * of 2 members reduces half of what it receives and copies the rest into place (on loopback 2 x 400 KB ran slower
+ * than the ring, 2 x 100 KB faster: docs/algorithms.md, kappa_rd). */
+#define MSM_ALGO_RD_BYTE_FACTOR 1.5
 
 /* The model's inputs: payload bytes n, world size N, alpha of the ring's messages and of the partners' (s per
  * message; alpha_rhd 0: alpha), beta of the slowest ring edge and of the slowest pair of partners (s per byte). */
@@ -36,8 +40,8 @@ typedef struct msm_algo_cost {
  * broadcast: the pipelined chain (N - 1) alpha + n beta, the binomial tree ceil(log2 N) (alpha + n kappa beta). */
 double msm_algo_ring_s(const msm_algo_cost_t *c);
 double msm_algo_rhd_s(const msm_algo_cost_t *c);
-/* Modelled seconds of an all-reduce by recursive doubling: log2 p (alpha + n kappa beta), plus 2 (alpha + n kappa
- * beta) when r > 0 (the fold and the result's return). */
+/* Modelled seconds of an all-reduce by recursive doubling: log2 p (alpha + n kappa_rd beta), plus 2 (alpha + n
+ * kappa_rd beta) when r > 0 (the fold and the result's return); kappa_rd MSM_ALGO_RD_BYTE_FACTOR. */
 double msm_algo_rd_s(const msm_algo_cost_t *c);
 
 /* Whether recursive halving and doubling exists for an operation of kind (pcclExtCollKind_t) over world members:

@@ -324,7 +324,8 @@ static void test_distant_pair(void) {
 }
 
 /* Recursive doubling: the all-reduce's alone; log2 p latencies where rhd pays 2 log2 p, so it takes the smallest
- * payloads at every world size, 2 included (1 latency against the ring's 2), and not 1 MiB or 16 MiB at 8 peers;
+ * payloads at every world size, 2 included (1 latency against the ring's 2), and not 400 KB at 2 peers nor 1 MiB
+ * or 16 MiB at 8;
  * forced where only rhd exists it means rhd. */
 static void test_rd(void) {
     const int all = MSM_ALGO_HAS_RHD | MSM_ALGO_HAS_RD;
@@ -342,6 +343,10 @@ static void test_rd(void) {
     msm_algo_cost_t two = cost(4096, 2), three = cost(4096, 3), four = cost(4096, 4);
     CHECK(fabs(msm_algo_rd_s(&two) * 3 - msm_algo_rd_s(&three)) < 1e-12);
     CHECK(fabs(msm_algo_rd_s(&two) * 2 - msm_algo_rd_s(&four)) < 1e-12);
+    /* 2 members with the defaults: 100 KB runs rd, 400 KB the ring (kappa_rd: rd reduces all it receives) */
+    msm_algo_cost_t k100 = cost(100000, 2), k400 = cost(400000, 2);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &k100) == WIRE_ALGO_RD);
+    CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &k400) == WIRE_ALGO_RING);
     msm_algo_cost_t mib = cost(1 << 20, 8), large = cost(16 << 20, 8);
     CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &mib) != WIRE_ALGO_RD);
     CHECK(msm_algo_choose(all, WIRE_ALGO_AUTO, &large) == WIRE_ALGO_RING);
