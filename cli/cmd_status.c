@@ -205,6 +205,19 @@ static void print_kinds(const char *prefix, const cJSON *by_kind) {
     if (!first) printf("\n");
 }
 
+/* "by algorithm: ring 12, rd 340" from a collectives_by_algorithm object: the algorithms that ran; nothing when
+ * none did. */
+static void print_algos(const cJSON *by_algo) {
+    const cJSON *a;
+    int first = 1;
+    cJSON_ArrayForEach(a, by_algo) {
+        if (!cJSON_IsNumber(a) || a->valuedouble <= 0) continue;
+        printf("%s%s %.0f", first ? "by algorithm: " : ", ", a->string, a->valuedouble);
+        first = 0;
+    }
+    if (!first) printf("\n");
+}
+
 /* NAT traversal (docs/nat.md): peers the master could not dial and edges that were not dialled directly, with
  * the observed address punches use; nothing when every peer is reachable and every edge direct. */
 static void print_nat(const cJSON *peers) {
@@ -272,6 +285,7 @@ static void print_table(const cJSON *st, const char *where, const health_t *h) {
            num(c, "syncs"), num(c, "peers_kicked"), num(c, "peers_left"), num(c, "control_packets_received"),
            num(c, "control_bytes_sent"));
     print_kinds("by kind: ", cJSON_GetObjectItemCaseSensitive(c, "collectives_by_kind"));
+    print_algos(cJSON_GetObjectItemCaseSensitive(c, "collectives_by_algorithm"));
     print_health(h);
 }
 

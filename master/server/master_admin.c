@@ -440,6 +440,7 @@ static char *metrics_text(pcclMasterInstance_t *m, const msm_stats_t *st, uint32
     fprintf(f, "pccl_collectives_total{result=\"completed\"} %llu\n", (unsigned long long)st->collectives_completed);
     fprintf(f, "pccl_collectives_total{result=\"aborted\"} %llu\n", (unsigned long long)st->collectives_aborted);
     pccl__coll_kinds_metrics(f, st->by_kind);
+    pccl__coll_algos_metrics(f, st->by_algo);
     fprintf(f, "# HELP pccl_syncs_total Shared-state syncs completed.\n# TYPE pccl_syncs_total counter\n");
     fprintf(f, "pccl_syncs_total %llu\n", (unsigned long long)st->syncs_completed);
     fprintf(f, "# HELP pccl_peers_kicked_total Peers kicked by the master.\n# TYPE pccl_peers_kicked_total counter\n");
@@ -506,6 +507,7 @@ static void publish(pcclMasterInstance_t *m) {
     cJSON_AddNumberToObject(c, "collectives_aborted", (double)st.collectives_aborted);
     cJSON_AddNumberToObject(c, "collectives_rejected", (double)st.collectives_rejected);
     cJSON_AddItemToObject(c, "collectives_by_kind", pccl__coll_kinds_json(st.by_kind));
+    cJSON_AddItemToObject(c, "collectives_by_algorithm", pccl__coll_algos_json(st.by_algo));
     cJSON_AddNumberToObject(c, "syncs", (double)st.syncs_completed);
     cJSON_AddNumberToObject(c, "peers_kicked", (double)st.peers_kicked);
     cJSON_AddNumberToObject(c, "peers_left", (double)st.peers_left);

@@ -1,5 +1,8 @@
-/* master_admin_kinds.c - the collectives by kind in /v1/status and /metrics (see master_admin_kinds.h). */
+/* master_admin_kinds.c - the collectives by kind and by algorithm in /v1/status and /metrics (see
+ * master_admin_kinds.h). */
 #include "server/master_admin_kinds.h"
+
+#include "sm/msm_algo.h"
 
 cJSON *pccl__coll_kinds_json(const msm_coll_stats_t by_kind[MSM_COLL_NKINDS]) {
     cJSON *o = cJSON_CreateObject();
@@ -36,4 +39,24 @@ void pccl__coll_kinds_metrics(FILE *f, const msm_coll_stats_t by_kind[MSM_COLL_N
     for (unsigned k = 0; k < MSM_COLL_NKINDS; k++)
         fprintf(f, "pccl_collective_bytes_total{kind=\"%s\"} %llu\n", msm_coll_kind_name(k),
                 (unsigned long long)by_kind[k].bytes);
+}
+
+cJSON *pccl__coll_algos_json(const uint64_t by_algo[MSM_ALGO_SLOTS]) {
+    cJSON *o = cJSON_CreateObject();
+    for (uint8_t a = WIRE_ALGO_RING; o && a < MSM_ALGO_SLOTS; a++)
+        if (!cJSON_AddNumberToObject(o, msm_algo_name(a), (double)by_algo[a])) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    return o;
+}
+
+void pccl__coll_algos_metrics(FILE *f, const uint64_t by_algo[MSM_ALGO_SLOTS]) {
+    fprintf(f, "# HELP pccl_collective_algorithm_total Completed collective operations by the algorithm the master "
+               "chose: ring, rhd (recursive halving and doubling; a broadcast's binomial tree), rd (recursive "
+               "doubling).\n"
+               "# TYPE pccl_collective_algorithm_total counter\n");
+    for (uint8_t a = WIRE_ALGO_RING; a < MSM_ALGO_SLOTS; a++)
+        fprintf(f, "pccl_collective_algorithm_total{algo=\"%s\"} %llu\n", msm_algo_name(a),
+                (unsigned long long)by_algo[a]);
 }

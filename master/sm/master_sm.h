@@ -209,11 +209,16 @@ typedef struct msm_coll_stats {
     uint64_t completed, aborted, rejected, bytes;
 } msm_coll_stats_t;
 
+/* Completed collectives by the algorithm their COMMENCE named, indexed by its WIRE_ALGO_* value (RING 1, RHD 2,
+ * RD 3; 0, auto, never runs); names in msm_algo_name. */
+#define MSM_ALGO_SLOTS 4
+
 typedef struct msm_stats {
     uint32_t registered, accepted, groups;
     uint64_t collectives_completed, collectives_aborted, syncs_completed, peers_kicked;
     uint64_t collectives_rejected; /* REJECT sent (parameters differ, too few peers, conflicting calls) */
     msm_coll_stats_t by_kind[MSM_COLL_NKINDS]; /* a rejection whose kind is unknown counts in the total only */
+    uint64_t by_algo[MSM_ALGO_SLOTS];          /* completed collectives by algorithm (MSM_ALGO_SLOTS) */
     uint64_t peers_left; /* clean departures (LEAVE) */
     uint64_t reregistrations, rebuilds; /* RESUMEs received; runs rebuilt from them */
     /* HELLO or RESUME refused for the protocol (not kicks): another protocol version, or not pccl's magic */

@@ -128,3 +128,4 @@ const char *msm_algo_name(uint8_t algo) {
     return algo == WIRE_ALGO_AUTO ? "auto" : algo == WIRE_ALGO_RING ? "ring" : algo == WIRE_ALGO_RHD ? "rhd"
            : algo == WIRE_ALGO_RD ? "rd" : "unknown";
 }
+_Static_assert(MSM_ALGO_SLOTS == WIRE_ALGO_MAX + 1, "by_algo holds every algorithm a COMMENCE names");

@@ -173,7 +173,7 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
         ring_votes_free(&rv);
         return 0;
     }
-    w.u.commence.algo = choose_algo(m, &rv, &w, c->payload_bytes);
+    w.u.commence.algo = c->algo = choose_algo(m, &rv, &w, c->payload_bytes);
     /* Slots an unused grant holds go to an operation that needs them (the grant is revoked). */
     uint64_t avail = free_slots(m, g) | c->slots, slots = 0; /* an unpipelined op's own slots */
     uint32_t could = (uint32_t)__builtin_popcountll(avail | msm_grant_slots(m, g->id));
@@ -290,6 +290,7 @@ static void count_end(msm_t *m, const msm_op_t *c, coll_end_t end) {
         else if (end == END_ABORTED) s[i]->aborted++;
         else s[i]->rejected++;
     }
+    if (end == END_COMPLETED && c->algo < MSM_ALGO_SLOTS) m->stats.by_algo[c->algo]++;
     if (end == END_COMPLETED) m->stats.collectives_completed++;
     else if (end == END_ABORTED) m->stats.collectives_aborted++;
     else m->stats.collectives_rejected++;

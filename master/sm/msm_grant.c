@@ -80,6 +80,7 @@ void msm_grant_issue(msm_t *m, msm_group_t *g, const msm_op_t *c, wire_msg_t *co
     gr->slots = c->slots;
     gr->coll_kind = c->coll_kind;
     gr->payload_bytes = c->payload_bytes;
+    gr->algo = c->algo;
     msm_op_t **pp = &m->grants;
     while (*pp) pp = &(*pp)->next;
     *pp = gr;

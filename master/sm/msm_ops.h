@@ -77,6 +77,7 @@ typedef struct msm_op {
     /* collective */
     uint8_t coll_kind;      /* the first voter's pcclExtCollKind_t (views, stats) */
     uint64_t payload_bytes; /* running: its data's bytes (msm_coll_payload_bytes) */
+    uint8_t algo;           /* running: the algorithm its COMMENCE named (WIRE_ALGO_*; a grant: its op's) */
     uint64_t slots; /* running: its connection-pool slots (bit i = slot i), one stripe each */
     char detail[MSM_COLL_DETAIL_MAX]; /* voting: why it is rejected (COLL_REJECT's detail) */
     /* collective pre-commenced by the verdict of its tag's previous operation (msm_grant.c): op_seq and slots

@@ -102,6 +102,14 @@ json_peer() {
     [ "$done_ar" = "$(sed -n 's/^pccl_collectives_total{result="completed"} //p' "$TMP/metrics")" ]
     grep -q '^pccl_collective_bytes_total{kind="all_reduce"} [1-9][0-9]*$' "$TMP/metrics"
     grep -q '^pccl_collective_bytes_total{kind="broadcast"} 0$' "$TMP/metrics"
+    # completed collectives by algorithm: every one under the algorithm the master chose
+    by_algo=0
+    for a in ring rhd rd; do
+        n=$(sed -n "s/^pccl_collective_algorithm_total{algo=\"$a\"} \([0-9]*\)$/\1/p" "$TMP/metrics")
+        [ -n "$n" ] || { echo "no $a series"; false; }
+        by_algo=$((by_algo + n))
+    done
+    [ "$by_algo" = "$done_ar" ]
     # per peer: an info series with its name and address, and its series by uuid and name
     [ "$(grep -c '^pccl_peer_heartbeat_age_seconds{uuid="[0-9a-f]\{32\}",name="worker-[ab]",group="0"} [0-9.]*$' "$TMP/metrics")" -eq 2 ]
     [ "$(grep -c '^pccl_peer_revision{uuid="[0-9a-f]\{32\}",name="worker-[ab]",group="0"} [0-9]*$' "$TMP/metrics")" -eq 2 ]

@@ -202,10 +202,14 @@ c = s["counters"]
 assert list(c["collectives_by_kind"]) == kinds, c
 assert c["collectives_by_kind"]["all_reduce"]["completed"] == c["collectives_completed"] > 0, c
 assert c["collectives_by_kind"]["all_reduce"]["rejected"] == c["collectives_rejected"], c
+# by algorithm: every completed one under the algorithm the master chose for it
+assert list(c["collectives_by_algorithm"]) == ["ring", "rhd", "rd"], c
+assert sum(c["collectives_by_algorithm"].values()) == c["collectives_completed"], c
 '
     # the table: the group's and the run's collectives by kind
     [[ "$output" =~ "  collectives: all_reduce "[0-9]+" completed, "[0-9]+" aborted, "[0-9]+" rejected, "[0-9.]+" "[kMG]?B ]]
     [[ "$output" =~ "by kind: all_reduce "[0-9]+" completed" ]]
+    [[ "$output" =~ "by algorithm: "(ring|rhd|rd)" "[0-9]+ ]]
     [[ "$output" != *"broadcast"* ]]
 }
 

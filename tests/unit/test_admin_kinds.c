@@ -1,6 +1,6 @@
 /* test_admin_kinds.c - the collectives by kind as the admin port shows them (master_admin_kinds.c): the JSON object
  * of /v1/status (every kind by name, its counts and bytes) and the pccl_collective_* series of /metrics (a kind and
- * a result label on each, in the Prometheus text format). */
+ * a result label on each, in the Prometheus text format); the completed ones by algorithm (ring, rhd, rd) both ways. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,8 +86,34 @@ static void test_metrics(void) {
     free(text);
 }
 
+static void test_algorithms(void) {
+    const uint64_t by_algo[MSM_ALGO_SLOTS] = {0, 7, (uint64_t)1 << 40, 0};
+    cJSON *o = pccl__coll_algos_json(by_algo);
+    CHECK(o != NULL && cJSON_GetArraySize(o) == 3);
+    static const char *const names[] = {"ring", "rhd", "rd"};
+    for (int a = 0; o && a < 3; a++) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, names[a]);
+        CHECK(cJSON_IsNumber(n) && (uint64_t)cJSON_GetNumberValue(n) == by_algo[a + 1]);
+    }
+    cJSON_Delete(o);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    if (!f) return;
+    pccl__coll_algos_metrics(f, by_algo);
+    fclose(f);
+    CHECK(strstr(buf, "# TYPE pccl_collective_algorithm_total counter\n") != NULL);
+    CHECK(strstr(buf, "\npccl_collective_algorithm_total{algo=\"ring\"} 7\n") != NULL);
+    CHECK(strstr(buf, "\npccl_collective_algorithm_total{algo=\"rhd\"} 1099511627776\n") != NULL);
+    CHECK(strstr(buf, "\npccl_collective_algorithm_total{algo=\"rd\"} 0\n") != NULL);
+    CHECK(strstr(buf, "auto") == NULL);
+    free(buf);
+}
+
 int main(void) {
     RUN_TEST(test_json);
     RUN_TEST(test_metrics);
+    RUN_TEST(test_algorithms);
     TEST_MAIN_END();
 }

@@ -362,6 +362,11 @@ static void test_rd(void) {
     run(2, 2, 4u << 20, WIRE_ALGO_AUTO, 0, WIRE_ALGO_RING);
     run(2, 3, 4u << 20, WIRE_ALGO_RD, 0, WIRE_ALGO_RD);
     run_kind(2, 4, pcclExtCollAllGather, 1024, WIRE_ALGO_RD, 0, WIRE_ALGO_RHD);
+    /* the master counts each completed op under the algorithm it ran */
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK(st.by_algo[WIRE_ALGO_RD] == 2 && st.by_algo[WIRE_ALGO_RING] == 1 && st.by_algo[WIRE_ALGO_RHD] == 1);
+    CHECK(st.by_algo[WIRE_ALGO_AUTO] == 0);
     /* members forcing rd and rhd are rejected with the reason */
     clear_log();
     vote(1, 9, 1024, WIRE_ALGO_RD, 0);

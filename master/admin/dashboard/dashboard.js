@@ -293,6 +293,9 @@ function drawCounters(status) {
     if (k.completed + k.aborted + k.rejected === 0) continue;
     items.push([name, `${k.completed} completed, ${k.aborted} aborted, ${k.rejected} rejected, ${fmtBytes(k.bytes)}`]);
   }
+  // The algorithms the completed ones ran (the master's choice, docs/algorithms.md).
+  const algos = Object.entries(c.collectives_by_algorithm || {}).filter(([, n]) => n > 0).map(([a, n]) => `${a} ${n}`);
+  if (algos.length) items.push(['by algorithm', algos.join(', ')]);
   const nodes = [];
   for (const [k, v] of items) nodes.push(el('dt', '', k), el('dd', '', String(v)));
   document.getElementById('counters').replaceChildren(...nodes);
