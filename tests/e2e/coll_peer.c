@@ -19,8 +19,8 @@
  *         a failed operation must leave the caller's buffer restored (in place) or its input untouched (out of
  *         place), its retry must be correct for the world it ran in (contents that name their members), and the
  *         peers stop after ROUNDS operations of WORLD members with the joiner in them. Ranked by the IDs as rank
- *         keys, or with PCCL_TEST_RANK_BY_POSITION=1 by ring position (where recursive halving and doubling
- *         applies).
+ *         keys (ID 0 last in the all-gathers, so its block moves), or with PCCL_TEST_RANK_BY_POSITION=1 by ring
+ *         position (where recursive halving and doubling applies).
  *  pipe   all-reduces in a loop on one tag, run under the master's grants (docs/protocol.md "Pipelined
  *         collectives"), in place on ID 0, out of place on the others; in the middle ID 1 passes another count: a
  *         mismatch rejected on every member with the reason, buffers and inputs unchanged; then the loop goes on.
@@ -468,6 +468,12 @@ static size_t kill_count(pcclExtCollKind_t kind, int id) {
 }
 
 /* A successful kill-mode op's output: correct for the members it names. Returns the member mask. */
+/* The rank key of ID id in kill mode: its ID, but ID 0 (in place) takes the last rank of the all-gathers, so its
+ * block moves from the buffer's start to its rank's place and a failure must move it back. */
+static uint64_t kill_key(pcclExtCollKind_t kind, int id) {
+    return (kind == pcclExtCollAllGather || kind == pcclExtCollAllGatherV) && id == 0 ? 1000 : (uint64_t)id;
+}
+
 static unsigned kill_verify(pcclExtCollKind_t kind, const void *recv, const pcclExtCollInfo_t *in,
                             const uint64_t *counts) {
     if (kind == pcclExtCollBroadcast) {
@@ -501,7 +507,8 @@ static unsigned kill_verify(pcclExtCollKind_t kind, const void *recv, const pccl
         float head = o[off];
         int id = head >= 0 && head < 8 ? (int)head : -1;
         /* by ring position ranks need not ascend with the IDs: each ID once */
-        if (id < 0 || (g_by_position ? (mask >> id & 1) != 0 : id <= last) || (r == in->rank && id != g_rank)) {
+        if (id < 0 || (g_by_position ? (mask >> id & 1) != 0 : last >= 0 && kill_key(kind, id) <= kill_key(kind, last)) ||
+            (r == in->rank && id != g_rank)) {
             EXPECT(0, "rank %u holds ID %g", r, head);
             break;
         }
@@ -541,7 +548,7 @@ static void mode_kill(pcclExtCollKind_t kind, int rounds) {
         pcclExtCollDescriptor_t d = mk(kind, inplace ? NULL : send, recv, n, cap,
                                        kind == pcclExtCollReduceScatter ? pcclInt64 : pcclFloat);
         d.tag = 7;
-        d.rank_key = (uint64_t)g_rank;
+        d.rank_key = kill_key(kind, g_rank);
         d.flags |= root ? PCCL_EXT_COLL_ROOT : 0;
         d.counts = counts;
         d.counts_capacity = 8;

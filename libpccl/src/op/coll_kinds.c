@@ -74,9 +74,10 @@ static int bc_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
 }
 
 /* ---- all-gather and all-gather of variable counts: in place this member's block is the first count elements
- * of recvbuf, which the backup keeps, so the ring sends it from there while it fills recvbuf. The backup is taken
- * before the ring starts: every member sends and receives all along, so a copy during the transfer has no idle
- * core to run on. */
+ * of recvbuf. The backup keeps the rest of the output (what the other blocks overwrite), then the block moves to
+ * its rank's place (op_run.c), from where the ring sends it; a failure moves it back (no copy of it is kept: the
+ * ring never writes its own block). The backup is taken before the ring starts: every member sends and receives
+ * all along, so a copy during the transfer has no idle core to run on. */
 static int ag_validate(const pcclExtCollDescriptor_t *d) {
     if (d->count == 0) return invalid(d, "all_gather", "count 0");
     return check_data(d, "all_gather", d->count, d->count);
@@ -104,7 +105,14 @@ static int gather_plan(pccl_op_t *o) {
     o->info.count = total;
     o->move_bytes = total * esz_of(o);
     o->splices = op_algo_rhd(o) ? P2P_SPLICE_NEVER : P2P_SPLICE_ONE_WAY;
-    if (op_in_place(o)) o->bk_len = o->move_bytes;
+    if (op_in_place(o)) {
+        uint64_t before = 0; /* elements of the ranks before this one */
+        for (uint32_t r = 0; r < o->info.rank; r++) before += o->counts[r];
+        o->own_len = o->d.count * esz_of(o);
+        o->own_off = before * esz_of(o);
+        o->bk_off = o->own_len;
+        o->bk_len = o->move_bytes - o->own_len;
+    }
     return 0;
 }
 
@@ -120,7 +128,7 @@ static int agv_plan(pccl_op_t *o) {
 }
 
 static int ag_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
-    const void *src = !op_in_place(o) ? o->d.sendbuf : o->backup ? (const void *)o->backup : o->d.recvbuf;
+    const void *src = !op_in_place(o) ? o->d.sendbuf : (const uint8_t *)o->d.recvbuf + o->own_off;
     if (op_algo_rhd(o)) return op_rhd_all_gather(o, ios, k, src); /* recursive doubling (op_rhd.c) */
     return ring_allgather(ios, k, src, o->d.recvbuf, o->counts, esz_of(o), o->rank_of, o->pos, o->world,
                           o->op_seq);

@@ -71,6 +71,11 @@ struct pccl_op {
     uint64_t *counts;       /* elements of each rank's block, by rank (world entries) */
     const uint8_t *holds;   /* broadcast: which ring positions hold the data (world entries) */
     size_t bk_off, bk_len;  /* bytes of recvbuf the backup keeps (in place) */
+    /* In place, a kind whose input moves within recvbuf before the data (the all-gathers: from recvbuf's start to
+     * the rank's block, own_len bytes to own_off; 0: none) keeps no copy of it: the input is back at the start
+     * once the restore moves it there, before it puts the backup back (own_moved: the move was made). */
+    size_t own_off, own_len;
+    int own_moved;
     uint8_t *backup;        /* that backup while the op runs */
     int ring_backs_up;      /* the ring copies the backup itself as it goes (in place: the plain all-reduce and
                              * the ring broadcast; ring_io_t.backup) */

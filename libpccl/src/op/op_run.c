@@ -224,13 +224,27 @@ static int verdict(pccl_op_t *o, int rc, const ring_io_t *io) {
     return rc;
 }
 
+/* The caller's buffer as it was: the input moved back to recvbuf's start (own_moved), then the backup. */
+static void restore(pccl_op_t *o) {
+    uint8_t *buf = o->d.recvbuf;
+    if (o->own_moved) memmove(buf, buf + o->own_off, o->own_len);
+    o->own_moved = 0;
+    if (o->backup) memcpy(buf + o->bk_off, o->backup, o->bk_len);
+}
+
 /* A commenced op: place, plan, backup, data, verdict, restore. */
 static int perform(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     size_t backup_cap = 0;
+    o->own_off = o->own_len = 0;
+    o->own_moved = 0;
     int rc = place(o);
     if (rc == 0) rc = o->kind->plan(o);
     if (rc == 0) rc = take_backup(o, &backup_cap);
+    if (rc == 0 && o->own_len && o->own_off) { /* what it overwrites is in the backup now */
+        memmove((uint8_t *)o->d.recvbuf + o->own_off, o->d.recvbuf, o->own_len);
+        o->own_moved = 1;
+    }
     if (rc != 0) {
         send_done(o, 0);
     } else {
@@ -251,8 +265,7 @@ static int perform(pccl_op_t *o) {
         op_rhd_release(o, rc != 0);
         /* A ring that takes the backup as it goes restored what it modified when it failed; its backup is only
          * complete (and needed) when the data moved and the group aborted afterwards. */
-        if (o->backup && rc != 0 && (!o->ring_backs_up || moved == 0))
-            memcpy((uint8_t *)o->d.recvbuf + o->bk_off, o->backup, o->bk_len);
+        if (rc != 0 && (!o->ring_backs_up || moved == 0)) restore(o);
     }
     bufpool_put(&c->buffers, o->backup, backup_cap);
     o->backup = NULL;
