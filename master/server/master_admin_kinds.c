@@ -2,8 +2,6 @@
  * master_admin_kinds.h). */
 #include "server/master_admin_kinds.h"
 
-#include "sm/msm_algo.h"
-
 cJSON *pccl__coll_kinds_json(const msm_coll_stats_t by_kind[MSM_COLL_NKINDS]) {
     cJSON *o = cJSON_CreateObject();
     for (unsigned k = 0; o && k < MSM_COLL_NKINDS; k++) {

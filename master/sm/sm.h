@@ -15,5 +15,6 @@
 
 #include "sm/master_sm.h"
 #include "sm/msm_admin.h"
+#include "sm/msm_algo.h" /* the algorithms' names, for the admin's counts by algorithm */
 
 #endif
