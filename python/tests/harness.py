@@ -113,15 +113,16 @@ class Procs:
             self.kill(name)
 
 
-def run_peers_once(workdir, script, world, timeout_s):
-    """A master and `world` processes of peers/SCRIPT (args: MASTER INDEX OUT), run to completion; returns
-    {record["case"]: [record of peer 0, 1, ...]} from their JSON lines. Kills everything on the way out."""
+def run_peers_once(workdir, script, world, timeout_s, env=None):
+    """A master and `world` processes of peers/SCRIPT (args: MASTER INDEX OUT; env: added to the peers'
+    environment), run to completion; returns {record["case"]: [record of peer 0, 1, ...]} from their JSON
+    lines. Kills everything on the way out."""
     procs = Procs(workdir)
     try:
         master = procs.start_master()
         outs = [procs.dir / f"peer{i}.jsonl" for i in range(world)]
         for i in range(world):
-            procs.start_peer(script, f"peer{i}", master, i, outs[i])
+            procs.start_peer(script, f"peer{i}", master, i, outs[i], env=env)
         procs.expect_success([f"peer{i}" for i in range(world)], timeout_s)
         by_case = {}
         for out in outs:

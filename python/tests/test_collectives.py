@@ -1,5 +1,7 @@
 """Every dtype and op, in place, out of place, async and multiple-with-retry, over 3 peer
-processes and a master, against NumPy's results; quantized sums within their documented bound."""
+processes and a master, against NumPy's results; quantized sums within their documented bound. The peers
+run the ring (PCCL_ALGO=ring), whose bytes on the wire the traffic tests count; the other algorithms are
+the C tests' (test_ring_rhd, test_algo_rhd, test_algo_rd)."""
 import pytest
 
 from cases import WORLD, case_ids
@@ -9,7 +11,8 @@ from harness import run_peers_once
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Runs the peers once; {case: [record of each peer]}."""
-    return run_peers_once(tmp_path_factory.mktemp("collectives"), "collectives_peer.py", WORLD, 120)
+    return run_peers_once(tmp_path_factory.mktemp("collectives"), "collectives_peer.py", WORLD, 120,
+                          env={"PCCL_ALGO": "ring"})
 
 
 @pytest.mark.parametrize("case", case_ids())
