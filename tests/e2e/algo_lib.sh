@@ -38,3 +38,16 @@ quant_round() {
     done
     echo "$W peers: $n results bit-identical"
 }
+
+# forced_rounds ALGO WORLD...: ops_round WORLD ALGO for each world; every all-reduce of each ran ALGO (at least
+# 300 of them), none another algorithm.
+forced_rounds() {
+    local algo=$1 W n
+    shift
+    for W in "$@"; do
+        ops_round "$W" "$algo"
+        case $algo in ring) n=$RING ;; rhd) n=$RHD ;; rd) n=$RD ;; esac
+        [ "$n" -ge 300 ] && [ $((RING + RHD + RD)) = "$n" ] ||
+            fail "$W peers forced $algo: $RD rd, $RHD rhd and $RING ring all-reduces"
+    done
+}

@@ -9,10 +9,7 @@
 . "$(dirname "$0")/algo_lib.sh"
 export PCCL_LOG_LEVEL=info
 PCCL_LOG_LEVEL=debug start_master
-for W in 2 3 5; do
-    ops_round "$W" rd
-    [ "$RD" -ge 300 ] && [ "$RING" = 0 ] && [ "$RHD" = 0 ] || fail "$W peers forced rd: $RD rd, $RHD rhd, $RING ring"
-done
+forced_rounds rd 2 3 5
 ops_round 2 ""
 [ "$RD" -gt 0 ] && [ "$RING" -gt 0 ] || fail "auto on 2 peers: $RD rd and $RING ring all-reduces, want both"
 rd0=$(algo_count rd)
@@ -23,6 +20,5 @@ kill "$MASTER_PID"; wait "$MASTER_PID" 2>/dev/null
 head -c 48 /dev/urandom | base64 > "$WORK/run.key"
 chmod 600 "$WORK/run.key"
 PCCL_LOG_LEVEL=debug start_master --key-file "$WORK/run.key" --encrypt
-PCCL_KEY_FILE="$WORK/run.key" ops_round 3 rd
-[ "$RD" -ge 300 ] && [ "$RING" = 0 ] || fail "keyed, forced rd: $RD rd and $RING ring all-reduces"
+PCCL_KEY_FILE="$WORK/run.key" forced_rounds rd 3
 echo "ok: PCCL_ALGO=rd exact on 2, 3, 5 peers and keyed on 3, quantized bit-identical on 3 and 4; auto chose rd and the ring on 2"

@@ -11,10 +11,7 @@
 . "$(dirname "$0")/algo_lib.sh"
 export PCCL_LOG_LEVEL=info
 PCCL_LOG_LEVEL=debug start_master
-for W in 3 4 5; do
-    ops_round "$W" rhd
-    [ "$RHD" -ge 300 ] && [ "$RING" = 0 ] && [ "$RD" = 0 ] || fail "$W peers forced rhd: $RHD rhd and $RING ring all-reduces"
-done
+forced_rounds rhd 3 4 5
 ops_round 4 ""
 [ "$RD" -gt 0 ] && [ "$RING" -gt 0 ] || fail "auto on 4 peers: $RD rd, $RHD rhd and $RING ring all-reduces, want rd and ring"
 grep -q "commenced: all_reduce,.*4 peers, ring$" "$WORK/master.log" || fail "auto never chose the ring"
@@ -34,6 +31,5 @@ kill "$MASTER_PID"; wait "$MASTER_PID" 2>/dev/null
 head -c 48 /dev/urandom | base64 > "$WORK/run.key"
 chmod 600 "$WORK/run.key"
 PCCL_LOG_LEVEL=debug start_master --key-file "$WORK/run.key" --encrypt
-PCCL_KEY_FILE="$WORK/run.key" ops_round 4 rhd
-[ "$RHD" -ge 300 ] && [ "$RING" = 0 ] || fail "keyed, forced rhd: $RHD rhd and $RING ring all-reduces"
+PCCL_KEY_FILE="$WORK/run.key" forced_rounds rhd 4
 echo "ok: PCCL_ALGO=rhd exact on 3, 4, 5 peers and keyed on 4; auto chose rd and the ring by size"
