@@ -1,11 +1,13 @@
 /*
- * pccl_coll.c - pccl broadcast, all-gather and reduce-scatter benchmark driver (bench/coll.sh).
+ * pccl_coll.c - pccl broadcast, all-gather, reduce-scatter and barrier benchmark driver (bench/coll.sh,
+ * bench/barrier.sh).
  *
  * usage: pccl_coll oop|ip KIND PEERS BYTES REPS [WARMUP]
  *        pccl_coll peer IP PORT RANK WORLD KIND BYTES REPS POOL   (split mode, bench/wan.sh WAN_COLL=KIND)
  *        pccl_coll sink IP | pccl_coll send IP PORT STREAMS BYTES REPS (one link, see link_send)
  *
- * KIND is broadcast, all_gather or reduce_scatter (pccl_coll.h's typed forms, float, reduce op sum).
+ * KIND is broadcast, all_gather, reduce_scatter (pccl_coll.h's typed forms, float, reduce op sum) or barrier
+ * (pcclExtBarrier: BYTES is ignored and may be 0; the check is the world size it reports).
  * BYTES is the collective's size as nccl-tests counts it: the broadcast buffer, the all-gather's output,
  * the reduce-scatter's input; each member's block of the last two is BYTES / PEERS. Throughput =
  * BYTES / time. Rank 0 of the fork order (RANK 0 in split mode) is the broadcast root.
@@ -30,8 +32,8 @@
 #include "pccl.h"
 #include "pccl_coll.h"
 
-static const char *const KINDS[] = {"broadcast", "all_gather", "reduce_scatter"};
-enum { K_BCAST, K_AG, K_RS, K_COUNT };
+static const char *const KINDS[] = {"broadcast", "all_gather", "reduce_scatter", "barrier"};
+enum { K_BCAST, K_AG, K_RS, K_BAR, K_COUNT };
 
 struct run {
     int kind, world, reps, warm, in_place;
@@ -54,6 +56,7 @@ static float rs_val(int k, size_t i) { return (float)((i + (size_t)k) % 17); }
 static float bc_val(size_t i) { return (float)(i % 251) + 0.5f; }
 
 static void fill_input(const struct run *ru, struct bufs *b, int rank) {
+    if (ru->kind == K_BAR) return;
     if (ru->kind == K_BCAST) {
         if (rank != 0) return;
         float *src = ru->in_place ? b->out : b->in;
@@ -69,6 +72,7 @@ static void fill_input(const struct run *ru, struct bufs *b, int rank) {
 
 static int alloc_bufs(const struct run *ru, struct bufs *b) {
     size_t w = (size_t)ru->world;
+    if (ru->kind == K_BAR) return 0;
     b->count = ru->bytes / sizeof(float);
     b->block = ru->kind == K_RS ? b->count / w + 1 : b->count / w;
     b->out_len = ru->kind == K_RS && !ru->in_place ? b->block : ru->kind == K_AG ? b->block * w : b->count;
@@ -87,6 +91,8 @@ static pcclResult_t run_op(const struct run *ru, struct bufs *b, int rank, uint6
     switch (ru->kind) {
     case K_BCAST:
         return pcclExtBroadcast(in, b->out, b->count, pcclFloat, rank == 0, tag, comm, info);
+    case K_BAR:
+        return pcclExtBarrier(tag, comm, info);
     case K_AG:
         return pcclExtAllGather(in, b->out, b->block, b->out_len, pcclFloat, tag, comm, info);
     default:
@@ -97,6 +103,12 @@ static pcclResult_t run_op(const struct run *ru, struct bufs *b, int rank, uint6
 /* 0 when the output of the last operation is what the kind promises, else -1 with a message. */
 static int check_output(const struct run *ru, const struct bufs *b, int rank, const pcclExtCollInfo_t *info) {
     size_t bad = SIZE_MAX;
+    if (ru->kind == K_BAR) {
+        if (info->world_size == (uint32_t)ru->world && info->rank < info->world_size) return 0;
+        fprintf(stderr, "rank %d: barrier: rank %u of %u, want a world of %d\n", rank, info->rank, info->world_size,
+                ru->world);
+        return -1;
+    }
     if (ru->kind == K_BCAST) {
         for (size_t i = 0; i < b->count && bad == SIZE_MAX; i++)
             if (b->out[i] != bc_val(i)) bad = i;
@@ -169,7 +181,7 @@ static int split_peer(int argc, char **argv) {
     struct run ru = {.kind = parse_kind(argv[6]), .world = atoi(argv[5]), .reps = atoi(argv[8]),
                      .pool = (uint32_t)atoi(argv[9]), .bytes = (size_t)strtoull(argv[7], NULL, 10)};
     if (ru.kind < 0 || ru.reps < 1 || ru.reps > BENCH_MAX_REPS || ru.world < 2 || ru.world > BENCH_MAX_PEERS ||
-        rank < 0 || rank >= ru.world || ru.pool < 1 || ru.bytes < sizeof(float) * (size_t)ru.world)
+        rank < 0 || rank >= ru.world || ru.pool < 1 || (ru.kind != K_BAR && ru.bytes < sizeof(float) * (size_t)ru.world))
         return 2;
     ru.times = calloc((size_t)ru.world * (size_t)ru.reps, sizeof(double));
     if (!ru.times) return 1;
@@ -187,14 +199,14 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "peer") == 0) return split_peer(argc, argv);
     if (argc > 1 && (strcmp(argv[1], "sink") == 0 || strcmp(argv[1], "send") == 0)) return link_main(argc, argv);
     if (argc < 6 || (strcmp(argv[1], "oop") && strcmp(argv[1], "ip"))) {
-        fprintf(stderr, "usage: %s oop|ip broadcast|all_gather|reduce_scatter PEERS BYTES REPS [WARMUP]\n", argv[0]);
+        fprintf(stderr, "usage: %s oop|ip broadcast|all_gather|reduce_scatter|barrier PEERS BYTES REPS [WARMUP]\n", argv[0]);
         return 2;
     }
     struct run ru = {.kind = parse_kind(argv[2]), .world = atoi(argv[3]), .bytes = (size_t)strtoull(argv[4], NULL, 10),
                      .reps = atoi(argv[5]), .warm = argc > 6 ? atoi(argv[6]) : 1, .pool = 1,
                      .in_place = strcmp(argv[1], "ip") == 0};
     if (ru.kind < 0 || ru.world < 2 || ru.world > BENCH_MAX_PEERS || ru.reps < 1 || ru.reps > BENCH_MAX_REPS ||
-        ru.warm < 0 || ru.bytes < sizeof(float) * (size_t)ru.world) {
+        ru.warm < 0 || (ru.kind != K_BAR && ru.bytes < sizeof(float) * (size_t)ru.world)) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }

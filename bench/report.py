@@ -483,6 +483,7 @@ def main():
     include(p, "overhead.md", "## 4g. Per-operation overhead: 2 x 400 KB on loopback against OpenMPI (`bench/overhead.sh`)")
     include(p, "nat.md", "## 4h. NAT traversal: one relayed ring edge against none under WAN emulation "
             "(`bench/nat.sh`)")
+    include(p, "barrier.md", "## 4i. The barrier: one master round trip (`bench/barrier.sh`)")
 
     if retried or failed:
         p("Points that failed once and were re-run: " + (", ".join(f"{r.get('impl')} {r.get('mode')} "

@@ -164,6 +164,20 @@ static uint8_t choose_algo(msm_t *m, const ring_votes_t *rv, const wire_msg_t *w
     return msm_algo_for(m, has, rv->v[0].kind, rv->v[0].algo, payload_bytes, rv->conns, (uint32_t)rv->n);
 }
 
+typedef enum { END_COMPLETED, END_ABORTED, END_REJECTED } coll_end_t;
+static void count_end(msm_t *m, const msm_op_t *c, coll_end_t end);
+static void complete(msm_t *m, msm_group_t *g, msm_op_t *c);
+
+/* A barrier is complete once every member voted: its COMMENCE tells each member so, and no member reports
+ * back (one master round trip). */
+static void end_barrier(msm_t *m, msm_group_t *g, msm_op_t *c) {
+    PLOG_DEBUG("master", "group %u tag %llu completed: barrier, op %llu", g->id, (unsigned long long)c->tag,
+               (unsigned long long)c->op_seq);
+    count_end(m, c, END_COMPLETED);
+    g->collectives_completed++;
+    msm_op_complete(m, c);
+}
+
 static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
     ring_votes_t rv;
     if (ring_votes(m, g, c, &rv) != 0) return 0;
@@ -174,10 +188,12 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
         return 0;
     }
     w.u.commence.algo = c->algo = choose_algo(m, &rv, &w, c->payload_bytes);
-    /* Slots an unused grant holds go to an operation that needs them (the grant is revoked). */
-    uint64_t avail = free_slots(m, g) | c->slots, slots = 0; /* an unpipelined op's own slots */
+    int barrier = c->coll_kind == pcclExtCollBarrier;
+    /* Slots an unused grant holds go to an operation that needs them (the grant is revoked). A barrier moves
+     * nothing and ends at its COMMENCE: it names slot 0 (the field is never 0) and reserves none. */
+    uint64_t avail = barrier ? 1 : free_slots(m, g) | c->slots, slots = 0; /* an unpipelined op's own slots */
     uint32_t could = (uint32_t)__builtin_popcountll(avail | msm_grant_slots(m, g->id));
-    uint32_t want = could ? stripes_for(m, g, c, could) : 1, k = 0; /* the ring and rhd stripe alike */
+    uint32_t want = barrier ? 1 : could ? stripes_for(m, g, c, could) : 1, k = 0; /* ring and rhd stripe alike */
     while ((uint32_t)__builtin_popcountll(avail) < want && msm_grant_revoke_oldest(m, g->id))
         avail = free_slots(m, g) | c->slots;
     if (!avail) { /* all connections busy: wait for one */
@@ -206,10 +222,9 @@ static int commence(msm_t *m, msm_group_t *g, msm_op_t *c) {
                (unsigned long long)slots, rv.n, msm_algo_name(w.u.commence.algo));
     free(w.u.commence.members);
     ring_votes_free(&rv);
+    if (barrier) end_barrier(m, g, c);
     return 1;
 }
-
-static void complete(msm_t *m, msm_group_t *g, msm_op_t *c);
 
 /* Decides every voting collective of g whose vote is complete, in launch order. */
 static void evaluate(msm_t *m, msm_group_t *g) {
@@ -273,8 +288,6 @@ void msm_coll_on_init(msm_t *m, msm_peer_t *p, msm_op_t *c, msm_member_t *mb, co
     }
     evaluate(m, msm_group(m, p->group, 0));
 }
-
-typedef enum { END_COMPLETED, END_ABORTED, END_REJECTED } coll_end_t;
 
 /* Counts c's end by kind in the master's and its group's stats (an unknown kind only in the totals). */
 static void count_end(msm_t *m, const msm_op_t *c, coll_end_t end) {

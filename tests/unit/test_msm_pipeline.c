@@ -1,8 +1,10 @@
 /* test_msm_pipeline.c - the master's pure state machine, pipelined collectives (msm_grant.c, docs/protocol.md
  * "Pipelined collectives"): a steady state of one exchange with the master per operation, and every way a
  * grant ends (a changed vote, a parameter mismatch, a departure, a failed ring before or after every member
- * voted, a changed ring, a shortage of slots, a vote under a grant this master never made). */
+ * voted, a changed ring, a shortage of slots, a vote under a grant this master never made); a barrier ends at its
+ * COMMENCE. */
 #include "msm_harness.h"
+#include "pccl_coll.h"
 
 TT_FIXTURE(setup, teardown);
 
@@ -277,21 +279,55 @@ static void test_slot_shortage_revokes(void) {
     CHECK(cm && cm->u.commence.slots == 1);
 }
 
-/* Broadcasts and barriers are never granted: a member could finish them before another started. A vote under a
- * grant this master never made is a kick. */
+/* Broadcasts are never granted: a chain finishes on its first members before the last one started. A vote
+ * under a grant this master never made is a kick. */
 static void test_not_granted(void) {
     make_group(2);
     for (uint64_t c = 1; c <= 2; c++) {
         wire_msg_t m = {.type = C2M_COLL_INIT};
         m.u.coll_init.tag = 6;
-        m.u.coll_init.kind = 5; /* barrier */
+        m.u.coll_init.kind = pcclExtCollBroadcast;
+        m.u.coll_init.dtype = pcclFloat;
+        m.u.coll_init.count = m.u.coll_init.capacity = 100;
+        m.u.coll_init.flags = c == 1 ? PCCL_EXT_COLL_ROOT : 0;
         msm_on_packet(M, c, &m);
     }
     uint64_t seq = commenced_seq(1, 6);
+    CHECK(seq != 0);
     for (uint64_t c = 1; c <= 2; c++) coll_done(c, 6, seq, 1);
     CHECK(end_of(1, M2C_COLL_COMPLETE, 6) && grant_of(1, 6, NULL) == 0);
     init_under(1, 8, 1000, 1000000);
     CHECK(kicked(1));
+}
+
+/* A barrier is one round trip: complete at its COMMENCE (every member voted), with no report and no COMPLETE;
+ * it moves nothing, so it does not wait for a connection slot another operation holds. */
+static void test_barrier_ends_at_commence(void) {
+    make_group(2); /* pool of 1: the all-reduce below holds the only slot */
+    for (uint64_t c = 1; c <= 2; c++) coll_init(c, 1);
+    uint64_t ar = commenced_seq(1, 1);
+    CHECK(ar != 0);
+    for (uint64_t c = 1; c <= 2; c++) {
+        wire_msg_t m = {.type = C2M_COLL_INIT};
+        m.u.coll_init.tag = 2;
+        m.u.coll_init.kind = pcclExtCollBarrier;
+        msm_on_packet(M, c, &m);
+    }
+    uint64_t bar = commenced_seq(1, 2);
+    CHECK(bar != 0 && commenced_seq(2, 2) == bar);
+    msm_op_view_t v[4];
+    CHECK_EQ_U64(msm_op_views(M, v, 4), 1); /* the all-reduce alone */
+    CHECK_EQ_U64(v[0].tag, 1);
+    msm_stats_t st;
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.by_kind[pcclExtCollBarrier].completed, 1);
+    CHECK_EQ_U64(st.collectives_completed, 1);
+    coll_done(1, 2, bar, 1); /* a report from an older peer is ignored */
+    CHECK(!kicked(1) && end_of(1, M2C_COLL_COMPLETE, 2) == NULL);
+    for (uint64_t c = 1; c <= 2; c++) coll_done(c, 1, ar, 1);
+    CHECK(end_of(2, M2C_COLL_COMPLETE, 1) != NULL);
+    msm_get_stats(M, &st);
+    CHECK_EQ_U64(st.collectives_completed, 2);
 }
 
 int main(void) {
@@ -307,5 +343,6 @@ int main(void) {
     RUN_TEST(test_leave_under_grant);
     RUN_TEST(test_slot_shortage_revokes);
     RUN_TEST(test_not_granted);
+    RUN_TEST(test_barrier_ends_at_commence);
     TEST_MAIN_END();
 }

@@ -1,4 +1,4 @@
-/* test_wire_golden.c - the wire bytes of protocol version 11, pinned: one populated instance of every
+/* test_wire_golden.c - the wire bytes of protocol version 12, pinned: one populated instance of every
  * message type is encoded and compared with the frame recorded here (hex, length prefix included), and
  * each recorded frame decodes and encodes back to itself. A change of these bytes is a new protocol
  * version: move WIRE_VERSION deliberately and record the new frames (`test_wire_golden --print` prints
@@ -221,13 +221,13 @@ static wire_msg_t make(uint16_t t) {
     return m;
 }
 
-/* Every message type of version 11 and its frame: u32 body length, u16 type, payload. */
+/* Every message type of version 12 and its frame: u32 body length, u16 type, payload. */
 static const struct golden {
     uint16_t type;
     const char *hex;
 } GOLDEN[] = {
 {1, /* HELLO */
- "0000008c00015043434c000bdeadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
+ "0000008c00015043434c000cdeadbeefbc15010000010620010db800000000000000000000ab09052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d374d7297bce1062b50759abfe4092e5378"
  "9dc2e70c31567ba0c5ea0f34597ea3c8ed12375c81a6cbf0153a5f84a9cef3183d6287acd1f61b40658aafd4f91e4368"},
 {2, /* UPDATE_TOPOLOGY */
@@ -256,7 +256,7 @@ static const struct golden {
 {12, /* PEER_UNREACHABLE */
  "00000012000c0c31567ba0c5ea0f34597ea3c8ed1237"},
 {13, /* RESUME */
- "00000145000d5043434c000b00000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
+ "00000145000d5043434c000c00000003c3510000000404c6336407000000000000000000000000052a4f7499bee3082d"
  "52779cc1e60b30557a9fc4e90e33587da2c7ec11365b8008776f726b65722d3799bee3082d52779cc1e60b30557a9fc4"
  "010a0b0c0d0e0f10110000000301264b7095badf04294e7398bde2072c12375c81a6cbf0153a5f84a9cef3183d23486d"
  "92b7dc01264b7095badf04294e000000020e6c617965722e302e77656967687401000000000123456789f00dfacecafe"

@@ -181,7 +181,7 @@ static int rs_run(pccl_op_t *o, ring_io_t *ios, uint32_t k) {
     return rc;
 }
 
-/* ---- barrier: the vote, the COMMENCE and the verdict are all of it. */
+/* ---- barrier: the vote and the COMMENCE are all of it (the master ends it there: one round trip). */
 static int bar_validate(const pcclExtCollDescriptor_t *d) {
     if (d->flags & ~PCCL_EXT_COLL_RANKED) return invalid(d, "barrier", "flags other than the rank key's");
     return 0;

@@ -25,7 +25,7 @@ typedef struct pccl_op pccl_op_t;
 /* What one kind of collective does with the shared record. */
 typedef struct op_kind {
     const char *name; /* the kind's name in logs ("all_reduce", "broadcast", ...: pccl_coll.h's kinds) */
-    int moves_data;   /* 0: no streams and no data (the barrier) */
+    int moves_data;   /* 0: no streams, no data, no report: the op ends at its COMMENCE (the barrier) */
     /* Checks a descriptor at launch (sendbuf already NULL-normalized to recvbuf when in place): 0 or -PERR_INVALID
      * (the reason logged). */
     int (*validate)(const pcclExtCollDescriptor_t *d);

@@ -232,7 +232,7 @@ static void restore(pccl_op_t *o) {
     if (o->backup) memcpy(buf + o->bk_off, o->backup, o->bk_len);
 }
 
-/* A commenced op: place, plan, backup, data, verdict, restore. */
+/* A commenced op: place, plan, backup, data, verdict, restore (a kind that moves no data: place alone). */
 static int perform(pccl_op_t *o) {
     pcclComm_t *c = o->comm;
     size_t backup_cap = 0;
@@ -245,8 +245,10 @@ static int perform(pccl_op_t *o) {
         memmove((uint8_t *)o->d.recvbuf + o->own_off, o->d.recvbuf, o->own_len);
         o->own_moved = 1;
     }
-    if (rc != 0) {
+    if (rc != 0 && o->kind->moves_data) {
         send_done(o, 0);
+    } else if (!o->kind->moves_data) {
+        /* A barrier is complete at its COMMENCE (every member voted): the master expects no report. */
     } else {
         p2p_conn_t *tx[MAX_STRIPES] = {0}, *rx[MAX_STRIPES] = {0};
         ring_io_t ios[MAX_STRIPES];
