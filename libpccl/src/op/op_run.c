@@ -175,7 +175,7 @@ static int move_data(pccl_op_t *o, ring_io_t *ios, p2p_conn_t **tx, p2p_conn_t *
         if (o->commence.u.commence.slots >> i & 1) slot_of[(*k)++] = i;
     int own_links = op_algo_rhd(o); /* the kind connects to its partners itself */
     int opened = own_links ? 0 : open_streams(o, slot_of, *k, tx, rx);
-    int spin_us = o->move_bytes <= RING_SPIN_MAX_BYTES && p2p_local_peers_fit(c) ? RING_SPIN_US : 0;
+    int spin_us = p2p_local_peers_fit(c) ? RING_SPIN_US : 0;
     size_t staging_cap = 0;
     uint8_t *staging = bufpool_get(&c->buffers, (size_t)*k * STAGING_BYTES, &staging_cap);
     for (uint32_t s = 0; s < *k; s++)

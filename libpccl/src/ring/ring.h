@@ -38,8 +38,7 @@ typedef struct ring_io {
     int timeout_ms;   /* fail when no byte moves for this long */
     /* Before sleeping in poll, look at the sockets without sleeping (yielding the core between looks) for up to
      * this many microseconds; 0: sleep at once. Bytes from a peer on another core come sooner than a sleep and
-     * its wake-up take. Only where the local peers have a core each (p2p_local_peers_fit) and the operation is
-     * small (RING_SPIN_MAX_BYTES). */
+     * its wake-up take. Only where the local peers have a core each (p2p_local_peers_fit). */
     int spin_us;
     uint8_t *staging; /* receive buffer for reduce-scatter */
     size_t staging_size;
@@ -300,11 +299,11 @@ ssize_t ring_recv(ring_io_t *io, void *buf, size_t len);
 /* What ring_recv's return n means once its own failures are handled: n (> 0) bytes, 0 when none were ready, or
  * -PERR_IO (the predecessor closed the connection, or the receive failed; io->err says which). */
 ssize_t ring_recv_outcome(ring_io_t *io, ssize_t n);
-/* ring_io_t.spin_us where the local peers have a core each and the operation moves at most RING_SPIN_MAX_BYTES:
- * about one step's transfer on one host. Larger operations stream long enough that a wake-up's delay is a small
- * part of a step, and do not spin. */
+/* ring_io_t.spin_us where the local peers have a core each, whatever the operation's size: a small one waits about
+ * one step's transfer on one host; a large one streams through bounded socket buffers, and a receiver that sleeps
+ * in poll wakes once per buffer (on a virtual machine, an idle core's wake-up costs more than the poll). A wait
+ * longer than this (a slow peer, a wide-area link) still sleeps (bench/analysis.md, "Spinning"). */
 #define RING_SPIN_US 100
-#define RING_SPIN_MAX_BYTES ((size_t)1 << 20)
 /* Sleeps in poll until a socket or the abort fd is ready (first polling without sleeping for io->spin_us).
  * @return 0 with *ready 1 (go on with p[].revents) or 0 (nothing happened: loop again), or -PERR_<NAME>
  * (io->err says why). */
