@@ -128,6 +128,71 @@ def test_leave_and_departure():
     assert (world, stayed, gone) == (1, Departure.IN_RUN, Departure.LEFT)
 
 
+def test_leave_while_a_sync_waits_for_its_plan():
+    """A leave from another thread while the peer syncs in a loop. When the leave comes after every member's vote
+    reached the master, the master has commenced the sync and keeps the peer as its member until it reports; the
+    leaving peer must still answer the plan, or its leave waits out the grace and ends as a departure (the library
+    warns "did not remove this peer"). The window is a master round trip wide, so several trials, each leaving
+    at another moment of the loop."""
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+    logger = logging.getLogger("pccl.test_leave_sync")
+    handler = Keep()
+    logger.addHandler(handler)
+    pccl.log_to_logging(logger, level=logging.WARNING)
+    try:
+        for trial in range(8):
+            addr = f"127.0.0.1:{free_port()}"
+            with pccl.MasterNode(addr):
+                joined, left, synced_once = threading.Barrier(3, timeout=TIMEOUT_S), threading.Event(), threading.Event()
+                leaver = {}
+
+                def sync_loop(comm, until):
+                    x = np.zeros(16, np.float32)
+                    state = pccl.SharedState([pccl.TensorInfo.from_numpy(x, "x")])
+                    n, deadline = 0, time.monotonic() + TIMEOUT_S
+                    while not until() and time.monotonic() < deadline:
+                        state.revision += 1
+                        try:
+                            comm.sync_shared_state(state)
+                        except PCCLError:
+                            break
+                        n += 1
+                        synced_once.set()
+                    return n
+
+                def stays():
+                    with join(addr, 2, TIMEOUT_S) as comm:
+                        joined.wait()
+                        return sync_loop(comm, left.is_set)
+
+                def leaves():
+                    with join(addr, 2, TIMEOUT_S) as comm:
+                        leaver["comm"] = comm
+                        joined.wait()
+                        sync_loop(comm, lambda: comm.departure is not Departure.IN_RUN)
+                        assert left.wait(TIMEOUT_S)
+                        return comm.departure
+
+                def trigger():
+                    joined.wait()
+                    assert synced_once.wait(TIMEOUT_S)
+                    time.sleep(0.002 + 0.003 * trial)  # another moment of the sync loop each trial
+                    leaver["comm"].leave()
+                    left.set()
+                synced, gone, _ = in_threads(stays, leaves, trigger)
+            assert gone is Departure.LEFT
+            assert synced >= 1
+            grace = [r for r in records if "did not remove this peer" in r]
+            assert not grace, f"trial {trial}: the leave became a departure: {grace}"
+    finally:
+        pccl.log_to_stderr()
+        logger.removeHandler(handler)
+
+
 def test_connect_with_a_deadline():
     """The accepted peer never updates the topology, so pcclConnect would wait forever: the deadline cancels it."""
     addr = f"127.0.0.1:{free_port()}"

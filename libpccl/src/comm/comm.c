@@ -277,6 +277,47 @@ void comm_set_world(pcclComm_t *c, const wire_world_t *w) {
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Takes the first inbox message whose type is one of types[0..ntypes) into *msg (caller holds mu). 1 if taken. */
+static int inbox_take_locked(pcclComm_t *c, const uint16_t *types, int ntypes, wire_msg_t *msg) {
+    inbox_item_t *prev = NULL, *it = c->inbox_head;
+    for (; it; prev = it, it = it->next) {
+        int match = 0;
+        for (int i = 0; i < ntypes; i++) match |= it->msg.type == types[i];
+        if (match) break;
+    }
+    if (!it) return 0;
+    if (prev) prev->next = it->next;
+    else c->inbox_head = it->next;
+    if (c->inbox_tail == it) c->inbox_tail = prev;
+    *msg = it->msg;
+    free(it);
+    return 1;
+}
+
+int comm_wait_owed(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
+    uint64_t deadline = net_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    int rc = -PERR_TIMEOUT;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (atomic_load(&c->master_epoch) != epoch && !comm_ended(c)) {
+            rc = -PERR_RESTARTED;
+            break;
+        }
+        if (inbox_take_locked(c, types, ntypes, msg)) {
+            rc = 0;
+            break;
+        }
+        if (comm_ended(c)) {
+            rc = -PERR_LOST;
+            break;
+        }
+        /* The reader broadcasts cv for each message and at the connection's end. */
+        if (pwait_cond_sleep(&c->cv, &c->mu, deadline) != 0) break;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg) {
     uint64_t deadline = timeout_ms >= 0 ? net_now_ms() + (uint64_t)timeout_ms : 0, spin_until = comm_spin_until(c);
     pwait_t w;
@@ -289,20 +330,7 @@ int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, 
             rc = -PERR_RESTARTED;
             break;
         }
-        inbox_item_t *prev = NULL, *it = c->inbox_head;
-        for (; it; prev = it, it = it->next) {
-            int match = 0;
-            for (int i = 0; i < ntypes; i++) match |= it->msg.type == types[i];
-            if (match) break;
-        }
-        if (it) {
-            if (prev) prev->next = it->next;
-            else c->inbox_head = it->next;
-            if (c->inbox_tail == it) c->inbox_tail = prev;
-            *msg = it->msg;
-            free(it);
-            break;
-        }
+        if (inbox_take_locked(c, types, ntypes, msg)) break;
         if (comm_ended(c)) {
             rc = -PERR_LOST;
             break;

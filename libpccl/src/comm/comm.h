@@ -298,6 +298,10 @@ int comm_send(pcclComm_t *c, unsigned epoch, const wire_msg_t *m);
  *         master connection of epoch was lost (a restarted master knows nothing of the request).
  */
 int comm_wait(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
+/* comm_wait for an answer a leaving peer still owes a report on: the leave ended (for good) every wait of
+ * comm_wait_open, so this one sleeps on cv alone, at most timeout_ms, and ends at the connection's end.
+ * @return 0 (msg filled, caller frees), -PERR_LOST, -PERR_TIMEOUT or -PERR_RESTARTED. */
+int comm_wait_owed(pcclComm_t *c, unsigned epoch, const uint16_t *types, int ntypes, int timeout_ms, wire_msg_t *msg);
 /* Drops every queued master message (caller holds mu). */
 void comm_inbox_clear(pcclComm_t *c);
 /* Sets this peer's identity (and the log name derived from it). */

@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "p2p/p2p.h"
 #include "pccl_kernels.h"
+#include "pccl_leave.h"
 #include "ss/ss.h"
 #include "op/op.h"
 
@@ -256,6 +257,22 @@ static void stop_serving(pcclComm_t *c, ss_serving_t *serving) {
     if (have_w) comm_wait_close(c, &w);
 }
 
+/* A leave ends the wait for the plan, but when every member's vote was in, the master has commenced the sync and
+ * keeps this peer as its member until it reports: without the report the leave waits out its grace and becomes
+ * a departure. So a leaving peer whose vote went out takes the plan on its way and reports no fetch of its own
+ * (SS_DIST_DONE 0, as a fetch the leave stopped). No plan comes when the vote was withdrawn: the master removes
+ * the peer and closes the connection, which ends this wait. */
+static void report_after_leave(pcclComm_t *c, unsigned ep) {
+    wire_msg_t plan = {0};
+    uint16_t tp[] = {M2C_SS_PLAN};
+    if (comm_wait_owed(c, ep, tp, 1, PCCL_EXT_LEAVE_GRACE_MS, &plan) != 0) return;
+    if (plan.u.ss_plan.status == SS_OK) { /* a refused plan owes no report */
+        wire_msg_t done = {.type = C2M_SS_DIST_DONE};
+        comm_send(c, ep, &done);
+    }
+    wire_msg_free(&plan);
+}
+
 /* The one mapping of a sync's rc to its result: the control path's codes (comm_begin, comm_send, comm_wait) as
  * comm_call_result says, where a restarted master, which knows nothing of this sync, is pcclRankConnectionLost
  * (the caller retries); every other code by its default (perr_result). */
@@ -288,7 +305,10 @@ pcclResult_t pcclSynchronizeSharedState(const pcclComm_t *cc, pcclSharedState_t 
     unsigned ep;
     rc = comm_begin(c, &ep);
     if (rc == 0) rc = comm_send(c, ep, &vote);
+    int voted = rc == 0;
     if (rc == 0) rc = comm_wait(c, ep, tp, 1, -1, &plan);
+    /* stopping: a leave was asked for (its LEAVE may still be on its way: the role changes after the cancel) */
+    if (rc != 0 && voted && atomic_load(&c->stopping) && !atomic_load(&c->shutting_down)) report_after_leave(c, ep);
     if (rc == 0) rc = plan_verdict(c, st, &plan);
     if (rc == 0) rc = fetch_and_finish(c, ep, st, &vote, &plan, &rx);
     stop_serving(c, &serving);
