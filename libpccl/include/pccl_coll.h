@@ -154,7 +154,8 @@ PCCL_EXPORT pcclResult_t pcclExtReduceScatter(const void *sendbuf, void *recvbuf
                                               uint64_t recv_capacity, pcclDataType_t datatype, pcclRedOp_t op,
                                               uint64_t tag, const pcclComm_t *communicator, pcclExtCollInfo_t *info);
 
-/** Returns once every member of the group entered a barrier of this tag. */
+/** Returns once every member of the group entered a barrier of this tag: one exchange with the master, whose
+ *  COMMENCE (sent when the last member's vote arrives) ends it; no data moves and no connection slot is held. */
 PCCL_EXPORT pcclResult_t pcclExtBarrier(uint64_t tag, const pcclComm_t *communicator, pcclExtCollInfo_t *info);
 
 #ifdef __cplusplus
