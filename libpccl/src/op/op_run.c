@@ -245,16 +245,16 @@ static int perform(pccl_op_t *o) {
         memmove((uint8_t *)o->d.recvbuf + o->own_off, o->d.recvbuf, o->own_len);
         o->own_moved = 1;
     }
-    if (rc != 0 && o->kind->moves_data) {
-        send_done(o, 0);
-    } else if (!o->kind->moves_data) {
+    if (!o->kind->moves_data) {
         /* A barrier is complete at its COMMENCE (every member voted): the master expects no report. */
+    } else if (rc != 0) {
+        send_done(o, 0);
     } else {
         p2p_conn_t *tx[MAX_STRIPES] = {0}, *rx[MAX_STRIPES] = {0};
         ring_io_t ios[MAX_STRIPES];
         uint32_t k = 0;
         ios[0] = (ring_io_t){0};
-        int moved = o->kind->moves_data ? move_data(o, ios, tx, rx, &k) : 0;
+        int moved = move_data(o, ios, tx, rx, &k);
         o->info.tx_bytes = ios[0].tx_bytes;
         o->info.rx_bytes = ios[0].rx_bytes;
         rc = verdict(o, moved, &ios[0]);
