@@ -35,31 +35,33 @@ static int hex_nonce(const char *s, uint8_t out[RELAY_NONCE_BYTES]) {
     return 0;
 }
 
-/* Sends total bytes of role's pattern and receives total of the other's, at once, until deadline. */
+/* Sends total bytes of role's pattern and receives total of the other's, at once, until deadline. Done only when
+ * both halves are: the other side's end arrived and ours was sent (closing earlier would cut what we still send). */
 static int exchange(int fd, int role, uint64_t total, uint64_t deadline) {
     static uint8_t buf[1 << 16];
     uint64_t sent = 0, got = 0;
-    int eof = 0;
+    int eof = 0, sent_all = 0;
     net_set_nonblock(fd, 1);
-    while ((got < total || !eof) && net_now_ms() < deadline) {
-        if (sent == total && sent != UINT64_MAX) {
+    while (!(eof && sent_all) && net_now_ms() < deadline) {
+        if (sent == total && !sent_all) {
             shutdown(fd, SHUT_WR);
-            sent = UINT64_MAX; /* done: our half is closed */
+            sent_all = 1;
+            continue;
         }
-        struct pollfd p = {.fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0)};
+        struct pollfd p = {.fd = fd, .events = (short)((eof ? 0 : POLLIN) | (sent_all ? 0 : POLLOUT))};
         if (poll(&p, 1, 100) <= 0) continue;
-        if ((p.revents & POLLOUT) && sent < total) {
+        if ((p.revents & (POLLOUT | POLLHUP | POLLERR)) && !sent_all) {
             size_t n = total - sent < sizeof buf ? (size_t)(total - sent) : sizeof buf;
             for (size_t i = 0; i < n; i++) buf[i] = pattern(sent + i, role);
             ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
             if (w > 0) sent += (uint64_t)w;
             else if (w < 0 && errno != EAGAIN) break;
         }
-        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+        if ((p.revents & (POLLIN | POLLHUP | POLLERR)) && !eof) {
             ssize_t r = recv(fd, buf, sizeof buf, 0);
             if (r == 0) eof = 1;
             if (r < 0 && errno == EAGAIN) continue;
-            if (r <= 0) break;
+            if (r < 0) break;
             for (ssize_t i = 0; i < r; i++) {
                 if (got + (uint64_t)i >= total || buf[i] != pattern(got + (uint64_t)i, !role)) {
                     printf("byte %llu differs\n", (unsigned long long)(got + (uint64_t)i));
@@ -69,12 +71,12 @@ static int exchange(int fd, int role, uint64_t total, uint64_t deadline) {
             got += (uint64_t)r;
         }
     }
-    if (got == total && eof) {
+    if (got == total && eof && sent_all) {
         printf("ok: sent and received %llu bytes\n", (unsigned long long)total);
         return 0;
     }
-    printf("broken: received %llu of %llu bytes%s\n", (unsigned long long)got, (unsigned long long)total,
-           eof ? " (closed)" : "");
+    printf("broken: sent %llu, received %llu of %llu bytes%s\n", (unsigned long long)sent, (unsigned long long)got,
+           (unsigned long long)total, eof ? " (closed)" : "");
     return 5;
 }
 
